@@ -1,0 +1,241 @@
+/*
+ * clnorm.h - layer normalization on any OpenCL device.
+ *
+ * The one public header of clnorm. Three API layers, each a thin skin over the one below:
+ *   1. device buffers, asynchronous: cl_mem + element offsets, a queue, a wait list, an event
+ *      out (the CLBlast convention). Nothing is read back, nothing blocks.
+ *   2. host pointers, synchronous: copies in, runs layer 1, copies out.
+ *   3. the CPU reference clnorm_ref_*: no OpenCL at all, double accumulation; the test oracle
+ *      and the fallback of a context that found no OpenCL device.
+ *
+ * A problem is described once (clnorm_desc), baked into a plan on a context (validated,
+ * strategy chosen, program built or taken from the context's cache), then executed as often
+ * as wanted. Every function returns a clnorm_status; clnorm_last_error() names the bad argument
+ * or holds the kernel build log. The library never prints, aborts or exits.
+ */
+#ifndef CLNORM_H
+#define CLNORM_H
+
+#include <stddef.h>
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#ifdef __APPLE__
+#include <OpenCL/cl.h>
+#else
+#include <CL/cl.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CLNORM_VERSION_MAJOR 0
+#define CLNORM_VERSION_MINOR 1
+#define CLNORM_VERSION_PATCH 0
+#define CLNORM_VERSION_NUMBER \
+    (CLNORM_VERSION_MAJOR * 10000 + CLNORM_VERSION_MINOR * 100 + CLNORM_VERSION_PATCH)
+
+#if defined(_WIN32) && defined(CLNORM_BUILDING_SHARED)
+#define CLNORM_API __declspec(dllexport)
+#elif defined(__GNUC__) || defined(__clang__)
+#define CLNORM_API __attribute__((visibility("default")))
+#else
+#define CLNORM_API
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Status codes. 0 is success; OpenCL's own (negative, > -1000) codes are passed through as
+ * they came; the library's own codes sit at -1000 and below. Values are appended, never
+ * renumbered.
+ * ------------------------------------------------------------------------------------------- */
+typedef int clnorm_status;
+
+enum {
+    CLNORM_OK = 0,
+    CLNORM_INVALID_ARGUMENT = -1000, /* NULL pointer, zero size, bad stride, bad eps, ... */
+    CLNORM_BUFFER_TOO_SMALL = -1001, /* a cl_mem smaller than offset + extent */
+    CLNORM_UNSUPPORTED = -1002,      /* dtype or feature the device cannot do */
+    CLNORM_OUT_OF_MEMORY = -1003,    /* host allocation failed */
+    CLNORM_BUILD_FAILURE = -1004,    /* kernel build failed; log in clnorm_last_error() */
+    CLNORM_NO_DEVICE = -1005,        /* no OpenCL device matches, or a cl_mem call on a
+                                        context that runs on the CPU reference */
+    CLNORM_OPENCL_ERROR = -1006      /* an OpenCL failure without a code of its own */
+};
+
+/* A short fixed English phrase for any status, OpenCL's codes included. Never NULL. */
+CLNORM_API const char *clnorm_status_string(clnorm_status status);
+
+/* ---------------------------------------------------------------------------------------------
+ * Problem description
+ * ------------------------------------------------------------------------------------------- */
+typedef enum {
+    CLNORM_LAYER = 0, /* y = (x - mean) / sqrt(var + eps) * gamma + beta, biased variance */
+    CLNORM_RMS = 1    /* y = x / sqrt(mean(x^2) + eps) * gamma (+ beta) */
+} clnorm_kind;
+
+/* Storage of x and y (and later dy, dx). gamma, beta, mean and rstd are float32 for F32, F16
+ * and BF16 and float64 for F64. This release computes F32; the others are reserved and
+ * rejected with CLNORM_UNSUPPORTED. */
+typedef enum {
+    CLNORM_F32 = 0,
+    CLNORM_F16 = 1,
+    CLNORM_BF16 = 2,
+    CLNORM_F64 = 3
+} clnorm_dtype;
+
+/* Flags of clnorm_desc.flags. The default (0) is the full affine transform, no statistics. */
+enum {
+    CLNORM_NO_GAMMA = 1u << 0,   /* gamma = 1: the gamma argument must be NULL */
+    CLNORM_NO_BETA = 1u << 1,    /* beta = 0: the beta argument must be NULL */
+    CLNORM_SAVE_STATS = 1u << 2  /* write per-row mean (LAYER only) and rstd = 1/sqrt(var+eps) */
+};
+
+typedef struct {
+    clnorm_kind kind;
+    clnorm_dtype dtype;
+    size_t rows;     /* product of the leading dims; 0 is a valid empty batch (a no-op) */
+    size_t cols;     /* product of the normalized trailing dims, >= 1 */
+    size_t x_stride; /* elements between the starts of consecutive rows of x; 0 means cols */
+    size_t y_stride; /* the same for y; in-place (y is x) needs x_stride == y_stride */
+    float eps;       /* > 0 and finite, added to the variance inside the square root */
+    unsigned flags;  /* CLNORM_NO_GAMMA | CLNORM_NO_BETA | CLNORM_SAVE_STATS */
+} clnorm_desc;
+
+/* Fills a description with the defaults: F32, dense rows, eps = 1e-5, affine, no stats. */
+CLNORM_API void clnorm_desc_init(clnorm_desc *desc, clnorm_kind kind, size_t rows, size_t cols);
+
+/* Checks a description alone (no device): CLNORM_OK or CLNORM_INVALID_ARGUMENT. When msg is
+ * not NULL, a sentence naming the bad field is written there (at most msg_size bytes). */
+CLNORM_API clnorm_status clnorm_desc_check(const clnorm_desc *desc, char *msg, size_t msg_size);
+
+/* ---------------------------------------------------------------------------------------------
+ * Context
+ * ------------------------------------------------------------------------------------------- */
+typedef struct clnorm_ctx clnorm_ctx;
+
+typedef enum {
+    CLNORM_BACKEND_OPENCL = 0,   /* runs on an OpenCL device */
+    CLNORM_BACKEND_REFERENCE = 1 /* no OpenCL device was found: host calls run the reference */
+} clnorm_backend;
+
+/* Creates a context that owns its cl_context and in-order queue, on the device named by
+ * `device_spec`, or by the environment variable CLNORM_DEVICE when device_spec is NULL:
+ *   "cpu" / "gpu" / "accelerator"  the first device of that type,
+ *   "P:D"                          platform P, device D (indices as `clnorm devices` shows),
+ *   anything else                  the first device whose name, vendor or platform name
+ *                                  contains it (case-insensitive).
+ * With neither, the first GPU, else the first device of any type. When no OpenCL platform or
+ * device exists and no device was asked for, the context runs on the CPU reference
+ * (clnorm_backend() says so); when one was asked for and none matches, CLNORM_NO_DEVICE.
+ * On failure *ctx is set to NULL. */
+CLNORM_API clnorm_status clnorm_create(const char *device_spec, clnorm_ctx **ctx);
+
+/* Adopts the application's queue (and its context and device). clnorm holds one retain on
+ * each and releases only that in clnorm_free(). Kernels run on this queue by default. */
+CLNORM_API clnorm_status clnorm_create_from_queue(cl_command_queue queue, clnorm_ctx **ctx);
+
+/* Releases everything the context holds, its cached programs included. NULL is allowed.
+ * Plans made on the context must be freed first. */
+CLNORM_API void clnorm_free(clnorm_ctx *ctx);
+
+CLNORM_API clnorm_backend clnorm_get_backend(const clnorm_ctx *ctx);
+/* "platform / device" as a human reads it, or "CPU reference". Valid while ctx lives. */
+CLNORM_API const char *clnorm_device_name(const clnorm_ctx *ctx);
+/* The context's queue and cl_context (NULL on the reference backend). Not retained. */
+CLNORM_API cl_command_queue clnorm_get_queue(const clnorm_ctx *ctx);
+CLNORM_API cl_context clnorm_get_cl_context(const clnorm_ctx *ctx);
+/* The sentence describing the last failure on this context ("" when none). Valid until the
+ * next call on the context. The context is not thread-safe for this message only. */
+CLNORM_API const char *clnorm_last_error(const clnorm_ctx *ctx);
+/* Number of OpenCL programs this context has built so far (cache misses). */
+CLNORM_API size_t clnorm_program_builds(const clnorm_ctx *ctx);
+
+/* One OpenCL device as `clnorm devices` lists it. */
+typedef struct {
+    unsigned platform_index, device_index; /* the "P:D" of CLNORM_DEVICE */
+    char platform_name[128];
+    char device_name[128];
+    cl_device_type type;
+    cl_ulong global_mem_bytes;
+    cl_uint compute_units;
+    int has_fp16, has_fp64;
+    int is_default; /* the device clnorm_create(NULL, ...) would choose now */
+} clnorm_device_info;
+
+/* Lists the OpenCL devices of every platform. Writes at most `capacity` entries to `infos`
+ * (which may be NULL when capacity is 0) and the total number to *count. No platform at all
+ * is not an error: *count is 0. */
+CLNORM_API clnorm_status clnorm_list_devices(clnorm_device_info *infos, size_t capacity,
+                                             size_t *count);
+
+/* ---------------------------------------------------------------------------------------------
+ * Plans
+ * ------------------------------------------------------------------------------------------- */
+typedef struct clnorm_plan clnorm_plan;
+
+typedef enum {
+    CLNORM_STRATEGY_AUTO = 0,
+    CLNORM_STRATEGY_ROW = 1,       /* one work-item per row, vector loads: CPU devices */
+    CLNORM_STRATEGY_WORKGROUP = 2, /* one work-group per row, local-memory tree reduction */
+    CLNORM_STRATEGY_SPLIT = 3,     /* several work-groups per row, Chan-merged statistics */
+    CLNORM_STRATEGY_REFERENCE = 4  /* the CPU reference (context without an OpenCL device) */
+} clnorm_strategy;
+
+/* Validates the description, chooses the strategy (CLNORM_STRATEGY in the environment forces
+ * one: row, workgroup, split) and launch geometry, builds the program or takes it from the
+ * cache, and allocates the plan's scratch. Executing a plan never compiles. On failure *plan
+ * is set to NULL. */
+CLNORM_API clnorm_status clnorm_plan_create(clnorm_ctx *ctx, const clnorm_desc *desc,
+                                            clnorm_plan **plan);
+/* As clnorm_plan_create but with the strategy given (AUTO lets clnorm choose). */
+CLNORM_API clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
+                                                 clnorm_strategy strategy, clnorm_plan **plan);
+/* NULL is allowed. A plan must not be executed on two queues at once (it owns scratch). */
+CLNORM_API void clnorm_plan_free(clnorm_plan *plan);
+CLNORM_API clnorm_strategy clnorm_plan_strategy(const clnorm_plan *plan);
+CLNORM_API const clnorm_desc *clnorm_plan_desc(const clnorm_plan *plan);
+/* "row", "workgroup", "split", "reference" (or "auto"). */
+CLNORM_API const char *clnorm_strategy_name(clnorm_strategy strategy);
+
+/* ---------------------------------------------------------------------------------------------
+ * Layer 1: device buffers, asynchronous.
+ * Offsets count elements of the tensor's own type. x covers (rows-1)*x_stride + cols
+ * elements from x_offset (y likewise); gamma and beta cover cols; mean and rstd cover rows.
+ * gamma/beta must be NULL exactly when the plan says NO_GAMMA/NO_BETA; mean/rstd are written
+ * when the plan has CLNORM_SAVE_STATS (mean must be NULL for CLNORM_RMS, which has none).
+ * queue NULL means the context's queue. The event, when asked for, completes when y is ready.
+ * ------------------------------------------------------------------------------------------- */
+CLNORM_API clnorm_status clnorm_forward(clnorm_plan *plan,
+                                        cl_mem x, size_t x_offset,
+                                        cl_mem y, size_t y_offset,
+                                        cl_mem gamma, size_t gamma_offset,
+                                        cl_mem beta, size_t beta_offset,
+                                        cl_mem mean, size_t mean_offset,
+                                        cl_mem rstd, size_t rstd_offset,
+                                        cl_command_queue queue,
+                                        cl_uint num_wait_events, const cl_event *wait_events,
+                                        cl_event *event);
+
+/* ---------------------------------------------------------------------------------------------
+ * Layer 2: host pointers, synchronous. Same shapes and rules as layer 1; y may be x (in place,
+ * same stride). On a reference-backend context this runs clnorm_ref_forward.
+ * ------------------------------------------------------------------------------------------- */
+CLNORM_API clnorm_status clnorm_forward_host(clnorm_plan *plan, const void *x, void *y,
+                                             const void *gamma, const void *beta,
+                                             void *mean, void *rstd);
+
+/* ---------------------------------------------------------------------------------------------
+ * Layer 3: the CPU reference. Double accumulation (two-pass mean, then variance), results
+ * rounded once to the storage type. Single-threaded, no OpenCL.
+ * ------------------------------------------------------------------------------------------- */
+CLNORM_API clnorm_status clnorm_ref_forward(const clnorm_desc *desc, const void *x, void *y,
+                                            const void *gamma, const void *beta,
+                                            void *mean, void *rstd);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLNORM_H */
