@@ -7,9 +7,11 @@ set(CLNORM_EMBED_SCRIPT "${CMAKE_CURRENT_LIST_DIR}/embed_kernels_script.cmake")
 
 function(clnorm_embed_kernels out_c)
   set(files ${ARGN})
+  # The list travels '|'-separated: a ';' would split the command-line argument.
+  string(REPLACE ";" "|" files_arg "${files}")
   add_custom_command(
     OUTPUT "${out_c}"
-    COMMAND "${CMAKE_COMMAND}" -DOUT="${out_c}" "-DFILES=${files}" -P "${CLNORM_EMBED_SCRIPT}"
+    COMMAND "${CMAKE_COMMAND}" "-DOUT=${out_c}" "-DFILES=${files_arg}" -P "${CLNORM_EMBED_SCRIPT}"
     DEPENDS ${files} "${CLNORM_EMBED_SCRIPT}"
     COMMENT "Embedding OpenCL kernels"
     VERBATIM)

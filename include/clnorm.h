@@ -46,22 +46,23 @@ extern "C" {
 #endif
 
 /* ---------------------------------------------------------------------------------------------
- * Status codes. 0 is success; OpenCL's own (negative, > -1000) codes are passed through as
- * they came; the library's own codes sit at -1000 and below. Values are appended, never
- * renumbered.
+ * Status codes. 0 is success; OpenCL's own negative codes (core -1 .. -72 and the extension
+ * codes of -1000 .. -1999, e.g. CL_PLATFORM_NOT_FOUND_KHR = -1001) are passed through as they
+ * came; the library's own codes sit in a block of their own at -4000 and below, clear of every
+ * code Khronos or a vendor has registered. Values are appended, never renumbered.
  * ------------------------------------------------------------------------------------------- */
 typedef int clnorm_status;
 
 enum {
     CLNORM_OK = 0,
-    CLNORM_INVALID_ARGUMENT = -1000, /* NULL pointer, zero size, bad stride, bad eps, ... */
-    CLNORM_BUFFER_TOO_SMALL = -1001, /* a cl_mem smaller than offset + extent */
-    CLNORM_UNSUPPORTED = -1002,      /* dtype or feature the device cannot do */
-    CLNORM_OUT_OF_MEMORY = -1003,    /* host allocation failed */
-    CLNORM_BUILD_FAILURE = -1004,    /* kernel build failed; log in clnorm_last_error() */
-    CLNORM_NO_DEVICE = -1005,        /* no OpenCL device matches, or a cl_mem call on a
+    CLNORM_INVALID_ARGUMENT = -4000, /* NULL pointer, zero size, bad stride, bad eps, ... */
+    CLNORM_BUFFER_TOO_SMALL = -4001, /* a cl_mem smaller than offset + extent */
+    CLNORM_UNSUPPORTED = -4002,      /* dtype or feature the device cannot do */
+    CLNORM_OUT_OF_MEMORY = -4003,    /* host allocation failed */
+    CLNORM_BUILD_FAILURE = -4004,    /* kernel build failed; log in clnorm_last_error() */
+    CLNORM_NO_DEVICE = -4005,        /* no OpenCL device matches, or a cl_mem call on a
                                         context that runs on the CPU reference */
-    CLNORM_OPENCL_ERROR = -1006      /* an OpenCL failure without a code of its own */
+    CLNORM_OPENCL_ERROR = -4006      /* an OpenCL failure without a code of its own */
 };
 
 /* A short fixed English phrase for any status, OpenCL's codes included. Never NULL. */

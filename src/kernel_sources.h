@@ -1,4 +1,4 @@
-/* The kernels/*.cl files, embedded at build time by cmake/embed_kernels_script.cmake. */
+/* The kernels/ *.cl files, embedded at build time by cmake/embed_kernels_script.cmake. */
 #ifndef CLNORM_KERNEL_SOURCES_H
 #define CLNORM_KERNEL_SOURCES_H
 

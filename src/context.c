@@ -1,0 +1,165 @@
+/* Contexts: own a cl_context + queue on a chosen device, or adopt the application's queue;
+ * fall back to the CPU reference when no OpenCL device exists and none was asked for. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static clnorm_ctx *ctx_alloc(void)
+{
+    clnorm_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return NULL;
+    /* Recursive: clnorm_fail may be called while the program cache holds the lock. */
+    if (mtx_init(&ctx->lock, mtx_plain | mtx_recursive) != thrd_success) {
+        free(ctx);
+        return NULL;
+    }
+    const char *v = getenv("CLNORM_VERBOSE");
+    ctx->verbose = v && *v && strcmp(v, "0") != 0;
+    return ctx;
+}
+
+/* Fills name and profile once platform/device are known. */
+static clnorm_status ctx_describe(clnorm_ctx *ctx)
+{
+    char pn[200] = "?", dn[200] = "?";
+    clGetPlatformInfo(ctx->platform, CL_PLATFORM_NAME, sizeof pn, pn, NULL);
+    clGetDeviceInfo(ctx->device, CL_DEVICE_NAME, sizeof dn, dn, NULL);
+    pn[sizeof pn - 1] = dn[sizeof dn - 1] = '\0';
+    snprintf(ctx->name, sizeof ctx->name, "%s / %s", pn, dn);
+    clnorm_status st = clnorm_read_profile(ctx->device, &ctx->profile);
+    RETURN_IF(st != CLNORM_OK, ctx, st, "reading the device's properties failed: %s",
+              clnorm_status_string(st));
+    return CLNORM_OK;
+}
+
+clnorm_status clnorm_create(const char *device_spec, clnorm_ctx **out)
+{
+    if (!out)
+        return CLNORM_INVALID_ARGUMENT;
+    *out = NULL;
+    clnorm_ctx *ctx = ctx_alloc();
+    if (!ctx)
+        return CLNORM_OUT_OF_MEMORY;
+    char msg[512] = "";
+    int found = 0;
+    clnorm_status st = clnorm_select_device(device_spec, &ctx->platform, &ctx->device, &found,
+                                            msg, sizeof msg);
+    if (st != CLNORM_OK) {
+        clnorm_free(ctx);
+        return st;
+    }
+    if (!found) {
+        ctx->backend = CLNORM_BACKEND_REFERENCE;
+        snprintf(ctx->name, sizeof ctx->name, "CPU reference (no OpenCL device)");
+        *out = ctx;
+        return CLNORM_OK;
+    }
+    ctx->backend = CLNORM_BACKEND_OPENCL;
+    cl_int err;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ctx->platform,
+                                     0};
+    ctx->context = clCreateContext(props, 1, &ctx->device, NULL, NULL, &err);
+    if (err == CL_SUCCESS)
+        ctx->queue = clCreateCommandQueue(ctx->context, ctx->device, 0, &err);
+    if (err == CL_SUCCESS)
+        err = ctx_describe(ctx);
+    if (err != CL_SUCCESS) {
+        clnorm_free(ctx);
+        return err;
+    }
+    *out = ctx;
+    return CLNORM_OK;
+}
+
+clnorm_status clnorm_create_from_queue(cl_command_queue queue, clnorm_ctx **out)
+{
+    if (!out)
+        return CLNORM_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!queue)
+        return CLNORM_INVALID_ARGUMENT;
+    clnorm_ctx *ctx = ctx_alloc();
+    if (!ctx)
+        return CLNORM_OUT_OF_MEMORY;
+    ctx->backend = CLNORM_BACKEND_OPENCL;
+    cl_int err = clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof ctx->context,
+                                       &ctx->context, NULL);
+    if (err == CL_SUCCESS)
+        err = clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof ctx->device, &ctx->device,
+                                    NULL);
+    if (err == CL_SUCCESS)
+        err = clGetDeviceInfo(ctx->device, CL_DEVICE_PLATFORM, sizeof ctx->platform,
+                              &ctx->platform, NULL);
+    if (err != CL_SUCCESS) {
+        ctx->context = NULL; /* not retained yet: must not be released */
+        clnorm_free(ctx);
+        return err;
+    }
+    /* One retain on each; clnorm_free releases exactly these. */
+    err = clRetainContext(ctx->context);
+    if (err != CL_SUCCESS) {
+        ctx->context = NULL;
+        clnorm_free(ctx);
+        return err;
+    }
+    err = clRetainCommandQueue(queue);
+    if (err != CL_SUCCESS) {
+        clnorm_free(ctx);
+        return err;
+    }
+    ctx->queue = queue;
+    err = ctx_describe(ctx);
+    if (err != CL_SUCCESS) {
+        clnorm_free(ctx);
+        return err;
+    }
+    *out = ctx;
+    return CLNORM_OK;
+}
+
+void clnorm_free(clnorm_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    clnorm_release_programs(ctx);
+    if (ctx->queue)
+        clReleaseCommandQueue(ctx->queue);
+    if (ctx->context)
+        clReleaseContext(ctx->context);
+    free(ctx->error);
+    mtx_destroy(&ctx->lock);
+    free(ctx);
+}
+
+clnorm_backend clnorm_get_backend(const clnorm_ctx *ctx)
+{
+    return ctx ? ctx->backend : CLNORM_BACKEND_REFERENCE;
+}
+
+const char *clnorm_device_name(const clnorm_ctx *ctx)
+{
+    return ctx ? ctx->name : "";
+}
+
+cl_command_queue clnorm_get_queue(const clnorm_ctx *ctx)
+{
+    return ctx ? ctx->queue : NULL;
+}
+
+cl_context clnorm_get_cl_context(const clnorm_ctx *ctx)
+{
+    return ctx ? ctx->context : NULL;
+}
+
+size_t clnorm_program_builds(const clnorm_ctx *ctx)
+{
+    if (!ctx)
+        return 0;
+    mtx_lock((mtx_t *)&ctx->lock);
+    size_t n = ctx->builds;
+    mtx_unlock((mtx_t *)&ctx->lock);
+    return n;
+}

@@ -1,0 +1,292 @@
+/* Dispatch: picks a kernel strategy per device and shape, sets the launch geometry, and
+ * enqueues. The rules (also the README's table):
+ *   CPU devices:   "row", except few long rows (rows < compute units, cols >= 8192): "split".
+ *   GPUs / others: "workgroup", except few long rows (rows < 2 x CUs, cols >= 16384): "split".
+ * Measured on PoCL (ARCHITECTURE.md): one work-item per row runs ~7x faster than a tree
+ * reduction per row on CPU devices, where a work-item is a loop iteration and local memory
+ * is ordinary cache; on GPUs a row per work-item cannot coalesce its loads. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Kept in step with kernels/common.cl. */
+enum { FLAG_GAMMA = 1, FLAG_BETA = 2, FLAG_MEAN = 4, FLAG_RSTD = 8, FLAG_RMS = 16 };
+
+static int is_cpu(const clnorm_ctx *ctx)
+{
+    return (ctx->profile.type & CL_DEVICE_TYPE_CPU) != 0;
+}
+
+clnorm_strategy clnorm_choose_strategy(const clnorm_ctx *ctx, const clnorm_desc *d)
+{
+    if (ctx->backend == CLNORM_BACKEND_REFERENCE)
+        return CLNORM_STRATEGY_REFERENCE;
+    const size_t cu = ctx->profile.compute_units;
+    if (is_cpu(ctx))
+        return (d->rows < cu && d->cols >= 8192) ? CLNORM_STRATEGY_SPLIT : CLNORM_STRATEGY_ROW;
+    return (d->rows < 2 * cu && d->cols >= 16384) ? CLNORM_STRATEGY_SPLIT
+                                                  : CLNORM_STRATEGY_WORKGROUP;
+}
+
+static size_t clamp_sz(size_t v, size_t lo, size_t hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+static size_t div_up(size_t a, size_t b)
+{
+    return a / b + (a % b != 0);
+}
+
+/* Work-group size for the cooperative strategies: CLNORM_LOCAL_SIZE when set (tests use it
+ * for odd sizes), else 256 on GPUs (64 on CPUs), no more than the row needs. */
+static clnorm_status cooperative_local(clnorm_plan *plan, size_t vw, size_t *local)
+{
+    clnorm_ctx *ctx = plan->ctx;
+    const char *env = getenv("CLNORM_LOCAL_SIZE");
+    if (env && *env) {
+        char *end;
+        unsigned long v = strtoul(env, &end, 10);
+        RETURN_IF(*end != '\0' || v == 0 || v > 65536, ctx, CLNORM_INVALID_ARGUMENT,
+                  "CLNORM_LOCAL_SIZE=%s is not a work-group size between 1 and 65536", env);
+        *local = v;
+        return CLNORM_OK;
+    }
+    if (plan->strategy == CLNORM_STRATEGY_SPLIT && is_cpu(ctx)) {
+        *local = 1; /* a CPU work-group is a loop: one item per chunk avoids barriers */
+        return CLNORM_OK;
+    }
+    size_t want = is_cpu(ctx) ? 64 : 256;
+    size_t need = 1;
+    while (need < want && need * vw < plan->desc.cols)
+        need *= 2;
+    *local = is_cpu(ctx) ? want : clamp_sz(need, 32, want);
+    return CLNORM_OK;
+}
+
+static clnorm_status make_kernel(clnorm_plan *plan, cl_program prog, const char *name,
+                                 cl_kernel *out)
+{
+    cl_int err;
+    *out = clCreateKernel(prog, name, &err);
+    CL_CHECK(plan->ctx, err, "clCreateKernel");
+    return CLNORM_OK;
+}
+
+/* Lowers the work-group size to what the kernel can run on this device. */
+static clnorm_status fit_local(clnorm_plan *plan, cl_kernel k)
+{
+    size_t kmax = 0;
+    CL_CHECK(plan->ctx,
+             clGetKernelWorkGroupInfo(k, plan->ctx->device, CL_KERNEL_WORK_GROUP_SIZE,
+                                      sizeof kmax, &kmax, NULL),
+             "clGetKernelWorkGroupInfo");
+    if (kmax > 0 && plan->local > kmax)
+        plan->local = kmax;
+    if (plan->local > plan->ctx->profile.max_work_group_size)
+        plan->local = plan->ctx->profile.max_work_group_size;
+    return CLNORM_OK;
+}
+
+clnorm_status clnorm_prepare_plan(clnorm_plan *plan)
+{
+    clnorm_ctx *ctx = plan->ctx;
+    const clnorm_desc *d = &plan->desc;
+    const size_t cu = ctx->profile.compute_units;
+    const size_t vw = is_cpu(ctx) ? 16 : 4;
+    char options[128];
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DVW=%zu -DCLNORM_DTYPE_%s", vw,
+             d->dtype == CLNORM_F32 ? "F32" : "F32");
+    static const char *const row_files[] = {"common.cl", "norm_body.cl", "norm_row.cl"};
+    static const char *const wg_files[] = {"common.cl", "norm_body.cl", "norm_workgroup.cl"};
+    static const char *const split_files[] = {"common.cl", "norm_split.cl"};
+    cl_program prog;
+    clnorm_status st;
+    switch (plan->strategy) {
+    case CLNORM_STRATEGY_ROW:
+        st = clnorm_get_program(ctx, row_files, 3, options, &prog);
+        if (st == CLNORM_OK)
+            st = make_kernel(plan, prog, "norm_row", &plan->kernel_main);
+        if (st != CLNORM_OK)
+            return st;
+        /* Enough work-groups to keep every compute unit busy several times over, few enough
+         * that a CPU runtime's per-group cost stays small next to a group's rows. */
+        plan->local = clamp_sz(d->rows / (4 * cu), 1, 64);
+        st = fit_local(plan, plan->kernel_main);
+        if (st != CLNORM_OK)
+            return st;
+        plan->groups = clamp_sz(div_up(d->rows, plan->local), 1, (size_t)1 << 20);
+        return CLNORM_OK;
+    case CLNORM_STRATEGY_WORKGROUP:
+        st = clnorm_get_program(ctx, wg_files, 3, options, &prog);
+        if (st == CLNORM_OK)
+            st = make_kernel(plan, prog, "norm_workgroup", &plan->kernel_main);
+        if (st == CLNORM_OK)
+            st = cooperative_local(plan, vw, &plan->local);
+        if (st == CLNORM_OK)
+            st = fit_local(plan, plan->kernel_main);
+        if (st != CLNORM_OK)
+            return st;
+        plan->groups = clamp_sz(d->rows, 1, (size_t)1 << 20);
+        return CLNORM_OK;
+    case CLNORM_STRATEGY_SPLIT: {
+        st = clnorm_get_program(ctx, split_files, 2, options, &prog);
+        if (st == CLNORM_OK)
+            st = make_kernel(plan, prog, "norm_split_stats", &plan->kernel_stats);
+        if (st == CLNORM_OK)
+            st = make_kernel(plan, prog, "norm_split_apply", &plan->kernel_main);
+        if (st == CLNORM_OK)
+            st = cooperative_local(plan, vw, &plan->local);
+        if (st == CLNORM_OK)
+            st = fit_local(plan, plan->kernel_stats);
+        if (st == CLNORM_OK)
+            st = fit_local(plan, plan->kernel_main);
+        if (st != CLNORM_OK)
+            return st;
+        /* Chunks per row: enough groups in all for the device, no chunk shorter than what
+         * amortizes a group's start, at most 1024 (the merge loop reads them all). */
+        const size_t target = (is_cpu(ctx) ? 4 : 8) * cu;
+        const size_t min_len = is_cpu(ctx) ? 4096 : plan->local * vw * 4;
+        size_t chunks = div_up(target, d->rows ? d->rows : 1);
+        chunks = clamp_sz(chunks, 1, 1024);
+        chunks = clamp_sz(chunks, 1, div_up(d->cols, min_len));
+        size_t len = div_up(div_up(d->cols, chunks), vw) * vw;
+        plan->chunk_len = len;
+        plan->chunks = div_up(d->cols, len);
+        plan->groups = clamp_sz(d->rows, 1, (size_t)1 << 16);
+        const size_t per_row = 1 + 2 * plan->chunks;
+        RETURN_IF(d->rows > SIZE_MAX / per_row / sizeof(float), ctx, CLNORM_INVALID_ARGUMENT,
+                  "split strategy: %zu rows need more scratch than size_t can hold", d->rows);
+        if (d->rows > 0) {
+            cl_int err;
+            plan->scratch = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE,
+                                           d->rows * per_row * sizeof(float), NULL, &err);
+            CL_CHECK(ctx, err, "allocating the split strategy's scratch (clCreateBuffer)");
+        }
+        return CLNORM_OK;
+    }
+    default:
+        return clnorm_fail(ctx, CLNORM_INVALID_ARGUMENT, "strategy %d cannot run on a device",
+                           (int)plan->strategy);
+    }
+}
+
+/* Sets kernel arguments in order; counts them so each call site stays one line per arg. */
+typedef struct {
+    cl_kernel k;
+    cl_uint i;
+    cl_int err;
+} argset;
+
+static void arg(argset *a, size_t size, const void *value)
+{
+    if (a->err == CL_SUCCESS)
+        a->err = clSetKernelArg(a->k, a->i, size, value);
+    a->i++;
+}
+static void arg_mem(argset *a, const cl_mem *m) { arg(a, sizeof(cl_mem), m); }
+static void arg_u64(argset *a, size_t v)
+{
+    cl_ulong u = (cl_ulong)v;
+    arg(a, sizeof u, &u);
+}
+
+/* The arguments every forward kernel but the split stats pass starts with. */
+static void io_args(argset *a, const clnorm_desc *d, const cl_mem *x, size_t x_off,
+                    const cl_mem *y, size_t y_off, const cl_mem *g, size_t g_off,
+                    const cl_mem *b, size_t b_off, const cl_mem *m, size_t m_off,
+                    const cl_mem *r, size_t r_off)
+{
+    arg_mem(a, x);
+    arg_u64(a, x_off);
+    arg_u64(a, d->x_stride);
+    arg_mem(a, y);
+    arg_u64(a, y_off);
+    arg_u64(a, d->y_stride);
+    arg_mem(a, g);
+    arg_u64(a, g_off);
+    arg_mem(a, b);
+    arg_u64(a, b_off);
+    arg_mem(a, m);
+    arg_u64(a, m_off);
+    arg_mem(a, r);
+    arg_u64(a, r_off);
+}
+
+clnorm_status clnorm_enqueue_forward(clnorm_plan *plan, cl_mem x, size_t x_off, cl_mem y,
+                                     size_t y_off, cl_mem gamma, size_t g_off, cl_mem beta,
+                                     size_t b_off, cl_mem mean, size_t m_off, cl_mem rstd,
+                                     size_t r_off, cl_command_queue queue, cl_uint nwait,
+                                     const cl_event *wait, cl_event *event)
+{
+    clnorm_ctx *ctx = plan->ctx;
+    const clnorm_desc *d = &plan->desc;
+    cl_uint flags = (gamma ? FLAG_GAMMA : 0) | (beta ? FLAG_BETA : 0) | (mean ? FLAG_MEAN : 0) |
+                    (rstd ? FLAG_RSTD : 0) | (d->kind == CLNORM_RMS ? FLAG_RMS : 0);
+    cl_ulong rows = d->rows, cols = d->cols;
+    cl_float eps = d->eps;
+    const size_t L = plan->local;
+
+    if (plan->strategy == CLNORM_STRATEGY_ROW || plan->strategy == CLNORM_STRATEGY_WORKGROUP) {
+        argset a = {plan->kernel_main, 0, CL_SUCCESS};
+        io_args(&a, d, &x, x_off, &y, y_off, &gamma, g_off, &beta, b_off, &mean, m_off, &rstd,
+                r_off);
+        arg(&a, sizeof rows, &rows);
+        arg(&a, sizeof cols, &cols);
+        arg(&a, sizeof eps, &eps);
+        arg(&a, sizeof flags, &flags);
+        if (plan->strategy == CLNORM_STRATEGY_WORKGROUP)
+            arg(&a, L * sizeof(cl_float), NULL);
+        CL_CHECK(ctx, a.err, "clSetKernelArg");
+        size_t global = plan->groups * L;
+        CL_CHECK(ctx,
+                 clEnqueueNDRangeKernel(queue, plan->kernel_main, 1, NULL, &global, &L, nwait,
+                                        wait, event),
+                 "clEnqueueNDRangeKernel");
+        return CLNORM_OK;
+    }
+
+    /* split: statistics per chunk, then merge + apply, ordered by an event so that an
+     * out-of-order queue keeps them in sequence too. */
+    cl_ulong chunk_len = plan->chunk_len;
+    cl_uint chunks = (cl_uint)plan->chunks;
+    argset s = {plan->kernel_stats, 0, CL_SUCCESS};
+    arg_mem(&s, &x);
+    arg_u64(&s, x_off);
+    arg_u64(&s, d->x_stride);
+    arg_mem(&s, &plan->scratch);
+    arg(&s, sizeof rows, &rows);
+    arg(&s, sizeof cols, &cols);
+    arg(&s, sizeof chunk_len, &chunk_len);
+    arg(&s, sizeof chunks, &chunks);
+    arg(&s, sizeof flags, &flags);
+    arg(&s, L * sizeof(cl_float), NULL);
+    CL_CHECK(ctx, s.err, "clSetKernelArg");
+
+    argset a = {plan->kernel_main, 0, CL_SUCCESS};
+    io_args(&a, d, &x, x_off, &y, y_off, &gamma, g_off, &beta, b_off, &mean, m_off, &rstd, r_off);
+    arg_mem(&a, &plan->scratch);
+    arg(&a, sizeof rows, &rows);
+    arg(&a, sizeof cols, &cols);
+    arg(&a, sizeof chunk_len, &chunk_len);
+    arg(&a, sizeof chunks, &chunks);
+    arg(&a, sizeof eps, &eps);
+    arg(&a, sizeof flags, &flags);
+    CL_CHECK(ctx, a.err, "clSetKernelArg");
+
+    size_t global[2] = {plan->chunks * L, plan->groups};
+    size_t local[2] = {L, 1};
+    cl_event stats_done;
+    CL_CHECK(ctx,
+             clEnqueueNDRangeKernel(queue, plan->kernel_stats, 2, NULL, global, local, nwait, wait,
+                                    &stats_done),
+             "clEnqueueNDRangeKernel (split statistics)");
+    cl_int err =
+        clEnqueueNDRangeKernel(queue, plan->kernel_main, 2, NULL, global, local, 1, &stats_done,
+                               event);
+    clReleaseEvent(stats_done);
+    CL_CHECK(ctx, err, "clEnqueueNDRangeKernel (split apply)");
+    return CLNORM_OK;
+}

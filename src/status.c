@@ -1,0 +1,133 @@
+/* Status strings and the per-context last-error message. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *opencl_status_string(clnorm_status s)
+{
+    switch (s) {
+    case CL_DEVICE_NOT_FOUND: return "OpenCL: device not found";
+    case CL_DEVICE_NOT_AVAILABLE: return "OpenCL: device not available";
+    case CL_COMPILER_NOT_AVAILABLE: return "OpenCL: compiler not available";
+    case CL_MEM_OBJECT_ALLOCATION_FAILURE: return "OpenCL: memory object allocation failure";
+    case CL_OUT_OF_RESOURCES: return "OpenCL: out of resources";
+    case CL_OUT_OF_HOST_MEMORY: return "OpenCL: out of host memory";
+    case CL_PROFILING_INFO_NOT_AVAILABLE: return "OpenCL: profiling info not available";
+    case CL_MEM_COPY_OVERLAP: return "OpenCL: memory copy overlap";
+    case CL_IMAGE_FORMAT_MISMATCH: return "OpenCL: image format mismatch";
+    case CL_IMAGE_FORMAT_NOT_SUPPORTED: return "OpenCL: image format not supported";
+    case CL_BUILD_PROGRAM_FAILURE: return "OpenCL: build program failure";
+    case CL_MAP_FAILURE: return "OpenCL: map failure";
+    case CL_MISALIGNED_SUB_BUFFER_OFFSET: return "OpenCL: misaligned sub-buffer offset";
+    case CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST:
+        return "OpenCL: execution status error for events in wait list";
+    case CL_COMPILE_PROGRAM_FAILURE: return "OpenCL: compile program failure";
+    case CL_LINKER_NOT_AVAILABLE: return "OpenCL: linker not available";
+    case CL_LINK_PROGRAM_FAILURE: return "OpenCL: link program failure";
+    case CL_DEVICE_PARTITION_FAILED: return "OpenCL: device partition failed";
+    case CL_KERNEL_ARG_INFO_NOT_AVAILABLE: return "OpenCL: kernel argument info not available";
+    case CL_INVALID_VALUE: return "OpenCL: invalid value";
+    case CL_INVALID_DEVICE_TYPE: return "OpenCL: invalid device type";
+    case CL_INVALID_PLATFORM: return "OpenCL: invalid platform";
+    case CL_INVALID_DEVICE: return "OpenCL: invalid device";
+    case CL_INVALID_CONTEXT: return "OpenCL: invalid context";
+    case CL_INVALID_QUEUE_PROPERTIES: return "OpenCL: invalid queue properties";
+    case CL_INVALID_COMMAND_QUEUE: return "OpenCL: invalid command queue";
+    case CL_INVALID_HOST_PTR: return "OpenCL: invalid host pointer";
+    case CL_INVALID_MEM_OBJECT: return "OpenCL: invalid memory object";
+    case CL_INVALID_IMAGE_FORMAT_DESCRIPTOR: return "OpenCL: invalid image format descriptor";
+    case CL_INVALID_IMAGE_SIZE: return "OpenCL: invalid image size";
+    case CL_INVALID_SAMPLER: return "OpenCL: invalid sampler";
+    case CL_INVALID_BINARY: return "OpenCL: invalid binary";
+    case CL_INVALID_BUILD_OPTIONS: return "OpenCL: invalid build options";
+    case CL_INVALID_PROGRAM: return "OpenCL: invalid program";
+    case CL_INVALID_PROGRAM_EXECUTABLE: return "OpenCL: invalid program executable";
+    case CL_INVALID_KERNEL_NAME: return "OpenCL: invalid kernel name";
+    case CL_INVALID_KERNEL_DEFINITION: return "OpenCL: invalid kernel definition";
+    case CL_INVALID_KERNEL: return "OpenCL: invalid kernel";
+    case CL_INVALID_ARG_INDEX: return "OpenCL: invalid argument index";
+    case CL_INVALID_ARG_VALUE: return "OpenCL: invalid argument value";
+    case CL_INVALID_ARG_SIZE: return "OpenCL: invalid argument size";
+    case CL_INVALID_KERNEL_ARGS: return "OpenCL: invalid kernel arguments";
+    case CL_INVALID_WORK_DIMENSION: return "OpenCL: invalid work dimension";
+    case CL_INVALID_WORK_GROUP_SIZE: return "OpenCL: invalid work-group size";
+    case CL_INVALID_WORK_ITEM_SIZE: return "OpenCL: invalid work-item size";
+    case CL_INVALID_GLOBAL_OFFSET: return "OpenCL: invalid global offset";
+    case CL_INVALID_EVENT_WAIT_LIST: return "OpenCL: invalid event wait list";
+    case CL_INVALID_EVENT: return "OpenCL: invalid event";
+    case CL_INVALID_OPERATION: return "OpenCL: invalid operation";
+    case CL_INVALID_GL_OBJECT: return "OpenCL: invalid GL object";
+    case CL_INVALID_BUFFER_SIZE: return "OpenCL: invalid buffer size";
+    case CL_INVALID_MIP_LEVEL: return "OpenCL: invalid mip level";
+    case CL_INVALID_GLOBAL_WORK_SIZE: return "OpenCL: invalid global work size";
+    case CL_INVALID_PROPERTY: return "OpenCL: invalid property";
+    case CL_INVALID_IMAGE_DESCRIPTOR: return "OpenCL: invalid image descriptor";
+    case CL_INVALID_COMPILER_OPTIONS: return "OpenCL: invalid compiler options";
+    case CL_INVALID_LINKER_OPTIONS: return "OpenCL: invalid linker options";
+    case CL_INVALID_DEVICE_PARTITION_COUNT: return "OpenCL: invalid device partition count";
+    default: return NULL;
+    }
+}
+
+const char *clnorm_status_string(clnorm_status s)
+{
+    switch (s) {
+    case CLNORM_OK: return "success";
+    case CLNORM_INVALID_ARGUMENT: return "invalid argument";
+    case CLNORM_BUFFER_TOO_SMALL: return "buffer too small";
+    case CLNORM_UNSUPPORTED: return "unsupported on this device";
+    case CLNORM_OUT_OF_MEMORY: return "out of host memory";
+    case CLNORM_BUILD_FAILURE: return "kernel build failure";
+    case CLNORM_NO_DEVICE: return "no OpenCL device";
+    case CLNORM_OPENCL_ERROR: return "OpenCL error";
+    default: break;
+    }
+    const char *cl = opencl_status_string(s);
+    if (cl)
+        return cl;
+    /* Our own block is -4000 .. -4099; any other negative code came from OpenCL. */
+    return s < 0 && !(s <= -4000 && s > -4100) ? "OpenCL: unknown error code" : "unknown status code";
+}
+
+clnorm_status clnorm_fail(clnorm_ctx *ctx, clnorm_status status, const char *fmt, ...)
+{
+    if (!ctx)
+        return status;
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int need = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    mtx_lock(&ctx->lock);
+    if (need >= 0 && (size_t)need + 1 > ctx->error_cap) {
+        char *grown = realloc(ctx->error, (size_t)need + 1);
+        if (grown) {
+            ctx->error = grown;
+            ctx->error_cap = (size_t)need + 1;
+        }
+    }
+    if (ctx->error && ctx->error_cap > 0)
+        vsnprintf(ctx->error, ctx->error_cap, fmt, ap2);
+    mtx_unlock(&ctx->lock);
+    va_end(ap2);
+    return status;
+}
+
+void clnorm_clear_error(clnorm_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    mtx_lock(&ctx->lock);
+    if (ctx->error && ctx->error_cap > 0)
+        ctx->error[0] = '\0';
+    mtx_unlock(&ctx->lock);
+}
+
+const char *clnorm_last_error(const clnorm_ctx *ctx)
+{
+    if (!ctx || !ctx->error)
+        return "";
+    return ctx->error;
+}

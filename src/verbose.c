@@ -1,0 +1,39 @@
+/* CLNORM_VERBOSE=1: one line on stderr per plan creation and per execution, in the spirit of
+ * ONEDNN_VERBOSE. The only place the library prints, and only when asked to. Execution times
+ * are measured by waiting for the queue, so verbose mode serializes the caller's work. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <time.h>
+
+double clnorm_now_ms(void)
+{
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static void shape(const clnorm_plan *p, char *buf, size_t n)
+{
+    snprintf(buf, n, "%zux%zu", p->desc.rows, p->desc.cols);
+}
+
+void clnorm_verbose_plan(const clnorm_plan *p, double ms, int built)
+{
+    char s[64];
+    shape(p, s, sizeof s);
+    fprintf(stderr,
+            "clnorm_verbose,plan,%s,%s,%s,strategy=%s,local=%zu,chunks=%zu,device=%s,%s,%.3f ms\n",
+            clnorm_kind_name(p->desc.kind), clnorm_dtype_name(p->desc.dtype), s,
+            clnorm_strategy_name(p->strategy), p->local, p->chunks, p->ctx->name,
+            built ? "built" : "cached", ms);
+}
+
+void clnorm_verbose_exec(const clnorm_plan *p, const char *op, const char *api, double ms)
+{
+    char s[64];
+    shape(p, s, sizeof s);
+    fprintf(stderr, "clnorm_verbose,exec,%s,%s,%s,%s,strategy=%s,api=%s,device=%s,%.3f ms\n", op,
+            clnorm_kind_name(p->desc.kind), clnorm_dtype_name(p->desc.dtype), s,
+            clnorm_strategy_name(p->strategy), api, p->ctx->name, ms);
+}
