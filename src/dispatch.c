@@ -90,7 +90,32 @@ static clnorm_status fit_local(clnorm_plan *plan, cl_kernel k)
     return CLNORM_OK;
 }
 
+static clnorm_status prepare_geometry(clnorm_plan *plan);
+
+/* Runs the plan's kernels once over zero rows with the real launch geometry. Some runtimes
+ * (PoCL among them) compile a work-group function per launch geometry on the first enqueue;
+ * doing that here keeps the promise that executing a plan never compiles. Nothing is read
+ * or written: every kernel loops over rows, and there are none. */
+static clnorm_status warm_up(clnorm_plan *plan)
+{
+    clnorm_desc saved = plan->desc;
+    plan->desc.rows = 0;
+    clnorm_status st = clnorm_enqueue_forward(plan, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, 0,
+                                              NULL, 0, plan->ctx->queue, 0, NULL, NULL);
+    plan->desc = saved;
+    if (st != CLNORM_OK)
+        return st;
+    CL_CHECK(plan->ctx, clFinish(plan->ctx->queue), "clFinish (plan warm-up)");
+    return CLNORM_OK;
+}
+
 clnorm_status clnorm_prepare_plan(clnorm_plan *plan)
+{
+    clnorm_status st = prepare_geometry(plan);
+    return st == CLNORM_OK ? warm_up(plan) : st;
+}
+
+static clnorm_status prepare_geometry(clnorm_plan *plan)
 {
     clnorm_ctx *ctx = plan->ctx;
     const clnorm_desc *d = &plan->desc;
