@@ -76,9 +76,11 @@ typedef enum {
     CLNORM_RMS = 1    /* y = x / sqrt(mean(x^2) + eps) * gamma (+ beta) */
 } clnorm_kind;
 
-/* Storage of x and y (and later dy, dx). gamma, beta, mean and rstd are float32 for F32, F16
- * and BF16 and float64 for F64. This release computes F32; the others are reserved and
- * rejected with CLNORM_UNSUPPORTED. */
+/* Storage of x, y, dy and dx. gamma, beta, mean, rstd, dgamma and dbeta ("parameters") are
+ * float32 for F32, F16 and BF16, and float64 for F64. F16 and BF16 are storage formats: loaded
+ * and stored through core OpenCL 1.2 (no cl_khr_fp16 needed), computed in float32, stored
+ * rounded to nearest even. F64 computes in double and needs cl_khr_fp64 on the device
+ * (CLNORM_UNSUPPORTED otherwise). */
 typedef enum {
     CLNORM_F32 = 0,
     CLNORM_F16 = 1,
@@ -90,7 +92,16 @@ typedef enum {
 enum {
     CLNORM_NO_GAMMA = 1u << 0,   /* gamma = 1: the gamma argument must be NULL */
     CLNORM_NO_BETA = 1u << 1,    /* beta = 0: the beta argument must be NULL */
-    CLNORM_SAVE_STATS = 1u << 2  /* write per-row mean (LAYER only) and rstd = 1/sqrt(var+eps) */
+    CLNORM_SAVE_STATS = 1u << 2, /* write per-row mean (LAYER only) and rstd = 1/sqrt(var+eps) */
+    CLNORM_WITH_BACKWARD = 1u << 3 /* the plan also prepares the backward pass (its programs are
+                                      built at plan creation, like the forward's) */
+};
+
+/* Output mask of the backward pass: which gradients to compute (PyTorch's output_mask). */
+enum {
+    CLNORM_GRAD_X = 1u << 0,     /* dx */
+    CLNORM_GRAD_GAMMA = 1u << 1, /* dgamma = sum over rows of dy * xhat */
+    CLNORM_GRAD_BETA = 1u << 2   /* dbeta = sum over rows of dy */
 };
 
 typedef struct {
@@ -101,7 +112,8 @@ typedef struct {
     size_t x_stride; /* elements between the starts of consecutive rows of x; 0 means cols */
     size_t y_stride; /* the same for y; in-place (y is x) needs x_stride == y_stride */
     float eps;       /* > 0 and finite, added to the variance inside the square root */
-    unsigned flags;  /* CLNORM_NO_GAMMA | CLNORM_NO_BETA | CLNORM_SAVE_STATS */
+    unsigned flags;  /* CLNORM_NO_GAMMA | CLNORM_NO_BETA | CLNORM_SAVE_STATS |
+                        CLNORM_WITH_BACKWARD */
 } clnorm_desc;
 
 /* Fills a description with the defaults: F32, dense rows, eps = 1e-5, affine, no stats. */
@@ -219,6 +231,33 @@ CLNORM_API clnorm_status clnorm_forward(clnorm_plan *plan,
                                         cl_uint num_wait_events, const cl_event *wait_events,
                                         cl_event *event);
 
+/*
+ * Backward pass, from dy, x, the saved per-row statistics and gamma:
+ *   LAYER: xhat = (x - mean) * rstd, g = dy * gamma,
+ *          dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
+ *   RMS:   xhat = x * rstd (mean must be NULL), dx = rstd * (g - xhat * mean(g * xhat))
+ *   dgamma = sum over rows of dy * xhat, dbeta = sum over rows of dy.
+ * `mask` (CLNORM_GRAD_*) chooses the outputs; an output not in the mask must be NULL, one in it
+ * must be given. GRAD_GAMMA needs a plan with gamma, GRAD_BETA one with beta. gamma is the
+ * forward's gamma (NULL exactly when the plan says CLNORM_NO_GAMMA). dy has the layout of y
+ * (y_stride), dx that of x (x_stride); dx may be dy (in place, equal strides). The plan must
+ * have been created with CLNORM_WITH_BACKWARD. Results are deterministic: the same inputs on
+ * the same device and strategy give the same bits (fixed-order reductions, no atomics).
+ * mean/rstd may come from clnorm_forward or from elsewhere (e.g. PyTorch's native_layer_norm).
+ */
+CLNORM_API clnorm_status clnorm_backward(clnorm_plan *plan, unsigned mask,
+                                         cl_mem x, size_t x_offset,
+                                         cl_mem dy, size_t dy_offset,
+                                         cl_mem mean, size_t mean_offset,
+                                         cl_mem rstd, size_t rstd_offset,
+                                         cl_mem gamma, size_t gamma_offset,
+                                         cl_mem dx, size_t dx_offset,
+                                         cl_mem dgamma, size_t dgamma_offset,
+                                         cl_mem dbeta, size_t dbeta_offset,
+                                         cl_command_queue queue,
+                                         cl_uint num_wait_events, const cl_event *wait_events,
+                                         cl_event *event);
+
 /* ---------------------------------------------------------------------------------------------
  * Layer 2: host pointers, synchronous. Same shapes and rules as layer 1; y may be x (in place,
  * same stride). On a reference-backend context this runs clnorm_ref_forward.
@@ -227,6 +266,11 @@ CLNORM_API clnorm_status clnorm_forward_host(clnorm_plan *plan, const void *x, v
                                              const void *gamma, const void *beta,
                                              void *mean, void *rstd);
 
+CLNORM_API clnorm_status clnorm_backward_host(clnorm_plan *plan, unsigned mask, const void *x,
+                                              const void *dy, const void *mean, const void *rstd,
+                                              const void *gamma, void *dx, void *dgamma,
+                                              void *dbeta);
+
 /* ---------------------------------------------------------------------------------------------
  * Layer 3: the CPU reference. Double accumulation (two-pass mean, then variance), results
  * rounded once to the storage type. Single-threaded, no OpenCL.
@@ -234,6 +278,19 @@ CLNORM_API clnorm_status clnorm_forward_host(clnorm_plan *plan, const void *x, v
 CLNORM_API clnorm_status clnorm_ref_forward(const clnorm_desc *desc, const void *x, void *y,
                                             const void *gamma, const void *beta,
                                             void *mean, void *rstd);
+CLNORM_API clnorm_status clnorm_ref_backward(const clnorm_desc *desc, unsigned mask,
+                                             const void *x, const void *dy, const void *mean,
+                                             const void *rstd, const void *gamma, void *dx,
+                                             void *dgamma, void *dbeta);
+
+/* ---------------------------------------------------------------------------------------------
+ * Storage conversions, exactly as the kernels do them: IEEE binary16 and bfloat16 bits to and
+ * from float, rounding to nearest even, NaN kept NaN (quiet), overflow to Inf.
+ * ------------------------------------------------------------------------------------------- */
+CLNORM_API float clnorm_f16_to_f32(unsigned short bits);
+CLNORM_API unsigned short clnorm_f32_to_f16(float value);
+CLNORM_API float clnorm_bf16_to_f32(unsigned short bits);
+CLNORM_API unsigned short clnorm_f32_to_bf16(float value);
 
 #ifdef __cplusplus
 }

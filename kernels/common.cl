@@ -19,10 +19,77 @@
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 
-typedef float T;                  /* storage type of x and y */
-typedef CAT(float, VW) floatv;    /* accumulation vector */
-#define VLOAD(p) CAT(vload, VW)(0, (p))
-#define VSTORE(v, p) CAT(vstore, VW)((v), 0, (p))
+/*
+ * Storage and arithmetic types, chosen by -DCLNORM_DTYPE_*:
+ *   T   storage of x, y (dy, dx)         A   arithmetic and accumulation (float; double for F64)
+ *   P   parameters: gamma, beta, stats   AV  a vector of VW A's
+ * LOADV/STOREV move VW elements of T as an AV; LOAD1/STORE1 one element. F16 goes through
+ * vload_half/vstore_half_rte and BF16 through 16-bit integer bit conversion: both are core
+ * OpenCL 1.2 and need no cl_khr_fp16. Stores round to nearest even; BF16 keeps NaN a NaN.
+ */
+#if defined(CLNORM_DTYPE_F64)
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+typedef double T;
+typedef double A;
+typedef double P;
+#define AVEC(n) CAT(double, n)
+#elif defined(CLNORM_DTYPE_F16)
+typedef half T;
+typedef float A;
+typedef float P;
+#define AVEC(n) CAT(float, n)
+#elif defined(CLNORM_DTYPE_BF16)
+typedef ushort T;
+typedef float A;
+typedef float P;
+#define AVEC(n) CAT(float, n)
+#else
+typedef float T;
+typedef float A;
+typedef float P;
+#define AVEC(n) CAT(float, n)
+#endif
+typedef AVEC(VW) AV;
+typedef CAT(ushort, VW) ushortv;
+typedef CAT(uint, VW) uintv;
+
+#if defined(CLNORM_DTYPE_F16)
+#define LOADV(p) CAT(vload_half, VW)(0, (p))
+#define STOREV(v, p) CAT(CAT(vstore_half, VW), _rte)((v), 0, (p))
+#define LOAD1(p) vload_half(0, (p))
+#define STORE1(v, p) vstore_half_rte((v), 0, (p))
+#elif defined(CLNORM_DTYPE_BF16)
+/* bfloat16 is the high half of a float: widening is a shift. */
+inline float bf16_to_f32(ushort u) { return as_float((uint)u << 16); }
+inline AV bf16_to_f32v(ushortv u) { return CAT(as_float, VW)(CAT(convert_uint, VW)(u) << 16); }
+/* Round to nearest even on the dropped 16 bits; NaN becomes a quiet NaN of the same sign
+ * (the rounding add could otherwise carry a NaN's payload into Inf). Overflow rounds to Inf. */
+inline ushort f32_to_bf16(float f)
+{
+    const uint u = as_uint(f);
+    if (isnan(f))
+        return (ushort)((u >> 16) | 0x40u);
+    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+inline ushortv f32_to_bf16v(AV f)
+{
+    const uintv u = CAT(as_uint, VW)(f);
+    const uintv r = (u + (uintv)(0x7fffu) + ((u >> 16) & (uintv)(1u))) >> 16;
+    const uintv q = (u >> 16) | (uintv)(0x40u);
+    return CAT(convert_ushort, VW)(select(r, q, CAT(as_uint, VW)(isnan(f))));
+}
+#define LOADV(p) bf16_to_f32v(CAT(vload, VW)(0, (p)))
+#define STOREV(v, p) CAT(vstore, VW)(f32_to_bf16v(v), 0, (p))
+#define LOAD1(p) bf16_to_f32(*(p))
+#define STORE1(v, p) (*(p) = f32_to_bf16(v))
+#else
+#define LOADV(p) CAT(vload, VW)(0, (p))
+#define STOREV(v, p) CAT(vstore, VW)((v), 0, (p))
+#define LOAD1(p) (*(p))
+#define STORE1(v, p) (*(p) = (v))
+#endif
+/* Parameters (gamma, beta) are P, the same type as A: plain vector loads. */
+#define LOADP(p) CAT(vload, VW)(0, (p))
 
 /* Vectors per block before the block sum is folded into the compensated total. */
 #define BLOCK_V 16
@@ -35,17 +102,17 @@ typedef CAT(float, VW) floatv;    /* accumulation vector */
 #define FLAG_RMS 16u
 
 /* Pairwise horizontal sum of a vector. */
-inline float hsum2(float2 v) { return v.s0 + v.s1; }
-inline float hsum4(float4 v) { return hsum2(v.lo + v.hi); }
-inline float hsum8(float8 v) { return hsum4(v.lo + v.hi); }
-inline float hsum16(float16 v) { return hsum8(v.lo + v.hi); }
+inline A hsum2(AVEC(2) v) { return v.s0 + v.s1; }
+inline A hsum4(AVEC(4) v) { return hsum2(v.lo + v.hi); }
+inline A hsum8(AVEC(8) v) { return hsum4(v.lo + v.hi); }
+inline A hsum16(AVEC(16) v) { return hsum8(v.lo + v.hi); }
 #define HSUM(v) CAT(hsum, VW)(v)
 
 /* Kahan-compensated addition: (*s, *c) is the running total and its lost low part. */
-inline void kahan_add(float *s, float *c, float v)
+inline void kahan_add(A *s, A *c, A v)
 {
-    float y = v - *c;
-    float t = *s + y;
+    A y = v - *c;
+    A t = *s + y;
     *c = (t - *s) - y;
     *s = t;
 }
@@ -56,41 +123,41 @@ inline void kahan_add(float *s, float *c, float v)
  * GPUs; with L == 1 it is a plain vector loop). The tail after the last whole vector goes
  * element by element, also strided by L.
  */
-inline float seg_sum_shift(__global const T *p, ulong b, ulong e, uint lid, uint L, float K)
+inline A seg_sum_shift(__global const T *p, ulong b, ulong e, uint lid, uint L, A K)
 {
     const ulong nv = (e - b) / VW;
-    float s = 0.0f, c = 0.0f;
+    A s = 0, c = 0;
     for (ulong v0 = lid; v0 < nv; v0 += (ulong)L * BLOCK_V) {
         const ulong vend = min(nv, v0 + (ulong)L * BLOCK_V);
-        floatv a = (floatv)(0.0f);
+        AV a = (AV)(0);
         for (ulong v = v0; v < vend; v += L)
-            a += VLOAD(p + b + v * VW) - K;
+            a += LOADV(p + b + v * VW) - K;
         kahan_add(&s, &c, HSUM(a));
     }
-    float t = 0.0f;
+    A t = 0;
     for (ulong i = b + nv * VW + lid; i < e; i += L)
-        t += p[i] - K;
+        t += LOAD1(p + i) - K;
     kahan_add(&s, &c, t);
     return s;
 }
 
 /* Sum of ((p[i] - K) - m)^2 over i in [b, e); with K = m = 0 it is the sum of squares. */
-inline float seg_sum_sq(__global const T *p, ulong b, ulong e, uint lid, uint L, float K, float m)
+inline A seg_sum_sq(__global const T *p, ulong b, ulong e, uint lid, uint L, A K, A m)
 {
     const ulong nv = (e - b) / VW;
-    float s = 0.0f, c = 0.0f;
+    A s = 0, c = 0;
     for (ulong v0 = lid; v0 < nv; v0 += (ulong)L * BLOCK_V) {
         const ulong vend = min(nv, v0 + (ulong)L * BLOCK_V);
-        floatv a = (floatv)(0.0f);
+        AV a = (AV)(0);
         for (ulong v = v0; v < vend; v += L) {
-            const floatv d = (VLOAD(p + b + v * VW) - K) - m;
+            const AV d = (LOADV(p + b + v * VW) - K) - m;
             a = fma(d, d, a);
         }
         kahan_add(&s, &c, HSUM(a));
     }
-    float t = 0.0f;
+    A t = 0;
     for (ulong i = b + nv * VW + lid; i < e; i += L) {
-        const float d = (p[i] - K) - m;
+        const A d = (LOAD1(p + i) - K) - m;
         t = fma(d, d, t);
     }
     kahan_add(&s, &c, t);
@@ -103,39 +170,39 @@ inline float seg_sum_sq(__global const T *p, ulong b, ulong e, uint lid, uint L,
  * flags say so). x may equal y (in place): each element is read before it is written, by the
  * same work-item.
  */
-inline void seg_apply(__global const T *x, __global T *y, __global const float *gamma,
-                      __global const float *beta, ulong b, ulong e, uint lid, uint L,
-                      float K, float m, float rstd, uint flags)
+inline void seg_apply(__global const T *x, __global T *y, __global const P *gamma,
+                      __global const P *beta, ulong b, ulong e, uint lid, uint L, A K, A m,
+                      A rstd, uint flags)
 {
     const ulong nv = (e - b) / VW;
     const int has_g = (flags & FLAG_GAMMA) != 0;
     const int has_b = (flags & FLAG_BETA) != 0;
     for (ulong v = lid; v < nv; v += L) {
         const ulong i = b + v * VW;
-        floatv t = ((VLOAD(x + i) - K) - m) * rstd;
+        AV t = ((LOADV(x + i) - K) - m) * rstd;
         if (has_g)
-            t *= VLOAD(gamma + i);
+            t *= LOADP(gamma + i);
         if (has_b)
-            t += VLOAD(beta + i);
-        VSTORE(t, y + i);
+            t += LOADP(beta + i);
+        STOREV(t, y + i);
     }
     for (ulong i = b + nv * VW + lid; i < e; i += L) {
-        float t = ((x[i] - K) - m) * rstd;
+        A t = ((LOAD1(x + i) - K) - m) * rstd;
         if (has_g)
             t *= gamma[i];
         if (has_b)
             t += beta[i];
-        y[i] = t;
+        STORE1(t, y + i);
     }
 }
 
 /*
- * Sum of v over the L items of a work-group, returned to every item. scratch holds L floats.
+ * Sum of v over the L items of a work-group, returned to every item. scratch holds L values.
  * Exact for any L, power of two or not: each step folds the upper half (rounded down) onto
  * the lower, so the middle element of an odd count waits for the next step. Fixed order, so
  * results are bit-reproducible.
  */
-inline float wg_sum(float v, __local float *scratch, uint lid, uint L)
+inline A wg_sum(A v, __local A *scratch, uint lid, uint L)
 {
     if (L == 1)
         return v;
@@ -148,14 +215,14 @@ inline float wg_sum(float v, __local float *scratch, uint lid, uint L)
         barrier(CLK_LOCAL_MEM_FENCE);
         n = h;
     }
-    const float r = scratch[0];
+    const A r = scratch[0];
     barrier(CLK_LOCAL_MEM_FENCE); /* scratch may be reused right after */
     return r;
 }
 
 /* Writes the saved statistics of one row, when asked for. */
-inline void store_stats(__global float *mean, __global float *rstd, ulong row, float K, float m,
-                        float r, uint flags)
+inline void store_stats(__global P *mean, __global P *rstd, ulong row, A K, A m, A r,
+                        uint flags)
 {
     if ((flags & FLAG_MEAN) != 0)
         mean[row] = K + m;

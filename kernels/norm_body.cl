@@ -5,11 +5,11 @@
  */
 
 /* Base + offset for an optional input, NULL (never dereferenced) when absent. */
-inline __global const float *offset_or_null(__global const float *p, ulong off, uint present)
+inline __global const P *offset_or_null(__global const P *p, ulong off, uint present)
 {
     return present ? p + off : 0;
 }
-inline __global float *mean_or_null(__global float *p, ulong off, uint present)
+inline __global P *mean_or_null(__global P *p, ulong off, uint present)
 {
     return present ? p + off : 0;
 }
@@ -19,18 +19,18 @@ inline __global float *mean_or_null(__global float *p, ulong off, uint present)
  * Every item of the group must call it (it holds barriers when L > 1). In place is safe: the
  * statistics passes finish (behind the barriers of wg_sum) before any item writes.
  */
-inline void norm_full_row(__global const T *xr, __global T *yr, __global const float *gamma,
-                          __global const float *beta, __global float *mean,
-                          __global float *rstd, ulong row, ulong cols, float eps, uint flags,
-                          uint lid, uint L, __local float *scratch)
+inline void norm_full_row(__global const T *xr, __global T *yr, __global const P *gamma,
+                          __global const P *beta, __global P *mean,
+                          __global P *rstd, ulong row, ulong cols, A eps, uint flags,
+                          uint lid, uint L, __local A *scratch)
 {
-    float K = 0.0f, m = 0.0f;
+    A K = 0, m = 0;
     if ((flags & FLAG_RMS) == 0) {
-        K = xr[0];
-        m = wg_sum(seg_sum_shift(xr, 0, cols, lid, L, K), scratch, lid, L) / (float)cols;
+        K = LOAD1(xr);
+        m = wg_sum(seg_sum_shift(xr, 0, cols, lid, L, K), scratch, lid, L) / (A)cols;
     }
-    const float var = wg_sum(seg_sum_sq(xr, 0, cols, lid, L, K, m), scratch, lid, L) / (float)cols;
-    const float r = rsqrt(var + eps);
+    const A var = wg_sum(seg_sum_sq(xr, 0, cols, lid, L, K, m), scratch, lid, L) / (A)cols;
+    const A r = rsqrt(var + eps);
     if (lid == 0)
         store_stats(mean, rstd, row, K, m, r, flags);
     seg_apply(xr, yr, gamma, beta, 0, cols, lid, L, K, m, r, flags);

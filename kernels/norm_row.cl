@@ -7,11 +7,11 @@
  */
 __kernel void norm_row(__global const T *x, ulong x_off, ulong x_stride,
                        __global T *y, ulong y_off, ulong y_stride,
-                       __global const float *gamma, ulong g_off,
-                       __global const float *beta, ulong b_off,
-                       __global float *mean, ulong m_off,
-                       __global float *rstd, ulong r_off,
-                       ulong rows, ulong cols, float eps, uint flags)
+                       __global const P *gamma, ulong g_off,
+                       __global const P *beta, ulong b_off,
+                       __global P *mean, ulong m_off,
+                       __global P *rstd, ulong r_off,
+                       ulong rows, ulong cols, A eps, uint flags)
 {
     /* Grid-stride over rows, so any number of rows runs on a bounded NDRange. */
     for (ulong row = get_global_id(0); row < rows; row += get_global_size(0)) {

@@ -5,12 +5,12 @@
  */
 __kernel void norm_workgroup(__global const T *x, ulong x_off, ulong x_stride,
                              __global T *y, ulong y_off, ulong y_stride,
-                             __global const float *gamma, ulong g_off,
-                             __global const float *beta, ulong b_off,
-                             __global float *mean, ulong m_off,
-                             __global float *rstd, ulong r_off,
-                             ulong rows, ulong cols, float eps, uint flags,
-                             __local float *scratch)
+                             __global const P *gamma, ulong g_off,
+                             __global const P *beta, ulong b_off,
+                             __global P *mean, ulong m_off,
+                             __global P *rstd, ulong r_off,
+                             ulong rows, ulong cols, A eps, uint flags,
+                             __local A *scratch)
 {
     const uint lid = get_local_id(0);
     const uint L = get_local_size(0);

@@ -31,6 +31,11 @@ size_t clnorm_dtype_size(clnorm_dtype dtype)
     return 0;
 }
 
+size_t clnorm_param_size(clnorm_dtype dtype)
+{
+    return dtype == CLNORM_F64 ? 8 : 4;
+}
+
 const char *clnorm_dtype_name(clnorm_dtype dtype)
 {
     switch (dtype) {
@@ -90,7 +95,8 @@ clnorm_status clnorm_desc_check(const clnorm_desc *d, char *msg, size_t msg_size
           "desc: rows = %zu x y_stride = %zu overflows size_t", d->rows, ys);
     CHECK(isfinite(d->eps) && d->eps > 0.0f,
           "desc.eps = %g must be finite and greater than 0", (double)d->eps);
-    const unsigned known = CLNORM_NO_GAMMA | CLNORM_NO_BETA | CLNORM_SAVE_STATS;
+    const unsigned known =
+        CLNORM_NO_GAMMA | CLNORM_NO_BETA | CLNORM_SAVE_STATS | CLNORM_WITH_BACKWARD;
     CHECK((d->flags & ~known) == 0, "desc.flags = 0x%x has unknown bits 0x%x", d->flags,
           d->flags & ~known);
     return CLNORM_OK;

@@ -120,10 +120,15 @@ static clnorm_status prepare_geometry(clnorm_plan *plan)
     clnorm_ctx *ctx = plan->ctx;
     const clnorm_desc *d = &plan->desc;
     const size_t cu = ctx->profile.compute_units;
-    const size_t vw = is_cpu(ctx) ? 16 : 4;
+    /* 64 bytes of accumulators per vector on CPUs (one AVX-512 register, two AVX2 ones),
+     * 16 bytes on GPUs, where each work-item's load should stay one coalesced transaction. */
+    const size_t vw = is_cpu(ctx) ? (d->dtype == CLNORM_F64 ? 8 : 16) : 4;
     char options[128];
     snprintf(options, sizeof options, "-cl-std=CL1.2 -DVW=%zu -DCLNORM_DTYPE_%s", vw,
-             d->dtype == CLNORM_F32 ? "F32" : "F32");
+             d->dtype == CLNORM_F64    ? "F64"
+             : d->dtype == CLNORM_F16  ? "F16"
+             : d->dtype == CLNORM_BF16 ? "BF16"
+                                       : "F32");
     static const char *const row_files[] = {"common.cl", "norm_body.cl", "norm_row.cl"};
     static const char *const wg_files[] = {"common.cl", "norm_body.cl", "norm_workgroup.cl"};
     static const char *const split_files[] = {"common.cl", "norm_split.cl"};
@@ -182,12 +187,13 @@ static clnorm_status prepare_geometry(clnorm_plan *plan)
         plan->chunks = div_up(d->cols, len);
         plan->groups = clamp_sz(d->rows, 1, (size_t)1 << 16);
         const size_t per_row = 1 + 2 * plan->chunks;
-        RETURN_IF(d->rows > SIZE_MAX / per_row / sizeof(float), ctx, CLNORM_INVALID_ARGUMENT,
+        const size_t acc = clnorm_param_size(d->dtype);
+        RETURN_IF(d->rows > SIZE_MAX / per_row / acc, ctx, CLNORM_INVALID_ARGUMENT,
                   "split strategy: %zu rows need more scratch than size_t can hold", d->rows);
         if (d->rows > 0) {
             cl_int err;
             plan->scratch = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE,
-                                           d->rows * per_row * sizeof(float), NULL, &err);
+                                           d->rows * per_row * acc, NULL, &err);
             CL_CHECK(ctx, err, "allocating the split strategy's scratch (clCreateBuffer)");
         }
         return CLNORM_OK;
@@ -251,7 +257,13 @@ clnorm_status clnorm_enqueue_forward(clnorm_plan *plan, cl_mem x, size_t x_off, 
     cl_uint flags = (gamma ? FLAG_GAMMA : 0) | (beta ? FLAG_BETA : 0) | (mean ? FLAG_MEAN : 0) |
                     (rstd ? FLAG_RSTD : 0) | (d->kind == CLNORM_RMS ? FLAG_RMS : 0);
     cl_ulong rows = d->rows, cols = d->cols;
-    cl_float eps = d->eps;
+    /* eps and the local scratch are of the kernels' arithmetic type A: double for F64. */
+    const cl_float eps32 = d->eps;
+    const cl_double eps64 = d->eps;
+    const int f64 = d->dtype == CLNORM_F64;
+    const size_t eps_size = f64 ? sizeof eps64 : sizeof eps32;
+    const void *eps = f64 ? (const void *)&eps64 : (const void *)&eps32;
+    const size_t acc = clnorm_param_size(d->dtype);
     const size_t L = plan->local;
 
     if (plan->strategy == CLNORM_STRATEGY_ROW || plan->strategy == CLNORM_STRATEGY_WORKGROUP) {
@@ -260,10 +272,10 @@ clnorm_status clnorm_enqueue_forward(clnorm_plan *plan, cl_mem x, size_t x_off, 
                 r_off);
         arg(&a, sizeof rows, &rows);
         arg(&a, sizeof cols, &cols);
-        arg(&a, sizeof eps, &eps);
+        arg(&a, eps_size, eps);
         arg(&a, sizeof flags, &flags);
         if (plan->strategy == CLNORM_STRATEGY_WORKGROUP)
-            arg(&a, L * sizeof(cl_float), NULL);
+            arg(&a, L * acc, NULL);
         CL_CHECK(ctx, a.err, "clSetKernelArg");
         size_t global = plan->groups * L;
         CL_CHECK(ctx,
@@ -287,7 +299,7 @@ clnorm_status clnorm_enqueue_forward(clnorm_plan *plan, cl_mem x, size_t x_off, 
     arg(&s, sizeof chunk_len, &chunk_len);
     arg(&s, sizeof chunks, &chunks);
     arg(&s, sizeof flags, &flags);
-    arg(&s, L * sizeof(cl_float), NULL);
+    arg(&s, L * acc, NULL);
     CL_CHECK(ctx, s.err, "clSetKernelArg");
 
     argset a = {plan->kernel_main, 0, CL_SUCCESS};
@@ -297,7 +309,7 @@ clnorm_status clnorm_enqueue_forward(clnorm_plan *plan, cl_mem x, size_t x_off, 
     arg(&a, sizeof cols, &cols);
     arg(&a, sizeof chunk_len, &chunk_len);
     arg(&a, sizeof chunks, &chunks);
-    arg(&a, sizeof eps, &eps);
+    arg(&a, eps_size, eps);
     arg(&a, sizeof flags, &flags);
     CL_CHECK(ctx, a.err, "clSetKernelArg");
 

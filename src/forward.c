@@ -65,16 +65,16 @@ clnorm_status clnorm_forward(clnorm_plan *plan, cl_mem x, size_t x_off, cl_mem y
     clnorm_status st = clnorm_check_operands(ctx, d, x, y, gamma, beta, mean, rstd);
     if (st != CLNORM_OK)
         return st;
-    const size_t es = clnorm_dtype_size(d->dtype);
+    const size_t es = clnorm_dtype_size(d->dtype), ps = clnorm_param_size(d->dtype);
     size_t ex, ey;
     clnorm_extent(d->rows, d->cols, d->x_stride, &ex);
     clnorm_extent(d->rows, d->cols, d->y_stride, &ey);
     if ((st = check_mem(ctx, x, "x", x_off, ex, es)) != CLNORM_OK ||
         (st = check_mem(ctx, y, "y", y_off, ey, es)) != CLNORM_OK ||
-        (st = check_mem(ctx, gamma, "gamma", g_off, d->cols, 4)) != CLNORM_OK ||
-        (st = check_mem(ctx, beta, "beta", b_off, d->cols, 4)) != CLNORM_OK ||
-        (st = check_mem(ctx, mean, "mean", m_off, d->rows, 4)) != CLNORM_OK ||
-        (st = check_mem(ctx, rstd, "rstd", r_off, d->rows, 4)) != CLNORM_OK)
+        (st = check_mem(ctx, gamma, "gamma", g_off, d->cols, ps)) != CLNORM_OK ||
+        (st = check_mem(ctx, beta, "beta", b_off, d->cols, ps)) != CLNORM_OK ||
+        (st = check_mem(ctx, mean, "mean", m_off, d->rows, ps)) != CLNORM_OK ||
+        (st = check_mem(ctx, rstd, "rstd", r_off, d->rows, ps)) != CLNORM_OK)
         return st;
     RETURN_IF(x == y && x_off != y_off && clnorm_ranges_overlap(x_off, ex, y_off, ey), ctx,
               CLNORM_INVALID_ARGUMENT,
@@ -123,7 +123,7 @@ static clnorm_status run_host(clnorm_plan *plan, host_bufs *h, const void *x, vo
 {
     clnorm_ctx *ctx = plan->ctx;
     const clnorm_desc *d = &plan->desc;
-    const size_t es = clnorm_dtype_size(d->dtype);
+    const size_t es = clnorm_dtype_size(d->dtype), ps = clnorm_param_size(d->dtype);
     size_t ex, ey;
     clnorm_extent(d->rows, d->cols, d->x_stride, &ex);
     clnorm_extent(d->rows, d->cols, d->y_stride, &ey);
@@ -134,10 +134,10 @@ static clnorm_status run_host(clnorm_plan *plan, host_bufs *h, const void *x, vo
         h->y = h->x;
     else if ((st = make_buf(ctx, "y buffer", NULL, ey * es, &h->y)) != CLNORM_OK)
         return st;
-    if ((gamma && (st = make_buf(ctx, "gamma buffer", gamma, d->cols * 4, &h->g)) != CLNORM_OK) ||
-        (beta && (st = make_buf(ctx, "beta buffer", beta, d->cols * 4, &h->b)) != CLNORM_OK) ||
-        (mean && (st = make_buf(ctx, "mean buffer", NULL, d->rows * 4, &h->m)) != CLNORM_OK) ||
-        (rstd && (st = make_buf(ctx, "rstd buffer", NULL, d->rows * 4, &h->r)) != CLNORM_OK))
+    if ((gamma && (st = make_buf(ctx, "gamma buffer", gamma, d->cols * ps, &h->g)) != CLNORM_OK) ||
+        (beta && (st = make_buf(ctx, "beta buffer", beta, d->cols * ps, &h->b)) != CLNORM_OK) ||
+        (mean && (st = make_buf(ctx, "mean buffer", NULL, d->rows * ps, &h->m)) != CLNORM_OK) ||
+        (rstd && (st = make_buf(ctx, "rstd buffer", NULL, d->rows * ps, &h->r)) != CLNORM_OK))
         return st;
     st = clnorm_forward(plan, h->x, 0, h->y, 0, h->g, 0, h->b, 0, h->m, 0, h->r, 0, ctx->queue, 0,
                         NULL, NULL);
@@ -158,12 +158,12 @@ static clnorm_status run_host(clnorm_plan *plan, host_bufs *h, const void *x, vo
     }
     if (mean)
         CL_CHECK(ctx,
-                 clEnqueueReadBuffer(ctx->queue, h->m, CL_FALSE, 0, d->rows * 4, mean, 0, NULL,
+                 clEnqueueReadBuffer(ctx->queue, h->m, CL_FALSE, 0, d->rows * ps, mean, 0, NULL,
                                      NULL),
                  "reading mean back");
     if (rstd)
         CL_CHECK(ctx,
-                 clEnqueueReadBuffer(ctx->queue, h->r, CL_FALSE, 0, d->rows * 4, rstd, 0, NULL,
+                 clEnqueueReadBuffer(ctx->queue, h->r, CL_FALSE, 0, d->rows * ps, rstd, 0, NULL,
                                      NULL),
                  "reading rstd back");
     CL_CHECK(ctx, clFinish(ctx->queue), "clFinish");

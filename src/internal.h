@@ -82,6 +82,8 @@ void clnorm_clear_error(clnorm_ctx *ctx);
 
 /* ---- descriptions (desc.c) ---- */
 size_t clnorm_dtype_size(clnorm_dtype dtype);
+/* Bytes of one parameter (gamma, beta, mean, rstd, dgamma, dbeta): 8 for F64, else 4. */
+size_t clnorm_param_size(clnorm_dtype dtype);
 const char *clnorm_dtype_name(clnorm_dtype dtype);
 const char *clnorm_kind_name(clnorm_kind kind);
 /* Extent in elements of a strided tensor: (rows - 1) * stride + cols; 0 when rows == 0.

@@ -47,9 +47,6 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
     char msg[256];
     clnorm_status st = clnorm_desc_check(desc, msg, sizeof msg);
     RETURN_IF(st != CLNORM_OK, ctx, st, "%s", msg);
-    RETURN_IF(desc->dtype != CLNORM_F32, ctx, CLNORM_UNSUPPORTED,
-              "dtype %s is not supported by this release of clnorm (float32 only)",
-              clnorm_dtype_name(desc->dtype));
     RETURN_IF((int)strategy < CLNORM_STRATEGY_AUTO || (int)strategy > CLNORM_STRATEGY_REFERENCE,
               ctx, CLNORM_INVALID_ARGUMENT, "strategy %d is not a clnorm_strategy",
               (int)strategy);
@@ -66,6 +63,12 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
         if (strategy == CLNORM_STRATEGY_AUTO)
             strategy = clnorm_choose_strategy(ctx, desc);
     }
+
+    RETURN_IF(strategy != CLNORM_STRATEGY_REFERENCE && desc->dtype == CLNORM_F64 &&
+                  !ctx->profile.has_fp64,
+              ctx, CLNORM_UNSUPPORTED,
+              "dtype f64 is unsupported on this device (%s): it does not report cl_khr_fp64",
+              ctx->name);
 
     clnorm_plan *plan = calloc(1, sizeof *plan);
     RETURN_IF(!plan, ctx, CLNORM_OUT_OF_MEMORY, "out of host memory for a plan");
