@@ -152,3 +152,51 @@ clnorm_desc clnorm_desc_normalized(const clnorm_desc *d)
         n.y_stride = n.cols;
     return n;
 }
+
+clnorm_status clnorm_check_backward_operands(clnorm_ctx *ctx, const clnorm_desc *d,
+                                             unsigned mask, const void *x, const void *dy,
+                                             const void *mean, const void *rstd,
+                                             const void *gamma, const void *dx,
+                                             const void *dgamma, const void *dbeta)
+{
+    const unsigned known = CLNORM_GRAD_X | CLNORM_GRAD_GAMMA | CLNORM_GRAD_BETA;
+    RETURN_IF((mask & ~known) != 0, ctx, CLNORM_INVALID_ARGUMENT,
+              "mask = 0x%x has bits other than CLNORM_GRAD_X | CLNORM_GRAD_GAMMA | "
+              "CLNORM_GRAD_BETA",
+              mask);
+    const int has_g = !(d->flags & CLNORM_NO_GAMMA), has_b = !(d->flags & CLNORM_NO_BETA);
+    RETURN_IF((mask & CLNORM_GRAD_GAMMA) && !has_g, ctx, CLNORM_INVALID_ARGUMENT,
+              "CLNORM_GRAD_GAMMA asked of a description with CLNORM_NO_GAMMA (there is no "
+              "gamma to differentiate)");
+    RETURN_IF((mask & CLNORM_GRAD_BETA) && !has_b, ctx, CLNORM_INVALID_ARGUMENT,
+              "CLNORM_GRAD_BETA asked of a description with CLNORM_NO_BETA (there is no beta "
+              "to differentiate)");
+    RETURN_IF(!(mask & CLNORM_GRAD_GAMMA) != !dgamma, ctx, CLNORM_INVALID_ARGUMENT,
+              dgamma ? "dgamma is given but the mask has no CLNORM_GRAD_GAMMA"
+                     : "dgamma is NULL but the mask asks for CLNORM_GRAD_GAMMA");
+    RETURN_IF(!(mask & CLNORM_GRAD_BETA) != !dbeta, ctx, CLNORM_INVALID_ARGUMENT,
+              dbeta ? "dbeta is given but the mask has no CLNORM_GRAD_BETA"
+                    : "dbeta is NULL but the mask asks for CLNORM_GRAD_BETA");
+    if (d->rows == 0)
+        return CLNORM_OK; /* an empty batch: the row tensors may be NULL, as empty tensors are */
+    RETURN_IF(!x, ctx, CLNORM_INVALID_ARGUMENT, "x is NULL");
+    RETURN_IF(!dy, ctx, CLNORM_INVALID_ARGUMENT, "dy is NULL");
+    RETURN_IF(!rstd, ctx, CLNORM_INVALID_ARGUMENT, "rstd is NULL");
+    RETURN_IF(d->kind == CLNORM_LAYER && !mean, ctx, CLNORM_INVALID_ARGUMENT, "mean is NULL");
+    RETURN_IF(d->kind == CLNORM_RMS && mean, ctx, CLNORM_INVALID_ARGUMENT,
+              "mean is given but RMSNorm has no mean: pass NULL");
+    RETURN_IF(has_g && !gamma, ctx, CLNORM_INVALID_ARGUMENT,
+              "gamma is NULL but the description has no CLNORM_NO_GAMMA flag");
+    RETURN_IF(!has_g && gamma, ctx, CLNORM_INVALID_ARGUMENT,
+              "gamma is given but the description says CLNORM_NO_GAMMA");
+    RETURN_IF(!(mask & CLNORM_GRAD_X) != !dx, ctx, CLNORM_INVALID_ARGUMENT,
+              dx ? "dx is given but the mask has no CLNORM_GRAD_X"
+                 : "dx is NULL but the mask asks for CLNORM_GRAD_X");
+    const size_t xs = d->x_stride ? d->x_stride : d->cols;
+    const size_t ys = d->y_stride ? d->y_stride : d->cols;
+    RETURN_IF(dx && dx == dy && xs != ys, ctx, CLNORM_INVALID_ARGUMENT,
+              "dx in place of dy needs x_stride == y_stride (dx has x's layout), got %zu and "
+              "%zu",
+              xs, ys);
+    return CLNORM_OK;
+}

@@ -91,6 +91,8 @@ static clnorm_status fit_local(clnorm_plan *plan, cl_kernel k)
 }
 
 static clnorm_status prepare_geometry(clnorm_plan *plan);
+static clnorm_status prepare_backward(clnorm_plan *plan, const char *options, size_t vw);
+static void build_options(const clnorm_plan *plan, char *options, size_t size, size_t *vw);
 
 /* Runs the plan's kernels once over zero rows with the real launch geometry. Some runtimes
  * (PoCL among them) compile a work-group function per launch geometry on the first enqueue;
@@ -102,6 +104,9 @@ static clnorm_status warm_up(clnorm_plan *plan)
     plan->desc.rows = 0;
     clnorm_status st = clnorm_enqueue_forward(plan, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, 0,
                                               NULL, 0, plan->ctx->queue, 0, NULL, NULL);
+    if (st == CLNORM_OK && plan->kernel_bwd_rows)
+        st = clnorm_enqueue_backward(plan, 0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, 0,
+                                     NULL, 0, NULL, 0, plan->ctx->queue, 0, NULL, NULL);
     plan->desc = saved;
     if (st != CLNORM_OK)
         return st;
@@ -111,8 +116,74 @@ static clnorm_status warm_up(clnorm_plan *plan)
 
 clnorm_status clnorm_prepare_plan(clnorm_plan *plan)
 {
+    char options[128];
+    size_t vw;
+    build_options(plan, options, sizeof options, &vw);
     clnorm_status st = prepare_geometry(plan);
+    if (st == CLNORM_OK && (plan->desc.flags & CLNORM_WITH_BACKWARD))
+        st = prepare_backward(plan, options, vw);
     return st == CLNORM_OK ? warm_up(plan) : st;
+}
+
+/* Build options shared by every program of a plan: vector width and storage type.
+ * 64 bytes of accumulators per vector on CPUs (one AVX-512 register, two AVX2 ones), 16 bytes
+ * on GPUs, where each work-item's load should stay one coalesced transaction. */
+static void build_options(const clnorm_plan *plan, char *options, size_t size, size_t *vw)
+{
+    const clnorm_dtype t = plan->desc.dtype;
+    *vw = is_cpu(plan->ctx) ? (t == CLNORM_F64 ? 8 : 16) : 4;
+    snprintf(options, size, "-cl-std=CL1.2 -DVW=%zu -DCLNORM_DTYPE_%s", *vw,
+             t == CLNORM_F64    ? "F64"
+             : t == CLNORM_F16  ? "F16"
+             : t == CLNORM_BF16 ? "BF16"
+                                : "F32");
+}
+
+/* The backward pass: blocks of at most 256 rows per work-group (short enough that the
+ * group's float partials of dgamma/dbeta stay accurate, see kernels/norm_backward.cl), at
+ * least a few groups per compute unit. Items per group: 1 with the row strategy, else the
+ * cooperative size. */
+static clnorm_status prepare_backward(clnorm_plan *plan, const char *options, size_t vw)
+{
+    clnorm_ctx *ctx = plan->ctx;
+    const clnorm_desc *d = &plan->desc;
+    static const char *const files[] = {"common.cl", "norm_backward.cl"};
+    cl_program prog;
+    clnorm_status st = clnorm_get_program(ctx, files, 2, options, &prog);
+    if (st == CLNORM_OK)
+        st = make_kernel(plan, prog, "norm_bwd_rows", &plan->kernel_bwd_rows);
+    if (st == CLNORM_OK)
+        st = make_kernel(plan, prog, "norm_bwd_params", &plan->kernel_bwd_params);
+    if (st != CLNORM_OK)
+        return st;
+    const size_t fwd_local = plan->local;
+    if (plan->strategy == CLNORM_STRATEGY_ROW)
+        plan->local = 1;
+    else if ((st = cooperative_local(plan, vw, &plan->local)) != CLNORM_OK)
+        return st;
+    if ((st = fit_local(plan, plan->kernel_bwd_rows)) != CLNORM_OK)
+        return st;
+    plan->bwd_local = plan->local;
+    plan->local = 64;
+    if ((st = fit_local(plan, plan->kernel_bwd_params)) != CLNORM_OK)
+        return st;
+    plan->bwd_param_local = plan->local;
+    plan->local = fwd_local;
+
+    const size_t min_groups = (is_cpu(ctx) ? 4 : 8) * ctx->profile.compute_units;
+    plan->bwd_rows_per_group = clamp_sz(div_up(d->rows, min_groups), 1, 256);
+    plan->bwd_groups = div_up(d->rows, plan->bwd_rows_per_group);
+    const size_t acc = clnorm_param_size(d->dtype);
+    RETURN_IF(plan->bwd_groups > SIZE_MAX / 2 / acc / d->cols, ctx, CLNORM_INVALID_ARGUMENT,
+              "backward: %zu row blocks x %zu columns of partial sums overflow size_t",
+              plan->bwd_groups, d->cols);
+    if (plan->bwd_groups > 0) {
+        cl_int err;
+        plan->bwd_scratch = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE,
+                                           plan->bwd_groups * 2 * d->cols * acc, NULL, &err);
+        CL_CHECK(ctx, err, "allocating the backward pass's partial sums (clCreateBuffer)");
+    }
+    return CLNORM_OK;
 }
 
 static clnorm_status prepare_geometry(clnorm_plan *plan)
@@ -120,15 +191,9 @@ static clnorm_status prepare_geometry(clnorm_plan *plan)
     clnorm_ctx *ctx = plan->ctx;
     const clnorm_desc *d = &plan->desc;
     const size_t cu = ctx->profile.compute_units;
-    /* 64 bytes of accumulators per vector on CPUs (one AVX-512 register, two AVX2 ones),
-     * 16 bytes on GPUs, where each work-item's load should stay one coalesced transaction. */
-    const size_t vw = is_cpu(ctx) ? (d->dtype == CLNORM_F64 ? 8 : 16) : 4;
     char options[128];
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -DVW=%zu -DCLNORM_DTYPE_%s", vw,
-             d->dtype == CLNORM_F64    ? "F64"
-             : d->dtype == CLNORM_F16  ? "F16"
-             : d->dtype == CLNORM_BF16 ? "BF16"
-                                       : "F32");
+    size_t vw;
+    build_options(plan, options, sizeof options, &vw);
     static const char *const row_files[] = {"common.cl", "norm_body.cl", "norm_row.cl"};
     static const char *const wg_files[] = {"common.cl", "norm_body.cl", "norm_workgroup.cl"};
     static const char *const split_files[] = {"common.cl", "norm_split.cl"};
@@ -325,5 +390,79 @@ clnorm_status clnorm_enqueue_forward(clnorm_plan *plan, cl_mem x, size_t x_off, 
                                event);
     clReleaseEvent(stats_done);
     CL_CHECK(ctx, err, "clEnqueueNDRangeKernel (split apply)");
+    return CLNORM_OK;
+}
+
+clnorm_status clnorm_enqueue_backward(clnorm_plan *plan, unsigned mask, cl_mem x, size_t x_off,
+                                      cl_mem dy, size_t dy_off, cl_mem mean, size_t m_off,
+                                      cl_mem rstd, size_t r_off, cl_mem gamma, size_t g_off,
+                                      cl_mem dx, size_t dx_off, cl_mem dgamma, size_t dg_off,
+                                      cl_mem dbeta, size_t db_off, cl_command_queue queue,
+                                      cl_uint nwait, const cl_event *wait, cl_event *event)
+{
+    clnorm_ctx *ctx = plan->ctx;
+    const clnorm_desc *d = &plan->desc;
+    if (plan->bwd_groups == 0) /* no rows in this plan: the caller handles the outputs */
+        return CLNORM_OK;
+    /* Kept in step with kernels/norm_backward.cl. */
+    const cl_uint flags = (cl_uint)(mask & (CLNORM_GRAD_X | CLNORM_GRAD_GAMMA | CLNORM_GRAD_BETA)) |
+                          (gamma ? 8u : 0u) | (d->kind == CLNORM_RMS ? 16u : 0u);
+    const cl_ulong rows = d->rows, cols = d->cols, rpg = plan->bwd_rows_per_group;
+    const cl_ulong groups = plan->bwd_groups;
+    const size_t acc = clnorm_param_size(d->dtype);
+
+    argset a = {plan->kernel_bwd_rows, 0, CL_SUCCESS};
+    arg_mem(&a, &x);
+    arg_u64(&a, x_off);
+    arg_u64(&a, d->x_stride);
+    arg_mem(&a, &dy);
+    arg_u64(&a, dy_off);
+    arg_u64(&a, d->y_stride);
+    arg_mem(&a, &mean);
+    arg_u64(&a, m_off);
+    arg_mem(&a, &rstd);
+    arg_u64(&a, r_off);
+    arg_mem(&a, &gamma);
+    arg_u64(&a, g_off);
+    arg_mem(&a, &dx);
+    arg_u64(&a, dx_off);
+    arg_mem(&a, &plan->bwd_scratch);
+    arg(&a, sizeof rows, &rows);
+    arg(&a, sizeof cols, &cols);
+    arg(&a, sizeof rpg, &rpg);
+    arg(&a, sizeof flags, &flags);
+    arg(&a, plan->bwd_local * acc, NULL);
+    CL_CHECK(ctx, a.err, "clSetKernelArg (backward rows)");
+
+    /* With rows == 0 this is the plan's warm-up: both kernels run, neither writes. */
+    const int warm = d->rows == 0;
+    const int params = warm || (mask & (CLNORM_GRAD_GAMMA | CLNORM_GRAD_BETA)) != 0;
+    const cl_uint param_flags = warm ? 0u : flags;
+    size_t global = plan->bwd_groups * plan->bwd_local;
+    cl_event rows_done = NULL;
+    CL_CHECK(ctx,
+             clEnqueueNDRangeKernel(queue, plan->kernel_bwd_rows, 1, NULL, &global,
+                                    &plan->bwd_local, nwait, wait, params ? &rows_done : event),
+             "clEnqueueNDRangeKernel (backward rows)");
+    if (!params)
+        return CLNORM_OK;
+
+    argset p = {plan->kernel_bwd_params, 0, CL_SUCCESS};
+    arg_mem(&p, &plan->bwd_scratch);
+    arg(&p, sizeof groups, &groups);
+    arg(&p, sizeof cols, &cols);
+    arg_mem(&p, &dgamma);
+    arg_u64(&p, dg_off);
+    arg_mem(&p, &dbeta);
+    arg_u64(&p, db_off);
+    arg(&p, sizeof param_flags, &param_flags);
+    if (p.err != CL_SUCCESS)
+        clReleaseEvent(rows_done);
+    CL_CHECK(ctx, p.err, "clSetKernelArg (backward parameters)");
+    global = div_up(d->cols, plan->bwd_param_local) * plan->bwd_param_local;
+    cl_int err = clEnqueueNDRangeKernel(queue, plan->kernel_bwd_params, 1, NULL, &global,
+                                        &plan->bwd_param_local, 1, &rows_done, event);
+    clReleaseEvent(rows_done);
+    CL_CHECK(ctx, err, "clEnqueueNDRangeKernel (backward parameters)");
     return CLNORM_OK;
 }

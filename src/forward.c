@@ -7,7 +7,7 @@
 #include <string.h>
 
 /* mem must belong to the context and hold offset + count elements of elem bytes. */
-static clnorm_status check_mem(clnorm_ctx *ctx, cl_mem mem, const char *name, size_t offset,
+clnorm_status clnorm_check_mem(clnorm_ctx *ctx, cl_mem mem, const char *name, size_t offset,
                                size_t count, size_t elem)
 {
     if (!mem)
@@ -69,12 +69,12 @@ clnorm_status clnorm_forward(clnorm_plan *plan, cl_mem x, size_t x_off, cl_mem y
     size_t ex, ey;
     clnorm_extent(d->rows, d->cols, d->x_stride, &ex);
     clnorm_extent(d->rows, d->cols, d->y_stride, &ey);
-    if ((st = check_mem(ctx, x, "x", x_off, ex, es)) != CLNORM_OK ||
-        (st = check_mem(ctx, y, "y", y_off, ey, es)) != CLNORM_OK ||
-        (st = check_mem(ctx, gamma, "gamma", g_off, d->cols, ps)) != CLNORM_OK ||
-        (st = check_mem(ctx, beta, "beta", b_off, d->cols, ps)) != CLNORM_OK ||
-        (st = check_mem(ctx, mean, "mean", m_off, d->rows, ps)) != CLNORM_OK ||
-        (st = check_mem(ctx, rstd, "rstd", r_off, d->rows, ps)) != CLNORM_OK)
+    if ((st = clnorm_check_mem(ctx, x, "x", x_off, ex, es)) != CLNORM_OK ||
+        (st = clnorm_check_mem(ctx, y, "y", y_off, ey, es)) != CLNORM_OK ||
+        (st = clnorm_check_mem(ctx, gamma, "gamma", g_off, d->cols, ps)) != CLNORM_OK ||
+        (st = clnorm_check_mem(ctx, beta, "beta", b_off, d->cols, ps)) != CLNORM_OK ||
+        (st = clnorm_check_mem(ctx, mean, "mean", m_off, d->rows, ps)) != CLNORM_OK ||
+        (st = clnorm_check_mem(ctx, rstd, "rstd", r_off, d->rows, ps)) != CLNORM_OK)
         return st;
     RETURN_IF(x == y && x_off != y_off && clnorm_ranges_overlap(x_off, ex, y_off, ey), ctx,
               CLNORM_INVALID_ARGUMENT,

@@ -54,6 +54,15 @@ struct clnorm_plan {
     cl_kernel kernel_main;  /* row / workgroup / split apply */
     cl_kernel kernel_stats; /* split stats pass, else NULL */
     cl_mem scratch;         /* split partial statistics, else NULL */
+
+    /* backward (CLNORM_WITH_BACKWARD): blocks of rows per work-group, then a column pass */
+    size_t bwd_local;          /* work-group size of norm_bwd_rows */
+    size_t bwd_groups;         /* row blocks (= work-groups), 0 when rows == 0 */
+    size_t bwd_rows_per_group; /* rows per block */
+    size_t bwd_param_local;    /* work-group size of norm_bwd_params */
+    cl_kernel kernel_bwd_rows;
+    cl_kernel kernel_bwd_params;
+    cl_mem bwd_scratch;        /* bwd_groups x 2 x cols partial sums (dgamma, dbeta) */
 };
 
 /* ---- errors (status.c) ---- */
@@ -95,6 +104,12 @@ int clnorm_extent(size_t rows, size_t cols, size_t stride, size_t *extent);
 clnorm_status clnorm_check_operands(clnorm_ctx *ctx, const clnorm_desc *d, const void *x,
                                     const void *y, const void *gamma, const void *beta,
                                     const void *mean, const void *rstd);
+/* The same for the backward pass: mask bits, which of dx/dgamma/dbeta are given, stats. */
+clnorm_status clnorm_check_backward_operands(clnorm_ctx *ctx, const clnorm_desc *d,
+                                             unsigned mask, const void *x, const void *dy,
+                                             const void *mean, const void *rstd,
+                                             const void *gamma, const void *dx,
+                                             const void *dgamma, const void *dbeta);
 int clnorm_ranges_overlap(size_t a, size_t na, size_t b, size_t nb);
 /* The description with strides filled in. */
 clnorm_desc clnorm_desc_normalized(const clnorm_desc *d);
@@ -123,6 +138,19 @@ clnorm_status clnorm_enqueue_forward(clnorm_plan *plan, cl_mem x, size_t x_off, 
                                      size_t b_off, cl_mem mean, size_t m_off, cl_mem rstd,
                                      size_t r_off, cl_command_queue queue, cl_uint nwait,
                                      const cl_event *wait, cl_event *event);
+
+clnorm_status clnorm_enqueue_backward(clnorm_plan *plan, unsigned mask, cl_mem x, size_t x_off,
+                                      cl_mem dy, size_t dy_off, cl_mem mean, size_t m_off,
+                                      cl_mem rstd, size_t r_off, cl_mem gamma, size_t g_off,
+                                      cl_mem dx, size_t dx_off, cl_mem dgamma, size_t dg_off,
+                                      cl_mem dbeta, size_t db_off, cl_command_queue queue,
+                                      cl_uint nwait, const cl_event *wait, cl_event *event);
+
+/* ---- buffers (forward.c) ---- */
+/* mem (NULL: nothing to check) must belong to the context and hold offset + count elements
+ * of elem bytes. */
+clnorm_status clnorm_check_mem(clnorm_ctx *ctx, cl_mem mem, const char *name, size_t offset,
+                               size_t count, size_t elem);
 
 /* ---- verbose (verbose.c) ---- */
 double clnorm_now_ms(void);

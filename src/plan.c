@@ -107,6 +107,12 @@ void clnorm_plan_free(clnorm_plan *plan)
         clReleaseKernel(plan->kernel_stats);
     if (plan->scratch)
         clReleaseMemObject(plan->scratch);
+    if (plan->kernel_bwd_rows)
+        clReleaseKernel(plan->kernel_bwd_rows);
+    if (plan->kernel_bwd_params)
+        clReleaseKernel(plan->kernel_bwd_params);
+    if (plan->bwd_scratch)
+        clReleaseMemObject(plan->bwd_scratch);
     free(plan);
 }
 

@@ -1,0 +1,146 @@
+/*
+ * norm_backward.cl - gradients of LayerNorm and RMSNorm. Needs common.cl before it.
+ *
+ *   xhat = (x - mean) * rstd   (RMS: x * rstd),   g = dy * gamma
+ *   dx   = rstd * (g - mean(g) - xhat * mean(g * xhat))   (RMS: no mean(g) term)
+ *   dgamma = sum over rows of dy * xhat,   dbeta = sum over rows of dy
+ *
+ * norm_bwd_rows: work-group b takes the block of rows [b * rpg, (b + 1) * rpg). For each row
+ *   its L items (L = 1 on CPUs) reduce mean(g) and mean(g * xhat), then, in a second sweep over
+ *   the same (now cached) row, write dx and add dy * xhat and dy into the group's own partial
+ *   rows part[b][0..cols) and part[b][cols..2 cols). A column always belongs to the same item
+ *   (vector v = lid + k L), so the partials need no atomics, and dx and the partials come
+ *   from one read of x and dy from memory.
+ * norm_bwd_params: one work-item per column adds the groups' partials in group order (Kahan
+ *   compensated): a fixed order, so dgamma and dbeta are the same bits run after run.
+ */
+
+#define GRAD_X 1u
+#define GRAD_GAMMA 2u
+#define GRAD_BETA 4u
+#define BWD_HAS_GAMMA 8u
+#define BWD_RMS 16u
+
+/* Sums of g and g * xhat over the item's share of one row. */
+inline void bwd_row_sums(__global const T *x, __global const T *dy, __global const P *gamma,
+                         ulong cols, uint lid, uint L, A mu, A rs, int has_g, A *sum_g,
+                         A *sum_gx)
+{
+    const ulong nv = cols / VW;
+    A s1 = 0, c1 = 0, s2 = 0, c2 = 0;
+    for (ulong v0 = lid; v0 < nv; v0 += (ulong)L * BLOCK_V) {
+        const ulong vend = min(nv, v0 + (ulong)L * BLOCK_V);
+        AV a1 = (AV)(0), a2 = (AV)(0);
+        for (ulong v = v0; v < vend; v += L) {
+            const ulong i = v * VW;
+            AV g = LOADV(dy + i);
+            if (has_g)
+                g *= LOADP(gamma + i);
+            const AV xh = (LOADV(x + i) - mu) * rs;
+            a1 += g;
+            a2 = fma(g, xh, a2);
+        }
+        kahan_add(&s1, &c1, HSUM(a1));
+        kahan_add(&s2, &c2, HSUM(a2));
+    }
+    A t1 = 0, t2 = 0;
+    for (ulong i = nv * VW + lid; i < cols; i += L) {
+        A g = LOAD1(dy + i);
+        if (has_g)
+            g *= gamma[i];
+        const A xh = (LOAD1(x + i) - mu) * rs;
+        t1 += g;
+        t2 = fma(g, xh, t2);
+    }
+    kahan_add(&s1, &c1, t1);
+    kahan_add(&s2, &c2, t2);
+    *sum_g = s1;
+    *sum_gx = s2;
+}
+
+__kernel void norm_bwd_rows(__global const T *x, ulong x_off, ulong x_stride,
+                            __global const T *dy, ulong dy_off, ulong dy_stride,
+                            __global const P *mean, ulong m_off,
+                            __global const P *rstd, ulong r_off,
+                            __global const P *gamma, ulong g_off,
+                            __global T *dx, ulong dx_off,
+                            __global A *part, ulong rows, ulong cols, ulong rows_per_group,
+                            uint flags, __local A *scratch)
+{
+    const ulong grp = get_group_id(0);
+    const uint lid = get_local_id(0);
+    const uint L = get_local_size(0);
+    const ulong r0 = grp * rows_per_group;
+    const ulong r1 = min(rows, r0 + rows_per_group);
+    const int want_dx = (flags & GRAD_X) != 0, want_dg = (flags & GRAD_GAMMA) != 0,
+              want_db = (flags & GRAD_BETA) != 0, has_g = (flags & BWD_HAS_GAMMA) != 0,
+              rms = (flags & BWD_RMS) != 0;
+    __global A *pg = part + grp * 2 * cols;
+    __global A *pb = pg + cols;
+    __global const P *gm = has_g ? gamma + g_off : 0;
+    const ulong nv = cols / VW;
+    for (ulong row = r0; row < r1; row++) {
+        const A mu = rms ? 0 : mean[m_off + row];
+        const A rs = rstd[r_off + row];
+        __global const T *xr = x + x_off + row * x_stride;
+        __global const T *dyr = dy + dy_off + row * dy_stride;
+        /* dx has x's layout; in place it is dy itself, which the caller checked has it too */
+        __global T *dxr = want_dx ? dx + dx_off + row * x_stride : 0;
+        A mg = 0, mgx = 0;
+        if (want_dx) {
+            A sg, sgx;
+            bwd_row_sums(xr, dyr, gm, cols, lid, L, mu, rs, has_g, &sg, &sgx);
+            sg = wg_sum(sg, scratch, lid, L);
+            sgx = wg_sum(sgx, scratch, lid, L);
+            mg = rms ? 0 : sg / (A)cols;
+            mgx = sgx / (A)cols;
+        }
+        const int first = row == r0; /* the group's first row initializes its partials */
+        for (ulong v = lid; v < nv; v += L) {
+            const ulong i = v * VW;
+            const AV dyv = LOADV(dyr + i);
+            const AV xh = (LOADV(xr + i) - mu) * rs;
+            if (want_dx) {
+                const AV g = has_g ? dyv * LOADP(gm + i) : dyv;
+                STOREV(rs * ((g - mg) - xh * mgx), dxr + i);
+            }
+            if (want_dg)
+                CAT(vstore, VW)(first ? dyv * xh : fma(dyv, xh, CAT(vload, VW)(0, pg + i)), 0, pg + i);
+            if (want_db)
+                CAT(vstore, VW)(first ? dyv : dyv + CAT(vload, VW)(0, pb + i), 0, pb + i);
+        }
+        for (ulong i = nv * VW + lid; i < cols; i += L) {
+            const A dyv = LOAD1(dyr + i);
+            const A xh = (LOAD1(xr + i) - mu) * rs;
+            if (want_dx) {
+                const A g = has_g ? dyv * gm[i] : dyv;
+                STORE1(rs * ((g - mg) - xh * mgx), dxr + i);
+            }
+            if (want_dg)
+                pg[i] = first ? dyv * xh : fma(dyv, xh, pg[i]);
+            if (want_db)
+                pb[i] = first ? dyv : dyv + pb[i];
+        }
+    }
+}
+
+__kernel void norm_bwd_params(__global const A *part, ulong groups, ulong cols,
+                              __global P *dgamma, ulong dg_off, __global P *dbeta, ulong db_off,
+                              uint flags)
+{
+    const ulong j = get_global_id(0);
+    if (j >= cols)
+        return;
+    if ((flags & GRAD_GAMMA) != 0) {
+        A s = 0, c = 0;
+        for (ulong g = 0; g < groups; g++)
+            kahan_add(&s, &c, part[g * 2 * cols + j]);
+        dgamma[dg_off + j] = s;
+    }
+    if ((flags & GRAD_BETA) != 0) {
+        A s = 0, c = 0;
+        for (ulong g = 0; g < groups; g++)
+            kahan_add(&s, &c, part[g * 2 * cols + cols + j]);
+        dbeta[db_off + j] = s;
+    }
+}
