@@ -193,11 +193,13 @@ typedef enum {
     CLNORM_STRATEGY_ROW = 1,       /* one work-item per row, vector loads: CPU devices */
     CLNORM_STRATEGY_WORKGROUP = 2, /* one work-group per row, local-memory tree reduction */
     CLNORM_STRATEGY_SPLIT = 3,     /* several work-groups per row, Chan-merged statistics */
-    CLNORM_STRATEGY_REFERENCE = 4  /* the CPU reference (context without an OpenCL device) */
+    CLNORM_STRATEGY_REFERENCE = 4, /* the CPU reference (context without an OpenCL device) */
+    CLNORM_STRATEGY_SUBGROUP = 5   /* 32 (AMD: 64) work-items per row, the row held in
+                                      registers: GPUs, rows up to 16 vectors per item */
 } clnorm_strategy;
 
 /* Validates the description, chooses the strategy (CLNORM_STRATEGY in the environment forces
- * one: row, workgroup, split) and launch geometry, builds the program or takes it from the
+ * one: row, workgroup, split, subgroup) and launch geometry, builds the program or takes it from the
  * cache, and allocates the plan's scratch. Executing a plan never compiles. On failure *plan
  * is set to NULL. */
 CLNORM_API clnorm_status clnorm_plan_create(clnorm_ctx *ctx, const clnorm_desc *desc,
@@ -209,7 +211,7 @@ CLNORM_API clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_d
 CLNORM_API void clnorm_plan_free(clnorm_plan *plan);
 CLNORM_API clnorm_strategy clnorm_plan_strategy(const clnorm_plan *plan);
 CLNORM_API const clnorm_desc *clnorm_plan_desc(const clnorm_plan *plan);
-/* "row", "workgroup", "split", "reference" (or "auto"). */
+/* "row", "workgroup", "split", "reference", "subgroup" (or "auto"). */
 CLNORM_API const char *clnorm_strategy_name(clnorm_strategy strategy);
 
 /* ---------------------------------------------------------------------------------------------

@@ -129,10 +129,19 @@ inline A seg_sum_shift(__global const T *p, ulong b, ulong e, uint lid, uint L, 
     A s = 0, c = 0;
     for (ulong v0 = lid; v0 < nv; v0 += (ulong)L * BLOCK_V) {
         const ulong vend = min(nv, v0 + (ulong)L * BLOCK_V);
-        AV a = (AV)(0);
-        for (ulong v = v0; v < vend; v += L)
-            a += LOADV(p + b + v * VW) - K;
-        kahan_add(&s, &c, HSUM(a));
+        /* Four independent accumulators: one would chain every add on the previous one's
+         * latency (4 cycles on x86), leaving a row that sits in L1 compute-bound. */
+        AV a0 = (AV)(0), a1 = (AV)(0), a2 = (AV)(0), a3 = (AV)(0);
+        ulong v = v0;
+        for (; v + 3 * (ulong)L < vend; v += 4 * (ulong)L) {
+            a0 += LOADV(p + b + v * VW) - K;
+            a1 += LOADV(p + b + (v + L) * VW) - K;
+            a2 += LOADV(p + b + (v + 2 * (ulong)L) * VW) - K;
+            a3 += LOADV(p + b + (v + 3 * (ulong)L) * VW) - K;
+        }
+        for (; v < vend; v += L)
+            a0 += LOADV(p + b + v * VW) - K;
+        kahan_add(&s, &c, HSUM((a0 + a1) + (a2 + a3)));
     }
     A t = 0;
     for (ulong i = b + nv * VW + lid; i < e; i += L)
@@ -148,12 +157,23 @@ inline A seg_sum_sq(__global const T *p, ulong b, ulong e, uint lid, uint L, A K
     A s = 0, c = 0;
     for (ulong v0 = lid; v0 < nv; v0 += (ulong)L * BLOCK_V) {
         const ulong vend = min(nv, v0 + (ulong)L * BLOCK_V);
-        AV a = (AV)(0);
-        for (ulong v = v0; v < vend; v += L) {
-            const AV d = (LOADV(p + b + v * VW) - K) - m;
-            a = fma(d, d, a);
+        AV a0 = (AV)(0), a1 = (AV)(0), a2 = (AV)(0), a3 = (AV)(0);
+        ulong v = v0;
+        for (; v + 3 * (ulong)L < vend; v += 4 * (ulong)L) {
+            const AV d0 = (LOADV(p + b + v * VW) - K) - m;
+            const AV d1 = (LOADV(p + b + (v + L) * VW) - K) - m;
+            const AV d2 = (LOADV(p + b + (v + 2 * (ulong)L) * VW) - K) - m;
+            const AV d3 = (LOADV(p + b + (v + 3 * (ulong)L) * VW) - K) - m;
+            a0 = fma(d0, d0, a0);
+            a1 = fma(d1, d1, a1);
+            a2 = fma(d2, d2, a2);
+            a3 = fma(d3, d3, a3);
         }
-        kahan_add(&s, &c, HSUM(a));
+        for (; v < vend; v += L) {
+            const AV d = (LOADV(p + b + v * VW) - K) - m;
+            a0 = fma(d, d, a0);
+        }
+        kahan_add(&s, &c, HSUM((a0 + a1) + (a2 + a3)));
     }
     A t = 0;
     for (ulong i = b + nv * VW + lid; i < e; i += L) {

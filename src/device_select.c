@@ -218,6 +218,13 @@ clnorm_status clnorm_read_profile(cl_device_id dev, clnorm_device_profile *p)
         }
         free(ext);
     }
+    char vendor[128] = "";
+    clGetDeviceInfo(dev, CL_DEVICE_VENDOR, sizeof vendor, vendor, NULL);
+    vendor[sizeof vendor - 1] = '\0';
+    p->simd_width = (p->type & CL_DEVICE_TYPE_GPU) && (contains_nocase(vendor, "AMD") ||
+                                                      contains_nocase(vendor, "Advanced Micro"))
+                        ? 64
+                        : 32;
     if (p->compute_units == 0)
         p->compute_units = 1;
     if (p->max_work_group_size == 0)

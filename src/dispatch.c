@@ -1,7 +1,9 @@
 /* Dispatch: picks a kernel strategy per device and shape, sets the launch geometry, and
  * enqueues. The rules (also the README's table):
  *   CPU devices:   "row", except few long rows (rows < compute units, cols >= 8192): "split".
- *   GPUs / others: "workgroup", except few long rows (rows < 2 x CUs, cols >= 16384): "split".
+ *   GPUs / others: few long rows (rows < 2 x CUs, cols >= 16384): "split"; rows that fit in
+ *                  registers (cols <= 16 vectors x 32 lanes, 64 on AMD): "subgroup";
+ *                  else "workgroup".
  * Measured on PoCL (ARCHITECTURE.md): one work-item per row runs ~7x faster than a tree
  * reduction per row on CPU devices, where a work-item is a loop iteration and local memory
  * is ordinary cache; on GPUs a row per work-item cannot coalesce its loads. */
@@ -19,6 +21,22 @@ static int is_cpu(const clnorm_ctx *ctx)
     return (ctx->profile.type & CL_DEVICE_TYPE_CPU) != 0;
 }
 
+/* Vector width of the kernels' loops: 64 bytes of accumulators per vector on CPUs (one
+ * AVX-512 register, two AVX2 ones), 16 bytes on GPUs, where each work-item's load should stay
+ * one coalesced transaction. */
+static size_t vector_width(const clnorm_ctx *ctx, clnorm_dtype t)
+{
+    return is_cpu(ctx) ? (t == CLNORM_F64 ? 8 : 16) : 4;
+}
+
+/* Registers per item the subgroup strategy may hold a row in: up to 16 vectors. */
+enum { SUBGROUP_MAX_REG_VECS = 16 };
+
+static size_t subgroup_max_cols(const clnorm_ctx *ctx, clnorm_dtype t)
+{
+    return (size_t)ctx->profile.simd_width * vector_width(ctx, t) * SUBGROUP_MAX_REG_VECS;
+}
+
 clnorm_strategy clnorm_choose_strategy(const clnorm_ctx *ctx, const clnorm_desc *d)
 {
     if (ctx->backend == CLNORM_BACKEND_REFERENCE)
@@ -26,8 +44,11 @@ clnorm_strategy clnorm_choose_strategy(const clnorm_ctx *ctx, const clnorm_desc 
     const size_t cu = ctx->profile.compute_units;
     if (is_cpu(ctx))
         return (d->rows < cu && d->cols >= 8192) ? CLNORM_STRATEGY_SPLIT : CLNORM_STRATEGY_ROW;
-    return (d->rows < 2 * cu && d->cols >= 16384) ? CLNORM_STRATEGY_SPLIT
-                                                  : CLNORM_STRATEGY_WORKGROUP;
+    if (d->rows < 2 * cu && d->cols >= 16384)
+        return CLNORM_STRATEGY_SPLIT;
+    if (d->cols <= subgroup_max_cols(ctx, d->dtype))
+        return CLNORM_STRATEGY_SUBGROUP;
+    return CLNORM_STRATEGY_WORKGROUP;
 }
 
 static size_t clamp_sz(size_t v, size_t lo, size_t hi)
@@ -125,13 +146,11 @@ clnorm_status clnorm_prepare_plan(clnorm_plan *plan)
     return st == CLNORM_OK ? warm_up(plan) : st;
 }
 
-/* Build options shared by every program of a plan: vector width and storage type.
- * 64 bytes of accumulators per vector on CPUs (one AVX-512 register, two AVX2 ones), 16 bytes
- * on GPUs, where each work-item's load should stay one coalesced transaction. */
+/* Build options shared by every program of a plan: vector width and storage type. */
 static void build_options(const clnorm_plan *plan, char *options, size_t size, size_t *vw)
 {
     const clnorm_dtype t = plan->desc.dtype;
-    *vw = is_cpu(plan->ctx) ? (t == CLNORM_F64 ? 8 : 16) : 4;
+    *vw = vector_width(plan->ctx, t);
     snprintf(options, size, "-cl-std=CL1.2 -DVW=%zu -DCLNORM_DTYPE_%s", *vw,
              t == CLNORM_F64    ? "F64"
              : t == CLNORM_F16  ? "F16"
@@ -209,6 +228,8 @@ static clnorm_status prepare_geometry(clnorm_plan *plan)
         /* Enough work-groups to keep every compute unit busy several times over, few enough
          * that a CPU runtime's per-group cost stays small next to a group's rows. */
         plan->local = clamp_sz(d->rows / (4 * cu), 1, 64);
+        if (getenv("CLNORM_LOCAL_SIZE") && (st = cooperative_local(plan, vw, &plan->local)) != CLNORM_OK)
+            return st;
         st = fit_local(plan, plan->kernel_main);
         if (st != CLNORM_OK)
             return st;
@@ -226,6 +247,37 @@ static clnorm_status prepare_geometry(clnorm_plan *plan)
             return st;
         plan->groups = clamp_sz(d->rows, 1, (size_t)1 << 20);
         return CLNORM_OK;
+    case CLNORM_STRATEGY_SUBGROUP: {
+        const size_t seg = ctx->profile.simd_width;
+        RETURN_IF(d->cols > subgroup_max_cols(ctx, d->dtype), ctx, CLNORM_UNSUPPORTED,
+                  "the subgroup strategy holds rows of at most %zu elements in registers on "
+                  "this device; cols = %zu",
+                  subgroup_max_cols(ctx, d->dtype), d->cols);
+        /* Vectors per item, rounded up to a power of two so few programs serve all widths. */
+        size_t regs = 1;
+        while (regs * seg * vw < d->cols)
+            regs *= 2;
+        char sub_options[192];
+        snprintf(sub_options, sizeof sub_options, "%s -DSEG=%zu -DREG_VECS=%zu", options, seg,
+                 regs);
+        static const char *const sub_files[] = {"common.cl", "norm_subgroup.cl"};
+        st = clnorm_get_program(ctx, sub_files, 2, sub_options, &prog);
+        if (st == CLNORM_OK)
+            st = make_kernel(plan, prog, "norm_subgroup", &plan->kernel_main);
+        if (st != CLNORM_OK)
+            return st;
+        /* 8 rows per work-group on GPUs (256 items for 32-lane segments), 2 on CPUs, where
+         * this strategy only runs when forced (tests). */
+        plan->local = seg * (is_cpu(ctx) ? 2 : 256 / seg > 0 ? 256 / seg : 1);
+        if ((st = fit_local(plan, plan->kernel_main)) != CLNORM_OK)
+            return st;
+        RETURN_IF(plan->local < seg, ctx, CLNORM_UNSUPPORTED,
+                  "the subgroup strategy needs work-groups of %zu items; the kernel allows %zu",
+                  seg, plan->local);
+        plan->local -= plan->local % seg;
+        plan->groups = clamp_sz(div_up(d->rows, plan->local / seg), 1, (size_t)1 << 20);
+        return CLNORM_OK;
+    }
     case CLNORM_STRATEGY_SPLIT: {
         st = clnorm_get_program(ctx, split_files, 2, options, &prog);
         if (st == CLNORM_OK)
@@ -331,7 +383,7 @@ clnorm_status clnorm_enqueue_forward(clnorm_plan *plan, cl_mem x, size_t x_off, 
     const size_t acc = clnorm_param_size(d->dtype);
     const size_t L = plan->local;
 
-    if (plan->strategy == CLNORM_STRATEGY_ROW || plan->strategy == CLNORM_STRATEGY_WORKGROUP) {
+    if (plan->strategy != CLNORM_STRATEGY_SPLIT) {
         argset a = {plan->kernel_main, 0, CL_SUCCESS};
         io_args(&a, d, &x, x_off, &y, y_off, &gamma, g_off, &beta, b_off, &mean, m_off, &rstd,
                 r_off);
@@ -339,7 +391,7 @@ clnorm_status clnorm_enqueue_forward(clnorm_plan *plan, cl_mem x, size_t x_off, 
         arg(&a, sizeof cols, &cols);
         arg(&a, eps_size, eps);
         arg(&a, sizeof flags, &flags);
-        if (plan->strategy == CLNORM_STRATEGY_WORKGROUP)
+        if (plan->strategy != CLNORM_STRATEGY_ROW)
             arg(&a, L * acc, NULL);
         CL_CHECK(ctx, a.err, "clSetKernelArg");
         size_t global = plan->groups * L;

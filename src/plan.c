@@ -13,6 +13,7 @@ const char *clnorm_strategy_name(clnorm_strategy s)
     case CLNORM_STRATEGY_WORKGROUP: return "workgroup";
     case CLNORM_STRATEGY_SPLIT: return "split";
     case CLNORM_STRATEGY_REFERENCE: return "reference";
+    case CLNORM_STRATEGY_SUBGROUP: return "subgroup";
     }
     return "unknown";
 }
@@ -24,14 +25,15 @@ static clnorm_status env_strategy(clnorm_ctx *ctx, clnorm_strategy *out)
     const char *env = getenv("CLNORM_STRATEGY");
     if (!env || !*env || strcmp(env, "auto") == 0)
         return CLNORM_OK;
-    for (int s = CLNORM_STRATEGY_ROW; s <= CLNORM_STRATEGY_REFERENCE; s++) {
+    for (int s = CLNORM_STRATEGY_ROW; s <= CLNORM_STRATEGY_SUBGROUP; s++) {
         if (strcmp(env, clnorm_strategy_name((clnorm_strategy)s)) == 0) {
             *out = (clnorm_strategy)s;
             return CLNORM_OK;
         }
     }
     return clnorm_fail(ctx, CLNORM_INVALID_ARGUMENT,
-                       "CLNORM_STRATEGY=%s is not one of auto, row, workgroup, split, reference",
+                       "CLNORM_STRATEGY=%s is not one of auto, row, workgroup, split, subgroup, "
+                       "reference",
                        env);
 }
 
@@ -47,7 +49,7 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
     char msg[256];
     clnorm_status st = clnorm_desc_check(desc, msg, sizeof msg);
     RETURN_IF(st != CLNORM_OK, ctx, st, "%s", msg);
-    RETURN_IF((int)strategy < CLNORM_STRATEGY_AUTO || (int)strategy > CLNORM_STRATEGY_REFERENCE,
+    RETURN_IF((int)strategy < CLNORM_STRATEGY_AUTO || (int)strategy > CLNORM_STRATEGY_SUBGROUP,
               ctx, CLNORM_INVALID_ARGUMENT, "strategy %d is not a clnorm_strategy",
               (int)strategy);
 
