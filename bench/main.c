@@ -1,0 +1,354 @@
+/* clnorm-bench: every contender on the same data, shape by shape.
+ *
+ * Per shape: inputs and the double-accumulation reference (data.c); then the device phase
+ * (rotated cl_mem sets, the device copy and every OpenCL contender) and the host phase
+ * (rotated host sets, the host copy, the CPU reference, oneDNN). Each contender is created,
+ * run once on set 0 and checked against the reference, warmed up, timed, destroyed. The
+ * shape's rows are printed when it is done; the CSV and the plot are written at the end.
+ *
+ * Exit status: 0 when every selected contender ran (WRONG results included: the naive
+ * baselines are wrong by design), 1 when one failed or an output could not be written,
+ * 2 for a bad command line. */
+#include "bench.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB ((size_t)1 << 20)
+
+typedef struct {
+    const bench_options *opt;
+    bench_results results;
+    float *scratch; /* device read-back of y, one shape */
+    int failures;
+} bench_run;
+
+static void push(bench_run *run, const bench_result *r)
+{
+    if (bench_results_push(&run->results, r) != 0) {
+        fprintf(stderr, "clnorm-bench: out of host memory for the results\n");
+        run->failures++;
+    }
+}
+
+static void note_append(char *note, size_t size, const char *text)
+{
+    size_t len = strlen(note);
+    if (len + 1 < size)
+        snprintf(note + len, size - len, "%s%s", len ? "; " : "", text);
+}
+
+/* Create, check on set 0, warm up, time, destroy: one row of the table. */
+static void run_contender(bench_run *run, const bench_contender *c, const bench_env *env,
+                          size_t *cursor, size_t n_sets)
+{
+    const bench_options *opt = run->opt;
+    const bench_problem *p = env->p;
+    bench_result r;
+    memset(&r, 0, sizeof r);
+    r.rows = p->rows;
+    r.cols = p->cols;
+    r.impl = c->name;
+    r.side = c->side;
+    r.is_copy = c->is_copy;
+    r.max_err = -1.0;
+    r.frac_of_copy = r.vs_onednn = -1.0;
+    char msg[BENCH_MSG] = "";
+    void *state = NULL;
+
+    int rc = c->create(env, &state, r.note, sizeof r.note, msg, sizeof msg);
+    if (rc != BENCH_OK) {
+        r.status = rc == BENCH_SKIP ? BENCH_R_SKIPPED : BENCH_R_FAILED;
+        snprintf(r.note, sizeof r.note, "%s", msg);
+        run->failures += rc != BENCH_SKIP;
+        push(run, &r);
+        return;
+    }
+
+    /* The check: one run on set 0, compared with the reference (x for a copy). */
+    const double t0 = bench_now_s();
+    rc = c->run(state, 0, msg, sizeof msg);
+    const double t_check = bench_now_s() - t0;
+    if (rc == BENCH_OK)
+        rc = bench_check(env, c->side, c->is_copy, run->scratch, &r.max_err, msg, sizeof msg);
+    if (rc != BENCH_OK)
+        goto failed;
+    const int wrong = c->is_copy ? r.max_err != 0.0 : !(r.max_err <= opt->tol);
+
+    int reps = opt->reps, warmup = opt->warmup;
+    if (c == &bench_ref_cpu) {
+        /* Single-threaded: a time budget instead of the full count on big shapes. */
+        if (opt->quick && p->rows * p->cols > ((size_t)1 << 20)) {
+            r.status = BENCH_R_SKIPPED;
+            note_append(r.note, sizeof r.note, "not timed in --quick on a big shape");
+            c->destroy(state);
+            push(run, &r);
+            return;
+        }
+        const int least = reps < 3 ? reps : 3;
+        const double fit = t_check > 0.0 ? opt->ref_seconds / t_check : (double)reps;
+        if (fit < reps)
+            reps = fit < least ? least : (int)fit;
+        if (warmup > 1 && t_check * reps > 0.5)
+            warmup = 1;
+    }
+    bench_stats stats;
+    rc = bench_time(c, state, cursor, n_sets, warmup, reps, &stats, msg, sizeof msg);
+    if (rc != BENCH_OK)
+        goto failed;
+    c->destroy(state);
+
+    r.status = wrong ? BENCH_R_WRONG : BENCH_R_OK;
+    r.reps = stats.reps;
+    r.median_us = stats.median_s * 1e6;
+    r.gbps = (c->is_copy ? p->copy_bytes : p->bytes) / 1e9 / stats.median_s;
+    if (reps != opt->reps) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%d reps", reps);
+        note_append(r.note, sizeof r.note, buf);
+    }
+    push(run, &r);
+    return;
+
+failed:
+    c->destroy(state);
+    r.status = BENCH_R_FAILED;
+    snprintf(r.note, sizeof r.note, "%s", msg);
+    run->failures++;
+    push(run, &r);
+}
+
+/* Every selected contender of one side; a FAILED row for each when the sets cannot be had. */
+static void run_side(bench_run *run, bench_side side, const unsigned char *selected,
+                     bench_env *env, size_t n_sets, const char *sets_error)
+{
+    size_t n;
+    const bench_contender *const *all = bench_contenders(&n);
+    size_t cursor = 1; /* set 0 holds the output each contender is checked on */
+    for (size_t i = 0; i < n; i++) {
+        if (!selected[i] || all[i]->side != side)
+            continue;
+        if (sets_error) {
+            bench_result r;
+            memset(&r, 0, sizeof r);
+            r.rows = env->p->rows;
+            r.cols = env->p->cols;
+            r.impl = all[i]->name;
+            r.side = side;
+            r.is_copy = all[i]->is_copy;
+            r.status = BENCH_R_FAILED;
+            r.max_err = r.frac_of_copy = r.vs_onednn = -1.0;
+            snprintf(r.note, sizeof r.note, "%s", sets_error);
+            run->failures++;
+            push(run, &r);
+            continue;
+        }
+        run_contender(run, all[i], env, &cursor, n_sets);
+    }
+}
+
+static int any_selected(const unsigned char *selected, bench_side side)
+{
+    size_t n;
+    const bench_contender *const *all = bench_contenders(&n);
+    for (size_t i = 0; i < n; i++)
+        if (selected[i] && all[i]->side == side)
+            return 1;
+    return 0;
+}
+
+static void print_settings(const bench_options *opt, const bench_threads *th, clnorm_ctx *ctx,
+                           size_t rotation)
+{
+    printf("clnorm-bench %d.%d.%d: op %s, dtype f32, eps 1e-05\n", CLNORM_VERSION_MAJOR,
+           CLNORM_VERSION_MINOR, CLNORM_VERSION_PATCH,
+           opt->op == CLNORM_RMS ? "rms" : "layer");
+    if (ctx && clnorm_get_backend(ctx) == CLNORM_BACKEND_OPENCL)
+        printf("device: %s\n", clnorm_device_name(ctx));
+    else if (ctx)
+        printf("device: none (no OpenCL device: the OpenCL contenders are skipped)\n");
+    printf("threads: %d (POCL_CPU_MAX_CU_COUNT=%d %s, OMP_NUM_THREADS=%d %s, host copy %d)\n",
+           th->threads, th->threads, th->pocl_was_set ? "from the environment" : "set here",
+           th->omp_threads, th->omp_was_set ? "from the environment" : "set here", th->threads);
+    if (opt->threads > 0 && (th->threads != opt->threads || th->omp_threads != opt->threads))
+        printf("note: the environment's thread counts win over --threads %d\n", opt->threads);
+    if (th->threads != th->omp_threads)
+        printf("note: PoCL and OpenMP thread counts differ: the comparison is not even\n");
+    printf("timing: median of %d reps after %d warm-up, each bounded by clFinish (OpenCL) or "
+           "the call's return; CPU reference: %.1f s budget per shape (at least 3 reps)\n",
+           opt->reps, opt->warmup, opt->ref_seconds);
+    printf("rotation: buffer sets (x + y) totalling >= %zu MiB, at least 4 sets, the next set "
+           "every repetition\n", rotation / MIB);
+    printf("check: max abs error against the double-accumulation reference on set 0, WRONG "
+           "above %.0e; x = N(0,1) + per-row offset in [-10, 10]\n", opt->tol);
+    printf("GB/s: (x read + y written + gamma + beta) / 1e9 / median; copies: x read + y "
+           "written; frac_copy vs the device copy (OpenCL rows) or the host copy (CPU rows); "
+           "x_onednn = GB/s / oneDNN's GB/s\n");
+    const char *forced = getenv("CLNORM_STRATEGY");
+    if (forced && *forced)
+        printf("note: CLNORM_STRATEGY=%s forces the strategy of clnorm_auto\n", forced);
+}
+
+int main(int argc, char **argv)
+{
+    bench_options opt;
+    int rc = bench_parse_options(argc, argv, &opt);
+    if (rc != 0)
+        return rc == 1 ? 0 : 2;
+
+    /* Before any OpenCL platform or oneDNN engine exists. */
+    bench_threads th;
+    bench_threads_setup(&opt, &th);
+
+    size_t n_all;
+    const bench_contender *const *all = bench_contenders(&n_all);
+    unsigned char selected[64] = {0};
+    for (size_t i = 0; i < n_all; i++)
+        selected[i] = opt.only == 0 || (opt.only >> i & 1u);
+    /* The copy of a side runs whenever a contender of that side does: frac_of_copy. */
+    for (size_t i = 0; i < n_all; i++)
+        if (all[i]->is_copy) {
+            for (size_t j = 0; j < n_all; j++)
+                if (selected[j] && !all[j]->is_copy && all[j]->side == all[i]->side)
+                    selected[i] = 1;
+        }
+
+    clnorm_ctx *ctx = NULL;
+    cl_device_id device = NULL;
+    int have_device = 0;
+    if (any_selected(selected, BENCH_DEVICE)) {
+        clnorm_status st = clnorm_create(opt.device, &ctx);
+        if (st != CLNORM_OK) {
+            fprintf(stderr, "clnorm-bench: no OpenCL context%s%s: %s\n",
+                    opt.device ? " for --device " : "", opt.device ? opt.device : "",
+                    clnorm_status_string(st));
+            if (opt.device)
+                return 1;
+        } else if (clnorm_get_backend(ctx) == CLNORM_BACKEND_OPENCL) {
+            cl_int err = clGetCommandQueueInfo(clnorm_get_queue(ctx), CL_QUEUE_DEVICE,
+                                               sizeof device, &device, NULL);
+            if (err != CL_SUCCESS) {
+                fprintf(stderr, "clnorm-bench: clGetCommandQueueInfo(CL_QUEUE_DEVICE): %s\n",
+                        clnorm_status_string(err));
+                clnorm_free(ctx);
+                return 1;
+            }
+            have_device = 1;
+        }
+    }
+    if (!have_device)
+        for (size_t i = 0; i < n_all; i++)
+            if (all[i]->side == BENCH_DEVICE)
+                selected[i] = 0;
+
+    /* --quick keeps the 256 MiB floor but not the 2 x LLC of a full run. */
+    const size_t rotation = opt.rotate_mib ? opt.rotate_mib * MIB
+                            : opt.quick    ? 256 * MIB
+                                           : bench_default_rotation_bytes();
+    print_settings(&opt, &th, ctx, rotation);
+
+    bench_run run;
+    memset(&run, 0, sizeof run);
+    run.opt = &opt;
+    char msg[BENCH_MSG];
+    if (have_device) {
+        double lat = 0.0;
+        const int lat_reps = opt.quick ? 50 : 500;
+        if (bench_empty_kernel_latency(clnorm_get_cl_context(ctx), device,
+                                       clnorm_get_queue(ctx), lat_reps, &lat, msg,
+                                       sizeof msg) == BENCH_OK)
+            printf("latency: empty kernel, enqueue to clFinish on the same queue: median "
+                   "%.1f us (%d reps)\n", lat * 1e6, lat_reps);
+        else {
+            printf("latency: FAILED: %s\n", msg);
+            run.failures++;
+        }
+    }
+    printf("\n");
+    bench_report_header(stdout);
+
+    for (size_t s = 0; s < opt.n_shapes; s++) {
+        const size_t rows = opt.shapes[s].rows, cols = opt.shapes[s].cols;
+        bench_problem p;
+        if (bench_problem_init(&p, opt.op, rows, cols, msg, sizeof msg) != 0) {
+            printf("%zux%zu: FAILED: %s\n", rows, cols, msg);
+            run.failures++;
+            continue;
+        }
+        const size_t first = run.results.n;
+        const size_t n_sets = bench_sets_needed(rows, cols, rotation);
+        bench_env env;
+        memset(&env, 0, sizeof env);
+        env.p = &p;
+        env.opt = &opt;
+        env.threads = &th;
+
+        if (have_device && any_selected(selected, BENCH_DEVICE)) {
+            bench_dev_sets dev;
+            env.ctx = ctx;
+            env.context = clnorm_get_cl_context(ctx);
+            env.queue = clnorm_get_queue(ctx);
+            env.device = device;
+            env.dev = &dev;
+            run.scratch = malloc(rows * cols * sizeof(float));
+            const char *err = NULL;
+            if (!run.scratch)
+                err = "out of host memory for the read-back of y";
+            else if (bench_dev_sets_create(&dev, env.context, env.queue, device, &p, n_sets,
+                                           msg, sizeof msg) != BENCH_OK)
+                err = msg;
+            else if (dev.n_sets < n_sets)
+                printf("note: %zux%zu: only %zu of %zu device buffer sets fit in the device "
+                       "memory; the rotation may stay in the cache\n", rows, cols, dev.n_sets,
+                       n_sets);
+            run_side(&run, BENCH_DEVICE, selected, &env, err ? 0 : dev.n_sets, err);
+            if (!err)
+                bench_dev_sets_release(&dev);
+            free(run.scratch);
+            run.scratch = NULL;
+            env.dev = NULL;
+        }
+        if (any_selected(selected, BENCH_HOST)) {
+            bench_host_sets host;
+            env.host = &host;
+            const int ok =
+                bench_host_sets_create(&host, &p, n_sets, msg, sizeof msg) == BENCH_OK;
+            run_side(&run, BENCH_HOST, selected, &env, ok ? host.n_sets : 0, ok ? NULL : msg);
+            if (ok)
+                bench_host_sets_free(&host);
+            env.host = NULL;
+        }
+        bench_results_derive(&run.results, first);
+        bench_report_rows(stdout, &run.results, first);
+        bench_problem_free(&p);
+    }
+
+    const char *op = opt.op == CLNORM_RMS ? "rms" : "layer";
+    if (opt.csv_path) {
+        if (bench_write_csv(opt.csv_path, op, &run.results) == 0)
+            printf("\ncsv: %s\n", opt.csv_path);
+        else
+            run.failures++;
+    }
+    if (opt.plot_path) {
+        char title[768];
+        snprintf(title, sizeof title, "clnorm-bench: %s f32 on %s, %d threads", op,
+                 have_device ? clnorm_device_name(ctx) : "the host", th.threads);
+        int prc = bench_write_plot(opt.plot_path, title, &run.results);
+        if (prc == 0)
+            printf("plot: %s\n", opt.plot_path);
+        else if (prc < 0)
+            run.failures++;
+    }
+
+    bench_results_free(&run.results);
+#ifdef CLNORM_HAVE_CLBLAST
+    if (have_device)
+        bench_clblast_release_cache(); /* its programs hold the context */
+#endif
+    clnorm_free(ctx);
+    if (run.failures)
+        fprintf(stderr, "clnorm-bench: %d failure%s (see FAILED in the table)\n", run.failures,
+                run.failures == 1 ? "" : "s");
+    return run.failures ? 1 : 0;
+}

@@ -1,0 +1,91 @@
+/*
+ * cli_engine.c - the CPU reference or a device context and plan, behind one interface for
+ * `clnorm run` and `clnorm grad`, with the library's failures turned into one error line.
+ */
+#include "cli_engine.h"
+
+#include "cli_args.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* "<status> on <device>: <detail>", the detail cut at its first line (a build log may span
+ * many; the tool reports one). */
+static void report(const cli_engine *e, clnorm_status st)
+{
+    const char *detail = clnorm_last_error(e->ctx);
+    size_t len = strcspn(detail, "\n");
+    cli_error("%s on %s%s%.*s", clnorm_status_string(st), clnorm_device_name(e->ctx),
+              len ? ": " : "", (int)len, detail);
+}
+
+int cli_engine_open(cli_engine *e, const clnorm_desc *desc, int cpu, const char *device)
+{
+    char msg[512];
+    clnorm_status st;
+    memset(e, 0, sizeof *e);
+    e->desc = *desc;
+    if (clnorm_desc_check(desc, msg, sizeof msg) != CLNORM_OK) {
+        cli_error("%s", msg);
+        return -1;
+    }
+    if (cpu)
+        return 0;
+    st = clnorm_create(device, &e->ctx);
+    if (st != CLNORM_OK) {
+        const char *spec = device ? device : getenv("CLNORM_DEVICE");
+        if (spec != NULL && *spec != '\0')
+            cli_error("cannot open device '%s': %s (see 'clnorm devices')", spec,
+                      clnorm_status_string(st));
+        else
+            cli_error("cannot open an OpenCL device: %s", clnorm_status_string(st));
+        return -1;
+    }
+    st = clnorm_plan_create(e->ctx, desc, &e->plan);
+    if (st != CLNORM_OK) {
+        report(e, st);
+        return -1;
+    }
+    return 0;
+}
+
+int cli_engine_forward(cli_engine *e, const void *x, void *y, const void *gamma,
+                       const void *beta, void *mean, void *rstd)
+{
+    clnorm_status st;
+    if (e->ctx == NULL) {
+        st = clnorm_ref_forward(&e->desc, x, y, gamma, beta, mean, rstd);
+        if (st != CLNORM_OK)
+            cli_error("CPU reference failed: %s", clnorm_status_string(st));
+    } else {
+        st = clnorm_forward_host(e->plan, x, y, gamma, beta, mean, rstd);
+        if (st != CLNORM_OK)
+            report(e, st);
+    }
+    return st == CLNORM_OK ? 0 : -1;
+}
+
+int cli_engine_backward(cli_engine *e, unsigned mask, const void *x, const void *dy,
+                        const void *mean, const void *rstd, const void *gamma, void *dx,
+                        void *dgamma, void *dbeta)
+{
+    clnorm_status st;
+    if (e->ctx == NULL) {
+        st = clnorm_ref_backward(&e->desc, mask, x, dy, mean, rstd, gamma, dx, dgamma, dbeta);
+        if (st != CLNORM_OK)
+            cli_error("CPU reference failed: %s", clnorm_status_string(st));
+    } else {
+        st = clnorm_backward_host(e->plan, mask, x, dy, mean, rstd, gamma, dx, dgamma, dbeta);
+        if (st != CLNORM_OK)
+            report(e, st);
+    }
+    return st == CLNORM_OK ? 0 : -1;
+}
+
+void cli_engine_close(cli_engine *e)
+{
+    clnorm_plan_free(e->plan);
+    clnorm_free(e->ctx);
+    e->plan = NULL;
+    e->ctx = NULL;
+}

@@ -1,0 +1,31 @@
+/* cli_engine.h - where a command computes: the CPU reference (--cpu), or an OpenCL device
+ * through a context and one plan (the host-pointer API). Every failure is reported as one
+ * line. */
+#ifndef CLNORM_CLI_ENGINE_H
+#define CLNORM_CLI_ENGINE_H
+
+#include <clnorm.h>
+
+typedef struct {
+    clnorm_desc desc;
+    clnorm_ctx *ctx;   /* NULL: the CPU reference */
+    clnorm_plan *plan;
+} cli_engine;
+
+/* Checks desc, then (unless cpu) opens the device `device` (NULL: CLNORM_DEVICE, else the
+ * default) and makes the plan. 0 ok; -1 error printed. *e is valid for cli_engine_close on
+ * every path. */
+int cli_engine_open(cli_engine *e, const clnorm_desc *desc, int cpu, const char *device);
+
+/* clnorm_forward_host / clnorm_ref_forward. 0 ok; -1 error printed. */
+int cli_engine_forward(cli_engine *e, const void *x, void *y, const void *gamma,
+                       const void *beta, void *mean, void *rstd);
+
+/* clnorm_backward_host / clnorm_ref_backward (the plan needs CLNORM_WITH_BACKWARD). */
+int cli_engine_backward(cli_engine *e, unsigned mask, const void *x, const void *dy,
+                        const void *mean, const void *rstd, const void *gamma, void *dx,
+                        void *dgamma, void *dbeta);
+
+void cli_engine_close(cli_engine *e);
+
+#endif /* CLNORM_CLI_ENGINE_H */
