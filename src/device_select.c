@@ -225,6 +225,14 @@ clnorm_status clnorm_read_profile(cl_device_id dev, clnorm_device_profile *p)
                                                       contains_nocase(vendor, "Advanced Micro"))
                         ? 64
                         : 32;
+    /* The Clang builtin for streaming stores is known to PoCL's compiler; other runtimes
+     * (Intel's CPU runtime included) keep plain stores. */
+    cl_platform_id plat = NULL;
+    char pname[128] = "";
+    if (clGetDeviceInfo(dev, CL_DEVICE_PLATFORM, sizeof plat, &plat, NULL) == CL_SUCCESS)
+        clGetPlatformInfo(plat, CL_PLATFORM_NAME, sizeof pname, pname, NULL);
+    pname[sizeof pname - 1] = '\0';
+    p->clang_cpu = (p->type & CL_DEVICE_TYPE_CPU) && contains_nocase(pname, "Portable Computing");
     if (p->compute_units == 0)
         p->compute_units = 1;
     if (p->max_work_group_size == 0)

@@ -151,11 +151,14 @@ static void build_options(const clnorm_plan *plan, char *options, size_t size, s
 {
     const clnorm_dtype t = plan->desc.dtype;
     *vw = vector_width(plan->ctx, t);
-    snprintf(options, size, "-cl-std=CL1.2 -DVW=%zu -DCLNORM_DTYPE_%s", *vw,
+    snprintf(options, size, "-cl-std=CL1.2 -DVW=%zu -DCLNORM_DTYPE_%s%s", *vw,
              t == CLNORM_F64    ? "F64"
              : t == CLNORM_F16  ? "F16"
              : t == CLNORM_BF16 ? "BF16"
-                                : "F32");
+                                : "F32",
+             plan->ctx->profile.clang_cpu && !getenv("CLNORM_NO_STREAM_STORES")
+                 ? " -DCLNORM_STREAM_STORES"
+                 : "");
 }
 
 /* The backward pass: blocks of at most 256 rows per work-group (short enough that the

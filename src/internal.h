@@ -16,6 +16,8 @@ typedef struct {
     cl_ulong local_mem_bytes;
     cl_ulong max_alloc_bytes;
     int has_fp16, has_fp64;
+    int clang_cpu;       /* a CPU device of a Clang-based runtime (PoCL): kernels may use
+                            __builtin_nontemporal_store */
     unsigned simd_width; /* lanes that run in lockstep: 64 on AMD GPUs, else 32 (the
                             subgroup strategy's row segment) */
 } clnorm_device_profile;
