@@ -29,16 +29,21 @@ static void grad_usage(FILE *out)
     fputs("usage: clnorm grad --input X.npy --grad-output DY.npy [--grad-input DX.npy]\n"
           "                   [--grad-gamma DG.npy] [--grad-beta DB.npy] [options]\n"
           "\n"
-          "The backward pass of normalizing X over its last K dims: given DY, the gradient of\n"
-          "the loss with respect to the output, writes the gradients with respect to X, gamma\n"
-          "and beta that are asked for (at least one). The statistics are recomputed from X.\n"
+          "The backward pass of normalizing X over its last K dims: given DY, the gradient\n"
+          "of the loss with respect to the output, writes the gradients with respect to X,\n"
+          "gamma and beta that are asked for (at least one). The statistics are recomputed\n"
+          "from X.\n"
           "\n"
-          "  --input X.npy         the forward's input (at least one dimension)\n"
-          "  --grad-output DY.npy  the gradient of the forward's output, the shape of X\n"
-          "  --grad-input DX.npy   write dx (the shape of X, in the --dtype)\n"
-          "  --grad-gamma DG.npy   write dgamma, the sum over rows of dy * xhat (the shape of\n"
-          "                        gamma; needs --gamma)\n"
-          "  --grad-beta DB.npy    write dbeta, the sum over rows of dy (needs --beta)\n",
+          "  --input X.npy     the forward's input (at least one dimension)\n"
+          "  --grad-output DY.npy\n"
+          "                    the gradient of the forward's output, the shape of X\n"
+          "  --grad-input DX.npy\n"
+          "                    write dx (the shape of X, in the --dtype)\n"
+          "  --grad-gamma DG.npy\n"
+          "                    write dgamma, the sum over rows of dy * xhat (the shape of\n"
+          "                    gamma; needs --gamma)\n"
+          "  --grad-beta DB.npy\n"
+          "                    write dbeta, the sum over rows of dy (needs --beta)\n",
           out);
     fputs(cli_norm_opts_help, out);
     fputs("  -h, --help        this help\n", out);

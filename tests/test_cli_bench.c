@@ -1,0 +1,113 @@
+/*
+ * test_cli_bench.c - `clnorm bench`: the real clnorm-bench of this build when there is one
+ * (found from the build tree), and, with a copy of the clnorm binary in a directory of its
+ * own, the lookup order (beside the binary, then PATH), the arguments passed through, and the
+ * one-line error when clnorm-bench is nowhere.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "cli_test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Copies src to dst with mode 0755. */
+static void copy_program(const char *src, const char *dst)
+{
+    FILE *in = fopen(src, "rb"), *out;
+    char buf[65536];
+    size_t n;
+    assert_non_null(in);
+    out = fopen(dst, "wb");
+    assert_non_null(out);
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        assert_int_equal(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    assert_int_equal(fclose(out), 0);
+    assert_int_equal(chmod(dst, 0755), 0);
+}
+
+/* A stand-in clnorm-bench: prints its name tag, argument count and arguments. */
+static void write_fake_bench(const char *path, const char *tag)
+{
+    char text[256];
+    snprintf(text, sizeof text, "#!/bin/sh\necho \"%s:$#:$*\"\nexit 3\n", tag);
+    write_text(path, text);
+    assert_int_equal(chmod(path, 0755), 0);
+}
+
+static void test_bench_real(void **state)
+{
+    (void)state;
+    if (g_bench == NULL || !file_exists(g_bench)) {
+        skip(); /* this build has no clnorm-bench (or it was not built) */
+        return;
+    }
+    /* Found from the build tree (../bench/clnorm-bench from host/clnorm): its own help. */
+    expect_ok(cli("bench", "--help", NULL));
+    assert_non_null(strstr(g_out, "usage: clnorm-bench"));
+    assert_non_null(strstr(g_out, "--quick"));
+    /* Arguments pass through: its own refusal of an unknown option. */
+    assert_int_not_equal(cli("bench", "--no-such-bench-option", NULL), 0);
+    assert_non_null(strstr(g_err, "--no-such-bench-option"));
+}
+
+static void test_bench_lookup(void **state)
+{
+    const char *solo = P("solo"), *bin = P("solo/clnorm"), *fakedir = P("fakebin"),
+               *fake = P("fakebin/clnorm-bench"), *beside = P("solo/clnorm-bench");
+    char path_env[600];
+    int rc;
+    (void)state;
+    assert_int_equal(mkdir(solo, 0700), 0);
+    assert_int_equal(mkdir(fakedir, 0700), 0);
+    copy_program(g_cli, bin);
+
+    /* Nowhere: one error line, exit 1. */
+    rc = cli_with(bin, "", "bench", "--quick", NULL);
+    assert_int_equal(rc, 1);
+    expect_one_error_line(rc, "clnorm-bench not found");
+    assert_string_equal(g_out, "");
+
+    /* In PATH (after an entry without it): executed with the arguments, its exit code kept. */
+    write_fake_bench(fake, "path");
+    snprintf(path_env, sizeof path_env, "%s:%s", solo, fakedir);
+    rc = cli_with(bin, path_env, "bench", "--shape", "4x8", "--quick", NULL);
+    assert_int_equal(rc, 3);
+    assert_string_equal(g_out, "path:3:--shape 4x8 --quick\n");
+    rc = cli_with(bin, path_env, "bench", NULL);
+    assert_int_equal(rc, 3);
+    assert_string_equal(g_out, "path:0:\n");
+
+    /* Beside the binary: preferred to PATH. */
+    write_fake_bench(beside, "beside");
+    rc = cli_with(bin, path_env, "bench", "--help", NULL);
+    assert_int_equal(rc, 3);
+    assert_string_equal(g_out, "beside:1:--help\n");
+    rc = cli_with(bin, "", "bench", "--help", NULL);
+    assert_string_equal(g_out, "beside:1:--help\n");
+
+    /* Not executable: skipped. */
+    assert_int_equal(chmod(beside, 0644), 0);
+    rc = cli_with(bin, path_env, "bench", NULL);
+    assert_string_equal(g_out, "path:0:\n");
+    remove_tree(solo);
+    remove_tree(fakedir);
+}
+
+int cli_bench_tests(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bench_real),
+        cmocka_unit_test(test_bench_lookup),
+    };
+    return cmocka_run_group_tests_name("cli_bench", tests, NULL, NULL);
+}
