@@ -59,7 +59,7 @@ static void run_contender(bench_run *run, const bench_contender *c, const bench_
     int rc = c->create(env, &state, r.note, sizeof r.note, msg, sizeof msg);
     if (rc != BENCH_OK) {
         r.status = rc == BENCH_SKIP ? BENCH_R_SKIPPED : BENCH_R_FAILED;
-        snprintf(r.note, sizeof r.note, "%s", msg);
+        snprintf(r.note, sizeof r.note, "%.*s", (int)sizeof r.note - 1, msg); /* a note is a cell: cut */
         run->failures += rc != BENCH_SKIP;
         push(run, &r);
         return;
@@ -113,7 +113,7 @@ static void run_contender(bench_run *run, const bench_contender *c, const bench_
 failed:
     c->destroy(state);
     r.status = BENCH_R_FAILED;
-    snprintf(r.note, sizeof r.note, "%s", msg);
+    snprintf(r.note, sizeof r.note, "%.*s", (int)sizeof r.note - 1, msg); /* a note is a cell: cut */
     run->failures++;
     push(run, &r);
 }
