@@ -67,6 +67,8 @@ static const char *opencl_status_string(clnorm_status s)
     case CL_INVALID_COMPILER_OPTIONS: return "OpenCL: invalid compiler options";
     case CL_INVALID_LINKER_OPTIONS: return "OpenCL: invalid linker options";
     case CL_INVALID_DEVICE_PARTITION_COUNT: return "OpenCL: invalid device partition count";
+    case -1000: return "OpenCL: invalid GL share group reference (KHR)";
+    case -1001: return "OpenCL: no platform found (ICD loader found no OpenCL driver)";
     default: return NULL;
     }
 }

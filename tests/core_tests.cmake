@@ -1,0 +1,17 @@
+# Core cmocka suites (included from tests/CMakeLists.txt). Each binary makes one clnorm
+# context in its group setup and takes the device from CLNORM_DEVICE; without any OpenCL
+# device the device tests skip and the host-side ones still run.
+
+# Running a binary by hand (outside CTest) still finds the golden data.
+target_compile_definitions(clnorm_testutil PRIVATE
+  TU_GOLDEN_DEFAULT="${CMAKE_CURRENT_SOURCE_DIR}/golden")
+
+clnorm_add_test(test_ref test_ref.c)          # the CPU reference vs hand values and float64
+clnorm_add_test(test_golden test_golden.c)    # PyTorch float64 golden cases, every path
+target_link_libraries(test_golden PRIVATE clnorm_npy)
+clnorm_add_test(test_forward test_forward.c)  # every strategy vs the reference, layer 1 and 2
+target_link_libraries(test_forward PRIVATE Threads::Threads)
+clnorm_add_test(test_numerics test_numerics.c) # the 1e-5 target, constant and NaN rows
+clnorm_add_test(test_errors test_errors.c)    # every error path writes nothing
+clnorm_add_test(test_context test_context.c)  # device choice, adoption, cache, threads
+target_link_libraries(test_context PRIVATE Threads::Threads)
