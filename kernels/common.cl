@@ -108,12 +108,14 @@ inline A hsum8(AVEC(8) v) { return hsum4(v.lo + v.hi); }
 inline A hsum16(AVEC(16) v) { return hsum8(v.lo + v.hi); }
 #define HSUM(v) CAT(hsum, VW)(v)
 
-/* Kahan-compensated addition: (*s, *c) is the running total and its lost low part. */
+/* Kahan-compensated addition: (*s, *c) is the running total and its lost low part. Once the
+ * total is Inf (or NaN) compensation stops: (t - s) - y would turn an Inf total into NaN, and
+ * a row holding one Inf must sum to that Inf, as it does in the reference. */
 inline void kahan_add(A *s, A *c, A v)
 {
-    A y = v - *c;
-    A t = *s + y;
-    *c = (t - *s) - y;
+    const A y = v - *c;
+    const A t = *s + y;
+    *c = isfinite(t) ? (t - *s) - y : (A)0;
     *s = t;
 }
 

@@ -201,14 +201,16 @@ clnorm_status clnorm_backward_host(clnorm_plan *plan, unsigned mask, const void 
     RETURN_IF(dx && dx != x && clnorm_ranges_overlap((uintptr_t)dx, ex * es, (uintptr_t)x, ex * es),
               ctx, CLNORM_INVALID_ARGUMENT, "dx and x overlap without being the same pointer");
 
+    /* Required on every backend alike, so that code tried on a machine without OpenCL does
+     * not fail on the first one with a device. */
+    RETURN_IF(!(d->flags & CLNORM_WITH_BACKWARD), ctx, CLNORM_INVALID_ARGUMENT,
+              "the plan was created without CLNORM_WITH_BACKWARD, so its backward kernels "
+              "were not built");
     const double t0 = ctx->verbose ? clnorm_now_ms() : 0.0;
     if (plan->strategy == CLNORM_STRATEGY_REFERENCE) {
         st = clnorm_ref_backward(d, mask, x, dy, mean, rstd, gamma, dx, dgamma, dbeta);
         RETURN_IF(st != CLNORM_OK, ctx, st, "the CPU reference rejected the call");
     } else {
-        RETURN_IF(!(d->flags & CLNORM_WITH_BACKWARD), ctx, CLNORM_INVALID_ARGUMENT,
-                  "the plan was created without CLNORM_WITH_BACKWARD, so its backward kernels "
-                  "were not built");
         cl_mem b[B_COUNT] = {0};
         const int verbose = ctx->verbose;
         ctx->verbose = 0; /* one line for the whole host call */

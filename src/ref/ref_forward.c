@@ -1,7 +1,7 @@
 /* CPU reference of the forward pass: the oracle of every test and the fallback of a context
  * without an OpenCL device. Plain and obviously right rather than fast: every element read as
- * double, exact two-pass statistics (mean, then squared deviations from it), one rounding to
- * the storage type at the end. */
+ * double, exact two-pass statistics (mean, then squared deviations from it) of the row shifted
+ * by its first element, one rounding to the storage type at the end. */
 #include "ref_elem.h"
 
 #include <math.h>
@@ -29,25 +29,30 @@ clnorm_status clnorm_ref_forward(const clnorm_desc *desc, const void *x, void *y
     const int rms = d.kind == CLNORM_RMS;
     for (size_t r = 0; r < d.rows; r++) {
         const size_t xo = r * d.x_stride, yo = r * d.y_stride;
-        double mu = 0.0;
+        /* Shifted by the row's first element K, as the kernels are: a constant row then
+         * has deviations of exactly 0 (its y is exactly beta) even where the double mean
+         * of the row would round (F64 storage), and K + m is never formed before the
+         * subtraction. */
+        const double K = rms ? 0.0 : ref_load(t, x, xo);
+        double m = 0.0;
         if (!rms) {
             for (size_t j = 0; j < d.cols; j++)
-                mu += ref_load(t, x, xo + j);
-            mu /= (double)d.cols;
+                m += ref_load(t, x, xo + j) - K;
+            m /= (double)d.cols;
         }
         double ss = 0.0;
         for (size_t j = 0; j < d.cols; j++) {
-            const double dev = ref_load(t, x, xo + j) - mu;
+            const double dev = (ref_load(t, x, xo + j) - K) - m;
             ss += dev * dev;
         }
         const double rs = 1.0 / sqrt(ss / (double)d.cols + (double)d.eps);
         if (mean)
-            ref_param_store(t, mean, r, mu);
+            ref_param_store(t, mean, r, K + m);
         if (rstd)
             ref_param_store(t, rstd, r, rs);
         /* In place (y is x): each element is read before it is written. */
         for (size_t j = 0; j < d.cols; j++) {
-            double v = (ref_load(t, x, xo + j) - mu) * rs;
+            double v = ((ref_load(t, x, xo + j) - K) - m) * rs;
             if (gamma)
                 v *= ref_param(t, gamma, j);
             if (beta)
