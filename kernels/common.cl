@@ -195,6 +195,9 @@ inline A seg_sum_sq(__global const T *p, ulong b, ulong e, uint lid, uint L, A K
  */
 #if defined(CLNORM_STREAM_STORES) && !defined(CLNORM_DTYPE_F16) && !defined(CLNORM_DTYPE_BF16)
 #define STREAM_STORE 1
+#ifndef CLNORM_NO_PREFETCH
+#define PREFETCH_NEXT 1
+#endif
 inline A apply1(__global const T *x, __global const P *gamma, __global const P *beta, ulong i,
                 A K, A m, A rstd, int has_g, int has_b)
 {
@@ -208,7 +211,7 @@ inline A apply1(__global const T *x, __global const P *gamma, __global const P *
 
 inline void seg_apply_stream(__global const T *x, __global T *y, __global const P *gamma,
                              __global const P *beta, ulong b, ulong e, A K, A m, A rstd,
-                             int has_g, int has_b)
+                             int has_g, int has_b, ulong next)
 {
     ulong i = b;
     for (; i < e && ((ulong)(y + i) % (VW * sizeof(T))) != 0; i++)
@@ -220,6 +223,14 @@ inline void seg_apply_stream(__global const T *x, __global T *y, __global const 
         if (has_b)
             t += LOADP(beta + i);
         __builtin_nontemporal_store(t, (__global AV *)(y + i));
+#ifdef PREFETCH_NEXT
+        /* While this row is computed from cache, fetch the same columns of the next row the
+         * work-item (or the next work-item of the group, run by the same thread) will read,
+         * so memory is busy during the compute too. A prefetch never faults, so the last
+         * row's look past the end is harmless. */
+        if (next)
+            __builtin_prefetch(x + i + next);
+#endif
     }
     for (; i < e; i++)
         STORE1(apply1(x, gamma, beta, i, K, m, rstd, has_g, has_b), y + i);
@@ -234,14 +245,14 @@ inline void seg_apply_stream(__global const T *x, __global T *y, __global const 
  */
 inline void seg_apply(__global const T *x, __global T *y, __global const P *gamma,
                       __global const P *beta, ulong b, ulong e, uint lid, uint L, A K, A m,
-                      A rstd, uint flags)
+                      A rstd, uint flags, ulong next)
 {
     const ulong nv = (e - b) / VW;
     const int has_g = (flags & FLAG_GAMMA) != 0;
     const int has_b = (flags & FLAG_BETA) != 0;
 #ifdef STREAM_STORE
     if (L == 1) {
-        seg_apply_stream(x, y, gamma, beta, b, e, K, m, rstd, has_g, has_b);
+        seg_apply_stream(x, y, gamma, beta, b, e, K, m, rstd, has_g, has_b, next);
         return;
     }
 #endif

@@ -20,6 +20,6 @@ __kernel void norm_row(__global const T *x, ulong x_off, ulong x_stride,
                       offset_or_null(beta, b_off, flags & FLAG_BETA),
                       mean_or_null(mean, m_off, flags & FLAG_MEAN),
                       mean_or_null(rstd, r_off, flags & FLAG_RSTD),
-                      row, cols, eps, flags, 0, 1, 0);
+                      row, cols, eps, flags, 0, 1, 0, x_stride);
     }
 }

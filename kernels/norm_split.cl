@@ -73,6 +73,6 @@ __kernel void norm_split_apply(__global const T *x, ulong x_off, ulong x_stride,
                         (flags & FLAG_RSTD) ? rstd + r_off : 0, row, K, ma, r, flags);
         seg_apply(x + x_off + row * x_stride, y + y_off + row * y_stride,
                   (flags & FLAG_GAMMA) ? gamma + g_off : 0, (flags & FLAG_BETA) ? beta + b_off : 0,
-                  b, e, lid, L, K, ma, r, flags);
+                  b, e, lid, L, K, ma, r, flags, 0);
     }
 }

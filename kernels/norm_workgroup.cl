@@ -22,6 +22,6 @@ __kernel void norm_workgroup(__global const T *x, ulong x_off, ulong x_stride,
                       offset_or_null(beta, b_off, flags & FLAG_BETA),
                       mean_or_null(mean, m_off, flags & FLAG_MEAN),
                       mean_or_null(rstd, r_off, flags & FLAG_RSTD),
-                      row, cols, eps, flags, lid, L, scratch);
+                      row, cols, eps, flags, lid, L, scratch, 0);
     }
 }

@@ -157,7 +157,7 @@ static void build_options(const clnorm_plan *plan, char *options, size_t size, s
              : t == CLNORM_BF16 ? "BF16"
                                 : "F32",
              plan->ctx->profile.clang_cpu && !getenv("CLNORM_NO_STREAM_STORES")
-                 ? " -DCLNORM_STREAM_STORES"
+                 ? (getenv("CLNORM_NO_PREFETCH") ? " -DCLNORM_STREAM_STORES -DCLNORM_NO_PREFETCH" : " -DCLNORM_STREAM_STORES")
                  : "");
 }
 
