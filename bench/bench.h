@@ -1,16 +1,20 @@
 /*
  * bench.h - declarations shared by the files of clnorm-bench, the side-by-side benchmark.
  *
- * One run measures every contender on the same input data: clnorm (auto and each forced
- * strategy), a naive one-pass OpenCL kernel, a CLBlast GEMV baseline, the CPU reference,
- * oneDNN, and the copy bandwidth of the device and of the host. Each file does one job:
+ * One run measures every contender on the same input data, case by case (a case is an op, a
+ * storage dtype and a shape): clnorm (auto and each forced strategy), a naive one-pass OpenCL
+ * kernel, a CLBlast GEMV baseline, the CPU reference, oneDNN, and the copy bandwidth of the
+ * device and of the host. Forward ops (layer, rms) and backward ops (backward, rms-backward)
+ * have contenders of their own; the copies take part in both. Each file does one job:
  *   options.c   command line             threads.c   one thread count for everyone
- *   data.c      inputs + reference y     buffers.c   rotated buffer sets (device and host)
- *   timing.c    clock, median, rotation  check.c     max abs error against the reference
+ *   dtype.c     ops, storage formats     data.c      inputs + reference outputs
+ *   stats.c     backward's mean/rstd     buffers.c   rotated buffer sets (device and host)
+ *   timing.c    clock, median, rotation  check.c     errors against the reference
  *   clutil.c    OpenCL helpers           latency.c   empty-kernel enqueue-to-finish time
  *   impl_*.c    one contender each       registry.c  the list of contenders
+ *   onednn_util.c  what both oneDNN contenders share
  *   report.c    the table on stdout      csv.c, plot.c  CSV file, gnuplot PNG
- *   main.c      the run: shapes x contenders
+ *   main.c      the run: cases x contenders
  */
 #ifndef CLNORM_BENCH_H
 #define CLNORM_BENCH_H
@@ -23,15 +27,47 @@
 #define BENCH_MAX_SHAPES 64
 #define BENCH_MSG 512
 
+/* ---- ops and storage formats (dtype.c) ------------------------------------------------- */
+typedef enum {
+    BENCH_OP_LAYER = 0,       /* LayerNorm forward */
+    BENCH_OP_RMS = 1,         /* RMSNorm forward */
+    BENCH_OP_BACKWARD = 2,    /* LayerNorm backward: dx, dgamma, dbeta */
+    BENCH_OP_RMS_BACKWARD = 3 /* RMSNorm backward: dx, dgamma, dbeta */
+} bench_op;
+enum { BENCH_N_OPS = 4, BENCH_N_DTYPES = 4 };
+
+const char *bench_op_name(bench_op op); /* layer, rms, backward, rms-backward (CSV, --op) */
+int bench_op_parse(const char *name, bench_op *op); /* 0, or -1 for an unknown name */
+clnorm_kind bench_op_kind(bench_op op);
+int bench_op_is_backward(bench_op op);
+const char *bench_dtype_name(clnorm_dtype t); /* f32, f16, bf16, f64 (CSV, --dtype) */
+int bench_dtype_parse(const char *name, clnorm_dtype *t);
+size_t bench_elem_size(clnorm_dtype t);  /* storage of x, y, dy, dx: 4, 2, 2, 8 bytes */
+size_t bench_param_size(clnorm_dtype t); /* gamma, beta, mean, rstd, dgamma, dbeta: 4 or 8 */
+/* Element i of storage-format data as a double, and a double stored (rounded to nearest
+ * even) as element i; the same for parameters (float, double for F64). */
+double bench_get(clnorm_dtype t, const void *base, size_t i);
+void bench_put(clnorm_dtype t, void *base, size_t i, double v);
+double bench_param_get(clnorm_dtype t, const void *base, size_t i);
+void bench_param_put(clnorm_dtype t, void *base, size_t i, double v);
+
 /* ---- command line (options.c) ---------------------------------------------------------- */
 typedef struct {
     size_t rows, cols;
 } bench_shape;
 
+/* One block of the table: an op at a storage dtype on a shape. */
 typedef struct {
-    clnorm_kind op;                       /* --op layer|rms */
-    bench_shape shapes[BENCH_MAX_SHAPES]; /* --shape RxC (repeatable), else the default set */
-    size_t n_shapes;
+    bench_op op;
+    clnorm_dtype dtype;
+    bench_shape shape;
+} bench_case;
+
+#define BENCH_MAX_CASES (BENCH_N_OPS * BENCH_N_DTYPES * BENCH_MAX_SHAPES)
+
+typedef struct {
+    bench_case cases[BENCH_MAX_CASES];    /* --op x --dtype x --shape, in run order */
+    size_t n_cases;
     int quick;                            /* --quick: few small shapes, few reps */
     int reps, warmup;                     /* --reps, --warmup */
     int threads;                          /* --threads N (0: not given) */
@@ -40,7 +76,7 @@ typedef struct {
     const char *plot_path;                /* --plot FILE.png */
     unsigned long long only;              /* --only: bit i selects contender i; 0 = all */
     size_t rotate_mib;                    /* --rotate-mib N (0: default) */
-    double tol;                           /* --tol: max abs error beyond which WRONG */
+    double tol;                           /* --tol: absolute tolerance; < 0: the dtype's */
     double ref_seconds;                   /* time budget of the CPU reference per shape */
 } bench_options;
 
@@ -61,42 +97,63 @@ typedef struct {
 void bench_threads_setup(const bench_options *opt, bench_threads *t);
 int bench_online_cores(void);
 
-/* ---- input data and reference (data.c) ------------------------------------------------- */
+/* ---- input data and reference (data.c, stats.c) ---------------------------------------- */
 typedef struct {
-    clnorm_kind op;
+    bench_op op;
+    clnorm_kind kind;
+    clnorm_dtype dtype;
     size_t rows, cols;
+    size_t elem, psize; /* bytes of a storage element, of a parameter */
     float eps;
-    float *x;     /* rows*cols: N(0,1) plus a per-row offset in [-10, 10] */
-    float *gamma; /* cols: U(0.5, 1.5) */
-    float *beta;  /* cols: U(-0.5, 0.5) */
-    float *y_ref; /* rows*cols: clnorm_ref_forward of the above (double accumulation) */
-    double bytes;      /* bytes a normalization must move: x + y + gamma + beta */
-    double copy_bytes; /* bytes the copy contenders move: x read + y written */
+    void *x;            /* rows*cols elements: N(0,1) plus a per-row offset in [-10, 10] */
+    void *gamma;        /* cols parameters: U(0.5, 1.5) */
+    void *beta;         /* cols parameters: U(-0.5, 0.5) */
+    void *y_ref;        /* rows*cols elements: the reference y (forward) or dx (backward) */
+    /* backward only, NULL otherwise */
+    void *dy;           /* rows*cols elements: N(0,1) */
+    void *mean, *rstd;  /* rows parameters from a forward with CLNORM_SAVE_STATS (no mean for
+                           rms-backward); every contender and the reference use these */
+    void *dgamma_ref, *dbeta_ref; /* cols parameters: clnorm_ref_backward */
+    char stats_from[160]; /* where mean/rstd came from, for the table */
+    int n_arrays;       /* rotated arrays per buffer set: 2 (x, y) or 3 (x, dy, dx) */
+    double bytes;       /* bytes the op must move: see bench_problem_init */
+    double copy_bytes;  /* bytes the copy contenders move: x read + y written */
 } bench_problem;
 
-/* Allocates and fills the inputs, computes the reference. 0 or -1 (msg says why). */
-int bench_problem_init(bench_problem *p, clnorm_kind op, size_t rows, size_t cols, char *msg,
+/* Allocates and fills the inputs and computes the reference: clnorm_ref_forward, or, for a
+ * backward op, mean/rstd from a clnorm forward (bench_problem_stats, on ctx's device when it
+ * has one) and clnorm_ref_backward. Bytes: forward 2 x rows x cols x elem (x read, y written)
+ * + 2 x cols x psize (gamma, beta); backward 3 x rows x cols x elem (x, dy read, dx written)
+ * + 3 x cols x psize (gamma read, dgamma, dbeta written). 0 or -1 (msg says why). */
+int bench_problem_init(bench_problem *p, const bench_case *c, clnorm_ctx *ctx, char *msg,
                        size_t msg_size);
 void bench_problem_free(bench_problem *p);
+/* Fills p->mean/p->rstd (allocated by the caller): clnorm_forward with CLNORM_SAVE_STATS on
+ * ctx's device (auto strategy), else clnorm_ref_forward. 0 or -1 (msg). */
+int bench_problem_stats(bench_problem *p, clnorm_ctx *ctx, char *msg, size_t msg_size);
 
 /* ---- rotated buffer sets (buffers.c) --------------------------------------------------- */
-/* n_sets copies of x (and room for y) whose total exceeds the last-level cache. Set i lives
- * in chunk i / per_chunk at element offset (i % per_chunk) * stride; stride is rows*cols
- * rounded up to 64 elements (256 bytes), so every set starts as aligned as the chunk. */
+/* n_sets copies of x (and dy for a backward op, and room for the output y or dx) whose
+ * total exceeds the last-level cache. Set i lives in chunk i / per_chunk at element offset
+ * (i % per_chunk) * stride; stride is rows*cols rounded up to 64 elements, so every set
+ * starts as aligned as the chunk. The parameters are shared by all sets. */
 typedef struct {
-    size_t n_sets, stride, per_chunk, n_chunks;
-    cl_mem *x, *y; /* n_chunks each */
-    cl_mem gamma, beta;
+    size_t n_sets, stride, per_chunk, n_chunks, elem;
+    cl_mem *x, *y, *dy;       /* n_chunks each; dy is NULL for a forward op */
+    cl_mem gamma, beta;       /* parameters */
+    cl_mem mean, rstd;        /* backward: the saved statistics (mean NULL for rms) */
+    cl_mem dgamma, dbeta;     /* backward: the parameter gradients (outputs) */
 } bench_dev_sets;
 
 typedef struct {
-    size_t n_sets, stride;
-    float *x, *y; /* n_sets * stride each, 64-byte aligned */
-    float *gamma, *beta;
+    size_t n_sets, stride, elem;     /* stride in elements */
+    unsigned char *x, *y, *dy;       /* n_sets * stride elements each, 64-byte aligned */
+    void *gamma, *beta;
+    void *mean, *rstd, *dgamma, *dbeta; /* backward only (mean NULL for rms) */
 } bench_host_sets;
 
-/* How many sets: enough that x + y of all of them exceed target_bytes, and at least 4. */
-size_t bench_sets_needed(size_t rows, size_t cols, size_t target_bytes);
+/* How many sets: enough that the arrays of all of them exceed target_bytes, at least 4. */
+size_t bench_sets_needed(const bench_problem *p, size_t target_bytes);
 /* The default rotation target: max(256 MiB, 2 x the last-level cache). */
 size_t bench_default_rotation_bytes(void);
 
@@ -104,12 +161,15 @@ int bench_dev_sets_create(bench_dev_sets *s, cl_context context, cl_command_queu
                           cl_device_id device, const bench_problem *p, size_t n_sets,
                           char *msg, size_t msg_size);
 void bench_dev_sets_release(bench_dev_sets *s);
-/* The cl_mem objects and element offset of set i. */
+/* The cl_mem objects and element offset of set i (dy: the same offset). */
 void bench_dev_set(const bench_dev_sets *s, size_t i, cl_mem *x, cl_mem *y, size_t *offset);
+cl_mem bench_dev_dy(const bench_dev_sets *s, size_t i);
 
 int bench_host_sets_create(bench_host_sets *s, const bench_problem *p, size_t n_sets,
                            char *msg, size_t msg_size);
 void bench_host_sets_free(bench_host_sets *s);
+/* Element 0 of set i of one of the arrays x, y, dy. */
+void *bench_host_at(const bench_host_sets *s, unsigned char *array, size_t i);
 
 /* ---- contenders (impl_*.c, registry.c) ------------------------------------------------- */
 typedef enum { BENCH_DEVICE = 0, BENCH_HOST = 1 } bench_side;
@@ -132,10 +192,16 @@ typedef struct {
 /* Return codes of create/run. */
 enum { BENCH_OK = 0, BENCH_FAIL = -1, BENCH_SKIP = 1 };
 
+/* The passes a contender takes part in. */
+enum { BENCH_FWD = 1u << 0, BENCH_BWD = 1u << 1 };
+
 typedef struct {
-    const char *name;   /* as in the CSV and --only: clnorm_auto, naive_onepass, ... */
+    const char *name;   /* as in the CSV and --only: clnorm_auto, naive_onepass, ...; a forward
+                           and a backward contender may share a name */
     bench_side side;
+    unsigned passes;    /* BENCH_FWD | BENCH_BWD */
     int is_copy;        /* a bandwidth limit: bytes = copy_bytes, checked against x */
+    int is_slow;        /* single-threaded: a time budget instead of all the reps */
     /* Prepares everything a run needs for the problem (programs, plans, scratch). Returns
      * BENCH_OK, BENCH_SKIP (not applicable; msg says why) or BENCH_FAIL (msg says why).
      * note (may be empty) is shown in the table, e.g. the strategy auto chose. */
@@ -148,21 +214,27 @@ typedef struct {
 
 /* All contenders compiled in, in table order. */
 const bench_contender *const *bench_contenders(size_t *count);
-/* Index of the contender named `name`, or -1. */
-int bench_contender_index(const char *name);
+/* Sets the bit of every contender called `name` in *mask; returns how many there are. */
+int bench_contender_select(const char *name, unsigned long long *mask);
+/* Whether contender c takes part in op. */
+int bench_contender_runs(const bench_contender *c, bench_op op);
 
 extern const bench_contender bench_copy_device, bench_copy_host;
 extern const bench_contender bench_clnorm_auto, bench_clnorm_row, bench_clnorm_workgroup,
-    bench_clnorm_split;
+    bench_clnorm_split, bench_clnorm_subgroup;
+extern const bench_contender bench_clnorm_bwd_auto, bench_clnorm_bwd_row,
+    bench_clnorm_bwd_workgroup, bench_clnorm_bwd_split, bench_clnorm_bwd_subgroup;
 extern const bench_contender bench_naive_onepass;
-extern const bench_contender bench_ref_cpu;
+extern const bench_contender bench_ref_cpu, bench_ref_cpu_bwd;
 #ifdef CLNORM_HAVE_CLBLAST
 extern const bench_contender bench_clblast_gemv;
 void bench_clblast_release_cache(void);
 #endif
 #ifdef CLNORM_HAVE_DNNL
-extern const bench_contender bench_onednn;
+extern const bench_contender bench_onednn, bench_onednn_bwd;
 #endif
+/* "--dtype f16: the naive kernel is float32 only" into msg; BENCH_SKIP unless F32. */
+int bench_f32_only(const bench_problem *p, const char *who, char *msg, size_t msg_size);
 
 /* ---- timing (timing.c) ----------------------------------------------------------------- */
 double bench_now_s(void); /* monotonic clock, seconds */
@@ -180,12 +252,31 @@ int bench_time(const bench_contender *c, void *state, size_t *cursor, size_t n_s
 double bench_median(double *v, size_t n); /* sorts v */
 
 /* ---- checking (check.c) ---------------------------------------------------------------- */
-/* Max abs difference of y (n elements) from want; a NaN/Inf mismatch counts as +inf. */
-double bench_max_abs_err(const float *y, const float *want, size_t n);
-/* Reads y of set 0 back (device side) or takes it (host side) and compares it with the
- * reference (or with x for a copy). *err gets the max abs error. */
-int bench_check(const bench_env *env, bench_side side, int is_copy, float *scratch,
-                double *err, char *msg, size_t msg_size);
+/* The verdict on one contender's output on set 0. */
+typedef struct {
+    double err;       /* forward: max abs error of y; backward: the largest of the three
+                         normwise errors below; a NaN/Inf mismatch is +inf */
+    double err_dx, err_dgamma, err_dbeta; /* backward: max |got - ref| / max(1, max |ref|) */
+    int wrong;
+} bench_verdict;
+
+/* The tolerance of a dtype: |got - ref| <= atol + rtol x |ref| per element (forward), and
+ * normwise errors <= atol + rtol (backward dx; dgamma and dbeta, float32 for the 16-bit
+ * formats, get atol alone). atol is --tol when given, else 1e-5 (1e-12 for F64); rtol is one
+ * ulp of the storage format (2^-10 F16, 2^-7 BF16, 1e-12 F64, 0 F32). */
+void bench_tolerance(const bench_options *opt, clnorm_dtype t, double *atol, double *rtol);
+/* Max abs difference of n storage elements from want; a NaN/Inf mismatch counts as +inf. */
+double bench_max_abs_err(clnorm_dtype t, const void *got, const void *want, size_t n);
+/* Fills the outputs the next run writes (y or dx of set 0, dgamma, dbeta) with all-ones
+ * bytes (NaN in every format), so an output left unwritten cannot pass the check. */
+int bench_poison(const bench_env *env, bench_side side, char *msg, size_t msg_size);
+/* Reads the outputs of set 0 back (device side; scratch holds rows*cols elements and two
+ * rows of parameters) or takes them (host side) and compares them with the reference (or y
+ * with x for a copy). */
+int bench_check(const bench_env *env, bench_side side, int is_copy, void *scratch,
+                bench_verdict *v, char *msg, size_t msg_size);
+/* Bytes of scratch bench_check needs for a device-side check. */
+size_t bench_check_scratch_bytes(const bench_problem *p);
 
 /* ---- OpenCL helpers (clutil.c) --------------------------------------------------------- */
 /* "clEnqueueNDRangeKernel: CL_OUT_OF_RESOURCES" into msg; returns BENCH_FAIL. */
@@ -199,6 +290,9 @@ int bench_cl_kernel(cl_program program, const char *name, cl_kernel *kernel, cha
 int bench_set_arg(cl_kernel kernel, cl_uint index, size_t size, const void *value, char *msg,
                   size_t msg_size);
 size_t bench_round_up(size_t n, size_t m);
+/* "plan: CLNORM_UNSUPPORTED: <clnorm_last_error>" into msg. */
+void bench_clnorm_msg(clnorm_ctx *ctx, clnorm_status st, const char *what, char *msg,
+                      size_t msg_size);
 
 /* ---- latency (latency.c) --------------------------------------------------------------- */
 /* Median enqueue-to-clFinish time of an empty kernel on queue, in seconds. */
@@ -209,6 +303,8 @@ int bench_empty_kernel_latency(cl_context context, cl_device_id device, cl_comma
 typedef enum { BENCH_R_OK, BENCH_R_WRONG, BENCH_R_FAILED, BENCH_R_SKIPPED } bench_rstatus;
 
 typedef struct {
+    bench_op op;
+    clnorm_dtype dtype;
     size_t rows, cols;
     const char *impl;
     bench_side side;
@@ -229,12 +325,16 @@ typedef struct {
 
 int bench_results_push(bench_results *r, const bench_result *res);
 void bench_results_free(bench_results *r);
-/* Fills frac_of_copy and vs_onednn of the results [first, r->n) (one shape). */
+/* Fills frac_of_copy and vs_onednn of the results [first, r->n) (one case). */
 void bench_results_derive(bench_results *r, size_t first);
+/* Whether two results belong to the same case (op, dtype, shape). */
+int bench_same_case(const bench_result *a, const bench_result *b);
 
 void bench_report_header(FILE *out);
+/* The line above the rows of a new op/dtype: bytes counted, error measure, tolerance. */
+void bench_report_case(FILE *out, const bench_problem *p, const bench_options *opt);
 void bench_report_rows(FILE *out, const bench_results *r, size_t first);
-int bench_write_csv(const char *path, const char *op, const bench_results *r);
+int bench_write_csv(const char *path, const bench_results *r);
 /* 0 on success, 1 when gnuplot is missing (a note was printed), -1 on failure. */
 int bench_write_plot(const char *path, const char *title, const bench_results *r);
 

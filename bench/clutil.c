@@ -1,4 +1,5 @@
-/* Small OpenCL helpers: error messages, program and kernel creation from embedded source. */
+/* Small OpenCL helpers: error messages (OpenCL's and clnorm's), program and kernel creation
+ * from embedded source. */
 #include "bench.h"
 
 #include <stdlib.h>
@@ -13,6 +14,13 @@ int bench_cl_fail(cl_int err, const char *what, char *msg, size_t msg_size)
 {
     snprintf(msg, msg_size, "%s: %s (%d)", what, clnorm_status_string(err), (int)err);
     return BENCH_FAIL;
+}
+
+void bench_clnorm_msg(clnorm_ctx *ctx, clnorm_status st, const char *what, char *msg,
+                      size_t msg_size)
+{
+    const char *why = ctx ? clnorm_last_error(ctx) : "";
+    snprintf(msg, msg_size, "%s: %s%s%s", what, clnorm_status_string(st), *why ? ": " : "", why);
 }
 
 int bench_cl_program(cl_context context, cl_device_id device, const char *source,

@@ -1,12 +1,13 @@
 /* The CSV file: exactly the header op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy and
  * one line per timed result (WRONG ones included: the table says which; failed and skipped
- * contenders have no line). frac_of_copy is empty when the copy row of its side is missing. */
+ * contenders have no line). op is layer, rms, backward or rms-backward, dtype f32, f16, bf16
+ * or f64. frac_of_copy is empty when the copy row of its side is missing. */
 #include "bench.h"
 
 #include <errno.h>
 #include <string.h>
 
-int bench_write_csv(const char *path, const char *op, const bench_results *r)
+int bench_write_csv(const char *path, const bench_results *r)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
@@ -18,8 +19,8 @@ int bench_write_csv(const char *path, const char *op, const bench_results *r)
         const bench_result *x = &r->v[i];
         if (x->status != BENCH_R_OK && x->status != BENCH_R_WRONG)
             continue;
-        fprintf(f, "%s,f32,%zu,%zu,%s,%.3f,%.4f,", op, x->rows, x->cols, x->impl, x->median_us,
-                x->gbps);
+        fprintf(f, "%s,%s,%zu,%zu,%s,%.3f,%.4f,", bench_op_name(x->op), bench_dtype_name(x->dtype),
+                x->rows, x->cols, x->impl, x->median_us, x->gbps);
         if (x->frac_of_copy >= 0.0)
             fprintf(f, "%.4f", x->frac_of_copy);
         fputc('\n', f);

@@ -7,7 +7,8 @@
  * var = sumsq/cols - mean^2 (one-pass algebra, like the naive kernel: flagged WRONG on the
  * offset rows of data.c). For --op rms the first GEMV is skipped (mean 0). Its bytes are
  * counted as the bytes a normalization must move (x + y + gamma + beta), not the extra
- * traffic of the scratch and the second GEMV: the row shows what the BLAS route costs. */
+ * traffic of the scratch and the second GEMV: the row shows what the BLAS route costs.
+ * float32 only (Sgemv): other dtypes show it skipped. */
 #include "bench.h"
 
 #include <clblast_c.h>
@@ -94,13 +95,16 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
     (void)note;
     (void)note_size;
     const bench_problem *p = env->p;
+    int rc = bench_f32_only(p, "the CLBlast baseline", msg, msg_size);
+    if (rc != BENCH_OK)
+        return rc;
     clblast_state *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(msg, msg_size, "out of host memory");
         return BENCH_FAIL;
     }
     s->env = env;
-    int rc = bench_cl_program(env->context, env->device, clblast_source, &s->program, msg,
+    rc = bench_cl_program(env->context, env->device, clblast_source, &s->program, msg,
                               msg_size);
     if (rc == BENCH_OK)
         rc = bench_cl_kernel(s->program, "clblast_square", &s->square, msg, msg_size);
@@ -138,7 +142,7 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
     if (rc == BENCH_OK) {
         const cl_ulong n = (cl_ulong)p->rows * p->cols, cols = p->cols;
         const cl_float eps = p->eps;
-        const cl_int rms = p->op == CLNORM_RMS;
+        const cl_int rms = p->kind == CLNORM_RMS;
         rc = bench_set_arg(s->square, 1, sizeof(cl_mem), &s->sq, msg, msg_size);
         if (rc == BENCH_OK)
             rc = bench_set_arg(s->square, 3, sizeof n, &n, msg, msg_size);
@@ -188,7 +192,7 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
         return rc;
 
     CLBlastStatusCode st;
-    if (p->op != CLNORM_RMS) {
+    if (p->kind != CLNORM_RMS) {
         st = CLBlastSgemv(CLBlastLayoutRowMajor, CLBlastTransposeNo, p->rows, p->cols, 1.0f, x,
                           off, p->cols, s->ones, 0, 1, 0.0f, s->sums, 0, 1, &queue, NULL);
         if (st != CLBlastSuccess)
@@ -211,5 +215,6 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
     return err == CL_SUCCESS ? BENCH_OK : bench_cl_fail(err, "clFinish", msg, msg_size);
 }
 
-const bench_contender bench_clblast_gemv = {"clblast_gemv", BENCH_DEVICE, 0, create, run,
-                                            destroy};
+const bench_contender bench_clblast_gemv = {.name = "clblast_gemv", .side = BENCH_DEVICE,
+                                            .passes = BENCH_FWD, .create = create, .run = run,
+                                            .destroy = destroy};

@@ -1,7 +1,8 @@
-/* clnorm itself through layer 1 (clnorm_forward on cl_mem, the context's queue): the
+/* clnorm's forward pass through layer 1 (clnorm_forward on cl_mem, the context's queue): the
  * strategy clnorm chooses (clnorm_plan_create), and each strategy forced
- * (clnorm_plan_create_with). The plan is made once per shape; a run is one clnorm_forward and
- * a clFinish. */
+ * (clnorm_plan_create_with), at the case's dtype. The plan is made once per case; a run is one
+ * clnorm_forward and a clFinish. A strategy the library refuses for the shape, dtype or
+ * device (e.g. subgroup on long rows) is skipped with the library's message. */
 #include "bench.h"
 
 #include <stdlib.h>
@@ -17,16 +18,15 @@ static int create(const bench_env *env, clnorm_strategy strategy, void **out, ch
 {
     const bench_problem *p = env->p;
     clnorm_desc d;
-    clnorm_desc_init(&d, p->op, p->rows, p->cols);
+    clnorm_desc_init(&d, p->kind, p->rows, p->cols);
+    d.dtype = p->dtype;
     d.eps = p->eps;
     clnorm_plan *plan = NULL;
     clnorm_status st = strategy == CLNORM_STRATEGY_AUTO
                            ? clnorm_plan_create(env->ctx, &d, &plan)
                            : clnorm_plan_create_with(env->ctx, &d, strategy, &plan);
     if (st != CLNORM_OK) {
-        const char *why = clnorm_last_error(env->ctx);
-        snprintf(msg, msg_size, "plan: %s%s%s", clnorm_status_string(st), *why ? ": " : "",
-                 why);
+        bench_clnorm_msg(env->ctx, st, "plan", msg, msg_size);
         /* A strategy that refuses this shape or device is not a failure of the run. */
         return st == CLNORM_UNSUPPORTED || st == CLNORM_INVALID_ARGUMENT ? BENCH_SKIP
                                                                           : BENCH_FAIL;
@@ -59,8 +59,7 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
     clnorm_status st = clnorm_forward(s->plan, x, off, y, off, d->gamma, 0, d->beta, 0, NULL, 0,
                                       NULL, 0, s->env->queue, 0, NULL, NULL);
     if (st != CLNORM_OK) {
-        snprintf(msg, msg_size, "clnorm_forward: %s: %s", clnorm_status_string(st),
-                 clnorm_last_error(s->env->ctx));
+        bench_clnorm_msg(s->env->ctx, st, "clnorm_forward", msg, msg_size);
         return BENCH_FAIL;
     }
     cl_int err = clFinish(s->env->queue);
@@ -82,10 +81,12 @@ static void destroy(void *state)
     {                                                                                        \
         return create(env, strategy, out, note, ns, msg, ms);                                \
     }                                                                                        \
-    const bench_contender bench_clnorm_##suffix = {"clnorm_" #suffix, BENCH_DEVICE, 0,       \
-                                                   create_##suffix, run, destroy};
+    const bench_contender bench_clnorm_##suffix = {                                          \
+        .name = "clnorm_" #suffix, .side = BENCH_DEVICE, .passes = BENCH_FWD,                \
+        .create = create_##suffix, .run = run, .destroy = destroy};
 
 CLNORM_CONTENDER(auto, CLNORM_STRATEGY_AUTO)
 CLNORM_CONTENDER(row, CLNORM_STRATEGY_ROW)
 CLNORM_CONTENDER(workgroup, CLNORM_STRATEGY_WORKGROUP)
 CLNORM_CONTENDER(split, CLNORM_STRATEGY_SPLIT)
+CLNORM_CONTENDER(subgroup, CLNORM_STRATEGY_SUBGROUP)

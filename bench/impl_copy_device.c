@@ -1,13 +1,15 @@
-/* The device's bandwidth limit, measured in the same run: a float4 copy of x into y, the
- * same bytes a normalization must read and write (x read once, y written once). frac_of_copy
- * of every OpenCL contender is relative to this row. One work-item per float4; the last one
- * also copies the 1-3 floats of a tail. */
+/* The device's bandwidth limit, measured in the same run: a copy of x into y (the output
+ * array of the sets: dx for a backward op), the bytes of x read once and written once at the
+ * case's dtype. frac_of_copy of every OpenCL contender is relative to this row. The copy
+ * moves 32-bit words whatever the dtype, one uint4 per work-item, the last item also the 1-3
+ * words of a tail; an odd count of 16-bit elements rounds up to a whole word, which the set
+ * padding holds (every set starts 64 elements apart). */
 #include "bench.h"
 
 #include <stdlib.h>
 
 static const char copy_source[] =
-    "kernel void bench_copy4(global const float *x, global float *y, ulong offset, ulong n)\n"
+    "kernel void bench_copy4(global const uint *x, global uint *y, ulong offset, ulong n)\n"
     "{\n"
     "    const size_t i = get_global_id(0);\n"
     "    const size_t n4 = n / 4;\n"
@@ -50,7 +52,8 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
         return BENCH_FAIL;
     }
     s->env = env;
-    const cl_ulong n = (cl_ulong)env->p->rows * env->p->cols;
+    const bench_problem *p = env->p;
+    const cl_ulong n = ((cl_ulong)p->rows * p->cols * p->elem + 3) / 4; /* words */
     s->global = bench_round_up((size_t)(n / 4 + 1), 64);
     int rc = bench_cl_program(env->context, env->device, copy_source, &s->program, msg,
                               msg_size);
@@ -72,7 +75,7 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
     cl_mem x, y;
     size_t off;
     bench_dev_set(s->env->dev, set, &x, &y, &off);
-    const cl_ulong offset = off;
+    const cl_ulong offset = off * s->env->p->elem / 4; /* words: off is a multiple of 64 */
     int rc = bench_set_arg(s->kernel, 0, sizeof x, &x, msg, msg_size);
     if (rc == BENCH_OK)
         rc = bench_set_arg(s->kernel, 1, sizeof y, &y, msg, msg_size);
@@ -88,5 +91,6 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
     return err == CL_SUCCESS ? BENCH_OK : bench_cl_fail(err, "clFinish", msg, msg_size);
 }
 
-const bench_contender bench_copy_device = {"copy_device", BENCH_DEVICE, 1, create, run,
-                                           destroy};
+const bench_contender bench_copy_device = {.name = "copy_device", .side = BENCH_DEVICE,
+                                           .passes = BENCH_FWD | BENCH_BWD, .is_copy = 1,
+                                           .create = create, .run = run, .destroy = destroy};

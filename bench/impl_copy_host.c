@@ -1,4 +1,5 @@
-/* The host's bandwidth limit, measured in the same run: memcpy of x into y split over the
+/* The host's bandwidth limit, measured in the same run: memcpy of x into y (the output array
+ * of the sets: dx for a backward op), rows x cols elements of the case's dtype, split over the
  * same number of threads as everyone else (POCL_CPU_MAX_CU_COUNT after threads.c). The
  * threads live for the whole shape in a small pool, as oneDNN's OpenMP threads and PoCL's
  * workers do, so a repetition pays a wake-up, not a pthread_create. frac_of_copy of the CPU
@@ -95,7 +96,7 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
     }
     p->env = env;
     p->threads = env->threads->threads > 0 ? env->threads->threads : 1;
-    p->bytes = env->p->rows * env->p->cols * sizeof(float);
+    p->bytes = env->p->rows * env->p->cols * env->p->elem;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->go, NULL);
     pthread_cond_init(&p->done, NULL);
@@ -128,10 +129,9 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
     (void)msg_size;
     copy_pool *p = state;
     const bench_host_sets *h = p->env->host;
-    set %= h->n_sets;
     pthread_mutex_lock(&p->lock);
-    p->src = (const char *)(h->x + set * h->stride);
-    p->dst = (char *)(h->y + set * h->stride);
+    p->src = bench_host_at(h, h->x, set);
+    p->dst = bench_host_at(h, h->y, set);
     p->pending = p->started;
     p->generation++;
     pthread_cond_broadcast(&p->go);
@@ -144,4 +144,6 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
     return BENCH_OK;
 }
 
-const bench_contender bench_copy_host = {"copy_host", BENCH_HOST, 1, create, run, destroy};
+const bench_contender bench_copy_host = {.name = "copy_host", .side = BENCH_HOST,
+                                         .passes = BENCH_FWD | BENCH_BWD, .is_copy = 1,
+                                         .create = create, .run = run, .destroy = destroy};

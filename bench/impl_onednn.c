@@ -1,31 +1,19 @@
-/* oneDNN's CPU layer normalization, built where libdnnl was found at configure time
+/* oneDNN's CPU layer normalization, forward, built where libdnnl was found at configure time
  * (CLNORM_WITH_ONEDNN_BENCH, compile definition CLNORM_HAVE_DNNL). forward_inference,
- * use_scale | use_shift, f32, src and dst 2-D {rows, cols} with tag ab, statistics computed
- * (not given). One primitive per shape; each run points the src/dst memory objects at the
- * next host buffer set (dnnl_memory_set_data_handle), executes and waits on the stream.
+ * use_scale | use_shift, src and dst 2-D {rows, cols} with tag ab at the case's dtype (f32;
+ * f16 and bf16 when this oneDNN implements them on this CPU, skipped otherwise; never f64),
+ * scale and shift float32, statistics computed (not given). One primitive per case; each run
+ * points the src/dst memory objects at the next host buffer set (dnnl_memory_set_data_handle),
+ * executes and waits on the stream.
  *
  * Both C APIs are handled: oneDNN 2.x (op descriptor + dnnl_primitive_desc_create, Debian
  * 12's 2.6) and 3.x (dnnl_layer_normalization_forward_primitive_desc_create, opaque memory
  * descriptors). RMS normalization needs the dnnl_rms_norm flag of oneDNN 3.3 and later;
- * older versions skip --op rms.
- *
- * Threads: oneDNN's OpenMP runtime (libgomp) reads OMP_NUM_THREADS when it is loaded, before
- * main, so when threads.c had to set the variable the count is applied here through
- * omp_set_num_threads, looked up at run time (oneDNN brings libgomp; clnorm-bench does not
- * link OpenMP itself). */
-#include "bench.h"
+ * older versions skip --op rms. Threads: see onednn_util.c. */
+#include "onednn_util.h"
 
-#include <dlfcn.h>
-#include <oneapi/dnnl/dnnl.h>
-#include <oneapi/dnnl/dnnl_debug.h>
 #include <stdlib.h>
 #include <string.h>
-
-#if DNNL_VERSION_MAJOR > 3 || (DNNL_VERSION_MAJOR == 3 && DNNL_VERSION_MINOR >= 3)
-#define BENCH_DNNL_HAS_RMS 1
-#else
-#define BENCH_DNNL_HAS_RMS 0
-#endif
 
 typedef struct {
     const bench_env *env;
@@ -35,42 +23,6 @@ typedef struct {
     dnnl_primitive_t prim;
     dnnl_memory_t src, dst, scale, shift;
 } dnnl_state;
-
-static int dnnl_fail(dnnl_status_t st, const char *what, char *msg, size_t msg_size)
-{
-    snprintf(msg, msg_size, "%s: %s", what, dnnl_status2str(st));
-    return BENCH_FAIL;
-}
-
-/* The OpenMP runtime's thread count: applied once when threads.c set OMP_NUM_THREADS itself;
- * returns what the runtime reports (0 when no OpenMP runtime is found). */
-static int omp_threads(const bench_threads *t)
-{
-    typedef void (*set_fn)(int);
-    typedef int (*get_fn)(void);
-    static int applied;
-    int n = 0;
-    void *self = dlopen(NULL, RTLD_LAZY);
-    if (!self)
-        return 0;
-    void *set_sym = dlsym(self, "omp_set_num_threads");
-    void *get_sym = dlsym(self, "omp_get_max_threads");
-    set_fn set = NULL;
-    get_fn get = NULL;
-    /* ISO C has no object-to-function pointer conversion; POSIX guarantees this copy works. */
-    if (set_sym)
-        memcpy(&set, &set_sym, sizeof set);
-    if (get_sym)
-        memcpy(&get, &get_sym, sizeof get);
-    if (set && !t->omp_was_set && !applied) {
-        set(t->omp_threads);
-        applied = 1;
-    }
-    if (get)
-        n = get();
-    dlclose(self);
-    return n;
-}
 
 static void destroy(void *state)
 {
@@ -92,66 +44,42 @@ static void destroy(void *state)
     free(s);
 }
 
-/* Creates the primitive descriptor and the four memory objects (src/dst without a buffer
- * yet). */
-static dnnl_status_t make_primitive(dnnl_state *s, const bench_problem *p, unsigned flags,
-                                    const char **what)
+/* The primitive descriptor; *what names the call that failed. */
+static dnnl_status_t make_pd(dnnl_state *s, const bench_problem *p,
+                             const bench_dnnl_md *data_md, unsigned flags, const char **what)
 {
-    const dnnl_dims_t dims = {(dnnl_dim_t)p->rows, (dnnl_dim_t)p->cols};
-    const dnnl_dims_t pdims = {(dnnl_dim_t)p->cols};
-    const bench_host_sets *h = s->env->host;
-    dnnl_status_t st;
 #if DNNL_VERSION_MAJOR >= 3
-    dnnl_memory_desc_t data_md = NULL, param_md = NULL;
-    *what = "dnnl_memory_desc_create_with_tag";
-    st = dnnl_memory_desc_create_with_tag(&data_md, 2, dims, dnnl_f32, dnnl_ab);
-    if (st == dnnl_success)
-        st = dnnl_memory_desc_create_with_tag(&param_md, 1, pdims, dnnl_f32, dnnl_a);
-    if (st == dnnl_success) {
-        *what = "dnnl_layer_normalization_forward_primitive_desc_create";
-        st = dnnl_layer_normalization_forward_primitive_desc_create(
-            &s->pd, s->engine, dnnl_forward_inference, data_md, data_md, NULL, p->eps, flags,
-            NULL);
-    }
-    *what = "dnnl_memory_create";
-    if (st == dnnl_success)
-        st = dnnl_memory_create(&s->src, data_md, s->engine, DNNL_MEMORY_NONE);
-    if (st == dnnl_success)
-        st = dnnl_memory_create(&s->dst, data_md, s->engine, DNNL_MEMORY_NONE);
-    if (st == dnnl_success)
-        st = dnnl_memory_create(&s->scale, param_md, s->engine, h->gamma);
-    if (st == dnnl_success)
-        st = dnnl_memory_create(&s->shift, param_md, s->engine, h->beta);
-    if (data_md)
-        dnnl_memory_desc_destroy(data_md);
-    if (param_md)
-        dnnl_memory_desc_destroy(param_md);
+    *what = "dnnl_layer_normalization_forward_primitive_desc_create";
+    return dnnl_layer_normalization_forward_primitive_desc_create(
+        &s->pd, s->engine, dnnl_forward_inference, *data_md, *data_md, NULL, p->eps, flags,
+        NULL);
 #else
-    dnnl_memory_desc_t data_md, param_md;
     dnnl_layer_normalization_desc_t ln;
-    *what = "dnnl_memory_desc_init_by_tag";
-    st = dnnl_memory_desc_init_by_tag(&data_md, 2, dims, dnnl_f32, dnnl_ab);
-    if (st == dnnl_success)
-        st = dnnl_memory_desc_init_by_tag(&param_md, 1, pdims, dnnl_f32, dnnl_a);
-    if (st == dnnl_success) {
-        *what = "dnnl_layer_normalization_forward_desc_init";
-        st = dnnl_layer_normalization_forward_desc_init(&ln, dnnl_forward_inference, &data_md,
-                                                        NULL, p->eps, flags);
-    }
+    *what = "dnnl_layer_normalization_forward_desc_init";
+    dnnl_status_t st = dnnl_layer_normalization_forward_desc_init(&ln, dnnl_forward_inference,
+                                                                  data_md, NULL, p->eps, flags);
     if (st == dnnl_success) {
         *what = "dnnl_primitive_desc_create";
         st = dnnl_primitive_desc_create(&s->pd, &ln, NULL, s->engine, NULL);
     }
-    *what = "dnnl_memory_create";
-    if (st == dnnl_success)
-        st = dnnl_memory_create(&s->src, &data_md, s->engine, DNNL_MEMORY_NONE);
-    if (st == dnnl_success)
-        st = dnnl_memory_create(&s->dst, &data_md, s->engine, DNNL_MEMORY_NONE);
-    if (st == dnnl_success)
-        st = dnnl_memory_create(&s->scale, &param_md, s->engine, h->gamma);
-    if (st == dnnl_success)
-        st = dnnl_memory_create(&s->shift, &param_md, s->engine, h->beta);
+    return st;
 #endif
+}
+
+/* The memory objects (src/dst without a buffer yet) and the primitive. */
+static dnnl_status_t make_primitive(dnnl_state *s, const bench_dnnl_md *data_md,
+                                    const bench_dnnl_md *param_md, const char **what)
+{
+    const bench_host_sets *h = s->env->host;
+    *what = "dnnl_memory_create";
+    dnnl_status_t st = dnnl_memory_create(&s->src, BENCH_MD(*data_md), s->engine,
+                                          DNNL_MEMORY_NONE);
+    if (st == dnnl_success)
+        st = dnnl_memory_create(&s->dst, BENCH_MD(*data_md), s->engine, DNNL_MEMORY_NONE);
+    if (st == dnnl_success)
+        st = dnnl_memory_create(&s->scale, BENCH_MD(*param_md), s->engine, h->gamma);
+    if (st == dnnl_success)
+        st = dnnl_memory_create(&s->shift, BENCH_MD(*param_md), s->engine, h->beta);
     if (st == dnnl_success) {
         *what = "dnnl_primitive_create";
         st = dnnl_primitive_create(&s->prim, s->pd);
@@ -164,42 +92,42 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
 {
     const bench_problem *p = env->p;
     unsigned flags = dnnl_use_scale | dnnl_use_shift;
-    if (p->op == CLNORM_RMS) {
-#if BENCH_DNNL_HAS_RMS
-        flags |= dnnl_rms_norm;
-#else
-        snprintf(msg, msg_size, "oneDNN %d.%d has no RMS normalization (3.3+ has)",
-                 DNNL_VERSION_MAJOR, DNNL_VERSION_MINOR);
-        return BENCH_SKIP;
-#endif
-    }
-    const int omp = omp_threads(env->threads);
+    dnnl_data_type_t dt = dnnl_f32;
+    int rc = bench_dnnl_case(p, &dt, &flags, msg, msg_size);
+    if (rc != BENCH_OK)
+        return rc;
+    const int omp = bench_dnnl_omp_threads(env->threads);
     dnnl_state *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(msg, msg_size, "out of host memory");
         return BENCH_FAIL;
     }
     s->env = env;
-    const char *what = "dnnl_engine_create";
-    dnnl_status_t st = dnnl_engine_create(&s->engine, dnnl_cpu, 0);
+    const char *what = "dnnl_memory_desc";
+    bench_dnnl_md data_md, param_md;
+    memset(&data_md, 0, sizeof data_md);
+    memset(&param_md, 0, sizeof param_md);
+    dnnl_status_t st = bench_dnnl_engine(&s->engine, &s->stream, &what);
     if (st == dnnl_success) {
-        what = "dnnl_stream_create";
-        st = dnnl_stream_create(&s->stream, s->engine, dnnl_stream_default_flags);
+        what = "dnnl_memory_desc";
+        st = bench_dnnl_md_2d(&data_md, p->rows, p->cols, dt);
     }
     if (st == dnnl_success)
-        st = make_primitive(s, p, flags, &what);
+        st = bench_dnnl_md_1d(&param_md, p->cols, dnnl_f32);
+    int pd_failed = 0;
+    if (st == dnnl_success)
+        pd_failed = (st = make_pd(s, p, &data_md, flags, &what)) != dnnl_success;
+    if (st == dnnl_success)
+        st = make_primitive(s, &data_md, &param_md, &what);
+    bench_dnnl_md_free(&data_md);
+    bench_dnnl_md_free(&param_md);
     if (st != dnnl_success) {
+        rc = pd_failed ? bench_dnnl_pd_fail(p, st, what, msg, msg_size)
+                       : bench_dnnl_fail(st, what, msg, msg_size);
         destroy(s);
-        return dnnl_fail(st, what, msg, msg_size);
+        return rc;
     }
-    const char *impl = NULL;
-    if (dnnl_primitive_desc_query(s->pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success)
-        impl = NULL;
-    if (omp > 0)
-        snprintf(note, note_size, "%s, %d omp thread%s", impl ? impl : "?", omp,
-                 omp == 1 ? "" : "s");
-    else
-        snprintf(note, note_size, "%s", impl ? impl : "?");
+    bench_dnnl_note(s->pd, omp, note, note_size);
     *out = s;
     return BENCH_OK;
 }
@@ -208,12 +136,11 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
 {
     dnnl_state *s = state;
     const bench_host_sets *h = s->env->host;
-    set %= h->n_sets;
-    dnnl_status_t st = dnnl_memory_set_data_handle(s->src, h->x + set * h->stride);
+    dnnl_status_t st = dnnl_memory_set_data_handle(s->src, bench_host_at(h, h->x, set));
     if (st == dnnl_success)
-        st = dnnl_memory_set_data_handle(s->dst, h->y + set * h->stride);
+        st = dnnl_memory_set_data_handle(s->dst, bench_host_at(h, h->y, set));
     if (st != dnnl_success)
-        return dnnl_fail(st, "dnnl_memory_set_data_handle", msg, msg_size);
+        return bench_dnnl_fail(st, "dnnl_memory_set_data_handle", msg, msg_size);
     const dnnl_exec_arg_t args[] = {
         {DNNL_ARG_SRC, s->src},
         {DNNL_ARG_DST, s->dst},
@@ -222,11 +149,12 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
     };
     st = dnnl_primitive_execute(s->prim, s->stream, 4, args);
     if (st != dnnl_success)
-        return dnnl_fail(st, "dnnl_primitive_execute", msg, msg_size);
+        return bench_dnnl_fail(st, "dnnl_primitive_execute", msg, msg_size);
     st = dnnl_stream_wait(s->stream);
     if (st != dnnl_success)
-        return dnnl_fail(st, "dnnl_stream_wait", msg, msg_size);
+        return bench_dnnl_fail(st, "dnnl_stream_wait", msg, msg_size);
     return BENCH_OK;
 }
 
-const bench_contender bench_onednn = {"onednn", BENCH_HOST, 0, create, run, destroy};
+const bench_contender bench_onednn = {.name = "onednn", .side = BENCH_HOST, .passes = BENCH_FWD,
+                                      .create = create, .run = run, .destroy = destroy};

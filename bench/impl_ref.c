@@ -1,6 +1,7 @@
-/* clnorm's CPU reference (clnorm_ref_forward): single-threaded, double accumulation, the
- * oracle of the tests. Timed with fewer repetitions on big shapes (main.c gives it a time
- * budget). Its frac_of_copy is relative to the multi-threaded host copy. */
+/* clnorm's CPU reference of the forward pass (clnorm_ref_forward) at the case's dtype:
+ * single-threaded, double accumulation, the oracle of the tests. Timed with fewer
+ * repetitions on big shapes (is_slow: main.c gives it a time budget). Its frac_of_copy is
+ * relative to the multi-threaded host copy. */
 #include "bench.h"
 
 #include <stdlib.h>
@@ -21,7 +22,8 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
         return BENCH_FAIL;
     }
     s->env = env;
-    clnorm_desc_init(&s->desc, env->p->op, env->p->rows, env->p->cols);
+    clnorm_desc_init(&s->desc, env->p->kind, env->p->rows, env->p->cols);
+    s->desc.dtype = env->p->dtype;
     s->desc.eps = env->p->eps;
     *out = s;
     return BENCH_OK;
@@ -31,9 +33,8 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
 {
     ref_state *s = state;
     const bench_host_sets *h = s->env->host;
-    set %= h->n_sets;
-    clnorm_status st = clnorm_ref_forward(&s->desc, h->x + set * h->stride,
-                                          h->y + set * h->stride, h->gamma, h->beta, NULL,
+    clnorm_status st = clnorm_ref_forward(&s->desc, bench_host_at(h, h->x, set),
+                                          bench_host_at(h, h->y, set), h->gamma, h->beta, NULL,
                                           NULL);
     if (st != CLNORM_OK) {
         snprintf(msg, msg_size, "clnorm_ref_forward: %s", clnorm_status_string(st));
@@ -47,4 +48,6 @@ static void destroy(void *state)
     free(state);
 }
 
-const bench_contender bench_ref_cpu = {"ref_cpu", BENCH_HOST, 0, create, run, destroy};
+const bench_contender bench_ref_cpu = {.name = "ref_cpu", .side = BENCH_HOST,
+                                       .passes = BENCH_FWD, .is_slow = 1, .create = create,
+                                       .run = run, .destroy = destroy};

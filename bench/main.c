@@ -1,10 +1,12 @@
-/* clnorm-bench: every contender on the same data, shape by shape.
+/* clnorm-bench: every contender on the same data, case by case (op x dtype x shape).
  *
- * Per shape: inputs and the double-accumulation reference (data.c); then the device phase
- * (rotated cl_mem sets, the device copy and every OpenCL contender) and the host phase
- * (rotated host sets, the host copy, the CPU reference, oneDNN). Each contender is created,
- * run once on set 0 and checked against the reference, warmed up, timed, destroyed. The
- * shape's rows are printed when it is done; the CSV and the plot are written at the end.
+ * Per case: inputs and the double-accumulation reference (data.c; for a backward op also the
+ * mean/rstd of a clnorm forward, stats.c); then the device phase (rotated cl_mem sets, the
+ * device copy and every OpenCL contender of the op) and the host phase (rotated host sets, the
+ * host copy, the CPU reference, oneDNN). Each contender is created, its outputs on set 0 are
+ * poisoned, it runs once there and is checked against the reference, then warmed up, timed,
+ * destroyed. The case's rows are printed when it is done, under a line naming the op and
+ * dtype whenever those change; the CSV and the plot are written at the end.
  *
  * Exit status: 0 when every selected contender ran (WRONG results included: the naive
  * baselines are wrong by design), 1 when one failed or an output could not be written,
@@ -19,7 +21,7 @@
 typedef struct {
     const bench_options *opt;
     bench_results results;
-    float *scratch; /* device read-back of y, one shape */
+    void *scratch; /* device read-back of the outputs, one case */
     int failures;
 } bench_run;
 
@@ -46,6 +48,8 @@ static void run_contender(bench_run *run, const bench_contender *c, const bench_
     const bench_problem *p = env->p;
     bench_result r;
     memset(&r, 0, sizeof r);
+    r.op = p->op;
+    r.dtype = p->dtype;
     r.rows = p->rows;
     r.cols = p->cols;
     r.impl = c->name;
@@ -59,24 +63,36 @@ static void run_contender(bench_run *run, const bench_contender *c, const bench_
     int rc = c->create(env, &state, r.note, sizeof r.note, msg, sizeof msg);
     if (rc != BENCH_OK) {
         r.status = rc == BENCH_SKIP ? BENCH_R_SKIPPED : BENCH_R_FAILED;
-        snprintf(r.note, sizeof r.note, "%.*s", (int)sizeof r.note - 1, msg); /* a note is a cell: cut */
+        /* A note is a cell: cut. */
+        snprintf(r.note, sizeof r.note, "%.*s", (int)sizeof r.note - 1, msg);
         run->failures += rc != BENCH_SKIP;
         push(run, &r);
         return;
     }
 
-    /* The check: one run on set 0, compared with the reference (x for a copy). */
+    /* The check: one run on set 0 over poisoned outputs, compared with the reference (x for a
+     * copy). */
+    rc = bench_poison(env, c->side, msg, sizeof msg);
+    if (rc != BENCH_OK)
+        goto failed;
     const double t0 = bench_now_s();
     rc = c->run(state, 0, msg, sizeof msg);
     const double t_check = bench_now_s() - t0;
+    bench_verdict v;
     if (rc == BENCH_OK)
-        rc = bench_check(env, c->side, c->is_copy, run->scratch, &r.max_err, msg, sizeof msg);
+        rc = bench_check(env, c->side, c->is_copy, run->scratch, &v, msg, sizeof msg);
     if (rc != BENCH_OK)
         goto failed;
-    const int wrong = c->is_copy ? r.max_err != 0.0 : !(r.max_err <= opt->tol);
+    r.max_err = v.err;
+    if (v.wrong && !c->is_copy && bench_op_is_backward(p->op)) {
+        char buf[96];
+        snprintf(buf, sizeof buf, "dx %.1e, dgamma %.1e, dbeta %.1e", v.err_dx, v.err_dgamma,
+                 v.err_dbeta);
+        note_append(r.note, sizeof r.note, buf);
+    }
 
     int reps = opt->reps, warmup = opt->warmup;
-    if (c == &bench_ref_cpu) {
+    if (c->is_slow) {
         /* Single-threaded: a time budget instead of the full count on big shapes. */
         if (opt->quick && p->rows * p->cols > ((size_t)1 << 20)) {
             r.status = BENCH_R_SKIPPED;
@@ -98,7 +114,7 @@ static void run_contender(bench_run *run, const bench_contender *c, const bench_
         goto failed;
     c->destroy(state);
 
-    r.status = wrong ? BENCH_R_WRONG : BENCH_R_OK;
+    r.status = v.wrong ? BENCH_R_WRONG : BENCH_R_OK;
     r.reps = stats.reps;
     r.median_us = stats.median_s * 1e6;
     r.gbps = (c->is_copy ? p->copy_bytes : p->bytes) / 1e9 / stats.median_s;
@@ -113,12 +129,13 @@ static void run_contender(bench_run *run, const bench_contender *c, const bench_
 failed:
     c->destroy(state);
     r.status = BENCH_R_FAILED;
-    snprintf(r.note, sizeof r.note, "%.*s", (int)sizeof r.note - 1, msg); /* a note is a cell: cut */
+    snprintf(r.note, sizeof r.note, "%.*s", (int)sizeof r.note - 1, msg); /* a cell: cut */
     run->failures++;
     push(run, &r);
 }
 
-/* Every selected contender of one side; a FAILED row for each when the sets cannot be had. */
+/* Every selected contender of one side that takes part in the op; a FAILED row for each when
+ * the sets cannot be had. */
 static void run_side(bench_run *run, bench_side side, const unsigned char *selected,
                      bench_env *env, size_t n_sets, const char *sets_error)
 {
@@ -126,11 +143,13 @@ static void run_side(bench_run *run, bench_side side, const unsigned char *selec
     const bench_contender *const *all = bench_contenders(&n);
     size_t cursor = 1; /* set 0 holds the output each contender is checked on */
     for (size_t i = 0; i < n; i++) {
-        if (!selected[i] || all[i]->side != side)
+        if (!selected[i] || all[i]->side != side || !bench_contender_runs(all[i], env->p->op))
             continue;
         if (sets_error) {
             bench_result r;
             memset(&r, 0, sizeof r);
+            r.op = env->p->op;
+            r.dtype = env->p->dtype;
             r.rows = env->p->rows;
             r.cols = env->p->cols;
             r.impl = all[i]->name;
@@ -147,22 +166,57 @@ static void run_side(bench_run *run, bench_side side, const unsigned char *selec
     }
 }
 
-static int any_selected(const unsigned char *selected, bench_side side)
+/* Whether the side has work in op (any op when op < 0): a selected contender of the side
+ * that takes part in it, or, when only the copy of the side was asked for, that copy. */
+static int any_selected(const unsigned char *selected, bench_side side, int op)
 {
     size_t n;
     const bench_contender *const *all = bench_contenders(&n);
-    for (size_t i = 0; i < n; i++)
-        if (selected[i] && all[i]->side == side)
+    int others = 0, copies = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!selected[i] || all[i]->side != side)
+            continue;
+        if (all[i]->is_copy)
+            copies = 1;
+        else if (op < 0 || bench_contender_runs(all[i], (bench_op)op))
             return 1;
-    return 0;
+        else
+            others = 1;
+    }
+    return copies && !others;
+}
+
+static int same_block(const bench_case *a, const bench_case *b)
+{
+    return a->op == b->op && a->dtype == b->dtype;
+}
+
+/* "layer f32 (3 shapes), backward f32 (1 shape)": the blocks of the run, in order. */
+static void describe_cases(const bench_options *opt, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < opt->n_cases;) {
+        size_t j = i;
+        while (j < opt->n_cases && same_block(&opt->cases[i], &opt->cases[j]))
+            j++;
+        int w = snprintf(buf + used, size - used, "%s%s %s (%zu shape%s)", i ? ", " : "",
+                         bench_op_name(opt->cases[i].op), bench_dtype_name(opt->cases[i].dtype),
+                         j - i, j - i == 1 ? "" : "s");
+        if (w < 0 || (size_t)w >= size - used)
+            break; /* cut: the rest is in the table */
+        used += (size_t)w;
+        i = j;
+    }
 }
 
 static void print_settings(const bench_options *opt, const bench_threads *th, clnorm_ctx *ctx,
                            size_t rotation)
 {
-    printf("clnorm-bench %d.%d.%d: op %s, dtype f32, eps 1e-05\n", CLNORM_VERSION_MAJOR,
-           CLNORM_VERSION_MINOR, CLNORM_VERSION_PATCH,
-           opt->op == CLNORM_RMS ? "rms" : "layer");
+    char cases[512];
+    describe_cases(opt, cases, sizeof cases);
+    printf("clnorm-bench %d.%d.%d: %s; eps 1e-05\n", CLNORM_VERSION_MAJOR, CLNORM_VERSION_MINOR,
+           CLNORM_VERSION_PATCH, cases);
     if (ctx && clnorm_get_backend(ctx) == CLNORM_BACKEND_OPENCL)
         printf("device: %s\n", clnorm_device_name(ctx));
     else if (ctx)
@@ -177,11 +231,11 @@ static void print_settings(const bench_options *opt, const bench_threads *th, cl
     printf("timing: median of %d reps after %d warm-up, each bounded by clFinish (OpenCL) or "
            "the call's return; CPU reference: %.1f s budget per shape (at least 3 reps)\n",
            opt->reps, opt->warmup, opt->ref_seconds);
-    printf("rotation: buffer sets (x + y) totalling >= %zu MiB, at least 4 sets, the next set "
-           "every repetition\n", rotation / MIB);
-    printf("check: max abs error against the double-accumulation reference on set 0, WRONG "
-           "above %.0e; x = N(0,1) + per-row offset in [-10, 10]\n", opt->tol);
-    printf("GB/s: (x read + y written + gamma + beta) / 1e9 / median; copies: x read + y "
+    printf("rotation: buffer sets (x + y; backward x + dy + dx) totalling >= %zu MiB, at least "
+           "4 sets, the next set every repetition\n", rotation / MIB);
+    printf("check: on set 0 against the double-accumulation reference, outputs poisoned first; "
+           "x = N(0,1) + per-row offset in [-10, 10], dy = N(0,1)\n");
+    printf("GB/s: bytes the op must move (see each block) / 1e9 / median; copies: x read + y "
            "written; frac_copy vs the device copy (OpenCL rows) or the host copy (CPU rows); "
            "x_onednn = GB/s / oneDNN's GB/s\n");
     const char *forced = getenv("CLNORM_STRATEGY");
@@ -216,7 +270,7 @@ int main(int argc, char **argv)
     clnorm_ctx *ctx = NULL;
     cl_device_id device = NULL;
     int have_device = 0;
-    if (any_selected(selected, BENCH_DEVICE)) {
+    if (any_selected(selected, BENCH_DEVICE, -1)) {
         clnorm_status st = clnorm_create(opt.device, &ctx);
         if (st != CLNORM_OK) {
             fprintf(stderr, "clnorm-bench: no OpenCL context%s%s: %s\n",
@@ -267,33 +321,44 @@ int main(int argc, char **argv)
     printf("\n");
     bench_report_header(stdout);
 
-    for (size_t s = 0; s < opt.n_shapes; s++) {
-        const size_t rows = opt.shapes[s].rows, cols = opt.shapes[s].cols;
+    char last_stats[sizeof ((bench_problem *)0)->stats_from] = "";
+    for (size_t k = 0; k < opt.n_cases; k++) {
+        const bench_case *c = &opt.cases[k];
+        const size_t rows = c->shape.rows, cols = c->shape.cols;
         bench_problem p;
-        if (bench_problem_init(&p, opt.op, rows, cols, msg, sizeof msg) != 0) {
-            printf("%zux%zu: FAILED: %s\n", rows, cols, msg);
+        if (bench_problem_init(&p, c, have_device ? ctx : NULL, msg, sizeof msg) != 0) {
+            printf("%s %s %zux%zu: FAILED: %s\n", bench_op_name(c->op),
+                   bench_dtype_name(c->dtype), rows, cols, msg);
             run.failures++;
             continue;
         }
+        if (k == 0 || !same_block(c, &opt.cases[k - 1])) {
+            bench_report_case(stdout, &p, &opt);
+            last_stats[0] = '\0';
+        }
+        if (p.stats_from[0] && strcmp(p.stats_from, last_stats) != 0) {
+            printf("   mean/rstd: %s\n", p.stats_from);
+            memcpy(last_stats, p.stats_from, sizeof last_stats);
+        }
         const size_t first = run.results.n;
-        const size_t n_sets = bench_sets_needed(rows, cols, rotation);
+        const size_t n_sets = bench_sets_needed(&p, rotation);
         bench_env env;
         memset(&env, 0, sizeof env);
         env.p = &p;
         env.opt = &opt;
         env.threads = &th;
 
-        if (have_device && any_selected(selected, BENCH_DEVICE)) {
+        if (have_device && any_selected(selected, BENCH_DEVICE, (int)c->op)) {
             bench_dev_sets dev;
             env.ctx = ctx;
             env.context = clnorm_get_cl_context(ctx);
             env.queue = clnorm_get_queue(ctx);
             env.device = device;
             env.dev = &dev;
-            run.scratch = malloc(rows * cols * sizeof(float));
+            run.scratch = malloc(bench_check_scratch_bytes(&p));
             const char *err = NULL;
             if (!run.scratch)
-                err = "out of host memory for the read-back of y";
+                err = "out of host memory for the read-back of the outputs";
             else if (bench_dev_sets_create(&dev, env.context, env.queue, device, &p, n_sets,
                                            msg, sizeof msg) != BENCH_OK)
                 err = msg;
@@ -308,7 +373,7 @@ int main(int argc, char **argv)
             run.scratch = NULL;
             env.dev = NULL;
         }
-        if (any_selected(selected, BENCH_HOST)) {
+        if (any_selected(selected, BENCH_HOST, (int)c->op)) {
             bench_host_sets host;
             env.host = &host;
             const int ok =
@@ -323,16 +388,16 @@ int main(int argc, char **argv)
         bench_problem_free(&p);
     }
 
-    const char *op = opt.op == CLNORM_RMS ? "rms" : "layer";
     if (opt.csv_path) {
-        if (bench_write_csv(opt.csv_path, op, &run.results) == 0)
+        if (bench_write_csv(opt.csv_path, &run.results) == 0)
             printf("\ncsv: %s\n", opt.csv_path);
         else
             run.failures++;
     }
     if (opt.plot_path) {
-        char title[768];
-        snprintf(title, sizeof title, "clnorm-bench: %s f32 on %s, %d threads", op,
+        char cases[512], title[1024];
+        describe_cases(&opt, cases, sizeof cases);
+        snprintf(title, sizeof title, "clnorm-bench: %s on %.*s, %d threads", cases, 400,
                  have_device ? clnorm_device_name(ctx) : "the host", th.threads);
         int prc = bench_write_plot(opt.plot_path, title, &run.results);
         if (prc == 0)

@@ -13,8 +13,13 @@ static const bench_shape default_shapes[] = {
     {8192, 768}, {8192, 1024}, {4096, 4096}, {2048, 12288}, {1, 768},
     {32, 4096},  {262144, 64}, {16, 1048576}, {1000, 1000}, {257, 768},
 };
-/* --quick: a latency shape and two odd ones, all small. */
+/* --quick: a latency shape and two odd ones, all small; without --op, --dtype and --shape,
+ * also one backward case and one f16 case on the middle one. */
 static const bench_shape quick_shapes[] = {{1, 768}, {257, 768}, {1000, 1000}};
+static const bench_case quick_extra[] = {
+    {BENCH_OP_BACKWARD, CLNORM_F32, {257, 768}},
+    {BENCH_OP_LAYER, CLNORM_F16, {257, 768}},
+};
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -22,26 +27,45 @@ static void usage(FILE *out)
 {
     fprintf(out,
         "usage: clnorm-bench [options]\n"
-        "Layer normalization side by side on the same data: clnorm (auto and each strategy),\n"
-        "a naive one-pass kernel, CLBlast, the CPU reference, oneDNN, and the copy bandwidth\n"
-        "of the device and the host. Median of the reps after warm-up, rotated buffers larger\n"
-        "than the last-level cache, outputs checked against the reference first.\n"
+        "Layer normalization, forward and backward, side by side on the same data: clnorm\n"
+        "(auto and each strategy), a naive one-pass kernel, CLBlast, the CPU reference,\n"
+        "oneDNN, and the copy bandwidth of the device and the host. Median of the reps after\n"
+        "warm-up, rotated buffers larger than the last-level cache, outputs checked against\n"
+        "the reference first. One run covers every op x dtype x shape asked for.\n"
         "  --shape RxC         a shape to run (repeatable); default: the ten standard shapes\n"
-        "  --quick             three small shapes, 5 reps, 1 warm-up, 256 MiB rotation\n"
+        "  --op LIST           comma-separated ops (default layer):\n"
+        "                        layer, rms          the forward pass\n"
+        "                        backward, rms-backward  dx, dgamma and dbeta from x, dy, gamma\n"
+        "                                            and mean/rstd saved by a clnorm forward\n"
+        "                      backward contenders: clnorm auto and each strategy\n"
+        "                      (clnorm_backward on cl_mem), the CPU reference, oneDNN;\n"
+        "                      oneDNN's RMS normalization needs oneDNN 3.3+\n"
+        "  --dtype LIST        comma-separated storage types: f32 (default), f16, bf16, f64;\n"
+        "                      parameters are float32 (float64 for f64). The naive and CLBlast\n"
+        "                      baselines are f32 only; oneDNN runs f32, and f16/bf16 where the\n"
+        "                      installed oneDNN supports them on this CPU; f64 needs cl_khr_fp64\n"
+        "  --quick             small shapes, 5 reps, 1 warm-up, 256 MiB rotation; without\n"
+        "                      --op, --dtype and --shape: layer f32 on 1x768, 257x768 and\n"
+        "                      1000x1000, backward f32 on 257x768 and layer f16 on 257x768\n"
         "  --reps N            timed repetitions per contender (default 30; --quick 5)\n"
         "  --warmup N          untimed repetitions first (default 3; --quick 1)\n"
         "  --device SPEC       OpenCL device as CLNORM_DEVICE takes it: cpu, gpu, P:D, name\n"
-        "  --op layer|rms      the normalization (default layer; oneDNN's RMS needs 3.3+)\n"
         "  --only a,b,...      run only these contenders (--list names them); the copy rows\n"
         "                      of the sides involved always run (frac_of_copy needs them)\n"
         "  --threads N         POCL_CPU_MAX_CU_COUNT / OMP_NUM_THREADS when they are unset\n"
         "                      (default: the number of online cores)\n"
         "  --rotate-mib N      rotated buffers total at least N MiB (default max(256, 2 x LLC))\n"
-        "  --tol X             max abs error beyond which a result is WRONG (default 1e-5)\n"
+        "  --tol X             absolute tolerance of the check (default 1e-5; f64 1e-12); f16\n"
+        "                      and bf16 also allow 1 ulp of the format relative (2^-10, 2^-7)\n"
         "  --csv FILE          write op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy\n"
-        "  --plot FILE.png     GB/s per shape and contender, through gnuplot\n"
+        "  --plot FILE.png     GB/s per case and contender, through gnuplot\n"
         "  --list              list the contenders compiled in and exit\n"
         "  -h, --help          this text\n"
+        "Bytes counted for GB/s: forward x read + y written + gamma + beta; backward x and dy\n"
+        "read + dx written (3 x rows x cols x element) + gamma read + dgamma and dbeta written\n"
+        "(3 x cols x parameter); mean/rstd are not counted.\n"
+        "Check, forward: max abs error of y, WRONG when an element is off by more than the\n"
+        "tolerance; backward: max |err| / max(1, max |ref|) of dx, dgamma and dbeta.\n"
         "Exit status: 0 when every contender ran (WRONG rows included), 1 when one failed,\n"
         "2 for a bad option.\n");
 }
@@ -72,7 +96,7 @@ static int parse_ull(const char *s, unsigned long long lo, unsigned long long hi
     return 0;
 }
 
-/* "RxC" (or "RXC"), both >= 1, rows*cols*4 bytes representable. */
+/* "RxC" (or "RXC"), both >= 1, rows*cols*8 bytes (f64) of three arrays representable. */
 static int parse_shape(const char *s, bench_shape *out)
 {
     const char *x = strpbrk(s, "xX");
@@ -87,7 +111,7 @@ static int parse_shape(const char *s, bench_shape *out)
     unsigned long long r, c;
     if (parse_ull(rows, 1, SIZE_MAX, &r) || parse_ull(x + 1, 1, SIZE_MAX, &c))
         return -1;
-    if (r > SIZE_MAX / 16 / c) /* room for x, y and the padding of the sets */
+    if (r > SIZE_MAX / 32 / c) /* room for x, dy, dx and the padding of the sets */
         return -1;
     out->rows = (size_t)r;
     out->cols = (size_t)c;
@@ -105,15 +129,37 @@ static int parse_only(const char *list, unsigned long long *mask)
         next = strchr(tok, ',');
         if (next)
             *next++ = '\0';
-        if (!*tok)
-            continue;
-        int i = bench_contender_index(tok);
-        if (i < 0)
+        if (*tok && bench_contender_select(tok, mask) == 0)
             return bad("--only: unknown contender '%s'; --list names them", tok);
-        *mask |= 1ull << i;
     }
     if (!*mask)
         return bad("--only: no contender named");
+    return 0;
+}
+
+/* A comma-separated list of ops or dtypes into a bit set; -1 after a bad name. */
+static int parse_set(const char *flag, const char *list, int is_op, unsigned *set)
+{
+    char buf[256];
+    if (strlen(list) >= sizeof buf)
+        return bad("%s: list too long", flag);
+    strcpy(buf, list);
+    *set = 0;
+    for (char *tok = buf, *next; tok; tok = next) {
+        next = strchr(tok, ',');
+        if (next)
+            *next++ = '\0';
+        if (!*tok)
+            continue;
+        bench_op op;
+        clnorm_dtype t;
+        if (is_op ? bench_op_parse(tok, &op) : bench_dtype_parse(tok, &t))
+            return bad(is_op ? "--op '%s': expected layer, rms, backward or rms-backward"
+                             : "--dtype '%s': expected f32, f16, bf16 or f64", tok);
+        *set |= 1u << (is_op ? (int)op : (int)t);
+    }
+    if (!*set)
+        return bad("%s: nothing named", flag);
     return 0;
 }
 
@@ -121,18 +167,34 @@ static void list_contenders(void)
 {
     size_t n;
     const bench_contender *const *c = bench_contenders(&n);
-    for (size_t i = 0; i < n; i++)
-        printf("%-18s %s%s\n", c[i]->name, c[i]->side == BENCH_DEVICE ? "OpenCL" : "host",
+    for (size_t i = 0; i < n; i++) {
+        /* One line per name: the passes of every contender of that name. */
+        unsigned passes = 0;
+        int seen = 0;
+        for (size_t j = 0; j < n; j++)
+            if (strcmp(c[j]->name, c[i]->name) == 0) {
+                seen |= j < i;
+                passes |= c[j]->passes;
+            }
+        if (seen)
+            continue;
+        printf("%-18s %-7s %s%s\n", c[i]->name, c[i]->side == BENCH_DEVICE ? "OpenCL" : "host",
+               passes == (BENCH_FWD | BENCH_BWD) ? "forward, backward"
+               : passes == BENCH_BWD             ? "backward"
+                                                 : "forward",
                c[i]->is_copy ? " (bandwidth limit)" : "");
+    }
 }
 
 int bench_parse_options(int argc, char **argv, bench_options *opt)
 {
     memset(opt, 0, sizeof *opt);
-    opt->op = CLNORM_LAYER;
     opt->reps = -1;
     opt->warmup = -1;
-    opt->tol = 1e-5;
+    opt->tol = -1.0;
+    bench_shape shapes[BENCH_MAX_SHAPES];
+    size_t n_shapes = 0;
+    unsigned ops = 0, dtypes = 0; /* bit sets; 0: not given */
     int rc;
 
     for (int i = 1; i < argc; i++) {
@@ -161,9 +223,10 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
             return bad("unknown option '%s'", arg);
         memcpy(name, arg, len);
         name[len] = '\0';
-        static const char *const known[] = {"--shape", "--reps",       "--warmup", "--device",
-                                            "--op",    "--only",       "--csv",    "--plot",
-                                            "--threads", "--rotate-mib", "--tol"};
+        static const char *const known[] = {"--shape",   "--reps",       "--warmup", "--device",
+                                            "--op",      "--dtype",      "--only",   "--csv",
+                                            "--plot",    "--threads",    "--rotate-mib",
+                                            "--tol"};
         int is_known = 0;
         for (size_t k = 0; k < N_OF(known); k++)
             is_known |= strcmp(name, known[k]) == 0;
@@ -178,11 +241,11 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
 
         unsigned long long v;
         if (strcmp(name, "--shape") == 0) {
-            if (opt->n_shapes == BENCH_MAX_SHAPES)
+            if (n_shapes == BENCH_MAX_SHAPES)
                 return bad("--shape: at most %d shapes", BENCH_MAX_SHAPES);
-            if (parse_shape(val, &opt->shapes[opt->n_shapes]))
+            if (parse_shape(val, &shapes[n_shapes]))
                 return bad("--shape '%s': expected ROWSxCOLS, both >= 1 (e.g. 8192x768)", val);
-            opt->n_shapes++;
+            n_shapes++;
         } else if (strcmp(name, "--reps") == 0) {
             if (parse_ull(val, 1, 1000000, &v))
                 return bad("--reps '%s': expected a whole number from 1 to 1000000", val);
@@ -211,12 +274,11 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
                 return bad("--device: empty device spec");
             opt->device = val;
         } else if (strcmp(name, "--op") == 0) {
-            if (strcmp(val, "layer") == 0)
-                opt->op = CLNORM_LAYER;
-            else if (strcmp(val, "rms") == 0)
-                opt->op = CLNORM_RMS;
-            else
-                return bad("--op '%s': expected layer or rms", val);
+            if ((rc = parse_set("--op", val, 1, &ops)) != 0)
+                return rc;
+        } else if (strcmp(name, "--dtype") == 0) {
+            if ((rc = parse_set("--dtype", val, 0, &dtypes)) != 0)
+                return rc;
         } else if (strcmp(name, "--only") == 0) {
             if ((rc = parse_only(val, &opt->only)) != 0)
                 return rc;
@@ -231,12 +293,24 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
         }
     }
 
-    if (opt->n_shapes == 0) {
-        const bench_shape *s = opt->quick ? quick_shapes : default_shapes;
-        size_t n = opt->quick ? N_OF(quick_shapes) : N_OF(default_shapes);
-        memcpy(opt->shapes, s, n * sizeof *s);
-        opt->n_shapes = n;
+    /* The cases: op x dtype x shape, in that nesting, so one op/dtype is one block. */
+    const int mix = opt->quick && !ops && !dtypes && !n_shapes;
+    if (n_shapes == 0) {
+        const bench_shape *sh = opt->quick ? quick_shapes : default_shapes;
+        n_shapes = opt->quick ? N_OF(quick_shapes) : N_OF(default_shapes);
+        memcpy(shapes, sh, n_shapes * sizeof *sh);
     }
+    if (!ops)
+        ops = 1u << BENCH_OP_LAYER;
+    if (!dtypes)
+        dtypes = 1u << CLNORM_F32;
+    for (int o = 0; o < BENCH_N_OPS; o++)
+        for (int t = 0; t < BENCH_N_DTYPES; t++)
+            for (size_t k = 0; (ops >> o & 1u) && (dtypes >> t & 1u) && k < n_shapes; k++)
+                opt->cases[opt->n_cases++] =
+                    (bench_case){(bench_op)o, (clnorm_dtype)t, shapes[k]};
+    for (size_t k = 0; mix && k < N_OF(quick_extra); k++)
+        opt->cases[opt->n_cases++] = quick_extra[k];
     if (opt->reps < 0)
         opt->reps = opt->quick ? 5 : 30;
     if (opt->warmup < 0)

@@ -1,5 +1,6 @@
-/* The PNG plot: GB/s per shape (x axis) and contender (one bar each), drawn by gnuplot from a
- * temporary data file and script. Without gnuplot a note is printed and the run goes on. */
+/* The PNG plot: GB/s per case (x axis: the shape, prefixed by op and dtype when the run has
+ * more than one of those) and contender (one bar each), drawn by gnuplot from a temporary
+ * data file and script. Without gnuplot a note is printed and the run goes on. */
 #include "bench.h"
 
 #include <errno.h>
@@ -89,19 +90,23 @@ int bench_write_plot(const char *path, const char *title, const bench_results *r
         free(impls);
         return -1;
     }
-    fprintf(data, "shape");
+    int mixed = 0; /* more than one op/dtype: labels name them */
+    for (size_t i = 1; i < r->n; i++)
+        mixed |= r->v[i].op != r->v[0].op || r->v[i].dtype != r->v[0].dtype;
+    fprintf(data, "case");
     for (size_t k = 0; k < n_impls; k++)
         fprintf(data, "\t%s", impls[k]);
     fputc('\n', data);
     for (size_t i = 0; i < r->n; i++) {
         const bench_result *x = &r->v[i];
-        if (i > 0 && x->rows == r->v[i - 1].rows && x->cols == r->v[i - 1].cols)
-            continue; /* one line per shape, written at its first result */
+        if (i > 0 && bench_same_case(x, &r->v[i - 1]))
+            continue; /* one line per case, written at its first result */
+        if (mixed)
+            fprintf(data, "%s %s ", bench_op_name(x->op), bench_dtype_name(x->dtype));
         fprintf(data, "%zux%zu", x->rows, x->cols);
         for (size_t k = 0; k < n_impls; k++) {
             double g = -1.0;
-            for (size_t j = i; j < r->n && r->v[j].rows == x->rows && r->v[j].cols == x->cols;
-                 j++)
+            for (size_t j = i; j < r->n && bench_same_case(&r->v[j], x); j++)
                 if (strcmp(r->v[j].impl, impls[k]) == 0 &&
                     (r->v[j].status == BENCH_R_OK || r->v[j].status == BENCH_R_WRONG))
                     g = r->v[j].gbps;
@@ -147,8 +152,8 @@ int bench_write_plot(const char *path, const char *title, const bench_results *r
     fprintf(script, "\nset title ");
     put_quoted(script, title);
     fprintf(script,
-            "\nset ylabel 'GB/s (x read + y written + gamma + beta, median time)'\n"
-            "set xlabel 'shape (rows x cols)'\n"
+            "\nset ylabel 'GB/s (bytes the op must move / median time)'\n"
+            "set xlabel 'case (rows x cols)'\n"
             "set datafile separator '\\t'\n"
             "set datafile missing '?'\n"
             "set style data histograms\n"

@@ -1,5 +1,6 @@
-/* Results of a run and the table on stdout. One block of rows per shape, printed as soon as
- * the shape is done; frac_of_copy and the ratio to oneDNN are derived within the shape. */
+/* Results of a run and the table on stdout. One block of rows per case, printed as soon as
+ * the case is done, under a line that says what the op/dtype's GB/s count and how its max_err
+ * is measured; frac_of_copy and the ratio to oneDNN are derived within the case. */
 #include "bench.h"
 
 #include <math.h>
@@ -48,6 +49,36 @@ void bench_results_derive(bench_results *r, size_t first)
         x->frac_of_copy = timed(x) && copy[x->side] > 0.0 ? x->gbps / copy[x->side] : -1.0;
         x->vs_onednn = timed(x) && !x->is_copy && onednn > 0.0 ? x->gbps / onednn : -1.0;
     }
+}
+
+int bench_same_case(const bench_result *a, const bench_result *b)
+{
+    return a->op == b->op && a->dtype == b->dtype && a->rows == b->rows && a->cols == b->cols;
+}
+
+void bench_report_case(FILE *out, const bench_problem *p, const bench_options *opt)
+{
+    double atol, rtol;
+    bench_tolerance(opt, p->dtype, &atol, &rtol);
+    char tol[64];
+    if (rtol > 0.0)
+        snprintf(tol, sizeof tol, "%.0e + %.1e", atol, rtol);
+    else
+        snprintf(tol, sizeof tol, "%.0e", atol);
+    const unsigned e = (unsigned)p->elem, ps = (unsigned)p->psize;
+    if (bench_op_is_backward(p->op))
+        fprintf(out,
+                "== %s %s: bytes 3 x rows x cols x %u (x, dy read; dx written) + 3 x cols x %u "
+                "(gamma read; dgamma, dbeta written); max_err: max |err| / max(1, max |ref|) of "
+                "dx, dgamma, dbeta; WRONG above %s (dx), %.0e (dgamma, dbeta)\n",
+                bench_op_name(p->op), bench_dtype_name(p->dtype), e, ps, tol, atol);
+    else
+        fprintf(out,
+                "== %s %s: bytes 2 x rows x cols x %u (x read, y written) + 2 x cols x %u "
+                "(gamma, beta); max_err: max abs error of y; WRONG when one is above %s%s\n",
+                bench_op_name(p->op), bench_dtype_name(p->dtype), e, ps, tol,
+                rtol > 0.0 ? " x |ref|" : "");
+    fflush(out);
 }
 
 void bench_report_header(FILE *out)

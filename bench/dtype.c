@@ -1,0 +1,109 @@
+/* The ops and storage formats a case can have: names (as --op, --dtype and the CSV write
+ * them), sizes, and element access through clnorm's own conversions, so the data every
+ * contender sees is rounded exactly as the library rounds. */
+#include "bench.h"
+
+#include <stdint.h>
+#include <string.h>
+
+static const char *const op_names[BENCH_N_OPS] = {"layer", "rms", "backward", "rms-backward"};
+static const char *const dtype_names[BENCH_N_DTYPES] = {"f32", "f16", "bf16", "f64"};
+
+const char *bench_op_name(bench_op op)
+{
+    return (unsigned)op < BENCH_N_OPS ? op_names[op] : "?";
+}
+
+int bench_op_parse(const char *name, bench_op *op)
+{
+    for (int i = 0; i < BENCH_N_OPS; i++)
+        if (strcmp(name, op_names[i]) == 0) {
+            *op = (bench_op)i;
+            return 0;
+        }
+    return -1;
+}
+
+clnorm_kind bench_op_kind(bench_op op)
+{
+    return op == BENCH_OP_RMS || op == BENCH_OP_RMS_BACKWARD ? CLNORM_RMS : CLNORM_LAYER;
+}
+
+int bench_op_is_backward(bench_op op)
+{
+    return op == BENCH_OP_BACKWARD || op == BENCH_OP_RMS_BACKWARD;
+}
+
+const char *bench_dtype_name(clnorm_dtype t)
+{
+    return (unsigned)t < BENCH_N_DTYPES ? dtype_names[t] : "?";
+}
+
+int bench_dtype_parse(const char *name, clnorm_dtype *t)
+{
+    for (int i = 0; i < BENCH_N_DTYPES; i++)
+        if (strcmp(name, dtype_names[i]) == 0) {
+            *t = (clnorm_dtype)i;
+            return 0;
+        }
+    return -1;
+}
+
+size_t bench_elem_size(clnorm_dtype t)
+{
+    switch (t) {
+    case CLNORM_F16:
+    case CLNORM_BF16: return 2;
+    case CLNORM_F64: return 8;
+    case CLNORM_F32: break;
+    }
+    return 4;
+}
+
+size_t bench_param_size(clnorm_dtype t)
+{
+    return t == CLNORM_F64 ? 8 : 4;
+}
+
+double bench_get(clnorm_dtype t, const void *base, size_t i)
+{
+    switch (t) {
+    case CLNORM_F16: return clnorm_f16_to_f32(((const uint16_t *)base)[i]);
+    case CLNORM_BF16: return clnorm_bf16_to_f32(((const uint16_t *)base)[i]);
+    case CLNORM_F64: return ((const double *)base)[i];
+    case CLNORM_F32: break;
+    }
+    return ((const float *)base)[i];
+}
+
+void bench_put(clnorm_dtype t, void *base, size_t i, double v)
+{
+    switch (t) {
+    case CLNORM_F16: ((uint16_t *)base)[i] = clnorm_f32_to_f16((float)v); return;
+    case CLNORM_BF16: ((uint16_t *)base)[i] = clnorm_f32_to_bf16((float)v); return;
+    case CLNORM_F64: ((double *)base)[i] = v; return;
+    case CLNORM_F32: break;
+    }
+    ((float *)base)[i] = (float)v;
+}
+
+double bench_param_get(clnorm_dtype t, const void *base, size_t i)
+{
+    return t == CLNORM_F64 ? ((const double *)base)[i] : ((const float *)base)[i];
+}
+
+void bench_param_put(clnorm_dtype t, void *base, size_t i, double v)
+{
+    if (t == CLNORM_F64)
+        ((double *)base)[i] = v;
+    else
+        ((float *)base)[i] = (float)v;
+}
+
+int bench_f32_only(const bench_problem *p, const char *who, char *msg, size_t msg_size)
+{
+    if (p->dtype == CLNORM_F32)
+        return BENCH_OK;
+    snprintf(msg, msg_size, "%s is float32 only (dtype %s)", who, bench_dtype_name(p->dtype));
+    return BENCH_SKIP;
+}

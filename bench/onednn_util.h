@@ -1,0 +1,49 @@
+/* onednn_util.h - what the two oneDNN contenders (impl_onednn.c forward, impl_onednn_backward.c)
+ * share: errors, the OpenMP thread count, data types, memory descriptors across the 2.x and
+ * 3.x C APIs, engine and stream, the note of the table. Compiled where libdnnl was found. */
+#ifndef CLNORM_BENCH_ONEDNN_UTIL_H
+#define CLNORM_BENCH_ONEDNN_UTIL_H
+
+#include "bench.h"
+
+#include <oneapi/dnnl/dnnl.h>
+
+#if DNNL_VERSION_MAJOR > 3 || (DNNL_VERSION_MAJOR == 3 && DNNL_VERSION_MINOR >= 3)
+#define BENCH_DNNL_HAS_RMS 1
+#else
+#define BENCH_DNNL_HAS_RMS 0
+#endif
+
+/* A memory descriptor: an owned handle in 3.x, a plain struct in 2.x. BENCH_MD passes one to
+ * the API the way the installed version takes it. */
+typedef dnnl_memory_desc_t bench_dnnl_md;
+#if DNNL_VERSION_MAJOR >= 3
+#define BENCH_MD(md) (md)
+#else
+#define BENCH_MD(md) (&(md))
+#endif
+
+/* "what: dnnl_unimplemented" into msg; returns BENCH_FAIL. */
+int bench_dnnl_fail(dnnl_status_t st, const char *what, char *msg, size_t msg_size);
+/* A failed primitive descriptor: for f16/bf16, an unimplemented one is a skip ("oneDNN 2.6
+ * has no bf16 ... on this CPU"); anything else fails. */
+int bench_dnnl_pd_fail(const bench_problem *p, dnnl_status_t st, const char *what, char *msg,
+                       size_t msg_size);
+/* The OpenMP runtime's thread count: applied once when threads.c set OMP_NUM_THREADS itself;
+ * returns what the runtime reports (0 when no OpenMP runtime is found). */
+int bench_dnnl_omp_threads(const bench_threads *t);
+/* oneDNN's type for the case's storage dtype; BENCH_SKIP (msg) for f64, which oneDNN's CPU
+ * normalizations lack; also BENCH_SKIP for an RMS op before oneDNN 3.3. Adds dnnl_rms_norm to
+ * *flags for an RMS op. */
+int bench_dnnl_case(const bench_problem *p, dnnl_data_type_t *dt, unsigned *flags, char *msg,
+                    size_t msg_size);
+/* 2-D {rows, cols} (ab) or 1-D {n} (a) descriptors; md_free is a no-op for 2.x. */
+dnnl_status_t bench_dnnl_md_2d(bench_dnnl_md *md, size_t rows, size_t cols, dnnl_data_type_t dt);
+dnnl_status_t bench_dnnl_md_1d(bench_dnnl_md *md, size_t n, dnnl_data_type_t dt);
+void bench_dnnl_md_free(bench_dnnl_md *md);
+/* A CPU engine and its stream; *what names the call that failed. */
+dnnl_status_t bench_dnnl_engine(dnnl_engine_t *engine, dnnl_stream_t *stream, const char **what);
+/* "implementation, N omp threads" for the table. */
+void bench_dnnl_note(const_dnnl_primitive_desc_t pd, int omp, char *note, size_t note_size);
+
+#endif
