@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The test suite again, built with AddressSanitizer + UndefinedBehaviorSanitizer
+# (CLNORM_SANITIZE=ON) in its own build directory (build-asan), leak checking on.
+# Leaks inside the OpenCL ICD loader and PoCL are suppressed by scripts/lsan.supp; leaks in
+# clnorm's own code are not. Takes the same environment as scripts/test.sh, except that the
+# build directory is CLNORM_ASAN_BUILD_DIR (default build-asan), never CLNORM_BUILD_DIR.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+export CLNORM_BUILD_DIR=${CLNORM_ASAN_BUILD_DIR:-build-asan}
+export CLNORM_CMAKE_ARGS="-DCLNORM_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLNORM_BUILD_BENCH=OFF ${CLNORM_CMAKE_ARGS:-}"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:strict_string_checks=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/scripts/lsan.supp:print_suppressions=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+exec bash "$root/scripts/test.sh"
