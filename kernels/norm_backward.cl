@@ -10,7 +10,9 @@
  *   the same (now cached) row, write dx and add dy * xhat and dy into the group's own partial
  *   rows part[b][0..cols) and part[b][cols..2 cols). A column always belongs to the same item
  *   (vector v = lid + k L), so the partials need no atomics, and dx and the partials come
- *   from one read of x and dy from memory.
+ *   from one read of x and dy from memory. Few long rows are also cut into column chunks
+ *   (a second NDRange dimension); their sums then come from norm_bwd_sums, merged in chunk
+ *   order, and each chunk's group writes only its own columns of the partials.
  * norm_bwd_params: one work-item per column adds the groups' partials in group order (Kahan
  *   compensated): a fixed order, so dgamma and dbeta are the same bits run after run.
  */
@@ -58,18 +60,73 @@ inline void bwd_row_sums(__global const T *x, __global const T *dy, __global con
     *sum_gx = s2;
 }
 
+/* Sums of g and g * xhat of every (row, chunk) into sums[(row * chunks + chunk) * 2 + 0/1]:
+ * the first step when rows are cut into chunks (few long rows). */
+__kernel void norm_bwd_sums(__global const T *x, ulong x_off, ulong x_stride,
+                            __global const T *dy, ulong dy_off, ulong dy_stride,
+                            __global const P *mean, ulong m_off,
+                            __global const P *rstd, ulong r_off,
+                            __global const P *gamma, ulong g_off,
+                            __global A *sums, ulong rows, ulong cols, ulong chunk_len,
+                            uint chunks, uint flags, __local A *scratch)
+{
+    const uint c = get_group_id(0);
+    const uint lid = get_local_id(0);
+    const uint L = get_local_size(0);
+    const ulong b = (ulong)c * chunk_len;
+    const ulong e = min(cols, b + chunk_len);
+    const int has_g = (flags & BWD_HAS_GAMMA) != 0, rms = (flags & BWD_RMS) != 0;
+    for (ulong row = get_group_id(1); row < rows; row += get_num_groups(1)) {
+        const A mu = rms ? 0 : mean[m_off + row];
+        const A rs = rstd[r_off + row];
+        A sg, sgx;
+        bwd_row_sums(x + x_off + row * x_stride + b, dy + dy_off + row * dy_stride + b,
+                     has_g ? gamma + g_off + b : 0, e - b, lid, L, mu, rs, has_g, &sg, &sgx);
+        sg = wg_sum(sg, scratch, lid, L);
+        sgx = wg_sum(sgx, scratch, lid, L);
+        if (lid == 0) {
+            sums[(row * chunks + c) * 2] = sg;
+            sums[(row * chunks + c) * 2 + 1] = sgx;
+        }
+    }
+}
+
+/* dx of element i and its share of the parameter partials (one element, or one vector). */
+#define BWD_ELEM(i)                                                                         \
+    do {                                                                                    \
+        const A dyv = LOAD1(dyr + (i));                                                     \
+        const A xh = (LOAD1(xr + (i)) - mu) * rs;                                           \
+        if (want_dx) {                                                                      \
+            const A g = has_g ? dyv * gm[i] : dyv;                                          \
+            STORE1(rs * ((g - mg) - xh * mgx), dxr + (i));                                  \
+        }                                                                                   \
+        if (want_dg)                                                                        \
+            pg[i] = first ? dyv * xh : fma(dyv, xh, pg[i]);                                 \
+        if (want_db)                                                                        \
+            pb[i] = first ? dyv : dyv + pb[i];                                              \
+    } while (0)
+
+/*
+ * Row block grp = get_group_id(1), chunk c = get_group_id(0) (columns [b, e)): for each row of
+ * the block, the sums (computed here when the row is one chunk, else merged in chunk order
+ * from norm_bwd_sums), then dx and the partials of the chunk's columns in one sweep.
+ */
 __kernel void norm_bwd_rows(__global const T *x, ulong x_off, ulong x_stride,
                             __global const T *dy, ulong dy_off, ulong dy_stride,
                             __global const P *mean, ulong m_off,
                             __global const P *rstd, ulong r_off,
                             __global const P *gamma, ulong g_off,
                             __global T *dx, ulong dx_off,
-                            __global A *part, ulong rows, ulong cols, ulong rows_per_group,
-                            uint flags, __local A *scratch)
+                            __global A *part, __global const A *sums, ulong rows, ulong cols,
+                            ulong rows_per_group, ulong chunk_len, uint chunks, uint flags,
+                            __local A *scratch)
 {
-    const ulong grp = get_group_id(0);
+    const uint c = get_group_id(0);
+    const ulong grp = get_group_id(1);
     const uint lid = get_local_id(0);
     const uint L = get_local_size(0);
+    const ulong b = (ulong)c * chunk_len;
+    const ulong e = min(cols, b + chunk_len);
     const ulong r0 = grp * rows_per_group;
     const ulong r1 = min(rows, r0 + rows_per_group);
     const int want_dx = (flags & GRAD_X) != 0, want_dg = (flags & GRAD_GAMMA) != 0,
@@ -78,7 +135,6 @@ __kernel void norm_bwd_rows(__global const T *x, ulong x_off, ulong x_stride,
     __global A *pg = part + grp * 2 * cols;
     __global A *pb = pg + cols;
     __global const P *gm = has_g ? gamma + g_off : 0;
-    const ulong nv = cols / VW;
     for (ulong row = r0; row < r1; row++) {
         const A mu = rms ? 0 : mean[m_off + row];
         const A rs = rstd[r_off + row];
@@ -88,39 +144,59 @@ __kernel void norm_bwd_rows(__global const T *x, ulong x_off, ulong x_stride,
         __global T *dxr = want_dx ? dx + dx_off + row * x_stride : 0;
         A mg = 0, mgx = 0;
         if (want_dx) {
-            A sg, sgx;
-            bwd_row_sums(xr, dyr, gm, cols, lid, L, mu, rs, has_g, &sg, &sgx);
-            sg = wg_sum(sg, scratch, lid, L);
-            sgx = wg_sum(sgx, scratch, lid, L);
+            A sg = 0, sgx = 0;
+            if (chunks == 1) {
+                bwd_row_sums(xr, dyr, gm, cols, lid, L, mu, rs, has_g, &sg, &sgx);
+                sg = wg_sum(sg, scratch, lid, L);
+                sgx = wg_sum(sgx, scratch, lid, L);
+            } else {
+                A c1 = 0, c2 = 0;
+                for (uint k = 0; k < chunks; k++) {
+                    kahan_add(&sg, &c1, sums[(row * chunks + k) * 2]);
+                    kahan_add(&sgx, &c2, sums[(row * chunks + k) * 2 + 1]);
+                }
+            }
             mg = rms ? 0 : sg / (A)cols;
             mgx = sgx / (A)cols;
         }
         const int first = row == r0; /* the group's first row initializes its partials */
+        ulong i0 = b;
+#ifdef STREAM_STORE
+        /* One item per group (CPU): peel to the alignment the streaming stores need. With one
+         * item the column-to-item mapping may move from row to row without any race. */
+        const int stream = L == 1 && want_dx;
+        if (stream)
+            for (; i0 < e && ((ulong)(dxr + i0) % (VW * sizeof(T))) != 0; i0++)
+                BWD_ELEM(i0);
+#endif
+        const ulong nv = (e - i0) / VW;
         for (ulong v = lid; v < nv; v += L) {
-            const ulong i = v * VW;
+            const ulong i = i0 + v * VW;
             const AV dyv = LOADV(dyr + i);
             const AV xh = (LOADV(xr + i) - mu) * rs;
             if (want_dx) {
                 const AV g = has_g ? dyv * LOADP(gm + i) : dyv;
-                STOREV(rs * ((g - mg) - xh * mgx), dxr + i);
+                const AV d = rs * ((g - mg) - xh * mgx);
+#ifdef STREAM_STORE
+                if (stream)
+                    __builtin_nontemporal_store(d, (__global AV *)(dxr + i));
+                else
+#endif
+                    STOREV(d, dxr + i);
             }
+#ifdef PREFETCH_NEXT
+            if (L == 1 && row + 1 < r1) { /* the next row of this block, while this computes */
+                __builtin_prefetch(xr + i + x_stride);
+                __builtin_prefetch(dyr + i + dy_stride);
+            }
+#endif
             if (want_dg)
                 CAT(vstore, VW)(first ? dyv * xh : fma(dyv, xh, CAT(vload, VW)(0, pg + i)), 0, pg + i);
             if (want_db)
                 CAT(vstore, VW)(first ? dyv : dyv + CAT(vload, VW)(0, pb + i), 0, pb + i);
         }
-        for (ulong i = nv * VW + lid; i < cols; i += L) {
-            const A dyv = LOAD1(dyr + i);
-            const A xh = (LOAD1(xr + i) - mu) * rs;
-            if (want_dx) {
-                const A g = has_g ? dyv * gm[i] : dyv;
-                STORE1(rs * ((g - mg) - xh * mgx), dxr + i);
-            }
-            if (want_dg)
-                pg[i] = first ? dyv * xh : fma(dyv, xh, pg[i]);
-            if (want_db)
-                pb[i] = first ? dyv : dyv + pb[i];
-        }
+        for (ulong i = i0 + nv * VW + lid; i < e; i += L)
+            BWD_ELEM(i);
     }
 }
 

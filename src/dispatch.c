@@ -193,9 +193,42 @@ static clnorm_status prepare_backward(clnorm_plan *plan, const char *options, si
     plan->local = fwd_local;
 
     const size_t min_groups = (is_cpu(ctx) ? 4 : 8) * ctx->profile.compute_units;
-    plan->bwd_rows_per_group = clamp_sz(div_up(d->rows, min_groups), 1, 256);
+    /* Work-groups: blocks of rows x column chunks, about min_groups of them. Each block
+     * writes one partial row of dgamma and one of dbeta, so a block of r rows adds 2/(3r) to
+     * the traffic of x, dy and dx: blocks of at least 16 rows where rows allow. With fewer
+     * rows the parallelism comes from cutting rows into column chunks (none shorter than what
+     * amortizes a group's start, as in the forward's split), then from smaller blocks. */
+    const size_t min_len = is_cpu(ctx) ? 4096 : plan->bwd_local * vw * 4;
+    size_t chunks = 1;
+    if (d->rows >= 16 * min_groups) {
+        plan->bwd_rows_per_group = clamp_sz(div_up(d->rows, min_groups), 16, 256);
+    } else {
+        chunks = clamp_sz(min_groups, 1, clamp_sz(d->cols / min_len, 1, 1024));
+        const size_t blocks = clamp_sz(div_up(min_groups, chunks), 1, d->rows ? d->rows : 1);
+        plan->bwd_rows_per_group = clamp_sz(div_up(d->rows, blocks), 1, 256);
+    }
     plan->bwd_groups = div_up(d->rows, plan->bwd_rows_per_group);
+    plan->bwd_chunk_len = div_up(div_up(d->cols, chunks), vw) * vw;
+    plan->bwd_chunks = div_up(d->cols, plan->bwd_chunk_len);
     const size_t acc = clnorm_param_size(d->dtype);
+    if (plan->bwd_chunks > 1) {
+        if ((st = make_kernel(plan, prog, "norm_bwd_sums", &plan->kernel_bwd_sums)) != CLNORM_OK)
+            return st;
+        const size_t saved = plan->local;
+        plan->local = plan->bwd_local;
+        st = fit_local(plan, plan->kernel_bwd_sums);
+        plan->bwd_local = plan->local; /* one size for both kernels: they share the chunking */
+        plan->local = saved;
+        if (st != CLNORM_OK)
+            return st;
+        RETURN_IF(d->rows > SIZE_MAX / 2 / acc / plan->bwd_chunks, ctx, CLNORM_INVALID_ARGUMENT,
+                  "backward: %zu rows x %zu chunks of sums overflow size_t", d->rows,
+                  plan->bwd_chunks);
+        cl_int err;
+        plan->bwd_sums = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE,
+                                        d->rows * plan->bwd_chunks * 2 * acc, NULL, &err);
+        CL_CHECK(ctx, err, "allocating the backward pass's chunk sums (clCreateBuffer)");
+    }
     RETURN_IF(plan->bwd_groups > SIZE_MAX / 2 / acc / d->cols, ctx, CLNORM_INVALID_ARGUMENT,
               "backward: %zu row blocks x %zu columns of partial sums overflow size_t",
               plan->bwd_groups, d->cols);
@@ -463,8 +496,45 @@ clnorm_status clnorm_enqueue_backward(clnorm_plan *plan, unsigned mask, cl_mem x
     const cl_uint flags = (cl_uint)(mask & (CLNORM_GRAD_X | CLNORM_GRAD_GAMMA | CLNORM_GRAD_BETA)) |
                           (gamma ? 8u : 0u) | (d->kind == CLNORM_RMS ? 16u : 0u);
     const cl_ulong rows = d->rows, cols = d->cols, rpg = plan->bwd_rows_per_group;
-    const cl_ulong groups = plan->bwd_groups;
+    const cl_ulong groups = plan->bwd_groups, chunk_len = plan->bwd_chunk_len;
+    const cl_uint chunks = (cl_uint)plan->bwd_chunks;
     const size_t acc = clnorm_param_size(d->dtype);
+    const size_t L = plan->bwd_local;
+
+    /* Few long rows: the sums of each (row, chunk) first, ordered before the rows pass by an
+     * event (out-of-order queues too). */
+    cl_event sums_done = NULL;
+    if (chunks > 1 && ((mask & CLNORM_GRAD_X) || d->rows == 0 /* warm-up */)) {
+        argset s = {plan->kernel_bwd_sums, 0, CL_SUCCESS};
+        arg_mem(&s, &x);
+        arg_u64(&s, x_off);
+        arg_u64(&s, d->x_stride);
+        arg_mem(&s, &dy);
+        arg_u64(&s, dy_off);
+        arg_u64(&s, d->y_stride);
+        arg_mem(&s, &mean);
+        arg_u64(&s, m_off);
+        arg_mem(&s, &rstd);
+        arg_u64(&s, r_off);
+        arg_mem(&s, &gamma);
+        arg_u64(&s, g_off);
+        arg_mem(&s, &plan->bwd_sums);
+        arg(&s, sizeof rows, &rows);
+        arg(&s, sizeof cols, &cols);
+        arg(&s, sizeof chunk_len, &chunk_len);
+        arg(&s, sizeof chunks, &chunks);
+        arg(&s, sizeof flags, &flags);
+        arg(&s, L * acc, NULL);
+        CL_CHECK(ctx, s.err, "clSetKernelArg (backward sums)");
+        const size_t global[2] = {plan->bwd_chunks * L, clamp_sz(d->rows, 1, (size_t)1 << 16)};
+        const size_t local[2] = {L, 1};
+        CL_CHECK(ctx,
+                 clEnqueueNDRangeKernel(queue, plan->kernel_bwd_sums, 2, NULL, global, local,
+                                        nwait, wait, &sums_done),
+                 "clEnqueueNDRangeKernel (backward sums)");
+        nwait = 1;
+        wait = &sums_done;
+    }
 
     argset a = {plan->kernel_bwd_rows, 0, CL_SUCCESS};
     arg_mem(&a, &x);
@@ -482,25 +552,34 @@ clnorm_status clnorm_enqueue_backward(clnorm_plan *plan, unsigned mask, cl_mem x
     arg_mem(&a, &dx);
     arg_u64(&a, dx_off);
     arg_mem(&a, &plan->bwd_scratch);
+    arg_mem(&a, &plan->bwd_sums);
     arg(&a, sizeof rows, &rows);
     arg(&a, sizeof cols, &cols);
     arg(&a, sizeof rpg, &rpg);
+    arg(&a, sizeof chunk_len, &chunk_len);
+    arg(&a, sizeof chunks, &chunks);
     arg(&a, sizeof flags, &flags);
-    arg(&a, plan->bwd_local * acc, NULL);
+    arg(&a, L * acc, NULL);
+    if (a.err != CL_SUCCESS && sums_done)
+        clReleaseEvent(sums_done);
     CL_CHECK(ctx, a.err, "clSetKernelArg (backward rows)");
 
     /* With rows == 0 this is the plan's warm-up: both kernels run, neither writes. */
     const int warm = d->rows == 0;
     const int params = warm || (mask & (CLNORM_GRAD_GAMMA | CLNORM_GRAD_BETA)) != 0;
     const cl_uint param_flags = warm ? 0u : flags;
-    size_t global = plan->bwd_groups * plan->bwd_local;
+    const size_t rows_global[2] = {plan->bwd_chunks * L, plan->bwd_groups};
+    const size_t rows_local[2] = {L, 1};
     cl_event rows_done = NULL;
-    CL_CHECK(ctx,
-             clEnqueueNDRangeKernel(queue, plan->kernel_bwd_rows, 1, NULL, &global,
-                                    &plan->bwd_local, nwait, wait, params ? &rows_done : event),
-             "clEnqueueNDRangeKernel (backward rows)");
+    cl_int rerr = clEnqueueNDRangeKernel(queue, plan->kernel_bwd_rows, 2, NULL, rows_global,
+                                         rows_local, nwait, wait,
+                                         params ? &rows_done : event);
+    if (sums_done)
+        clReleaseEvent(sums_done);
+    CL_CHECK(ctx, rerr, "clEnqueueNDRangeKernel (backward rows)");
     if (!params)
         return CLNORM_OK;
+    size_t global;
 
     argset p = {plan->kernel_bwd_params, 0, CL_SUCCESS};
     arg_mem(&p, &plan->bwd_scratch);

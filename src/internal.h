@@ -64,9 +64,13 @@ struct clnorm_plan {
     size_t bwd_groups;         /* row blocks (= work-groups), 0 when rows == 0 */
     size_t bwd_rows_per_group; /* rows per block */
     size_t bwd_param_local;    /* work-group size of norm_bwd_params */
+    size_t bwd_chunks;         /* column chunks per row (1: rows are not cut) */
+    size_t bwd_chunk_len;      /* columns per chunk */
     cl_kernel kernel_bwd_rows;
     cl_kernel kernel_bwd_params;
+    cl_kernel kernel_bwd_sums; /* chunks > 1: per-chunk sums first, else NULL */
     cl_mem bwd_scratch;        /* bwd_groups x 2 x cols partial sums (dgamma, dbeta) */
+    cl_mem bwd_sums;           /* chunks > 1: rows x chunks x 2 sums of g and g * xhat */
 };
 
 /* ---- errors (status.c) ---- */

@@ -113,6 +113,10 @@ void clnorm_plan_free(clnorm_plan *plan)
         clReleaseKernel(plan->kernel_bwd_rows);
     if (plan->kernel_bwd_params)
         clReleaseKernel(plan->kernel_bwd_params);
+    if (plan->kernel_bwd_sums)
+        clReleaseKernel(plan->kernel_bwd_sums);
+    if (plan->bwd_sums)
+        clReleaseMemObject(plan->bwd_sums);
     if (plan->bwd_scratch)
         clReleaseMemObject(plan->bwd_scratch);
     free(plan);
