@@ -187,14 +187,34 @@ inline A seg_sum_sq(__global const T *p, ulong b, ulong e, uint lid, uint L, A K
 }
 
 /*
- * Streaming stores (CPU devices under PoCL, -DCLNORM_STREAM_STORES, F32 and F64 storage):
+ * Streaming stores (CPU devices under PoCL, -DCLNORM_STREAM_STORES):
  * a non-temporal store writes a whole line without first reading it into the cache (the
  * read-for-ownership of a plain store), which is a third of a normalization's memory
  * traffic, and leaves the cache to x. The vector stores must be aligned to their size, so
  * the first elements up to the alignment are stored one at a time.
  */
-#if defined(CLNORM_STREAM_STORES) && !defined(CLNORM_DTYPE_F16) && !defined(CLNORM_DTYPE_BF16)
+#if defined(CLNORM_STREAM_STORES)
 #define STREAM_STORE 1
+/* A whole vector of results, converted to T, stored non-temporally; p aligned to the
+ * vector's size (VW * sizeof(T)). */
+#if defined(CLNORM_DTYPE_F16)
+inline void storev_stream(AV v, __global T *p)
+{
+    ushortv bits; /* vstore_half into registers, then one streaming store of the bits */
+    CAT(CAT(vstore_half, VW), _rte)(v, 0, (__private half *)&bits);
+    __builtin_nontemporal_store(bits, (__global ushortv *)p);
+}
+#elif defined(CLNORM_DTYPE_BF16)
+inline void storev_stream(AV v, __global T *p)
+{
+    __builtin_nontemporal_store(f32_to_bf16v(v), (__global ushortv *)p);
+}
+#else
+inline void storev_stream(AV v, __global T *p)
+{
+    __builtin_nontemporal_store(v, (__global AV *)p);
+}
+#endif
 #ifndef CLNORM_NO_PREFETCH
 #define PREFETCH_NEXT 1
 #endif
@@ -222,7 +242,7 @@ inline void seg_apply_stream(__global const T *x, __global T *y, __global const 
             t *= LOADP(gamma + i);
         if (has_b)
             t += LOADP(beta + i);
-        __builtin_nontemporal_store(t, (__global AV *)(y + i));
+        storev_stream(t, y + i);
 #ifdef PREFETCH_NEXT
         /* While this row is computed from cache, fetch the same columns of the next row the
          * work-item (or the next work-item of the group, run by the same thread) will read,

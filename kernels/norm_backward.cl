@@ -179,7 +179,7 @@ __kernel void norm_bwd_rows(__global const T *x, ulong x_off, ulong x_stride,
                 const AV d = rs * ((g - mg) - xh * mgx);
 #ifdef STREAM_STORE
                 if (stream)
-                    __builtin_nontemporal_store(d, (__global AV *)(dxr + i));
+                    storev_stream(d, dxr + i);
                 else
 #endif
                     STOREV(d, dxr + i);

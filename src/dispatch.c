@@ -1,6 +1,7 @@
 /* Dispatch: picks a kernel strategy per device and shape, sets the launch geometry, and
  * enqueues. The rules (also the README's table):
- *   CPU devices:   "row", except few long rows (rows < compute units, cols >= 8192): "split".
+ *   CPU devices:   "row", except few long rows (rows < 4 x compute units, cols >= 32768):
+ *                  "split", in chunks of at most 32768 columns (a core's L2 holds one).
  *   GPUs / others: few long rows (rows < 2 x CUs, cols >= 16384): "split"; rows that fit in
  *                  registers (cols <= 16 vectors x 32 lanes, 64 on AMD): "subgroup";
  *                  else "workgroup".
@@ -43,7 +44,8 @@ clnorm_strategy clnorm_choose_strategy(const clnorm_ctx *ctx, const clnorm_desc 
         return CLNORM_STRATEGY_REFERENCE;
     const size_t cu = ctx->profile.compute_units;
     if (is_cpu(ctx))
-        return (d->rows < cu && d->cols >= 8192) ? CLNORM_STRATEGY_SPLIT : CLNORM_STRATEGY_ROW;
+        return (d->rows < 4 * cu && d->cols >= 32768) ? CLNORM_STRATEGY_SPLIT
+                                                       : CLNORM_STRATEGY_ROW;
     if (d->rows < 2 * cu && d->cols >= 16384)
         return CLNORM_STRATEGY_SPLIT;
     if (d->cols <= subgroup_max_cols(ctx, d->dtype))
@@ -333,6 +335,11 @@ static clnorm_status prepare_geometry(clnorm_plan *plan)
         const size_t target = (is_cpu(ctx) ? 4 : 8) * cu;
         const size_t min_len = is_cpu(ctx) ? 4096 : plan->local * vw * 4;
         size_t chunks = div_up(target, d->rows ? d->rows : 1);
+        /* On CPUs also keep a chunk within a core's L2 (the stats pass reads it twice):
+         * 32768 elements, 128 KiB of float32. */
+        const size_t max_len = 32768;
+        if (is_cpu(ctx) && chunks < div_up(d->cols, max_len))
+            chunks = div_up(d->cols, max_len);
         chunks = clamp_sz(chunks, 1, 1024);
         chunks = clamp_sz(chunks, 1, div_up(d->cols, min_len));
         size_t len = div_up(div_up(d->cols, chunks), vw) * vw;
