@@ -1,8 +1,10 @@
 /*
  * cli_grad.c - `clnorm grad`: given X and the gradient DY of the normalization's output,
- * recomputes the per-row statistics with a forward pass (CLNORM_SAVE_STATS), then runs the
- * backward pass for the gradients asked for (dx, dgamma, dbeta), on a device (one plan made
- * with CLNORM_WITH_BACKWARD) or on the CPU reference with --cpu. The same rules as `run`:
+ * runs the backward pass for the gradients asked for (dx, dgamma, dbeta), on a device (one
+ * plan made with CLNORM_WITH_BACKWARD) or on the CPU reference with --cpu. No saved
+ * statistics are passed: the library recomputes them from X, split as the forward splits
+ * them (first element + the mean of the rest), which keeps rows with a large mean exact
+ * where a float32 saved mean would not be. The same rules as `run`:
  * everything validated first, one error line, the outputs written all-or-nothing.
  */
 #include "cli_grad.h"
@@ -104,7 +106,7 @@ int cli_grad(int argc, char **argv)
     cli_problem p;
     cli_tensor dy;
     cli_engine e;
-    void *y = NULL, *mean = NULL, *rstd = NULL, *dx = NULL, *dgamma = NULL, *dbeta = NULL;
+    void *dx = NULL, *dgamma = NULL, *dbeta = NULL;
     unsigned mask = 0;
     size_t es, ps;
     int r, rc;
@@ -120,33 +122,26 @@ int cli_grad(int argc, char **argv)
     rc = CLI_EXIT_FAIL;
     if (cli_problem_load_like_x(&p, o.norm.input, "grad-output", o.grad_output, &dy) != 0)
         goto done;
-    p.desc.flags |= CLNORM_SAVE_STATS | CLNORM_WITH_BACKWARD;
+    p.desc.flags |= CLNORM_WITH_BACKWARD;
     mask = (o.grad_input ? CLNORM_GRAD_X : 0u) | (o.grad_gamma ? CLNORM_GRAD_GAMMA : 0u) |
            (o.grad_beta ? CLNORM_GRAD_BETA : 0u);
 
     es = npy_dtype_size(cli_storage_npy(p.desc.dtype));
     ps = npy_dtype_size(cli_param_npy(p.desc.dtype));
-    /* The forward's y is not wanted: it goes to dx's buffer when there is one (the backward
-     * overwrites it), else to a scratch buffer. */
-    y = cli_alloc(p.x.arr.count, es);
-    mean = cli_alloc(p.desc.rows, ps);
-    rstd = cli_alloc(p.desc.rows, ps);
+    if (o.grad_input)
+        dx = cli_alloc(p.x.arr.count, es);
     if (o.grad_gamma)
         dgamma = cli_alloc(p.desc.cols, ps);
     if (o.grad_beta)
         dbeta = cli_alloc(p.desc.cols, ps);
-    if (y == NULL || mean == NULL || rstd == NULL || (o.grad_gamma && dgamma == NULL) ||
+    if ((o.grad_input && dx == NULL) || (o.grad_gamma && dgamma == NULL) ||
         (o.grad_beta && dbeta == NULL)) {
         cli_error("out of memory for %zu x %zu elements", p.desc.rows, p.desc.cols);
         goto done;
     }
-    if (o.grad_input)
-        dx = y;
     if (cli_engine_open(&e, &p.desc, o.norm.cpu, o.norm.device) != 0 ||
-        cli_engine_forward(&e, p.x.data, y, p.gamma.data, p.beta.data, o.norm.rms ? NULL : mean,
-                           rstd) != 0 ||
-        cli_engine_backward(&e, mask, p.x.data, dy.data, o.norm.rms ? NULL : mean, rstd,
-                            p.gamma.data, dx, dgamma, dbeta) != 0)
+        cli_engine_backward(&e, mask, p.x.data, dy.data, NULL, NULL, p.gamma.data, dx, dgamma,
+                            dbeta) != 0)
         goto done;
     {
         const npy_dtype pt = cli_param_npy(p.desc.dtype);
@@ -162,9 +157,7 @@ int cli_grad(int argc, char **argv)
     rc = CLI_EXIT_OK;
 done:
     cli_engine_close(&e);
-    free(y);
-    free(mean);
-    free(rstd);
+    free(dx);
     free(dgamma);
     free(dbeta);
     cli_tensor_free(&dy);

@@ -22,10 +22,55 @@
 #define GRAD_BETA 4u
 #define BWD_HAS_GAMMA 8u
 #define BWD_RMS 16u
+#define BWD_RECOMPUTE 32u /* statistics from norm_bwd_stats, not from mean/rstd */
+
+/*
+ * A row's statistics as (K, m, rstd) with xhat = ((x - K) - m) * rstd. Saved statistics give
+ * K = mean, m = 0 (RMS: K = 0). Recomputed ones (norm_bwd_stats) keep the forward's split:
+ * K the row's first element and m the mean of x - K, so that large-mean rows lose nothing to
+ * a mean rounded to P (a float32 mean of 1e6 + N(0,1) data is off by up to 0.03).
+ */
+inline void row_stats(__global const P *mean, ulong m_off, __global const P *rstd, ulong r_off,
+                      __global const A *stats, ulong row, uint flags, A *K, A *m, A *rs)
+{
+    if ((flags & BWD_RECOMPUTE) != 0) {
+        *K = stats[row * 3];
+        *m = stats[row * 3 + 1];
+        *rs = stats[row * 3 + 2];
+    } else {
+        *K = (flags & BWD_RMS) ? 0 : mean[m_off + row];
+        *m = 0;
+        *rs = rstd[r_off + row];
+    }
+}
+
+/* Statistics of every row, shifted two-pass as in the forward, into stats[row * 3 + 0..2]
+ * = (K, m, rstd): the backward pass without saved statistics. */
+__kernel void norm_bwd_stats(__global const T *x, ulong x_off, ulong x_stride,
+                             __global A *stats, ulong rows, ulong cols, A eps, uint flags,
+                             __local A *scratch)
+{
+    const uint lid = get_local_id(0);
+    const uint L = get_local_size(0);
+    for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0)) {
+        __global const T *xr = x + x_off + row * x_stride;
+        A K = 0, m = 0;
+        if ((flags & BWD_RMS) == 0) {
+            K = LOAD1(xr);
+            m = wg_sum(seg_sum_shift(xr, 0, cols, lid, L, K), scratch, lid, L) / (A)cols;
+        }
+        const A var = wg_sum(seg_sum_sq(xr, 0, cols, lid, L, K, m), scratch, lid, L) / (A)cols;
+        if (lid == 0) {
+            stats[row * 3] = K;
+            stats[row * 3 + 1] = m;
+            stats[row * 3 + 2] = rsqrt(var + eps);
+        }
+    }
+}
 
 /* Sums of g and g * xhat over the item's share of one row. */
 inline void bwd_row_sums(__global const T *x, __global const T *dy, __global const P *gamma,
-                         ulong cols, uint lid, uint L, A mu, A rs, int has_g, A *sum_g,
+                         ulong cols, uint lid, uint L, A K, A m, A rs, int has_g, A *sum_g,
                          A *sum_gx)
 {
     const ulong nv = cols / VW;
@@ -38,7 +83,7 @@ inline void bwd_row_sums(__global const T *x, __global const T *dy, __global con
             AV g = LOADV(dy + i);
             if (has_g)
                 g *= LOADP(gamma + i);
-            const AV xh = (LOADV(x + i) - mu) * rs;
+            const AV xh = ((LOADV(x + i) - K) - m) * rs;
             a1 += g;
             a2 = fma(g, xh, a2);
         }
@@ -50,7 +95,7 @@ inline void bwd_row_sums(__global const T *x, __global const T *dy, __global con
         A g = LOAD1(dy + i);
         if (has_g)
             g *= gamma[i];
-        const A xh = (LOAD1(x + i) - mu) * rs;
+        const A xh = ((LOAD1(x + i) - K) - m) * rs;
         t1 += g;
         t2 = fma(g, xh, t2);
     }
@@ -67,21 +112,21 @@ __kernel void norm_bwd_sums(__global const T *x, ulong x_off, ulong x_stride,
                             __global const P *mean, ulong m_off,
                             __global const P *rstd, ulong r_off,
                             __global const P *gamma, ulong g_off,
-                            __global A *sums, ulong rows, ulong cols, ulong chunk_len,
-                            uint chunks, uint flags, __local A *scratch)
+                            __global const A *stats, __global A *sums, ulong rows, ulong cols,
+                            ulong chunk_len, uint chunks, uint flags, __local A *scratch)
 {
     const uint c = get_group_id(0);
     const uint lid = get_local_id(0);
     const uint L = get_local_size(0);
     const ulong b = (ulong)c * chunk_len;
     const ulong e = min(cols, b + chunk_len);
-    const int has_g = (flags & BWD_HAS_GAMMA) != 0, rms = (flags & BWD_RMS) != 0;
+    const int has_g = (flags & BWD_HAS_GAMMA) != 0;
     for (ulong row = get_group_id(1); row < rows; row += get_num_groups(1)) {
-        const A mu = rms ? 0 : mean[m_off + row];
-        const A rs = rstd[r_off + row];
+        A K, m, rs;
+        row_stats(mean, m_off, rstd, r_off, stats, row, flags, &K, &m, &rs);
         A sg, sgx;
         bwd_row_sums(x + x_off + row * x_stride + b, dy + dy_off + row * dy_stride + b,
-                     has_g ? gamma + g_off + b : 0, e - b, lid, L, mu, rs, has_g, &sg, &sgx);
+                     has_g ? gamma + g_off + b : 0, e - b, lid, L, K, m, rs, has_g, &sg, &sgx);
         sg = wg_sum(sg, scratch, lid, L);
         sgx = wg_sum(sgx, scratch, lid, L);
         if (lid == 0) {
@@ -95,7 +140,7 @@ __kernel void norm_bwd_sums(__global const T *x, ulong x_off, ulong x_stride,
 #define BWD_ELEM(i)                                                                         \
     do {                                                                                    \
         const A dyv = LOAD1(dyr + (i));                                                     \
-        const A xh = (LOAD1(xr + (i)) - mu) * rs;                                           \
+        const A xh = ((LOAD1(xr + (i)) - K) - m) * rs;                                      \
         if (want_dx) {                                                                      \
             const A g = has_g ? dyv * gm[i] : dyv;                                          \
             STORE1(rs * ((g - mg) - xh * mgx), dxr + (i));                                  \
@@ -117,7 +162,8 @@ __kernel void norm_bwd_rows(__global const T *x, ulong x_off, ulong x_stride,
                             __global const P *rstd, ulong r_off,
                             __global const P *gamma, ulong g_off,
                             __global T *dx, ulong dx_off,
-                            __global A *part, __global const A *sums, ulong rows, ulong cols,
+                            __global const A *stats, __global A *part, __global const A *sums,
+                            ulong rows, ulong cols,
                             ulong rows_per_group, ulong chunk_len, uint chunks, uint flags,
                             __local A *scratch)
 {
@@ -136,8 +182,8 @@ __kernel void norm_bwd_rows(__global const T *x, ulong x_off, ulong x_stride,
     __global A *pb = pg + cols;
     __global const P *gm = has_g ? gamma + g_off : 0;
     for (ulong row = r0; row < r1; row++) {
-        const A mu = rms ? 0 : mean[m_off + row];
-        const A rs = rstd[r_off + row];
+        A K, m, rs;
+        row_stats(mean, m_off, rstd, r_off, stats, row, flags, &K, &m, &rs);
         __global const T *xr = x + x_off + row * x_stride;
         __global const T *dyr = dy + dy_off + row * dy_stride;
         /* dx has x's layout; in place it is dy itself, which the caller checked has it too */
@@ -146,7 +192,7 @@ __kernel void norm_bwd_rows(__global const T *x, ulong x_off, ulong x_stride,
         if (want_dx) {
             A sg = 0, sgx = 0;
             if (chunks == 1) {
-                bwd_row_sums(xr, dyr, gm, cols, lid, L, mu, rs, has_g, &sg, &sgx);
+                bwd_row_sums(xr, dyr, gm, cols, lid, L, K, m, rs, has_g, &sg, &sgx);
                 sg = wg_sum(sg, scratch, lid, L);
                 sgx = wg_sum(sgx, scratch, lid, L);
             } else {
@@ -173,7 +219,7 @@ __kernel void norm_bwd_rows(__global const T *x, ulong x_off, ulong x_stride,
         for (ulong v = lid; v < nv; v += L) {
             const ulong i = i0 + v * VW;
             const AV dyv = LOADV(dyr + i);
-            const AV xh = (LOADV(xr + i) - mu) * rs;
+            const AV xh = ((LOADV(xr + i) - K) - m) * rs;
             if (want_dx) {
                 const AV g = has_g ? dyv * LOADP(gm + i) : dyv;
                 const AV d = rs * ((g - mg) - xh * mgx);

@@ -138,7 +138,7 @@ static clnorm_status run_backward_host(clnorm_plan *plan, cl_mem *b, unsigned ma
         if ((st = upload(ctx, "x buffer", x, ex * es, &b[B_X])) != CLNORM_OK ||
             (st = upload(ctx, "dy buffer", dy, ey * es, &b[B_DY])) != CLNORM_OK ||
             (mean && (st = upload(ctx, "mean buffer", mean, d->rows * ps, &b[B_MEAN])) != CLNORM_OK) ||
-            (st = upload(ctx, "rstd buffer", rstd, d->rows * ps, &b[B_RSTD])) != CLNORM_OK)
+            (rstd && (st = upload(ctx, "rstd buffer", rstd, d->rows * ps, &b[B_RSTD])) != CLNORM_OK))
             return st;
         if (dx == dy)
             b[B_DX] = b[B_DY];

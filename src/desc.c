@@ -181,8 +181,10 @@ clnorm_status clnorm_check_backward_operands(clnorm_ctx *ctx, const clnorm_desc 
         return CLNORM_OK; /* an empty batch: the row tensors may be NULL, as empty tensors are */
     RETURN_IF(!x, ctx, CLNORM_INVALID_ARGUMENT, "x is NULL");
     RETURN_IF(!dy, ctx, CLNORM_INVALID_ARGUMENT, "dy is NULL");
-    RETURN_IF(!rstd, ctx, CLNORM_INVALID_ARGUMENT, "rstd is NULL");
-    RETURN_IF(d->kind == CLNORM_LAYER && !mean, ctx, CLNORM_INVALID_ARGUMENT, "mean is NULL");
+    RETURN_IF(d->kind == CLNORM_LAYER && !mean != !rstd, ctx, CLNORM_INVALID_ARGUMENT,
+              "%s is NULL but %s is given: pass both saved statistics, or neither to have "
+              "them recomputed from x",
+              mean ? "rstd" : "mean", mean ? "mean" : "rstd");
     RETURN_IF(d->kind == CLNORM_RMS && mean, ctx, CLNORM_INVALID_ARGUMENT,
               "mean is given but RMSNorm has no mean: pass NULL");
     RETURN_IF(has_g && !gamma, ctx, CLNORM_INVALID_ARGUMENT,

@@ -180,6 +180,8 @@ static clnorm_status prepare_backward(clnorm_plan *plan, const char *options, si
         st = make_kernel(plan, prog, "norm_bwd_rows", &plan->kernel_bwd_rows);
     if (st == CLNORM_OK)
         st = make_kernel(plan, prog, "norm_bwd_params", &plan->kernel_bwd_params);
+    if (st == CLNORM_OK)
+        st = make_kernel(plan, prog, "norm_bwd_stats", &plan->kernel_bwd_stats);
     if (st != CLNORM_OK)
         return st;
     const size_t fwd_local = plan->local;
@@ -187,7 +189,8 @@ static clnorm_status prepare_backward(clnorm_plan *plan, const char *options, si
         plan->local = 1;
     else if ((st = cooperative_local(plan, vw, &plan->local)) != CLNORM_OK)
         return st;
-    if ((st = fit_local(plan, plan->kernel_bwd_rows)) != CLNORM_OK)
+    if ((st = fit_local(plan, plan->kernel_bwd_rows)) != CLNORM_OK ||
+        (st = fit_local(plan, plan->kernel_bwd_stats)) != CLNORM_OK)
         return st;
     plan->bwd_local = plan->local;
     plan->local = 64;
@@ -212,6 +215,11 @@ static clnorm_status prepare_backward(clnorm_plan *plan, const char *options, si
         plan->bwd_rows_per_group = clamp_sz(div_up(d->rows, blocks), 1, 256);
     }
     plan->bwd_groups = div_up(d->rows, plan->bwd_rows_per_group);
+    /* Statistics recomputed from x (mean/rstd not given): a row per group, groups striding
+     * over rows; with one item per group (CPU) few enough groups to keep a runtime's
+     * per-group cost small. */
+    plan->bwd_stats_groups =
+        clamp_sz(d->rows, 1, plan->bwd_local == 1 ? 64 * ctx->profile.compute_units : 65536);
     plan->bwd_chunk_len = div_up(div_up(d->cols, chunks), vw) * vw;
     plan->bwd_chunks = div_up(d->cols, plan->bwd_chunk_len);
     const size_t acc = clnorm_param_size(d->dtype);
@@ -241,6 +249,11 @@ static clnorm_status prepare_backward(clnorm_plan *plan, const char *options, si
         plan->bwd_scratch = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE,
                                            plan->bwd_groups * 2 * d->cols * acc, NULL, &err);
         CL_CHECK(ctx, err, "allocating the backward pass's partial sums (clCreateBuffer)");
+        RETURN_IF(d->rows > SIZE_MAX / 3 / acc, ctx, CLNORM_INVALID_ARGUMENT,
+                  "backward: %zu rows of statistics overflow size_t", d->rows);
+        plan->bwd_stats =
+            clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, d->rows * 3 * acc, NULL, &err);
+        CL_CHECK(ctx, err, "allocating the backward pass's row statistics (clCreateBuffer)");
     }
     return CLNORM_OK;
 }
@@ -501,14 +514,42 @@ clnorm_status clnorm_enqueue_backward(clnorm_plan *plan, unsigned mask, cl_mem x
     const clnorm_desc *d = &plan->desc;
     if (plan->bwd_groups == 0) /* no rows in this plan: the caller handles the outputs */
         return CLNORM_OK;
-    /* Kept in step with kernels/norm_backward.cl. */
+    /* Kept in step with kernels/norm_backward.cl. No saved statistics (rstd NULL, and mean
+     * NULL for LayerNorm): recompute them from x first (warm-up: rows == 0, run it too). */
+    const int recompute = !rstd || d->rows == 0;
     const cl_uint flags = (cl_uint)(mask & (CLNORM_GRAD_X | CLNORM_GRAD_GAMMA | CLNORM_GRAD_BETA)) |
-                          (gamma ? 8u : 0u) | (d->kind == CLNORM_RMS ? 16u : 0u);
+                          (gamma ? 8u : 0u) | (d->kind == CLNORM_RMS ? 16u : 0u) |
+                          (recompute ? 32u : 0u);
     const cl_ulong rows = d->rows, cols = d->cols, rpg = plan->bwd_rows_per_group;
     const cl_ulong groups = plan->bwd_groups, chunk_len = plan->bwd_chunk_len;
     const cl_uint chunks = (cl_uint)plan->bwd_chunks;
     const size_t acc = clnorm_param_size(d->dtype);
     const size_t L = plan->bwd_local;
+
+    cl_event stats_done = NULL;
+    if (recompute) {
+        const cl_float eps32 = d->eps;
+        const cl_double eps64 = d->eps;
+        const int f64 = d->dtype == CLNORM_F64;
+        argset t = {plan->kernel_bwd_stats, 0, CL_SUCCESS};
+        arg_mem(&t, &x);
+        arg_u64(&t, x_off);
+        arg_u64(&t, d->x_stride);
+        arg_mem(&t, &plan->bwd_stats);
+        arg(&t, sizeof rows, &rows);
+        arg(&t, sizeof cols, &cols);
+        arg(&t, f64 ? sizeof eps64 : sizeof eps32, f64 ? (const void *)&eps64 : (const void *)&eps32);
+        arg(&t, sizeof flags, &flags);
+        arg(&t, L * acc, NULL);
+        CL_CHECK(ctx, t.err, "clSetKernelArg (backward statistics)");
+        const size_t global = plan->bwd_stats_groups * L;
+        CL_CHECK(ctx,
+                 clEnqueueNDRangeKernel(queue, plan->kernel_bwd_stats, 1, NULL, &global, &L,
+                                        nwait, wait, &stats_done),
+                 "clEnqueueNDRangeKernel (backward statistics)");
+        nwait = 1;
+        wait = &stats_done;
+    }
 
     /* Few long rows: the sums of each (row, chunk) first, ordered before the rows pass by an
      * event (out-of-order queues too). */
@@ -527,6 +568,7 @@ clnorm_status clnorm_enqueue_backward(clnorm_plan *plan, unsigned mask, cl_mem x
         arg_u64(&s, r_off);
         arg_mem(&s, &gamma);
         arg_u64(&s, g_off);
+        arg_mem(&s, &plan->bwd_stats);
         arg_mem(&s, &plan->bwd_sums);
         arg(&s, sizeof rows, &rows);
         arg(&s, sizeof cols, &cols);
@@ -534,13 +576,17 @@ clnorm_status clnorm_enqueue_backward(clnorm_plan *plan, unsigned mask, cl_mem x
         arg(&s, sizeof chunks, &chunks);
         arg(&s, sizeof flags, &flags);
         arg(&s, L * acc, NULL);
+        if (s.err != CL_SUCCESS && stats_done)
+            clReleaseEvent(stats_done);
         CL_CHECK(ctx, s.err, "clSetKernelArg (backward sums)");
         const size_t global[2] = {plan->bwd_chunks * L, clamp_sz(d->rows, 1, (size_t)1 << 16)};
         const size_t local[2] = {L, 1};
-        CL_CHECK(ctx,
-                 clEnqueueNDRangeKernel(queue, plan->kernel_bwd_sums, 2, NULL, global, local,
-                                        nwait, wait, &sums_done),
-                 "clEnqueueNDRangeKernel (backward sums)");
+        cl_int serr = clEnqueueNDRangeKernel(queue, plan->kernel_bwd_sums, 2, NULL, global, local,
+                                             nwait, wait, &sums_done);
+        if (stats_done)
+            clReleaseEvent(stats_done);
+        stats_done = NULL;
+        CL_CHECK(ctx, serr, "clEnqueueNDRangeKernel (backward sums)");
         nwait = 1;
         wait = &sums_done;
     }
@@ -560,6 +606,7 @@ clnorm_status clnorm_enqueue_backward(clnorm_plan *plan, unsigned mask, cl_mem x
     arg_u64(&a, g_off);
     arg_mem(&a, &dx);
     arg_u64(&a, dx_off);
+    arg_mem(&a, &plan->bwd_stats);
     arg_mem(&a, &plan->bwd_scratch);
     arg_mem(&a, &plan->bwd_sums);
     arg(&a, sizeof rows, &rows);
@@ -571,6 +618,8 @@ clnorm_status clnorm_enqueue_backward(clnorm_plan *plan, unsigned mask, cl_mem x
     arg(&a, L * acc, NULL);
     if (a.err != CL_SUCCESS && sums_done)
         clReleaseEvent(sums_done);
+    if (a.err != CL_SUCCESS && stats_done)
+        clReleaseEvent(stats_done);
     CL_CHECK(ctx, a.err, "clSetKernelArg (backward rows)");
 
     /* With rows == 0 this is the plan's warm-up: both kernels run, neither writes. */
@@ -585,6 +634,8 @@ clnorm_status clnorm_enqueue_backward(clnorm_plan *plan, unsigned mask, cl_mem x
                                          params ? &rows_done : event);
     if (sums_done)
         clReleaseEvent(sums_done);
+    if (stats_done)
+        clReleaseEvent(stats_done);
     CL_CHECK(ctx, rerr, "clEnqueueNDRangeKernel (backward rows)");
     if (!params)
         return CLNORM_OK;

@@ -69,6 +69,9 @@ struct clnorm_plan {
     cl_kernel kernel_bwd_rows;
     cl_kernel kernel_bwd_params;
     cl_kernel kernel_bwd_sums; /* chunks > 1: per-chunk sums first, else NULL */
+    cl_kernel kernel_bwd_stats;  /* statistics recomputed when mean/rstd are not given */
+    size_t bwd_stats_groups;     /* work-groups of norm_bwd_stats */
+    cl_mem bwd_stats;            /* rows x 3: K, m, rstd */
     cl_mem bwd_scratch;        /* bwd_groups x 2 x cols partial sums (dgamma, dbeta) */
     cl_mem bwd_sums;           /* chunks > 1: rows x chunks x 2 sums of g and g * xhat */
 };

@@ -115,6 +115,10 @@ void clnorm_plan_free(clnorm_plan *plan)
         clReleaseKernel(plan->kernel_bwd_params);
     if (plan->kernel_bwd_sums)
         clReleaseKernel(plan->kernel_bwd_sums);
+    if (plan->kernel_bwd_stats)
+        clReleaseKernel(plan->kernel_bwd_stats);
+    if (plan->bwd_stats)
+        clReleaseMemObject(plan->bwd_stats);
     if (plan->bwd_sums)
         clReleaseMemObject(plan->bwd_sums);
     if (plan->bwd_scratch)

@@ -15,3 +15,6 @@ clnorm_add_test(test_backward_golden test_backward_golden.c ${CLNORM_GRAD_UTIL_S
 target_link_libraries(test_backward_golden PRIVATE clnorm_npy)
 # Every error path of clnorm_backward / clnorm_backward_host / clnorm_ref_backward.
 clnorm_add_test(test_backward_errors test_backward_errors.c ${CLNORM_GRAD_UTIL_SOURCES})
+# The backward pass with statistics recomputed from x (mean/rstd NULL) vs a float64 backward,
+# on the large-mean and tiny-spread families where a float32 saved mean would not do.
+clnorm_add_test(test_backward_recompute test_backward_recompute.c)

@@ -9,6 +9,7 @@
  * mean(g) term is absent. Both are checked against central finite differences in the tests. */
 #include "ref_elem.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 clnorm_status clnorm_ref_backward(const clnorm_desc *desc, unsigned mask, const void *x,
@@ -34,12 +35,31 @@ clnorm_status clnorm_ref_backward(const clnorm_desc *desc, unsigned mask, const 
     const int rms = d.kind == CLNORM_RMS;
     for (size_t r = 0; r < d.rows; r++) {
         const size_t xo = r * d.x_stride, yo = r * d.y_stride;
-        const double mu = rms ? 0.0 : ref_param(t, mean, r);
-        const double rs = ref_param(t, rstd, r);
+        /* xhat = ((x - K) - m) * rs: saved statistics give K = mean, m = 0; without them the
+         * statistics are recomputed in double, shifted by the row's first element as the
+         * forward does. */
+        double K, m = 0.0, rs;
+        if (rstd) {
+            K = rms ? 0.0 : ref_param(t, mean, r);
+            rs = ref_param(t, rstd, r);
+        } else {
+            K = rms ? 0.0 : ref_load(t, x, xo);
+            if (!rms) {
+                for (size_t j = 0; j < d.cols; j++)
+                    m += ref_load(t, x, xo + j) - K;
+                m /= (double)d.cols;
+            }
+            double ss = 0.0;
+            for (size_t j = 0; j < d.cols; j++) {
+                const double dev = (ref_load(t, x, xo + j) - K) - m;
+                ss += dev * dev;
+            }
+            rs = 1.0 / sqrt(ss / (double)d.cols + (double)d.eps);
+        }
         double sg = 0.0, sgx = 0.0;
         for (size_t j = 0; j < d.cols; j++) {
             const double g = ref_load(t, dy, yo + j) * (gamma ? ref_param(t, gamma, j) : 1.0);
-            const double xh = (ref_load(t, x, xo + j) - mu) * rs;
+            const double xh = ((ref_load(t, x, xo + j) - K) - m) * rs;
             sg += g;
             sgx += g * xh;
             if (acc) {
@@ -53,7 +73,7 @@ clnorm_status clnorm_ref_backward(const clnorm_desc *desc, unsigned mask, const 
         /* In place (dx is dy): each element is read before it is written. */
         for (size_t j = 0; j < d.cols; j++) {
             const double g = ref_load(t, dy, yo + j) * (gamma ? ref_param(t, gamma, j) : 1.0);
-            const double xh = (ref_load(t, x, xo + j) - mu) * rs;
+            const double xh = ((ref_load(t, x, xo + j) - K) - m) * rs;
             ref_store(t, dx, xo + j, rs * (g - mg - xh * mgx));
         }
     }
