@@ -51,25 +51,14 @@ clnorm_status clnorm_backward(clnorm_plan *plan, unsigned mask, cl_mem x, size_t
     clnorm_ctx *ctx = plan->ctx;
     clnorm_clear_error(ctx);
     const clnorm_desc *d = &plan->desc;
-    RETURN_IF(ctx->backend == CLNORM_BACKEND_REFERENCE, ctx, CLNORM_NO_DEVICE,
-              "clnorm_backward needs an OpenCL device; this context runs on the CPU reference "
-              "(use clnorm_backward_host)");
-    RETURN_IF(plan->strategy == CLNORM_STRATEGY_REFERENCE, ctx, CLNORM_UNSUPPORTED,
-              "a plan with the reference strategy runs through clnorm_backward_host only");
+    clnorm_status st = clnorm_check_launch(plan, "clnorm_backward", &queue, nwait, wait);
+    if (st != CLNORM_OK)
+        return st;
     RETURN_IF(!(d->flags & CLNORM_WITH_BACKWARD), ctx, CLNORM_INVALID_ARGUMENT,
               "the plan was created without CLNORM_WITH_BACKWARD, so its backward kernels "
               "were not built");
-    RETURN_IF((nwait > 0) != (wait != NULL), ctx, CLNORM_INVALID_ARGUMENT,
-              "num_wait_events = %u does not match wait_events = %p", nwait, (const void *)wait);
-    if (!queue)
-        queue = ctx->queue;
-    cl_context qctx = NULL;
-    CL_CHECK(ctx, clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof qctx, &qctx, NULL),
-             "querying the queue");
-    RETURN_IF(qctx != ctx->context, ctx, CLNORM_INVALID_ARGUMENT,
-              "queue belongs to another cl_context than the clnorm context's");
-    clnorm_status st = clnorm_check_backward_operands(ctx, d, mask, x, dy, mean, rstd, gamma, dx,
-                                                      dgamma, dbeta);
+    st = clnorm_check_backward_operands(ctx, d, mask, x, dy, mean, rstd, gamma, dx, dgamma,
+                                        dbeta);
     if (st != CLNORM_OK)
         return st;
     const size_t es = clnorm_dtype_size(d->dtype), ps = clnorm_param_size(d->dtype);

@@ -503,6 +503,25 @@ clnorm_status clnorm_enqueue_forward(clnorm_plan *plan, cl_mem x, size_t x_off, 
     return CLNORM_OK;
 }
 
+/* The arguments norm_bwd_sums and norm_bwd_rows start with: x, dy, the statistics, gamma. */
+static void bwd_inputs(argset *a, const clnorm_desc *d, const cl_mem *x, size_t x_off,
+                       const cl_mem *dy, size_t dy_off, const cl_mem *mean, size_t m_off,
+                       const cl_mem *rstd, size_t r_off, const cl_mem *gamma, size_t g_off)
+{
+    arg_mem(a, x);
+    arg_u64(a, x_off);
+    arg_u64(a, d->x_stride);
+    arg_mem(a, dy);
+    arg_u64(a, dy_off);
+    arg_u64(a, d->y_stride);
+    arg_mem(a, mean);
+    arg_u64(a, m_off);
+    arg_mem(a, rstd);
+    arg_u64(a, r_off);
+    arg_mem(a, gamma);
+    arg_u64(a, g_off);
+}
+
 clnorm_status clnorm_enqueue_backward(clnorm_plan *plan, unsigned mask, cl_mem x, size_t x_off,
                                       cl_mem dy, size_t dy_off, cl_mem mean, size_t m_off,
                                       cl_mem rstd, size_t r_off, cl_mem gamma, size_t g_off,
@@ -556,18 +575,7 @@ clnorm_status clnorm_enqueue_backward(clnorm_plan *plan, unsigned mask, cl_mem x
     cl_event sums_done = NULL;
     if (chunks > 1 && ((mask & CLNORM_GRAD_X) || d->rows == 0 /* warm-up */)) {
         argset s = {plan->kernel_bwd_sums, 0, CL_SUCCESS};
-        arg_mem(&s, &x);
-        arg_u64(&s, x_off);
-        arg_u64(&s, d->x_stride);
-        arg_mem(&s, &dy);
-        arg_u64(&s, dy_off);
-        arg_u64(&s, d->y_stride);
-        arg_mem(&s, &mean);
-        arg_u64(&s, m_off);
-        arg_mem(&s, &rstd);
-        arg_u64(&s, r_off);
-        arg_mem(&s, &gamma);
-        arg_u64(&s, g_off);
+        bwd_inputs(&s, d, &x, x_off, &dy, dy_off, &mean, m_off, &rstd, r_off, &gamma, g_off);
         arg_mem(&s, &plan->bwd_stats);
         arg_mem(&s, &plan->bwd_sums);
         arg(&s, sizeof rows, &rows);
@@ -592,18 +600,7 @@ clnorm_status clnorm_enqueue_backward(clnorm_plan *plan, unsigned mask, cl_mem x
     }
 
     argset a = {plan->kernel_bwd_rows, 0, CL_SUCCESS};
-    arg_mem(&a, &x);
-    arg_u64(&a, x_off);
-    arg_u64(&a, d->x_stride);
-    arg_mem(&a, &dy);
-    arg_u64(&a, dy_off);
-    arg_u64(&a, d->y_stride);
-    arg_mem(&a, &mean);
-    arg_u64(&a, m_off);
-    arg_mem(&a, &rstd);
-    arg_u64(&a, r_off);
-    arg_mem(&a, &gamma);
-    arg_u64(&a, g_off);
+    bwd_inputs(&a, d, &x, x_off, &dy, dy_off, &mean, m_off, &rstd, r_off, &gamma, g_off);
     arg_mem(&a, &dx);
     arg_u64(&a, dx_off);
     arg_mem(&a, &plan->bwd_stats);

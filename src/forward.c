@@ -31,6 +31,27 @@ clnorm_status clnorm_check_mem(clnorm_ctx *ctx, cl_mem mem, const char *name, si
     return CLNORM_OK;
 }
 
+clnorm_status clnorm_check_launch(clnorm_plan *plan, const char *fn, cl_command_queue *queue,
+                                  cl_uint nwait, const cl_event *wait)
+{
+    clnorm_ctx *ctx = plan->ctx;
+    RETURN_IF(ctx->backend == CLNORM_BACKEND_REFERENCE, ctx, CLNORM_NO_DEVICE,
+              "%s needs an OpenCL device; this context runs on the CPU reference (use %s_host)",
+              fn, fn);
+    RETURN_IF(plan->strategy == CLNORM_STRATEGY_REFERENCE, ctx, CLNORM_UNSUPPORTED,
+              "a plan with the reference strategy runs through %s_host only", fn);
+    RETURN_IF((nwait > 0) != (wait != NULL), ctx, CLNORM_INVALID_ARGUMENT,
+              "num_wait_events = %u does not match wait_events = %p", nwait, (const void *)wait);
+    if (!*queue)
+        *queue = ctx->queue;
+    cl_context qctx = NULL;
+    CL_CHECK(ctx, clGetCommandQueueInfo(*queue, CL_QUEUE_CONTEXT, sizeof qctx, &qctx, NULL),
+             "querying the queue");
+    RETURN_IF(qctx != ctx->context, ctx, CLNORM_INVALID_ARGUMENT,
+              "queue belongs to another cl_context than the clnorm context's");
+    return CLNORM_OK;
+}
+
 clnorm_status clnorm_forward(clnorm_plan *plan, cl_mem x, size_t x_off, cl_mem y, size_t y_off,
                              cl_mem gamma, size_t g_off, cl_mem beta, size_t b_off, cl_mem mean,
                              size_t m_off, cl_mem rstd, size_t r_off, cl_command_queue queue,
@@ -41,20 +62,9 @@ clnorm_status clnorm_forward(clnorm_plan *plan, cl_mem x, size_t x_off, cl_mem y
     clnorm_ctx *ctx = plan->ctx;
     clnorm_clear_error(ctx);
     const clnorm_desc *d = &plan->desc;
-    RETURN_IF(ctx->backend == CLNORM_BACKEND_REFERENCE, ctx, CLNORM_NO_DEVICE,
-              "clnorm_forward needs an OpenCL device; this context runs on the CPU reference "
-              "(use clnorm_forward_host)");
-    RETURN_IF(plan->strategy == CLNORM_STRATEGY_REFERENCE, ctx, CLNORM_UNSUPPORTED,
-              "a plan with the reference strategy runs through clnorm_forward_host only");
-    RETURN_IF((nwait > 0) != (wait != NULL), ctx, CLNORM_INVALID_ARGUMENT,
-              "num_wait_events = %u does not match wait_events = %p", nwait, (const void *)wait);
-    if (!queue)
-        queue = ctx->queue;
-    cl_context qctx = NULL;
-    CL_CHECK(ctx, clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof qctx, &qctx, NULL),
-             "querying the queue");
-    RETURN_IF(qctx != ctx->context, ctx, CLNORM_INVALID_ARGUMENT,
-              "queue belongs to another cl_context than the clnorm context's");
+    clnorm_status st = clnorm_check_launch(plan, "clnorm_forward", &queue, nwait, wait);
+    if (st != CLNORM_OK)
+        return st;
 
     if (d->rows == 0) { /* an empty batch: nothing to do, but the event must still exist */
         if (event)
@@ -62,7 +72,7 @@ clnorm_status clnorm_forward(clnorm_plan *plan, cl_mem x, size_t x_off, cl_mem y
                      "clEnqueueMarkerWithWaitList");
         return CLNORM_OK;
     }
-    clnorm_status st = clnorm_check_operands(ctx, d, x, y, gamma, beta, mean, rstd);
+    st = clnorm_check_operands(ctx, d, x, y, gamma, beta, mean, rstd);
     if (st != CLNORM_OK)
         return st;
     const size_t es = clnorm_dtype_size(d->dtype), ps = clnorm_param_size(d->dtype);

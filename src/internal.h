@@ -163,6 +163,12 @@ clnorm_status clnorm_enqueue_backward(clnorm_plan *plan, unsigned mask, cl_mem x
 clnorm_status clnorm_check_mem(clnorm_ctx *ctx, cl_mem mem, const char *name, size_t offset,
                                size_t count, size_t elem);
 
+/* What every layer-1 call checks first: a device context, a device plan, a consistent wait
+ * list, and a queue (NULL: the context's, written back) of the context's cl_context. fn names
+ * the public function in the message. */
+clnorm_status clnorm_check_launch(clnorm_plan *plan, const char *fn, cl_command_queue *queue,
+                                  cl_uint nwait, const cl_event *wait);
+
 /* ---- verbose (verbose.c) ---- */
 double clnorm_now_ms(void);
 void clnorm_verbose_plan(const clnorm_plan *plan, double ms, int built);

@@ -43,18 +43,7 @@ clnorm_status clnorm_ref_backward(const clnorm_desc *desc, unsigned mask, const 
             K = rms ? 0.0 : ref_param(t, mean, r);
             rs = ref_param(t, rstd, r);
         } else {
-            K = rms ? 0.0 : ref_load(t, x, xo);
-            if (!rms) {
-                for (size_t j = 0; j < d.cols; j++)
-                    m += ref_load(t, x, xo + j) - K;
-                m /= (double)d.cols;
-            }
-            double ss = 0.0;
-            for (size_t j = 0; j < d.cols; j++) {
-                const double dev = (ref_load(t, x, xo + j) - K) - m;
-                ss += dev * dev;
-            }
-            rs = 1.0 / sqrt(ss / (double)d.cols + (double)d.eps);
+            ref_row_stats(t, x, xo, d.cols, rms, d.eps, &K, &m, &rs);
         }
         double sg = 0.0, sgx = 0.0;
         for (size_t j = 0; j < d.cols; j++) {

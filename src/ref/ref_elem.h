@@ -61,4 +61,26 @@ static inline void ref_param_store(clnorm_dtype t, void *base, size_t i, double 
         ((float *)base)[i] = (float)v;
 }
 
+/* A row's statistics in double, as the kernels take them: shifted by the row's first element
+ * K (0 for RMS), m the mean of x - K (0 for RMS), rs = 1 / sqrt(mean(((x - K) - m)^2) + eps).
+ * A constant row then has deviations of exactly 0 (its y is exactly beta) even where its
+ * double mean would round (F64 storage), and K + m is never formed before a subtraction. */
+static inline void ref_row_stats(clnorm_dtype t, const void *x, size_t xo, size_t cols, int rms,
+                                 double eps, double *K, double *m, double *rs)
+{
+    *K = rms ? 0.0 : ref_load(t, x, xo);
+    *m = 0.0;
+    if (!rms) {
+        for (size_t j = 0; j < cols; j++)
+            *m += ref_load(t, x, xo + j) - *K;
+        *m /= (double)cols;
+    }
+    double ss = 0.0;
+    for (size_t j = 0; j < cols; j++) {
+        const double dev = (ref_load(t, x, xo + j) - *K) - *m;
+        ss += dev * dev;
+    }
+    *rs = 1.0 / sqrt(ss / (double)cols + eps);
+}
+
 #endif

@@ -29,23 +29,8 @@ clnorm_status clnorm_ref_forward(const clnorm_desc *desc, const void *x, void *y
     const int rms = d.kind == CLNORM_RMS;
     for (size_t r = 0; r < d.rows; r++) {
         const size_t xo = r * d.x_stride, yo = r * d.y_stride;
-        /* Shifted by the row's first element K, as the kernels are: a constant row then
-         * has deviations of exactly 0 (its y is exactly beta) even where the double mean
-         * of the row would round (F64 storage), and K + m is never formed before the
-         * subtraction. */
-        const double K = rms ? 0.0 : ref_load(t, x, xo);
-        double m = 0.0;
-        if (!rms) {
-            for (size_t j = 0; j < d.cols; j++)
-                m += ref_load(t, x, xo + j) - K;
-            m /= (double)d.cols;
-        }
-        double ss = 0.0;
-        for (size_t j = 0; j < d.cols; j++) {
-            const double dev = (ref_load(t, x, xo + j) - K) - m;
-            ss += dev * dev;
-        }
-        const double rs = 1.0 / sqrt(ss / (double)d.cols + (double)d.eps);
+        double K, m, rs;
+        ref_row_stats(t, x, xo, d.cols, rms, d.eps, &K, &m, &rs);
         if (mean)
             ref_param_store(t, mean, r, K + m);
         if (rstd)
