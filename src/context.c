@@ -65,7 +65,11 @@ clnorm_status clnorm_create(const char *device_spec, clnorm_ctx **out)
     if (err == CL_SUCCESS)
         ctx->queue = clCreateCommandQueue(ctx->context, ctx->device, 0, &err);
     if (err == CL_SUCCESS)
+        err = clRetainCommandQueue(ctx->queue);
+    if (err == CL_SUCCESS) {
+        ctx->warm_queue = ctx->queue; /* one reference each: clnorm_free releases both */
         err = ctx_describe(ctx);
+    }
     if (err != CL_SUCCESS) {
         clnorm_free(ctx);
         return err;
@@ -111,7 +115,9 @@ clnorm_status clnorm_create_from_queue(cl_command_queue queue, clnorm_ctx **out)
         return err;
     }
     ctx->queue = queue;
-    err = ctx_describe(ctx);
+    ctx->warm_queue = clCreateCommandQueue(ctx->context, ctx->device, 0, &err);
+    if (err == CL_SUCCESS)
+        err = ctx_describe(ctx);
     if (err != CL_SUCCESS) {
         clnorm_free(ctx);
         return err;
@@ -125,6 +131,8 @@ void clnorm_free(clnorm_ctx *ctx)
     if (!ctx)
         return;
     clnorm_release_programs(ctx);
+    if (ctx->warm_queue)
+        clReleaseCommandQueue(ctx->warm_queue);
     if (ctx->queue)
         clReleaseCommandQueue(ctx->queue);
     if (ctx->context)

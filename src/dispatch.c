@@ -126,14 +126,14 @@ static clnorm_status warm_up(clnorm_plan *plan)
     clnorm_desc saved = plan->desc;
     plan->desc.rows = 0;
     clnorm_status st = clnorm_enqueue_forward(plan, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, 0,
-                                              NULL, 0, plan->ctx->queue, 0, NULL, NULL);
+                                              NULL, 0, plan->ctx->warm_queue, 0, NULL, NULL);
     if (st == CLNORM_OK && plan->kernel_bwd_rows)
         st = clnorm_enqueue_backward(plan, 0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, 0,
-                                     NULL, 0, NULL, 0, plan->ctx->queue, 0, NULL, NULL);
+                                     NULL, 0, NULL, 0, plan->ctx->warm_queue, 0, NULL, NULL);
     plan->desc = saved;
     if (st != CLNORM_OK)
         return st;
-    CL_CHECK(plan->ctx, clFinish(plan->ctx->queue), "clFinish (plan warm-up)");
+    CL_CHECK(plan->ctx, clFinish(plan->ctx->warm_queue), "clFinish (plan warm-up)");
     return CLNORM_OK;
 }
 

@@ -33,6 +33,9 @@ struct clnorm_ctx {
     cl_device_id device;
     cl_context context;
     cl_command_queue queue;
+    /* Plan warm-ups run here: the context's own queue, or for an adopted application queue
+     * a private one, so that creating a plan never waits for the application's work. */
+    cl_command_queue warm_queue;
     char name[512];
     clnorm_device_profile profile;
     int verbose; /* CLNORM_VERBOSE, read at creation */
