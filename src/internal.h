@@ -143,6 +143,8 @@ clnorm_status clnorm_get_program(clnorm_ctx *ctx, const char *const *files, size
 void clnorm_release_programs(clnorm_ctx *ctx);
 
 /* ---- dispatch (dispatch.c) ---- */
+/* CLNORM_VECTOR_WIDTH when it is 2, 4, 8 or 16, else 0 (plan.c). */
+size_t clnorm_env_vector_width(void);
 clnorm_strategy clnorm_choose_strategy(const clnorm_ctx *ctx, const clnorm_desc *desc);
 /* Fills geometry, builds/looks up the program, creates kernels and scratch. */
 clnorm_status clnorm_prepare_plan(clnorm_plan *plan);

@@ -18,6 +18,16 @@ const char *clnorm_strategy_name(clnorm_strategy s)
     return "unknown";
 }
 
+size_t clnorm_env_vector_width(void)
+{
+    const char *env = getenv("CLNORM_VECTOR_WIDTH");
+    if (!env)
+        return 0;
+    if (!strcmp(env, "2") || !strcmp(env, "4") || !strcmp(env, "8") || !strcmp(env, "16"))
+        return (size_t)atoi(env);
+    return 0;
+}
+
 /* CLNORM_STRATEGY from the environment: AUTO when unset or "auto". */
 static clnorm_status env_strategy(clnorm_ctx *ctx, clnorm_strategy *out)
 {
@@ -59,6 +69,9 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
                   clnorm_strategy_name(strategy));
         strategy = CLNORM_STRATEGY_REFERENCE; /* CLNORM_STRATEGY is for devices: ignored */
     } else if (strategy == CLNORM_STRATEGY_AUTO) {
+        const char *vw = getenv("CLNORM_VECTOR_WIDTH");
+        RETURN_IF(vw && *vw && !clnorm_env_vector_width(), ctx, CLNORM_INVALID_ARGUMENT,
+                  "CLNORM_VECTOR_WIDTH=%s is not one of 2, 4, 8, 16", vw);
         st = env_strategy(ctx, &strategy);
         if (st != CLNORM_OK)
             return st;
