@@ -12,6 +12,7 @@
  *   timing.c    clock, median, rotation  check.c     errors against the reference
  *   clutil.c    OpenCL helpers           latency.c   empty-kernel enqueue-to-finish time
  *   impl_*.c    one contender each       registry.c  the list of contenders
+ *   clnorm_case.c  plans and descriptors of the clnorm and CPU reference contenders
  *   onednn_util.c  what both oneDNN contenders share
  *   report.c    the table on stdout      csv.c, plot.c  CSV file, gnuplot PNG
  *   main.c      the run: cases x contenders
@@ -233,6 +234,27 @@ void bench_clblast_release_cache(void);
 #ifdef CLNORM_HAVE_DNNL
 extern const bench_contender bench_onednn, bench_onednn_bwd;
 #endif
+/* clnorm_case.c: the clnorm contenders and the CPU reference, forward and backward. */
+/* The case's descriptor (kind, shape, dtype, eps) with flags. */
+void bench_case_desc(const bench_problem *p, unsigned flags, clnorm_desc *d);
+typedef struct {
+    const bench_env *env;
+    clnorm_plan *plan;
+} bench_clnorm_state;
+/* A bench_clnorm_state with a plan for the case (desc flags `flags`): clnorm's choice for
+ * CLNORM_STRATEGY_AUTO (note "auto=<strategy>"), else the strategy forced. BENCH_SKIP when
+ * the library refuses the strategy (CLNORM_UNSUPPORTED, CLNORM_INVALID_ARGUMENT). */
+int bench_clnorm_create(const bench_env *env, clnorm_strategy strategy, unsigned flags,
+                        void **out, char *note, size_t note_size, char *msg, size_t msg_size);
+void bench_clnorm_destroy(void *state);
+typedef struct {
+    const bench_env *env;
+    clnorm_desc desc;
+} bench_ref_state;
+/* A bench_ref_state (the case's descriptor, no flags), freed with free(); a create of
+ * bench_contender. */
+int bench_ref_create(const bench_env *env, void **out, char *note, size_t note_size, char *msg,
+                     size_t msg_size);
 /* "--dtype f16: the naive kernel is float32 only" into msg; BENCH_SKIP unless F32. */
 int bench_f32_only(const bench_problem *p, const char *who, char *msg, size_t msg_size);
 

@@ -13,7 +13,6 @@
 #include "onednn_util.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 typedef struct {
     const bench_env *env;
@@ -77,9 +76,7 @@ static dnnl_status_t make_primitive(dnnl_state *s, const bench_dnnl_md *data_md,
     if (st == dnnl_success)
         st = dnnl_memory_create(&s->dst, BENCH_MD(*data_md), s->engine, DNNL_MEMORY_NONE);
     if (st == dnnl_success)
-        st = dnnl_memory_create(&s->scale, BENCH_MD(*param_md), s->engine, h->gamma);
-    if (st == dnnl_success)
-        st = dnnl_memory_create(&s->shift, BENCH_MD(*param_md), s->engine, h->beta);
+        st = bench_dnnl_params(s->engine, param_md, h, &s->scale, &s->shift);
     if (st == dnnl_success) {
         *what = "dnnl_primitive_create";
         st = dnnl_primitive_create(&s->prim, s->pd);
@@ -91,12 +88,12 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
                   size_t msg_size)
 {
     const bench_problem *p = env->p;
-    unsigned flags = dnnl_use_scale | dnnl_use_shift;
+    unsigned flags = 0;
     dnnl_data_type_t dt = dnnl_f32;
-    int rc = bench_dnnl_case(p, &dt, &flags, msg, msg_size);
+    int omp = 0;
+    int rc = bench_dnnl_begin(env, &dt, &flags, &omp, msg, msg_size);
     if (rc != BENCH_OK)
         return rc;
-    const int omp = bench_dnnl_omp_threads(env->threads);
     dnnl_state *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(msg, msg_size, "out of host memory");
@@ -105,15 +102,8 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
     s->env = env;
     const char *what = "dnnl_memory_desc";
     bench_dnnl_md data_md, param_md;
-    memset(&data_md, 0, sizeof data_md);
-    memset(&param_md, 0, sizeof param_md);
-    dnnl_status_t st = bench_dnnl_engine(&s->engine, &s->stream, &what);
-    if (st == dnnl_success) {
-        what = "dnnl_memory_desc";
-        st = bench_dnnl_md_2d(&data_md, p->rows, p->cols, dt);
-    }
-    if (st == dnnl_success)
-        st = bench_dnnl_md_1d(&param_md, p->cols, dnnl_f32);
+    dnnl_status_t st =
+        bench_dnnl_setup(p, dt, &s->engine, &s->stream, &data_md, &param_md, &what);
     int pd_failed = 0;
     if (st == dnnl_success)
         pd_failed = (st = make_pd(s, p, &data_md, flags, &what)) != dnnl_success;
@@ -121,13 +111,11 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
         st = make_primitive(s, &data_md, &param_md, &what);
     bench_dnnl_md_free(&data_md);
     bench_dnnl_md_free(&param_md);
-    if (st != dnnl_success) {
-        rc = pd_failed ? bench_dnnl_pd_fail(p, st, what, msg, msg_size)
-                       : bench_dnnl_fail(st, what, msg, msg_size);
+    rc = bench_dnnl_end(p, st, pd_failed, what, s->pd, omp, note, note_size, msg, msg_size);
+    if (rc != BENCH_OK) {
         destroy(s);
         return rc;
     }
-    bench_dnnl_note(s->pd, omp, note, note_size);
     *out = s;
     return BENCH_OK;
 }

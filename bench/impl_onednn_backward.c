@@ -106,9 +106,7 @@ static dnnl_status_t make_primitive(dnnl_bwd_state *s, const bench_dnnl_md *data
     if (st == dnnl_success)
         st = dnnl_memory_create(&s->var, BENCH_MD(*stat_md), s->engine, s->variance);
     if (st == dnnl_success)
-        st = dnnl_memory_create(&s->scale, BENCH_MD(*param_md), s->engine, h->gamma);
-    if (st == dnnl_success)
-        st = dnnl_memory_create(&s->shift, BENCH_MD(*param_md), s->engine, h->beta);
+        st = bench_dnnl_params(s->engine, param_md, h, &s->scale, &s->shift);
     if (st == dnnl_success)
         st = dnnl_memory_create(&s->diff_scale, BENCH_MD(*param_md), s->engine, h->dgamma);
     if (st == dnnl_success)
@@ -124,12 +122,12 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
                   size_t msg_size)
 {
     const bench_problem *p = env->p;
-    unsigned flags = dnnl_use_scale | dnnl_use_shift;
+    unsigned flags = 0;
     dnnl_data_type_t dt = dnnl_f32;
-    int rc = bench_dnnl_case(p, &dt, &flags, msg, msg_size);
+    int omp = 0;
+    int rc = bench_dnnl_begin(env, &dt, &flags, &omp, msg, msg_size);
     if (rc != BENCH_OK)
         return rc;
-    const int omp = bench_dnnl_omp_threads(env->threads);
     dnnl_bwd_state *s = calloc(1, sizeof *s);
     if (s)
         s->variance = malloc(p->rows * sizeof *s->variance);
@@ -148,18 +146,11 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
 
     const char *what = "dnnl_memory_desc";
     bench_dnnl_md data_md, stat_md, param_md;
-    memset(&data_md, 0, sizeof data_md);
     memset(&stat_md, 0, sizeof stat_md);
-    memset(&param_md, 0, sizeof param_md);
-    dnnl_status_t st = bench_dnnl_engine(&s->engine, &s->stream, &what);
-    if (st == dnnl_success) {
-        what = "dnnl_memory_desc";
-        st = bench_dnnl_md_2d(&data_md, p->rows, p->cols, dt);
-    }
+    dnnl_status_t st =
+        bench_dnnl_setup(p, dt, &s->engine, &s->stream, &data_md, &param_md, &what);
     if (st == dnnl_success)
         st = bench_dnnl_md_1d(&stat_md, p->rows, dnnl_f32);
-    if (st == dnnl_success)
-        st = bench_dnnl_md_1d(&param_md, p->cols, dnnl_f32);
     int pd_failed = 0;
     if (st == dnnl_success)
         pd_failed = (st = make_pd(s, p, &data_md, &stat_md, flags, &what)) != dnnl_success;
@@ -168,13 +159,11 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
     bench_dnnl_md_free(&data_md);
     bench_dnnl_md_free(&stat_md);
     bench_dnnl_md_free(&param_md);
-    if (st != dnnl_success) {
-        rc = pd_failed ? bench_dnnl_pd_fail(p, st, what, msg, msg_size)
-                       : bench_dnnl_fail(st, what, msg, msg_size);
+    rc = bench_dnnl_end(p, st, pd_failed, what, s->pd, omp, note, note_size, msg, msg_size);
+    if (rc != BENCH_OK) {
         destroy(s);
         return rc;
     }
-    bench_dnnl_note(s->pd, omp, note, note_size);
     *out = s;
     return BENCH_OK;
 }

@@ -6,32 +6,9 @@
 
 #include <stdlib.h>
 
-typedef struct {
-    const bench_env *env;
-    clnorm_desc desc;
-} ref_state;
-
-static int create(const bench_env *env, void **out, char *note, size_t note_size, char *msg,
-                  size_t msg_size)
-{
-    (void)note;
-    (void)note_size;
-    ref_state *s = malloc(sizeof *s);
-    if (!s) {
-        snprintf(msg, msg_size, "out of host memory");
-        return BENCH_FAIL;
-    }
-    s->env = env;
-    clnorm_desc_init(&s->desc, env->p->kind, env->p->rows, env->p->cols);
-    s->desc.dtype = env->p->dtype;
-    s->desc.eps = env->p->eps;
-    *out = s;
-    return BENCH_OK;
-}
-
 static int run(void *state, size_t set, char *msg, size_t msg_size)
 {
-    ref_state *s = state;
+    bench_ref_state *s = state;
     const bench_host_sets *h = s->env->host;
     const unsigned mask = CLNORM_GRAD_X | CLNORM_GRAD_GAMMA | CLNORM_GRAD_BETA;
     clnorm_status st = clnorm_ref_backward(&s->desc, mask, bench_host_at(h, h->x, set),
@@ -45,11 +22,6 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
     return BENCH_OK;
 }
 
-static void destroy(void *state)
-{
-    free(state);
-}
-
 const bench_contender bench_ref_cpu_bwd = {.name = "ref_cpu", .side = BENCH_HOST,
-                                           .passes = BENCH_BWD, .is_slow = 1, .create = create,
-                                           .run = run, .destroy = destroy};
+                                           .passes = BENCH_BWD, .is_slow = 1,
+                                           .create = bench_ref_create, .run = run, .destroy = free};

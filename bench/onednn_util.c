@@ -134,3 +134,51 @@ void bench_dnnl_note(const_dnnl_primitive_desc_t pd, int omp, char *note, size_t
     else
         snprintf(note, note_size, "%s", impl ? impl : "?");
 }
+
+int bench_dnnl_begin(const bench_env *env, dnnl_data_type_t *dt, unsigned *flags, int *omp,
+                     char *msg, size_t msg_size)
+{
+    *flags = dnnl_use_scale | dnnl_use_shift;
+    *dt = dnnl_f32;
+    int rc = bench_dnnl_case(env->p, dt, flags, msg, msg_size);
+    if (rc == BENCH_OK)
+        *omp = bench_dnnl_omp_threads(env->threads);
+    return rc;
+}
+
+dnnl_status_t bench_dnnl_setup(const bench_problem *p, dnnl_data_type_t dt,
+                               dnnl_engine_t *engine, dnnl_stream_t *stream,
+                               bench_dnnl_md *data_md, bench_dnnl_md *param_md, const char **what)
+{
+    memset(data_md, 0, sizeof *data_md);
+    memset(param_md, 0, sizeof *param_md);
+    dnnl_status_t st = bench_dnnl_engine(engine, stream, what);
+    if (st == dnnl_success) {
+        *what = "dnnl_memory_desc";
+        st = bench_dnnl_md_2d(data_md, p->rows, p->cols, dt);
+    }
+    if (st == dnnl_success)
+        st = bench_dnnl_md_1d(param_md, p->cols, dnnl_f32);
+    return st;
+}
+
+dnnl_status_t bench_dnnl_params(dnnl_engine_t engine, const bench_dnnl_md *param_md,
+                                const bench_host_sets *h, dnnl_memory_t *scale,
+                                dnnl_memory_t *shift)
+{
+    dnnl_status_t st = dnnl_memory_create(scale, BENCH_MD(*param_md), engine, h->gamma);
+    if (st == dnnl_success)
+        st = dnnl_memory_create(shift, BENCH_MD(*param_md), engine, h->beta);
+    return st;
+}
+
+int bench_dnnl_end(const bench_problem *p, dnnl_status_t st, int pd_failed, const char *what,
+                   const_dnnl_primitive_desc_t pd, int omp, char *note, size_t note_size,
+                   char *msg, size_t msg_size)
+{
+    if (st != dnnl_success)
+        return pd_failed ? bench_dnnl_pd_fail(p, st, what, msg, msg_size)
+                         : bench_dnnl_fail(st, what, msg, msg_size);
+    bench_dnnl_note(pd, omp, note, note_size);
+    return BENCH_OK;
+}

@@ -43,6 +43,27 @@ dnnl_status_t bench_dnnl_md_1d(bench_dnnl_md *md, size_t n, dnnl_data_type_t dt)
 void bench_dnnl_md_free(bench_dnnl_md *md);
 /* A CPU engine and its stream; *what names the call that failed. */
 dnnl_status_t bench_dnnl_engine(dnnl_engine_t *engine, dnnl_stream_t *stream, const char **what);
+/* The start of both contenders' create: flags use_scale | use_shift (and what
+ * bench_dnnl_case adds), the data type, then the OpenMP thread count for the note. BENCH_OK,
+ * or bench_dnnl_case's BENCH_SKIP (msg). */
+int bench_dnnl_begin(const bench_env *env, dnnl_data_type_t *dt, unsigned *flags, int *omp,
+                     char *msg, size_t msg_size);
+/* The engine and stream, then the descriptors of the data ({rows, cols} at dt) and of scale
+ * and shift ({cols}, float32). The caller frees both descriptors (bench_dnnl_md_free) whatever
+ * it returns; *what names the call that failed. */
+dnnl_status_t bench_dnnl_setup(const bench_problem *p, dnnl_data_type_t dt,
+                               dnnl_engine_t *engine, dnnl_stream_t *stream,
+                               bench_dnnl_md *data_md, bench_dnnl_md *param_md, const char **what);
+/* Memory objects of scale and shift over the shared host gamma and beta. */
+dnnl_status_t bench_dnnl_params(dnnl_engine_t engine, const bench_dnnl_md *param_md,
+                                const bench_host_sets *h, dnnl_memory_t *scale,
+                                dnnl_memory_t *shift);
+/* The end of create: BENCH_OK with the note when st is dnnl_success; else the message of the
+ * call `what` that failed, BENCH_SKIP for a primitive descriptor (pd_failed) oneDNN does not
+ * implement at f16/bf16 (bench_dnnl_pd_fail), BENCH_FAIL otherwise. */
+int bench_dnnl_end(const bench_problem *p, dnnl_status_t st, int pd_failed, const char *what,
+                   const_dnnl_primitive_desc_t pd, int omp, char *note, size_t note_size,
+                   char *msg, size_t msg_size);
 /* "implementation, N omp threads" for the table. */
 void bench_dnnl_note(const_dnnl_primitive_desc_t pd, int omp, char *note, size_t note_size);
 

@@ -1,0 +1,72 @@
+/* What the clnorm contenders (impl_clnorm.c forward, impl_clnorm_backward.c) and the CPU
+ * reference (impl_ref.c, impl_ref_backward.c) set up for a case: the descriptor, and the
+ * plan or descriptor each run uses. */
+#include "bench.h"
+
+#include <stdlib.h>
+
+void bench_case_desc(const bench_problem *p, unsigned flags, clnorm_desc *d)
+{
+    clnorm_desc_init(d, p->kind, p->rows, p->cols);
+    d->dtype = p->dtype;
+    d->eps = p->eps;
+    d->flags = flags;
+}
+
+int bench_clnorm_create(const bench_env *env, clnorm_strategy strategy, unsigned flags,
+                        void **out, char *note, size_t note_size, char *msg, size_t msg_size)
+{
+    clnorm_desc d;
+    bench_case_desc(env->p, flags, &d);
+    clnorm_plan *plan = NULL;
+    clnorm_status st = strategy == CLNORM_STRATEGY_AUTO
+                           ? clnorm_plan_create(env->ctx, &d, &plan)
+                           : clnorm_plan_create_with(env->ctx, &d, strategy, &plan);
+    if (st != CLNORM_OK) {
+        bench_clnorm_msg(env->ctx, st, "plan", msg, msg_size);
+        /* A strategy that refuses this shape, dtype or device is not a failure of the run. */
+        return st == CLNORM_UNSUPPORTED || st == CLNORM_INVALID_ARGUMENT ? BENCH_SKIP
+                                                                          : BENCH_FAIL;
+    }
+    bench_clnorm_state *s = malloc(sizeof *s);
+    if (!s) {
+        clnorm_plan_free(plan);
+        snprintf(msg, msg_size, "out of host memory");
+        return BENCH_FAIL;
+    }
+    s->env = env;
+    s->plan = plan;
+    if (strategy == CLNORM_STRATEGY_AUTO) {
+        const char *forced = getenv("CLNORM_STRATEGY");
+        snprintf(note, note_size, "auto=%s%s",
+                 clnorm_strategy_name(clnorm_plan_strategy(plan)),
+                 forced && *forced ? " (CLNORM_STRATEGY is set)" : "");
+    }
+    *out = s;
+    return BENCH_OK;
+}
+
+void bench_clnorm_destroy(void *state)
+{
+    bench_clnorm_state *s = state;
+    if (!s)
+        return;
+    clnorm_plan_free(s->plan);
+    free(s);
+}
+
+int bench_ref_create(const bench_env *env, void **out, char *note, size_t note_size, char *msg,
+                     size_t msg_size)
+{
+    (void)note;
+    (void)note_size;
+    bench_ref_state *s = malloc(sizeof *s);
+    if (!s) {
+        snprintf(msg, msg_size, "out of host memory");
+        return BENCH_FAIL;
+    }
+    s->env = env;
+    bench_case_desc(env->p, 0, &s->desc);
+    *out = s;
+    return BENCH_OK;
+}
