@@ -216,7 +216,11 @@ static clnorm_status prepare_backward(clnorm_plan *plan, const char *options, si
         plan->bwd_rows_per_group = clamp_sz(div_up(d->rows, min_groups), 16, 256);
     } else {
         chunks = clamp_sz(min_groups, 1, clamp_sz(d->cols / min_len, 1, 1024));
-        const size_t blocks = clamp_sz(div_up(min_groups, chunks), 1, d->rows ? d->rows : 1);
+        /* Blocks of >= 16 rows, unless that leaves compute units idle. */
+        const size_t cu = ctx->profile.compute_units;
+        const size_t most = d->rows / 16 > (d->rows < cu ? d->rows : cu) ? d->rows / 16
+                                                                          : (d->rows < cu ? d->rows : cu);
+        const size_t blocks = clamp_sz(div_up(min_groups, chunks), 1, most ? most : 1);
         plan->bwd_rows_per_group = clamp_sz(div_up(d->rows, blocks), 1, 256);
     }
     plan->bwd_groups = div_up(d->rows, plan->bwd_rows_per_group);
