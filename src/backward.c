@@ -140,8 +140,14 @@ static clnorm_status run_backward_host(clnorm_plan *plan, cl_mem *b, unsigned ma
         (dgamma && (st = upload(ctx, "dgamma buffer", NULL, d->cols * ps, &b[B_DGAMMA])) != CLNORM_OK) ||
         (dbeta && (st = upload(ctx, "dbeta buffer", NULL, d->cols * ps, &b[B_DBETA])) != CLNORM_OK))
         return st;
+    cl_event done;
     st = clnorm_backward(plan, mask, b[B_X], 0, b[B_DY], 0, b[B_MEAN], 0, b[B_RSTD], 0, b[B_GAMMA],
-                         0, b[B_DX], 0, b[B_DGAMMA], 0, b[B_DBETA], 0, ctx->queue, 0, NULL, NULL);
+                         0, b[B_DX], 0, b[B_DGAMMA], 0, b[B_DBETA], 0, ctx->queue, 0, NULL, &done);
+    if (st != CLNORM_OK)
+        return st;
+    /* The queue may be an adopted out-of-order one: the reads must not start before the
+     * gradients are written. */
+    st = clnorm_wait_release(ctx, done);
     if (st != CLNORM_OK)
         return st;
     if (dx && d->rows > 0) {

@@ -149,8 +149,13 @@ static clnorm_status run_host(clnorm_plan *plan, host_bufs *h, const void *x, vo
         (mean && (st = make_buf(ctx, "mean buffer", NULL, d->rows * ps, &h->m)) != CLNORM_OK) ||
         (rstd && (st = make_buf(ctx, "rstd buffer", NULL, d->rows * ps, &h->r)) != CLNORM_OK))
         return st;
+    cl_event done;
     st = clnorm_forward(plan, h->x, 0, h->y, 0, h->g, 0, h->b, 0, h->m, 0, h->r, 0, ctx->queue, 0,
-                        NULL, NULL);
+                        NULL, &done);
+    if (st != CLNORM_OK)
+        return st;
+    /* The queue may be an adopted out-of-order one: the reads must not start before y is. */
+    st = clnorm_wait_release(ctx, done);
     if (st != CLNORM_OK)
         return st;
     /* Read back only the rows' elements: the gaps of a strided y belong to the caller. */
@@ -177,6 +182,14 @@ static clnorm_status run_host(clnorm_plan *plan, host_bufs *h, const void *x, vo
                                      NULL),
                  "reading rstd back");
     CL_CHECK(ctx, clFinish(ctx->queue), "clFinish");
+    return CLNORM_OK;
+}
+
+clnorm_status clnorm_wait_release(clnorm_ctx *ctx, cl_event event)
+{
+    const cl_int err = clWaitForEvents(1, &event);
+    clReleaseEvent(event);
+    CL_CHECK(ctx, err, "clWaitForEvents");
     return CLNORM_OK;
 }
 

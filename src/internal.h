@@ -174,6 +174,9 @@ clnorm_status clnorm_check_mem(clnorm_ctx *ctx, cl_mem mem, const char *name, si
 clnorm_status clnorm_check_launch(clnorm_plan *plan, const char *fn, cl_command_queue *queue,
                                   cl_uint nwait, const cl_event *wait);
 
+/* Waits for event, releases it either way (forward.c). */
+clnorm_status clnorm_wait_release(clnorm_ctx *ctx, cl_event event);
+
 /* ---- verbose (verbose.c) ---- */
 double clnorm_now_ms(void);
 void clnorm_verbose_plan(const clnorm_plan *plan, double ms, int built);
