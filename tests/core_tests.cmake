@@ -15,3 +15,7 @@ clnorm_add_test(test_numerics test_numerics.c) # the 1e-5 target, constant and N
 clnorm_add_test(test_errors test_errors.c)    # every error path writes nothing
 clnorm_add_test(test_context test_context.c)  # device choice, adoption, cache, threads
 target_link_libraries(test_context PRIVATE Threads::Threads)
+
+# An adopted out-of-order application queue: multi-kernel operations and the host layer's
+# read-backs ordered by events, not by the queue.
+clnorm_add_test(test_ooo_queue test_ooo_queue.c)
