@@ -430,6 +430,67 @@ static void io_args(argset *a, const clnorm_desc *d, const cl_mem *x, size_t x_o
     arg_u64(a, r_off);
 }
 
+/* eps is of the kernels' arithmetic type A: double for F64, else float. */
+static void arg_eps(argset *a, const clnorm_desc *d)
+{
+    if (d->dtype == CLNORM_F64) {
+        const cl_double e = d->eps;
+        arg(a, sizeof e, &e);
+    } else {
+        const cl_float e = d->eps;
+        arg(a, sizeof e, &e);
+    }
+}
+
+/*
+ * Kernels of one operation enqueued one after another: each waits on the event of the one
+ * before (the first on the caller's wait list), so that an out-of-order queue keeps them in
+ * sequence too, and the last one signals the caller's event. Every path out releases the
+ * events in between.
+ */
+typedef struct {
+    clnorm_ctx *ctx;
+    cl_command_queue queue;
+    cl_uint nwait;
+    const cl_event *wait;
+    cl_event prev; /* the previous kernel's event; NULL before the first */
+} kernel_chain;
+
+static void chain_release(kernel_chain *c)
+{
+    if (c->prev)
+        clReleaseEvent(c->prev);
+    c->prev = NULL;
+}
+
+/* Fails the chain (releasing its event) when setting a kernel's arguments failed. */
+static clnorm_status chain_args(kernel_chain *c, cl_int err, const char *what)
+{
+    if (err == CL_SUCCESS)
+        return CLNORM_OK;
+    chain_release(c);
+    return clnorm_fail(c->ctx, err, "clSetKernelArg (%s) failed: %s", what,
+                       clnorm_status_string(err));
+}
+
+/* Enqueues k after the chain so far; the last step (last != 0) signals event (may be NULL). */
+static clnorm_status chain_step(kernel_chain *c, cl_kernel k, cl_uint dims, const size_t *global,
+                                const size_t *local, int last, cl_event *event, const char *what)
+{
+    cl_event ev = NULL;
+    const cl_int err =
+        clEnqueueNDRangeKernel(c->queue, k, dims, NULL, global, local, c->prev ? 1 : c->nwait,
+                               c->prev ? &c->prev : c->wait, last ? event : &ev);
+    chain_release(c);
+    c->prev = ev;
+    if (err != CL_SUCCESS) {
+        chain_release(c);
+        return clnorm_fail(c->ctx, err, "clEnqueueNDRangeKernel (%s) failed: %s", what,
+                           clnorm_status_string(err));
+    }
+    return CLNORM_OK;
+}
+
 clnorm_status clnorm_enqueue_forward(clnorm_plan *plan, cl_mem x, size_t x_off, cl_mem y,
                                      size_t y_off, cl_mem gamma, size_t g_off, cl_mem beta,
                                      size_t b_off, cl_mem mean, size_t m_off, cl_mem rstd,
@@ -441,14 +502,10 @@ clnorm_status clnorm_enqueue_forward(clnorm_plan *plan, cl_mem x, size_t x_off, 
     cl_uint flags = (gamma ? FLAG_GAMMA : 0) | (beta ? FLAG_BETA : 0) | (mean ? FLAG_MEAN : 0) |
                     (rstd ? FLAG_RSTD : 0) | (d->kind == CLNORM_RMS ? FLAG_RMS : 0);
     cl_ulong rows = d->rows, cols = d->cols;
-    /* eps and the local scratch are of the kernels' arithmetic type A: double for F64. */
-    const cl_float eps32 = d->eps;
-    const cl_double eps64 = d->eps;
-    const int f64 = d->dtype == CLNORM_F64;
-    const size_t eps_size = f64 ? sizeof eps64 : sizeof eps32;
-    const void *eps = f64 ? (const void *)&eps64 : (const void *)&eps32;
-    const size_t acc = clnorm_param_size(d->dtype);
+    const size_t acc = clnorm_param_size(d->dtype); /* local scratch holds A's, like eps */
     const size_t L = plan->local;
+    kernel_chain c = {ctx, queue, nwait, wait, NULL};
+    clnorm_status st;
 
     if (plan->strategy != CLNORM_STRATEGY_SPLIT) {
         argset a = {plan->kernel_main, 0, CL_SUCCESS};
@@ -456,23 +513,21 @@ clnorm_status clnorm_enqueue_forward(clnorm_plan *plan, cl_mem x, size_t x_off, 
                 r_off);
         arg(&a, sizeof rows, &rows);
         arg(&a, sizeof cols, &cols);
-        arg(&a, eps_size, eps);
+        arg_eps(&a, d);
         arg(&a, sizeof flags, &flags);
         if (plan->strategy != CLNORM_STRATEGY_ROW)
             arg(&a, L * acc, NULL);
-        CL_CHECK(ctx, a.err, "clSetKernelArg");
-        size_t global = plan->groups * L;
-        CL_CHECK(ctx,
-                 clEnqueueNDRangeKernel(queue, plan->kernel_main, 1, NULL, &global, &L, nwait,
-                                        wait, event),
-                 "clEnqueueNDRangeKernel");
-        return CLNORM_OK;
+        const size_t global = plan->groups * L;
+        if ((st = chain_args(&c, a.err, "forward")) != CLNORM_OK)
+            return st;
+        return chain_step(&c, plan->kernel_main, 1, &global, &L, 1, event, "forward");
     }
 
-    /* split: statistics per chunk, then merge + apply, ordered by an event so that an
-     * out-of-order queue keeps them in sequence too. */
+    /* split: statistics per chunk, then merge + apply. */
     cl_ulong chunk_len = plan->chunk_len;
     cl_uint chunks = (cl_uint)plan->chunks;
+    const size_t global[2] = {plan->chunks * L, plan->groups};
+    const size_t local[2] = {L, 1};
     argset s = {plan->kernel_stats, 0, CL_SUCCESS};
     arg_mem(&s, &x);
     arg_u64(&s, x_off);
@@ -484,7 +539,10 @@ clnorm_status clnorm_enqueue_forward(clnorm_plan *plan, cl_mem x, size_t x_off, 
     arg(&s, sizeof chunks, &chunks);
     arg(&s, sizeof flags, &flags);
     arg(&s, L * acc, NULL);
-    CL_CHECK(ctx, s.err, "clSetKernelArg");
+    if ((st = chain_args(&c, s.err, "split statistics")) != CLNORM_OK ||
+        (st = chain_step(&c, plan->kernel_stats, 2, global, local, 0, NULL,
+                         "split statistics")) != CLNORM_OK)
+        return st;
 
     argset a = {plan->kernel_main, 0, CL_SUCCESS};
     io_args(&a, d, &x, x_off, &y, y_off, &gamma, g_off, &beta, b_off, &mean, m_off, &rstd, r_off);
@@ -493,23 +551,11 @@ clnorm_status clnorm_enqueue_forward(clnorm_plan *plan, cl_mem x, size_t x_off, 
     arg(&a, sizeof cols, &cols);
     arg(&a, sizeof chunk_len, &chunk_len);
     arg(&a, sizeof chunks, &chunks);
-    arg(&a, eps_size, eps);
+    arg_eps(&a, d);
     arg(&a, sizeof flags, &flags);
-    CL_CHECK(ctx, a.err, "clSetKernelArg");
-
-    size_t global[2] = {plan->chunks * L, plan->groups};
-    size_t local[2] = {L, 1};
-    cl_event stats_done;
-    CL_CHECK(ctx,
-             clEnqueueNDRangeKernel(queue, plan->kernel_stats, 2, NULL, global, local, nwait, wait,
-                                    &stats_done),
-             "clEnqueueNDRangeKernel (split statistics)");
-    cl_int err =
-        clEnqueueNDRangeKernel(queue, plan->kernel_main, 2, NULL, global, local, 1, &stats_done,
-                               event);
-    clReleaseEvent(stats_done);
-    CL_CHECK(ctx, err, "clEnqueueNDRangeKernel (split apply)");
-    return CLNORM_OK;
+    if ((st = chain_args(&c, a.err, "split apply")) != CLNORM_OK)
+        return st;
+    return chain_step(&c, plan->kernel_main, 2, global, local, 1, event, "split apply");
 }
 
 /* The arguments norm_bwd_sums and norm_bwd_rows start with: x, dy, the statistics, gamma. */
@@ -554,11 +600,9 @@ clnorm_status clnorm_enqueue_backward(clnorm_plan *plan, unsigned mask, cl_mem x
     const size_t acc = clnorm_param_size(d->dtype);
     const size_t L = plan->bwd_local;
 
-    cl_event stats_done = NULL;
+    kernel_chain c = {ctx, queue, nwait, wait, NULL};
+    clnorm_status st;
     if (recompute) {
-        const cl_float eps32 = d->eps;
-        const cl_double eps64 = d->eps;
-        const int f64 = d->dtype == CLNORM_F64;
         argset t = {plan->kernel_bwd_stats, 0, CL_SUCCESS};
         arg_mem(&t, &x);
         arg_u64(&t, x_off);
@@ -566,22 +610,17 @@ clnorm_status clnorm_enqueue_backward(clnorm_plan *plan, unsigned mask, cl_mem x
         arg_mem(&t, &plan->bwd_stats);
         arg(&t, sizeof rows, &rows);
         arg(&t, sizeof cols, &cols);
-        arg(&t, f64 ? sizeof eps64 : sizeof eps32, f64 ? (const void *)&eps64 : (const void *)&eps32);
+        arg_eps(&t, d);
         arg(&t, sizeof flags, &flags);
         arg(&t, L * acc, NULL);
-        CL_CHECK(ctx, t.err, "clSetKernelArg (backward statistics)");
         const size_t global = plan->bwd_stats_groups * L;
-        CL_CHECK(ctx,
-                 clEnqueueNDRangeKernel(queue, plan->kernel_bwd_stats, 1, NULL, &global, &L,
-                                        nwait, wait, &stats_done),
-                 "clEnqueueNDRangeKernel (backward statistics)");
-        nwait = 1;
-        wait = &stats_done;
+        if ((st = chain_args(&c, t.err, "backward statistics")) != CLNORM_OK ||
+            (st = chain_step(&c, plan->kernel_bwd_stats, 1, &global, &L, 0, NULL,
+                             "backward statistics")) != CLNORM_OK)
+            return st;
     }
 
-    /* Few long rows: the sums of each (row, chunk) first, ordered before the rows pass by an
-     * event (out-of-order queues too). */
-    cl_event sums_done = NULL;
+    /* Few long rows: the sums of each (row, chunk) first. */
     if (chunks > 1 && ((mask & CLNORM_GRAD_X) || d->rows == 0 /* warm-up */)) {
         argset s = {plan->kernel_bwd_sums, 0, CL_SUCCESS};
         bwd_inputs(&s, d, &x, x_off, &dy, dy_off, &mean, m_off, &rstd, r_off, &gamma, g_off);
@@ -593,20 +632,19 @@ clnorm_status clnorm_enqueue_backward(clnorm_plan *plan, unsigned mask, cl_mem x
         arg(&s, sizeof chunks, &chunks);
         arg(&s, sizeof flags, &flags);
         arg(&s, L * acc, NULL);
-        if (s.err != CL_SUCCESS && stats_done)
-            clReleaseEvent(stats_done);
-        CL_CHECK(ctx, s.err, "clSetKernelArg (backward sums)");
         const size_t global[2] = {plan->bwd_chunks * L, clamp_sz(d->rows, 1, (size_t)1 << 16)};
         const size_t local[2] = {L, 1};
-        cl_int serr = clEnqueueNDRangeKernel(queue, plan->kernel_bwd_sums, 2, NULL, global, local,
-                                             nwait, wait, &sums_done);
-        if (stats_done)
-            clReleaseEvent(stats_done);
-        stats_done = NULL;
-        CL_CHECK(ctx, serr, "clEnqueueNDRangeKernel (backward sums)");
-        nwait = 1;
-        wait = &sums_done;
+        if ((st = chain_args(&c, s.err, "backward sums")) != CLNORM_OK ||
+            (st = chain_step(&c, plan->kernel_bwd_sums, 2, global, local, 0, NULL,
+                             "backward sums")) != CLNORM_OK)
+            return st;
     }
+
+    /* With rows == 0 this is the plan's warm-up: the parameter pass runs too, writing
+     * nothing. */
+    const int warm = d->rows == 0;
+    const int params = warm || (mask & (CLNORM_GRAD_GAMMA | CLNORM_GRAD_BETA)) != 0;
+    const cl_uint param_flags = warm ? 0u : flags;
 
     argset a = {plan->kernel_bwd_rows, 0, CL_SUCCESS};
     bwd_inputs(&a, d, &x, x_off, &dy, dy_off, &mean, m_off, &rstd, r_off, &gamma, g_off);
@@ -622,30 +660,13 @@ clnorm_status clnorm_enqueue_backward(clnorm_plan *plan, unsigned mask, cl_mem x
     arg(&a, sizeof chunks, &chunks);
     arg(&a, sizeof flags, &flags);
     arg(&a, L * acc, NULL);
-    if (a.err != CL_SUCCESS && sums_done)
-        clReleaseEvent(sums_done);
-    if (a.err != CL_SUCCESS && stats_done)
-        clReleaseEvent(stats_done);
-    CL_CHECK(ctx, a.err, "clSetKernelArg (backward rows)");
-
-    /* With rows == 0 this is the plan's warm-up: both kernels run, neither writes. */
-    const int warm = d->rows == 0;
-    const int params = warm || (mask & (CLNORM_GRAD_GAMMA | CLNORM_GRAD_BETA)) != 0;
-    const cl_uint param_flags = warm ? 0u : flags;
     const size_t rows_global[2] = {plan->bwd_chunks * L, plan->bwd_groups};
     const size_t rows_local[2] = {L, 1};
-    cl_event rows_done = NULL;
-    cl_int rerr = clEnqueueNDRangeKernel(queue, plan->kernel_bwd_rows, 2, NULL, rows_global,
-                                         rows_local, nwait, wait,
-                                         params ? &rows_done : event);
-    if (sums_done)
-        clReleaseEvent(sums_done);
-    if (stats_done)
-        clReleaseEvent(stats_done);
-    CL_CHECK(ctx, rerr, "clEnqueueNDRangeKernel (backward rows)");
-    if (!params)
-        return CLNORM_OK;
-    size_t global;
+    if ((st = chain_args(&c, a.err, "backward rows")) != CLNORM_OK ||
+        (st = chain_step(&c, plan->kernel_bwd_rows, 2, rows_global, rows_local, !params, event,
+                         "backward rows")) != CLNORM_OK ||
+        !params)
+        return st;
 
     argset p = {plan->kernel_bwd_params, 0, CL_SUCCESS};
     arg_mem(&p, &plan->bwd_scratch);
@@ -656,13 +677,9 @@ clnorm_status clnorm_enqueue_backward(clnorm_plan *plan, unsigned mask, cl_mem x
     arg_mem(&p, &dbeta);
     arg_u64(&p, db_off);
     arg(&p, sizeof param_flags, &param_flags);
-    if (p.err != CL_SUCCESS)
-        clReleaseEvent(rows_done);
-    CL_CHECK(ctx, p.err, "clSetKernelArg (backward parameters)");
-    global = div_up(d->cols, plan->bwd_param_local) * plan->bwd_param_local;
-    cl_int err = clEnqueueNDRangeKernel(queue, plan->kernel_bwd_params, 1, NULL, &global,
-                                        &plan->bwd_param_local, 1, &rows_done, event);
-    clReleaseEvent(rows_done);
-    CL_CHECK(ctx, err, "clEnqueueNDRangeKernel (backward parameters)");
-    return CLNORM_OK;
+    const size_t global = div_up(d->cols, plan->bwd_param_local) * plan->bwd_param_local;
+    if ((st = chain_args(&c, p.err, "backward parameters")) != CLNORM_OK)
+        return st;
+    return chain_step(&c, plan->kernel_bwd_params, 1, &global, &plan->bwd_param_local, 1, event,
+                      "backward parameters");
 }
