@@ -1,10 +1,12 @@
 /* cli_engine.h - where a command computes: the CPU reference (--cpu), or an OpenCL device
  * through a context and one plan (the host-pointer API). Every failure is reported as one
- * line. */
+ * line, followed by the kernel build log (indented) when the failure has one. */
 #ifndef CLNORM_CLI_ENGINE_H
 #define CLNORM_CLI_ENGINE_H
 
 #include <clnorm.h>
+
+#include <stdio.h>
 
 typedef struct {
     clnorm_desc desc;
@@ -27,5 +29,15 @@ int cli_engine_backward(cli_engine *e, unsigned mask, const void *x, const void 
                         void *dgamma, void *dbeta);
 
 void cli_engine_close(cli_engine *e);
+
+/* Prints a library failure to f (the tool passes stderr, after flushing stdout):
+ * "clnorm: <fmt...>: <first line of detail>\n", then every further line of detail indented by
+ * four spaces ("\r\n" ends taken as "\n", blank trailing lines dropped). detail is typically
+ * clnorm_last_error(), which after CLNORM_BUILD_FAILURE holds the whole kernel build log; a
+ * detail of one line gives exactly one line, as cli_error does. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 3, 4)))
+#endif
+void cli_error_detail(FILE *f, const char *detail, const char *fmt, ...);
 
 #endif /* CLNORM_CLI_ENGINE_H */

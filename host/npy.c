@@ -48,6 +48,35 @@ static void set_err(char *err, size_t err_size, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Bytes of a file quoted in a message: printable ASCII as is, every other byte (ESC, BEL, CR,
+ * NUL, bytes >= 0x80) and the backslash as \xNN, so a crafted header cannot drive the terminal
+ * the message is printed on. buf receives at most buf_size - 1 characters (a long s is cut,
+ * never an escape); 4 * strlen(s) + 1 bytes always hold it all. Returns buf. */
+static const char *escape_bytes(const char *s, char *buf, size_t buf_size)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = 0;
+    if (buf_size == 0)
+        return buf;
+    for (; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+        int plain = c >= 0x20 && c < 0x7f && c != '\\';
+        size_t need = plain ? 1 : 4;
+        if (n + need >= buf_size)
+            break;
+        if (plain) {
+            buf[n++] = (char)c;
+        } else {
+            buf[n++] = '\\';
+            buf[n++] = 'x';
+            buf[n++] = hex[c >> 4];
+            buf[n++] = hex[c & 15];
+        }
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
 size_t npy_dtype_size(npy_dtype t)
 {
     switch (t) {
@@ -99,25 +128,28 @@ static void swap_elements(void *data, size_t count, size_t size)
         }
 }
 
-/* *out = product of shape; 0 on overflow of size_t. */
-static int shape_product(int ndim, const size_t *shape, size_t *out)
+/* numpy's own limit (PyArray_NewFromDescr): the element size times the product of the
+ * non-zero dimensions must fit npy_intp (ptrdiff_t), even when a zero dimension makes the array
+ * empty. numpy refuses to load a shape beyond it, e.g. (0, 2**64 - 1), so the reader refuses to
+ * read one and the writer to write one. The limit also keeps count * esize within size_t. */
+#define NPY_MAX_BYTES ((size_t)PTRDIFF_MAX)
+
+/* *count = number of elements of shape (0 when a dimension is 0). 1 ok; 0 when the shape is
+ * beyond NPY_MAX_BYTES for elements of esize bytes (esize > 0). */
+static int shape_count(int ndim, const size_t *shape, size_t esize, size_t *count)
 {
-    size_t n = 1;
-    int i;
-    int zero = 0;
-    for (i = 0; i < ndim; i++)
-        if (shape[i] == 0)
-            zero = 1;
-    if (zero) {
-        *out = 0;
-        return 1;
-    }
+    size_t bytes = esize;
+    int i, zero = 0;
     for (i = 0; i < ndim; i++) {
-        if (n > SIZE_MAX / shape[i])
+        if (shape[i] == 0) {
+            zero = 1;
+            continue;
+        }
+        if (bytes > NPY_MAX_BYTES / shape[i])
             return 0;
-        n *= shape[i];
+        bytes *= shape[i];
     }
-    *out = n;
+    *count = zero ? 0 : bytes / esize;
     return 1;
 }
 
@@ -205,6 +237,10 @@ static int hp_shape(hparser *p, size_t *shape, int *ndim)
         if (hp_accept(p, ')'))
             break;
         hp_ws(p);
+        /* Python 3 (numpy's literal_eval) refuses leading zeros such as 007. */
+        if (hp_peek(p) == '0' && p->pos + 1 < p->len && p->s[p->pos + 1] >= '0' &&
+            p->s[p->pos + 1] <= '9')
+            return 0;
         while (hp_peek(p) >= '0' && hp_peek(p) <= '9') {
             size_t d = (size_t)(hp_peek(p) - '0');
             if (v > (SIZE_MAX - d) / 10)
@@ -311,7 +347,8 @@ static int parse_header(const char *path, const char *text, size_t len, npy_head
                 goto duplicate;
             r = hp_shape(&p, h->shape, &h->ndim);
             if (r == -1) {
-                set_err(err, err_size, "%s: a dimension in the .npy shape overflows", path);
+                set_err(err, err_size, "%s: a dimension in the .npy shape is too large (numpy's "
+                        "limit: %zu)", path, NPY_MAX_BYTES);
                 return 1;
             }
             if (r == -2) {
@@ -322,8 +359,9 @@ static int parse_header(const char *path, const char *text, size_t len, npy_head
             if (r == 0)
                 goto malformed;
         } else {
-            set_err(err, err_size, "%s: malformed .npy header (unexpected key '%s%s')", path, key,
-                    too_long ? "..." : "");
+            char shown[4 * sizeof key + 1];
+            set_err(err, err_size, "%s: malformed .npy header (unexpected key '%s%s')", path,
+                    escape_bytes(key, shown, sizeof shown), too_long ? "..." : "");
             return 1;
         }
         if (hp_accept(&p, ','))
@@ -356,6 +394,7 @@ static int descr_to_dtype(const char *path, const npy_header *h, npy_dtype *t, c
         const char *descr;
         npy_dtype t;
     } table[] = {{"<f4", NPY_F32}, {"<f8", NPY_F64}, {"<f2", NPY_F16}, {"<u2", NPY_U16}};
+    char shown[4 * sizeof h->descr + 1];
     size_t i;
     if (!h->descr_is_string) {
         set_err(err, err_size, "%s: structured dtypes are not supported (supported: float32 "
@@ -367,15 +406,16 @@ static int descr_to_dtype(const char *path, const npy_header *h, npy_dtype *t, c
             *t = table[i].t;
             return 0;
         }
+    escape_bytes(h->descr, shown, sizeof shown);
     if (h->descr[0] == '>' &&
         (strcmp(h->descr + 1, "f4") == 0 || strcmp(h->descr + 1, "f8") == 0 ||
          strcmp(h->descr + 1, "f2") == 0 || strcmp(h->descr + 1, "u2") == 0)) {
         set_err(err, err_size, "%s: big-endian dtype '%s' is not supported; save with "
-                "arr.astype(arr.dtype.newbyteorder('<'))", path, h->descr);
+                "arr.astype(arr.dtype.newbyteorder('<'))", path, shown);
         return 1;
     }
     set_err(err, err_size, "%s: unsupported dtype '%s' (supported: float32 '<f4', float64 "
-            "'<f8', float16 '<f2', uint16 '<u2')", path, h->descr);
+            "'<f8', float16 '<f2', uint16 '<u2')", path, shown);
     return 1;
 }
 
@@ -424,9 +464,11 @@ int npy_load(const char *path, npy_array *out, char *err, size_t err_size)
     }
     if (got < 8)
         goto truncated_header;
-    if (pre[6] == 1)
+    /* numpy reads exactly (1, 0), (2, 0) and (3, 0); a minor version is not a compatible
+     * extension but an unknown format. */
+    if (pre[6] == 1 && pre[7] == 0)
         lenbytes = 2;
-    else if (pre[6] == 2 || pre[6] == 3)
+    else if ((pre[6] == 2 || pre[6] == 3) && pre[7] == 0)
         lenbytes = 4;
     else {
         set_err(err, err_size, "%s: unsupported .npy format version %u.%u (supported: 1.0, 2.0, "
@@ -465,8 +507,10 @@ int npy_load(const char *path, npy_array *out, char *err, size_t err_size)
         goto fail;
     }
     esize = npy_dtype_size(dtype);
-    if (!shape_product(h.ndim, h.shape, &count) || count > SIZE_MAX / esize) {
-        set_err(err, err_size, "%s: the .npy shape holds more elements than memory can", path);
+    if (!shape_count(h.ndim, h.shape, esize, &count)) {
+        set_err(err, err_size, "%s: the .npy shape is too large: %zu-byte elements times its "
+                "non-zero dimensions exceed %zu bytes (numpy's limit)", path, esize,
+                NPY_MAX_BYTES);
         goto fail;
     }
     bytes = count * esize;
@@ -654,8 +698,10 @@ int npy_save(const char *path, npy_dtype dtype, int ndim, const size_t *shape, c
                 NPY_MAX_DIMS);
         return 1;
     }
-    if (!shape_product(ndim, shape, &count) || count > SIZE_MAX / esize) {
-        set_err(err, err_size, "%s: the shape holds too many elements", path);
+    if (!shape_count(ndim, shape, esize, &count)) {
+        set_err(err, err_size, "%s: the shape is too large for a .npy file: %zu-byte elements "
+                "times its non-zero dimensions exceed %zu bytes (numpy's limit)", path, esize,
+                NPY_MAX_BYTES);
         return 1;
     }
     bytes = count * esize;

@@ -32,12 +32,15 @@ typedef struct {
 } npy_array;
 
 /* Loads a whole .npy file. 0 on success; else non-zero, *out zeroed and a one-line message
- * naming the file in err (no trailing newline). */
+ * naming the file in err (no trailing newline; bytes of the file quoted in it are escaped as
+ * \xNN unless printable ASCII). Accepted no more leniently than numpy: format versions exactly
+ * 1.0, 2.0 and 3.0, and shapes whose element size times non-zero dimensions fit ptrdiff_t. */
 int npy_load(const char *path, npy_array *out, char *err, size_t err_size);
 
 /* Writes an array (C order, little-endian) atomically: to a temporary file in the same
  * directory, then rename(); on any failure nothing is left behind at path (nor the temporary).
- * ndim 0 = scalar (one element). data may be NULL when the shape holds no element. */
+ * ndim 0 = scalar (one element). data may be NULL when the shape holds no element. A shape
+ * npy_load would refuse (see above; e.g. (0, SIZE_MAX)) is refused before anything is written. */
 int npy_save(const char *path, npy_dtype dtype, int ndim, const size_t *shape, const void *data,
              char *err, size_t err_size);
 

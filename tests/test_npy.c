@@ -441,6 +441,229 @@ static void test_bad_files(void **state)
     expect_load_error(path, "version 4.0");
 }
 
+/* Sets the version bytes of an existing .npy file (the header length field is kept as is, so
+ * only the 1.x <-> 1.y and 2.x <-> 3.y changes are meaningful). */
+static void set_version(const char *path, unsigned major, unsigned minor)
+{
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 6, SEEK_SET), 0);
+    assert_int_equal(fputc((int)major, f), (int)major);
+    assert_int_equal(fputc((int)minor, f), (int)minor);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* numpy reads exactly the versions (1, 0), (2, 0) and (3, 0): a minor version is refused. */
+static void test_minor_version_rejected(void **state)
+{
+    static const float data[2] = {1, 2};
+    static const struct {
+        unsigned major, minor;
+        const char *needle;
+    } bad[] = {{1, 1, "version 1.1"}, {1, 255, "version 1.255"}, {2, 1, "version 2.1"},
+               {2, 255, "version 2.255"}, {3, 1, "version 3.1"}, {0, 0, "version 0.0"}};
+    const char *dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
+    char path[512], err[256];
+    size_t i;
+    npy_array a;
+    (void)state;
+    path_in_dir(path, sizeof path, "minor.npy");
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_npy_by_hand(path, bad[i].major <= 1 ? 1 : (int)bad[i].major, dict, data,
+                          sizeof data);
+        set_version(path, bad[i].major, bad[i].minor);
+        expect_load_error(path, bad[i].needle);
+        expect_load_error(path, "supported: 1.0, 2.0, 3.0");
+    }
+    /* The same bytes with minor 0 load. */
+    write_npy_by_hand(path, 2, dict, data, sizeof data);
+    set_version(path, 3, 0);
+    assert_int_equal(npy_load(path, &a, err, sizeof err), 0);
+    assert_int_equal(a.count, 2);
+    npy_free(&a);
+}
+
+/* The error line must not carry raw control bytes from the file. */
+static void assert_printable(const char *err)
+{
+    const unsigned char *p;
+    for (p = (const unsigned char *)err; *p; p++)
+        if (*p < 0x20 || *p >= 0x7f)
+            fail_msg("raw byte 0x%02x in error \"%s\"", *p, err);
+}
+
+static void expect_escaped_error(const char *path, const char *needle)
+{
+    npy_array a;
+    char err[512];
+    memset(&a, 0x5a, sizeof a);
+    assert_int_not_equal(npy_load(path, &a, err, sizeof err), 0);
+    assert_null(a.data);
+    assert_printable(err);
+    if (strstr(err, needle) == NULL)
+        fail_msg("error \"%s\" lacks \"%s\"", err, needle);
+}
+
+/* Header bytes quoted in an error line are escaped as \xNN: ESC, BEL, CR, bytes >= 0x80 (a C1
+ * CSI) and the backslash itself, in unexpected keys and unsupported dtypes alike. */
+static void test_error_bytes_escaped(void **state)
+{
+    static const float data[2] = {0};
+    char path[512];
+    (void)state;
+    path_in_dir(path, sizeof path, "escape.npy");
+
+    write_npy_by_hand(path, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), "
+                      "'\x1b]0;owned\x07\x1b[2J\r': 1, }", data, sizeof data);
+    expect_escaped_error(path, "unexpected key '\\x1b]0;owned\\x07\\x1b[2J\\x0d'");
+
+    write_npy_by_hand(path, 1, "{'descr': '\x1b[31m<f4\x9b', 'fortran_order': False, "
+                      "'shape': (2,), }", data, sizeof data);
+    expect_escaped_error(path, "unsupported dtype '\\x1b[31m<f4\\x9b'");
+
+    /* A key longer than the parser keeps: still escaped, never an escape cut in half. */
+    write_npy_by_hand(path, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), "
+                      "'\x07\x07\x07\x07\x07\x07\x07\x07\x07\x07\x07\x07\x07\x07\x07\x07\x07"
+                      "\x07\x07\x07\x07\x07\x07\x07\x07\x07\x07\x07\x07\x07\x07\x07\x07\x07': 1, }",
+                      data, sizeof data);
+    expect_escaped_error(path, "\\x07\\x07...'");
+
+    /* A descr that fills the parser's buffer with bytes that all need escaping. */
+    {
+        char dict[256];
+        char descr[65];
+        memset(descr, 0x1b, sizeof descr - 1); /* 64 bytes: one beyond what is kept */
+        descr[sizeof descr - 1] = '\0';
+        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (2,), }",
+                 descr);
+        write_npy_by_hand(path, 1, dict, data, sizeof data);
+        expect_escaped_error(path, "descr too long");
+        descr[sizeof descr - 2] = '\0'; /* the longest descr kept: 63 bytes, 252 escaped */
+        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (2,), }",
+                 descr);
+        write_npy_by_hand(path, 1, dict, data, sizeof data);
+        expect_escaped_error(path, "\\x1b\\x1b'");
+    }
+}
+
+/* numpy's limits on a shape: element size times the product of the non-zero dimensions must
+ * fit npy_intp (ptrdiff_t) -- even when a zero dimension leaves no element to read. */
+static void test_huge_dims_rejected(void **state)
+{
+    static const float data[2] = {0};
+    static const struct {
+        const char *descr, *shape;
+    } bad[] = {
+        {"<f4", "(0, 18446744073709551615)"},
+        {"<f4", "(18446744073709551615, 0)"},
+        {"<u2", "(0, 9223372036854775808)"},
+        {"<u2", "(0, 4611686018427387904)"},   /* 2 * 2^62 = 2^63 */
+        {"<f4", "(0, 2305843009213693952)"},   /* 4 * 2^61 */
+        {"<f8", "(0, 1152921504606846976)"},   /* 8 * 2^60 */
+        {"<f4", "(4294967296, 0, 4294967296)"}, /* non-zero product 2^64 */
+        {"<f2", "(3037000500, 3037000500, 0)"}, /* 2 * 3037000500^2 > 2^63 - 1 */
+    };
+    static const struct {
+        const char *descr, *shape;
+        npy_dtype t;
+        size_t dim;
+    } good[] = {
+        {"<u2", "(0, 4611686018427387903)", NPY_U16, 4611686018427387903u},
+        {"<f4", "(0, 2305843009213693951)", NPY_F32, 2305843009213693951u},
+        {"<f8", "(0, 1152921504606846975)", NPY_F64, 1152921504606846975u},
+    };
+    char path[512], dict[256], err[512];
+    size_t i;
+    (void)state;
+    if (PTRDIFF_MAX != INT64_MAX)
+        skip(); /* the cases are written for a 64-bit npy_intp */
+    path_in_dir(path, sizeof path, "huge.npy");
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
+                 bad[i].descr, bad[i].shape);
+        write_npy_by_hand(path, 1, dict, data, sizeof data);
+        expect_load_error(path, "too large");
+    }
+    /* At the limit: an empty array numpy can load. */
+    for (i = 0; i < sizeof good / sizeof good[0]; i++) {
+        npy_array a;
+        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
+                 good[i].descr, good[i].shape);
+        write_npy_by_hand(path, 1, dict, NULL, 0);
+        if (npy_load(path, &a, err, sizeof err))
+            fail_msg("%s: %s", good[i].shape, err);
+        assert_int_equal(a.dtype, good[i].t);
+        assert_int_equal(a.ndim, 2);
+        assert_int_equal(a.shape[1], good[i].dim);
+        assert_int_equal(a.count, 0);
+        npy_free(&a);
+    }
+}
+
+/* The writer refuses what the reader (and numpy) would refuse, and leaves nothing behind. */
+static void test_save_huge_dims_rejected(void **state)
+{
+    static const struct {
+        npy_dtype t;
+        int ndim;
+        size_t shape[3];
+    } bad[] = {
+        {NPY_F32, 2, {0, SIZE_MAX}},
+        {NPY_F32, 2, {SIZE_MAX, 0}},
+        {NPY_U16, 2, {0, (size_t)PTRDIFF_MAX + 1}},
+        {NPY_F32, 2, {0, (size_t)PTRDIFF_MAX / 4 + 1}},
+        {NPY_F64, 2, {0, (size_t)PTRDIFF_MAX / 8 + 1}},
+        {NPY_F16, 3, {(size_t)1 << 32, 0, (size_t)1 << 32}},
+    };
+    char path[512], err[512];
+    size_t i;
+    int before;
+    (void)state;
+    path_in_dir(path, sizeof path, "huge_out.npy");
+    before = count_dir_entries(g_dir);
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = '\0';
+        if (npy_save(path, bad[i].t, bad[i].ndim, bad[i].shape, NULL, err, sizeof err) == 0)
+            fail_msg("case %zu: saved", i);
+        assert_non_null(strstr(err, path));
+        assert_non_null(strstr(err, "too large"));
+        assert_false(file_exists(path));
+        assert_int_equal(count_dir_entries(g_dir), before);
+    }
+    /* The largest empty shape is written, and reads back. */
+    {
+        size_t shape[2] = {0, (size_t)PTRDIFF_MAX / 4};
+        npy_array a;
+        assert_int_equal(npy_save(path, NPY_F32, 2, shape, NULL, err, sizeof err), 0);
+        assert_int_equal(npy_load(path, &a, err, sizeof err), 0);
+        assert_int_equal(a.shape[0], 0);
+        assert_int_equal(a.shape[1], shape[1]);
+        npy_free(&a);
+        remove(path);
+    }
+}
+
+/* Python 3's literal_eval (numpy's parser) refuses integers with leading zeros. */
+static void test_leading_zero_dims_rejected(void **state)
+{
+    static const float data[8] = {0};
+    char path[512], err[256];
+    npy_array a;
+    (void)state;
+    path_in_dir(path, sizeof path, "zeros.npy");
+    write_npy_by_hand(path, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (007,), }",
+                      data, sizeof data);
+    expect_load_error(path, "malformed");
+    write_npy_by_hand(path, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 03), }",
+                      data, sizeof data);
+    expect_load_error(path, "malformed");
+    write_npy_by_hand(path, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 10), }",
+                      data, sizeof data);
+    assert_int_equal(npy_load(path, &a, err, sizeof err), 0);
+    assert_int_equal(a.shape[1], 10);
+    npy_free(&a);
+}
+
 static void test_missing_file(void **state)
 {
     char path[512];
@@ -715,6 +938,11 @@ int main(void)
         cmocka_unit_test(test_extra_trailing_data_is_fine),
         cmocka_unit_test(test_fortran_1d_is_c_order),
         cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_minor_version_rejected),
+        cmocka_unit_test(test_error_bytes_escaped),
+        cmocka_unit_test(test_huge_dims_rejected),
+        cmocka_unit_test(test_save_huge_dims_rejected),
+        cmocka_unit_test(test_leading_zero_dims_rejected),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_error_buffer_edge_cases),
         cmocka_unit_test(test_save_failures_leave_nothing),

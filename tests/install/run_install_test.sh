@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install test: installs a clnorm build tree into a fresh prefix, then builds and runs the
-# consumer in tests/install/consumer twice, once through find_package(clnorm) and once through
-# pkg-config. Nothing outside the prefix and the work directory is used for clnorm itself.
+# consumers in tests/install/consumer twice, once through find_package(clnorm) and once through
+# pkg-config: one that defines no CL_TARGET_OPENCL_VERSION and two that target OpenCL 3.0
+# themselves (in the source; in the source and on the command line), all with -Werror.
+# Nothing outside the prefix and the work directory is used for clnorm itself.
 #
 # usage: run_install_test.sh BUILD_DIR WORK_DIR LIBDIR C_COMPILER [CONFIG] [EXTRA_C_FLAGS]
 set -euo pipefail
@@ -19,6 +21,14 @@ case "$libdir" in
   *) libpath=$work/prefix/$libdir ;;
 esac
 prefix=$work/prefix
+
+# The OpenCL headers say "CL_TARGET_OPENCL_VERSION is not defined. Defaulting to ..." (a
+# #pragma message, not a warning) when nobody chose a version: clnorm.h must have chosen one.
+no_default_version() { # BUILD_LOG
+  if grep -q "CL_TARGET_OPENCL_VERSION is not defined" "$1"; then
+    cat "$1"; echo "a consumer was left without CL_TARGET_OPENCL_VERSION"; exit 1
+  fi
+}
 
 rm -rf "$work"
 mkdir -p "$work"
@@ -54,9 +64,12 @@ cmake -S "$here/consumer" -B "$work/consumer-build" \
   -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON > "$work/consumer-configure.log" \
   || { cat "$work/consumer-configure.log"; exit 1; }
 grep -F "clnorm " "$work/consumer-configure.log" || true
-cmake --build "$work/consumer-build" > "$work/consumer-build.log" 2>&1 \
+cmake --build "$work/consumer-build" --verbose > "$work/consumer-build.log" 2>&1 \
   || { cat "$work/consumer-build.log"; exit 1; }
-LD_LIBRARY_PATH="$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$work/consumer-build/consumer"
+no_default_version "$work/consumer-build.log"
+for exe in consumer consumer_cl300 consumer_cl300_flag; do
+  LD_LIBRARY_PATH="$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$work/consumer-build/$exe"
+done
 
 echo "== pkg-config clnorm"
 export PKG_CONFIG_PATH="$libpath/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
@@ -66,8 +79,19 @@ if [ "$pc_prefix" != "$prefix" ]; then
 fi
 pc_flags=$(pkg-config --cflags --libs clnorm)
 echo "pkg-config --cflags --libs clnorm: $pc_flags"
-# shellcheck disable=SC2086  # the flags are a word list
-"$cc" -std=c11 $extra_flags -o "$work/consumer-pc" "$here/consumer/main.c" $pc_flags -lm
-LD_LIBRARY_PATH="$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$work/consumer-pc"
+# Each consumer as its own program, warnings as errors: no define (clnorm.h's fallback), 3.0 in
+# the source, and 3.0 in the source and on the command line.
+pc_build() { # NAME SOURCE [FLAGS...]
+  local name=$1 src=$2
+  shift 2
+  # shellcheck disable=SC2086  # the flags are word lists
+  "$cc" -std=c11 -Wall -Wextra -Werror $extra_flags "$@" -o "$work/$name" "$src" $pc_flags -lm \
+    > "$work/$name.log" 2>&1 || { cat "$work/$name.log"; exit 1; }
+  no_default_version "$work/$name.log"
+  LD_LIBRARY_PATH="$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$work/$name"
+}
+pc_build consumer-pc "$here/consumer/main.c"
+pc_build consumer-pc-cl300 "$here/consumer/cl300.c"
+pc_build consumer-pc-cl300-flag "$here/consumer/cl300.c" -DCL_TARGET_OPENCL_VERSION=300
 
 echo "install test passed"
