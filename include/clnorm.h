@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 #define CLNORM_VERSION_MAJOR 0
-#define CLNORM_VERSION_MINOR 1
+#define CLNORM_VERSION_MINOR 2
 #define CLNORM_VERSION_PATCH 0
 #define CLNORM_VERSION_NUMBER \
     (CLNORM_VERSION_MAJOR * 10000 + CLNORM_VERSION_MINOR * 100 + CLNORM_VERSION_PATCH)
@@ -69,18 +69,25 @@ enum {
 CLNORM_API const char *clnorm_status_string(clnorm_status status);
 
 /* ---------------------------------------------------------------------------------------------
- * Problem description
+ * Operations. Each is described once inside the library (its op table entry: argument slots,
+ * checks, kernels per strategy and direction, CPU reference); clnorm_op_query() and
+ * clnorm_slot_query() read that description, so callers can iterate the operations too.
  * ------------------------------------------------------------------------------------------- */
 typedef enum {
-    CLNORM_LAYER = 0, /* y = (x - mean) / sqrt(var + eps) * gamma + beta, biased variance */
-    CLNORM_RMS = 1    /* y = x / sqrt(mean(x^2) + eps) * gamma (+ beta) */
+    CLNORM_LAYER = 0,     /* y = (x - mean) / sqrt(var + eps) * gamma + beta, biased variance */
+    CLNORM_RMS = 1,       /* y = x / sqrt(mean(x^2) + eps) * gamma (+ beta) */
+    CLNORM_ADD_LAYER = 2, /* s = x + residual, y = LayerNorm(s); s optionally written */
+    CLNORM_ADD_RMS = 3    /* s = x + residual, y = RMSNorm(s); s optionally written */
 } clnorm_kind;
 
-/* Storage of x, y, dy and dx. gamma, beta, mean, rstd, dgamma and dbeta ("parameters") are
- * float32 for F32, F16 and BF16, and float64 for F64. F16 and BF16 are storage formats: loaded
- * and stored through core OpenCL 1.2 (no cl_khr_fp16 needed), computed in float32, stored
- * rounded to nearest even. F64 computes in double and needs cl_khr_fp64 on the device
- * (CLNORM_UNSUPPORTED otherwise). */
+/* The number of operations: kinds are 0 .. clnorm_op_count() - 1. */
+CLNORM_API size_t clnorm_op_count(void);
+
+/* Storage of the row tensors (x, y, dy, dx; residual and sum unless CLNORM_RESIDUAL_F32).
+ * gamma, beta, mean, rstd, dgamma and dbeta ("parameters") are float32 for F32, F16 and BF16,
+ * and float64 for F64. F16 and BF16 are storage formats: loaded and stored through core
+ * OpenCL 1.2 (no cl_khr_fp16 needed), computed in float32, stored rounded to nearest even.
+ * F64 computes in double and needs cl_khr_fp64 on the device (CLNORM_UNSUPPORTED otherwise). */
 typedef enum {
     CLNORM_F32 = 0,
     CLNORM_F16 = 1,
@@ -90,30 +97,44 @@ typedef enum {
 
 /* Flags of clnorm_desc.flags. The default (0) is the full affine transform, no statistics. */
 enum {
-    CLNORM_NO_GAMMA = 1u << 0,   /* gamma = 1: the gamma argument must be NULL */
-    CLNORM_NO_BETA = 1u << 1,    /* beta = 0: the beta argument must be NULL */
-    CLNORM_SAVE_STATS = 1u << 2, /* write per-row mean (LAYER only) and rstd = 1/sqrt(var+eps) */
-    CLNORM_WITH_BACKWARD = 1u << 3 /* the plan also prepares the backward pass (its programs are
-                                      built at plan creation, like the forward's) */
+    CLNORM_NO_GAMMA = 1u << 0,     /* gamma = 1: no GAMMA argument */
+    CLNORM_NO_BETA = 1u << 1,      /* beta = 0: no BETA argument */
+    CLNORM_SAVE_STATS = 1u << 2,   /* the forward writes MEAN (LayerNorm kinds only) and RSTD =
+                                      1/sqrt(var+eps) per row */
+    CLNORM_WITH_BACKWARD = 1u << 3, /* the plan also prepares the backward pass (its programs are
+                                       built at plan creation, like the forward's) */
+    CLNORM_RESIDUAL_F32 = 1u << 4  /* ADD kinds with F16/BF16 storage: residual and sum are
+                                      float32 (FlashAttention's residual_in_fp32) */
 };
 
-/* Output mask of the backward pass: which gradients to compute (PyTorch's output_mask). */
+/* Output mask of clnorm_backward: which gradients to compute (PyTorch's output_mask). */
 enum {
     CLNORM_GRAD_X = 1u << 0,     /* dx */
     CLNORM_GRAD_GAMMA = 1u << 1, /* dgamma = sum over rows of dy * xhat */
     CLNORM_GRAD_BETA = 1u << 2   /* dbeta = sum over rows of dy */
 };
 
+/*
+ * A problem. Every kind normalizes `rows` rows of `cols` elements; the row tensors (x, y,
+ * residual, sum and their gradients) are strided by rows, the parameters (gamma, beta, their
+ * gradients) hold `cols` elements and the statistics (mean, rstd) `rows`. clnorm_slot_query()
+ * gives the exact extent of every argument for a description.
+ */
 typedef struct {
     clnorm_kind kind;
     clnorm_dtype dtype;
     size_t rows;     /* product of the leading dims; 0 is a valid empty batch (a no-op) */
     size_t cols;     /* product of the normalized trailing dims, >= 1 */
-    size_t x_stride; /* elements between the starts of consecutive rows of x; 0 means cols */
-    size_t y_stride; /* the same for y; in-place (y is x) needs x_stride == y_stride */
-    float eps;       /* > 0 and finite, added to the variance inside the square root */
+    size_t x_stride; /* elements between the starts of consecutive rows of x (and dx); 0 means
+                        cols */
+    size_t y_stride; /* the same for y (and dy); in place (y is x) needs equal strides */
+    double eps;      /* > 0 and finite, added to the variance inside the square root; used
+                        as float for F32/F16/BF16 (it must not round to 0 there), as double
+                        for F64 */
     unsigned flags;  /* CLNORM_NO_GAMMA | CLNORM_NO_BETA | CLNORM_SAVE_STATS |
-                        CLNORM_WITH_BACKWARD */
+                        CLNORM_WITH_BACKWARD | CLNORM_RESIDUAL_F32 */
+    size_t residual_stride; /* ADD kinds: the same for residual; 0 means cols */
+    size_t sum_stride;      /* ADD kinds: the same for sum (and dsum); 0 means cols */
 } clnorm_desc;
 
 /* Fills a description with the defaults: F32, dense rows, eps = 1e-5, affine, no stats. */
@@ -122,6 +143,89 @@ CLNORM_API void clnorm_desc_init(clnorm_desc *desc, clnorm_kind kind, size_t row
 /* Checks a description alone (no device): CLNORM_OK or CLNORM_INVALID_ARGUMENT. When msg is
  * not NULL, a sentence naming the bad field is written there (at most msg_size bytes). */
 CLNORM_API clnorm_status clnorm_desc_check(const clnorm_desc *desc, char *msg, size_t msg_size);
+
+/* ---------------------------------------------------------------------------------------------
+ * Argument slots: every tensor an operation reads or writes is named by a slot, in the spirit
+ * of oneDNN's execution arguments (DNNL_ARG_SRC, ...). Values are appended, never renumbered.
+ * ------------------------------------------------------------------------------------------- */
+typedef enum {
+    CLNORM_ARG_X = 0,        /* input rows */
+    CLNORM_ARG_Y = 1,        /* forward output rows */
+    CLNORM_ARG_GAMMA = 2,    /* scale, cols */
+    CLNORM_ARG_BETA = 3,     /* shift, cols */
+    CLNORM_ARG_MEAN = 4,     /* per-row mean: written by the forward, read by the backward */
+    CLNORM_ARG_RSTD = 5,     /* per-row 1/sqrt(var + eps): likewise */
+    CLNORM_ARG_RESIDUAL = 6, /* ADD kinds: the residual added to x */
+    CLNORM_ARG_SUM = 7,      /* ADD kinds: s = x + residual, written when given (may be the
+                                residual itself: in place, as vLLM's fused_add_rms_norm) */
+    CLNORM_ARG_DY = 8,       /* backward: gradient of y */
+    CLNORM_ARG_DX = 9,       /* backward: gradient of x (for ADD kinds also of residual) */
+    CLNORM_ARG_DGAMMA = 10,  /* backward: gradient of gamma */
+    CLNORM_ARG_DBETA = 11,   /* backward: gradient of beta */
+    CLNORM_ARG_DSUM = 12     /* ADD kinds, backward: gradient of the sum output from its other
+                                uses downstream (added to dx); optional */
+} clnorm_arg_slot;
+
+/* One more than the largest slot value. */
+#define CLNORM_ARG_SLOT_COUNT 13
+
+/* "x", "y", "gamma", ... (the names the error messages use), or "?" */
+CLNORM_API const char *clnorm_arg_name(clnorm_arg_slot slot);
+
+typedef enum {
+    CLNORM_FORWARD = 0,
+    CLNORM_BACKWARD = 1 /* the plan must have CLNORM_WITH_BACKWARD */
+} clnorm_direction;
+
+typedef enum {
+    CLNORM_SLOT_UNUSED = 0,   /* must not be given */
+    CLNORM_SLOT_REQUIRED = 1, /* must be given */
+    CLNORM_SLOT_OPTIONAL = 2  /* may be given: an optional output is computed exactly when
+                                 given (backward: dx, dgamma, dbeta, forward: sum), an optional
+                                 input changes the computation (backward: mean/rstd saved by
+                                 the forward, else recomputed from x; dsum) */
+} clnorm_slot_use;
+
+/* How one slot is used and laid out for a description and direction. */
+typedef struct {
+    clnorm_slot_use use;
+    int is_output;      /* written by the call */
+    clnorm_dtype dtype; /* element type: the storage type, the residual's, or the parameter
+                           type (F32, or F64 for F64 problems) */
+    size_t rows, cols;  /* rows of cols elements (vectors: rows = 1) */
+    size_t stride;      /* elements between the starts of consecutive rows */
+    size_t extent;      /* elements from the argument's offset: (rows - 1) * stride + cols,
+                           0 when rows == 0 */
+} clnorm_slot_info;
+
+/* The use and layout of `slot` for a valid description in a direction. */
+CLNORM_API clnorm_status clnorm_slot_query(const clnorm_desc *desc, clnorm_direction dir,
+                                           clnorm_arg_slot slot, clnorm_slot_info *info);
+
+/* What an operation is, as its op table entry says. */
+typedef struct {
+    const char *name;        /* "layer_norm", "rms_norm", "add_layer_norm", "add_rms_norm" */
+    const char *summary;     /* one line */
+    unsigned forward_slots;  /* (1u << slot) for every slot the forward may take */
+    unsigned backward_slots; /* the same for the backward */
+    int has_mean;            /* the statistics include a mean (LayerNorm kinds) */
+} clnorm_op_info;
+
+/* The op table entry of `kind`; CLNORM_INVALID_ARGUMENT for a kind that is not one. */
+CLNORM_API clnorm_status clnorm_op_query(clnorm_kind kind, clnorm_op_info *info);
+
+/* A device argument: a cl_mem and an offset in elements of the slot's own type. */
+typedef struct {
+    clnorm_arg_slot slot;
+    cl_mem mem;
+    size_t offset;
+} clnorm_arg;
+
+/* A host argument: a pointer to the slot's first element (inputs are only read). */
+typedef struct {
+    clnorm_arg_slot slot;
+    void *ptr;
+} clnorm_host_arg;
 
 /* ---------------------------------------------------------------------------------------------
  * Context
@@ -159,8 +263,9 @@ CLNORM_API const char *clnorm_device_name(const clnorm_ctx *ctx);
 /* The context's queue and cl_context (NULL on the reference backend). Not retained. */
 CLNORM_API cl_command_queue clnorm_get_queue(const clnorm_ctx *ctx);
 CLNORM_API cl_context clnorm_get_cl_context(const clnorm_ctx *ctx);
-/* The sentence describing the last failure on this context ("" when none). Valid until the
- * next call on the context. The context is not thread-safe for this message only. */
+/* The sentence describing the calling thread's last failure on this context ("" when none):
+ * each thread has its own, so threads sharing a context do not see each other's errors.
+ * Valid until the calling thread's next call on the context. */
 CLNORM_API const char *clnorm_last_error(const clnorm_ctx *ctx);
 /* Number of OpenCL programs this context has built so far (cache misses). */
 CLNORM_API size_t clnorm_program_builds(const clnorm_ctx *ctx);
@@ -185,6 +290,13 @@ CLNORM_API clnorm_status clnorm_list_devices(clnorm_device_info *infos, size_t c
 
 /* ---------------------------------------------------------------------------------------------
  * Plans
+ *
+ * Thread safety (the oneDNN primitive contract): a plan may be executed from any number of
+ * threads at once, on the same queue or on different queues of its context. Each execution
+ * takes a set of kernel objects and scratch buffers of its own from the plan's pool (growing
+ * it when all are busy), and an execution whose scratch was last used on another queue waits
+ * for that use on the device. Creating and freeing plans is thread-safe per context too; a
+ * plan must not be freed while another thread executes it.
  * ------------------------------------------------------------------------------------------- */
 typedef struct clnorm_plan clnorm_plan;
 
@@ -207,7 +319,7 @@ CLNORM_API clnorm_status clnorm_plan_create(clnorm_ctx *ctx, const clnorm_desc *
 /* As clnorm_plan_create but with the strategy given (AUTO lets clnorm choose). */
 CLNORM_API clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
                                                  clnorm_strategy strategy, clnorm_plan **plan);
-/* NULL is allowed. A plan must not be executed on two queues at once (it owns scratch). */
+/* NULL is allowed. */
 CLNORM_API void clnorm_plan_free(clnorm_plan *plan);
 CLNORM_API clnorm_strategy clnorm_plan_strategy(const clnorm_plan *plan);
 CLNORM_API const clnorm_desc *clnorm_plan_desc(const clnorm_plan *plan);
@@ -216,12 +328,29 @@ CLNORM_API const char *clnorm_strategy_name(clnorm_strategy strategy);
 
 /* ---------------------------------------------------------------------------------------------
  * Layer 1: device buffers, asynchronous.
- * Offsets count elements of the tensor's own type. x covers (rows-1)*x_stride + cols
- * elements from x_offset (y likewise); gamma and beta cover cols; mean and rstd cover rows.
- * gamma/beta must be NULL exactly when the plan says NO_GAMMA/NO_BETA; mean/rstd are written
- * when the plan has CLNORM_SAVE_STATS (mean must be NULL for CLNORM_RMS, which has none).
- * queue NULL means the context's queue. The event, when asked for, completes when y is ready.
+ *
+ * clnorm_execute runs a plan in a direction over named arguments: each slot the operation
+ * takes (clnorm_slot_query says which, and how many elements from the offset) given once,
+ * in any order. A REQUIRED slot must be there, an UNUSED one must not; an OPTIONAL output is
+ * computed exactly when given. An output may be the very same tensor as an input row tensor
+ * (same cl_mem, offset, stride and type: in place, e.g. y = x, sum = residual, dx = dy); any
+ * other overlap with an output is rejected. Everything is validated before anything is
+ * enqueued: a failed call writes nothing.
+ * queue NULL means the context's queue; it must belong to the context's cl_context. The
+ * kernels wait for the wait list; the event, when asked for, completes when every output is
+ * written. Nothing blocks.
  * ------------------------------------------------------------------------------------------- */
+CLNORM_API clnorm_status clnorm_execute(clnorm_plan *plan, clnorm_direction dir,
+                                        const clnorm_arg *args, size_t nargs,
+                                        cl_command_queue queue, cl_uint num_wait_events,
+                                        const cl_event *wait_events, cl_event *event);
+
+/*
+ * LayerNorm / RMSNorm (and their ADD kinds without the residual's slots) in the 0.1 style:
+ * thin wrappers over clnorm_execute. gamma/beta must be NULL exactly when the plan says
+ * NO_GAMMA/NO_BETA; mean/rstd are written when the plan has CLNORM_SAVE_STATS (mean must be
+ * NULL for CLNORM_RMS, which has none).
+ */
 CLNORM_API clnorm_status clnorm_forward(clnorm_plan *plan,
                                         cl_mem x, size_t x_offset,
                                         cl_mem y, size_t y_offset,
@@ -239,6 +368,7 @@ CLNORM_API clnorm_status clnorm_forward(clnorm_plan *plan,
  *          dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
  *   RMS:   xhat = x * rstd (mean must be NULL), dx = rstd * (g - xhat * mean(g * xhat))
  *   dgamma = sum over rows of dy * xhat, dbeta = sum over rows of dy.
+ *   ADD kinds: the same of s = x + residual, and dx (= dresidual) = dnorm + dsum.
  * `mask` (CLNORM_GRAD_*) chooses the outputs; an output not in the mask must be NULL, one in it
  * must be given. GRAD_GAMMA needs a plan with gamma, GRAD_BETA one with beta. gamma is the
  * forward's gamma (NULL exactly when the plan says CLNORM_NO_GAMMA). dy has the layout of y
@@ -250,6 +380,7 @@ CLNORM_API clnorm_status clnorm_forward(clnorm_plan *plan,
  * more accurate when rows have a large mean, since a mean saved as float32 is rounded by up
  * to |mean| * 2^-24 before x - mean is formed (0.03 at a mean of 1e6); the recomputation
  * keeps the forward's split of the mean into the row's first element plus a small rest.
+ * The wrapper over clnorm_execute(CLNORM_BACKWARD) for the kinds without a residual.
  */
 CLNORM_API clnorm_status clnorm_backward(clnorm_plan *plan, unsigned mask,
                                          cl_mem x, size_t x_offset,
@@ -265,9 +396,14 @@ CLNORM_API clnorm_status clnorm_backward(clnorm_plan *plan, unsigned mask,
                                          cl_event *event);
 
 /* ---------------------------------------------------------------------------------------------
- * Layer 2: host pointers, synchronous. Same shapes and rules as layer 1; y may be x (in place,
- * same stride). On a reference-backend context this runs clnorm_ref_forward.
+ * Layer 2: host pointers, synchronous. Same slots and rules as layer 1 (in place: the same
+ * pointer with the same stride). Copies in, runs layer 1 on the context's queue, copies the
+ * outputs' elements out (the gaps of strided outputs are left alone). On a reference-backend
+ * context this runs the CPU reference.
  * ------------------------------------------------------------------------------------------- */
+CLNORM_API clnorm_status clnorm_execute_host(clnorm_plan *plan, clnorm_direction dir,
+                                             const clnorm_host_arg *args, size_t nargs);
+
 CLNORM_API clnorm_status clnorm_forward_host(clnorm_plan *plan, const void *x, void *y,
                                              const void *gamma, const void *beta,
                                              void *mean, void *rstd);
@@ -279,8 +415,11 @@ CLNORM_API clnorm_status clnorm_backward_host(clnorm_plan *plan, unsigned mask, 
 
 /* ---------------------------------------------------------------------------------------------
  * Layer 3: the CPU reference. Double accumulation (two-pass mean, then variance), results
- * rounded once to the storage type. Single-threaded, no OpenCL.
+ * rounded once to the storage type. Single-threaded, no OpenCL. The same slot rules.
  * ------------------------------------------------------------------------------------------- */
+CLNORM_API clnorm_status clnorm_ref_execute(const clnorm_desc *desc, clnorm_direction dir,
+                                            const clnorm_host_arg *args, size_t nargs);
+
 CLNORM_API clnorm_status clnorm_ref_forward(const clnorm_desc *desc, const void *x, void *y,
                                             const void *gamma, const void *beta,
                                             void *mean, void *rstd);

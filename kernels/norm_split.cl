@@ -1,51 +1,91 @@
 /*
  * norm_split.cl - strategy "split": a row is cut into `chunks` chunks of chunk_len columns,
  * each taken by one work-group, so few very long rows (16 x 1,048,576) still fill the device.
- *   norm_split_stats: per (row, chunk) the chunk's mean of (x - K) and M2 = sum of squared
- *                     deviations from it (two-pass inside the chunk); K = the row's x[0],
- *                     saved by chunk 0, the same shift for every chunk.
+ *   norm_split_stats: per (row, chunk) the chunk's mean of the deviations v * sc - K, M2 (the
+ *                     sum of squared deviations from that mean, two-pass inside the chunk),
+ *                     its scale sc and its largest input magnitude; K = the row's shift (its
+ *                     first elements), saved by chunk 0. A chunk whose squares overflow (|x|
+ *                     above about 1e19 in float) is redone scaled by a power of two.
  *   norm_split_apply: every group merges its row's chunk statistics in chunk order (Chan et
  *                     al.'s pairwise update; fixed order, so bit-reproducible) and normalizes
- *                     its own chunk.
- * part holds, per row, 1 + 2 * chunks values of A: K, then (mean, M2) of each chunk. K travels
- * through part rather than being re-read from x, because in place the chunk-0 group of the
- * apply kernel may already have overwritten x[0].
- * Needs common.cl before it.
+ *                     its own chunk. When a chunk was scaled, or the merge overflows, the merge
+ *                     is redone at the row's scale (from the largest magnitude of all chunks),
+ *                     into which every chunk's statistics convert exactly.
+ * part holds, per row, 2 + 4 * chunks values of A: K (two), then (mean, M2, sc, max) of each
+ * chunk. K travels through part rather than being re-read from x, because in place the
+ * chunk-0 group of the apply kernel may already have overwritten x[0].
+ * Needs common.cl, an op_*.cl and row_stats.cl before it.
  */
-__kernel void norm_split_stats(__global const T *x, ulong x_off, ulong x_stride,
-                               __global A *part, ulong rows, ulong cols, ulong chunk_len,
-                               uint chunks, uint flags, __local A *scratch)
+#define SPLIT_ROW_LEN(chunks) (2 + 4 * (ulong)(chunks))
+
+/* A chunk's mean and M2 at scale sc. */
+inline A chunk_m2(row_in in, ulong b, ulong e, uint lid, uint L, __local A *scratch, int rms,
+                  A2 K, A sc, A *mean, A *amax)
+{
+    A mx = 0;
+    *mean = 0;
+    if (!rms)
+        *mean = wg_sum(seg_sum_dev(in, b, e, lid, L, K, sc, &mx), scratch, lid, L) / (A)(e - b);
+    else
+        mx = seg_absmax(in, b, e, lid, L);
+    *amax = wg_max(mx, scratch, lid, L);
+    return wg_sum(seg_sum_sq(in, b, e, lid, L, K, *mean, sc), scratch, lid, L);
+}
+
+__kernel void norm_split_stats(IN_PARAMS, __global A *part, ulong rows, ulong cols,
+                               ulong chunk_len, uint chunks, uint flags, __local A *scratch)
 {
     const uint c = get_group_id(0);
     const uint lid = get_local_id(0);
     const uint L = get_local_size(0);
     const ulong b = (ulong)c * chunk_len;
     const ulong e = min(cols, b + chunk_len);
+    const int rms = (flags & CLNORM_KF_RMS) != 0;
     for (ulong row = get_group_id(1); row < rows; row += get_num_groups(1)) {
-        __global const T *xr = x + x_off + row * x_stride;
-        __global A *pr = part + row * (1 + 2 * (ulong)chunks);
-        A K = 0, mc = 0;
-        if ((flags & FLAG_RMS) == 0) {
-            K = LOAD1(xr);
-            mc = wg_sum(seg_sum_shift(xr, b, e, lid, L, K), scratch, lid, L) / (A)(e - b);
+        const row_in in = make_row_in(IN_ARGS, row);
+        __global A *pr = part + row * SPLIT_ROW_LEN(chunks);
+        const A2 K = row_shift(in, 1, rms);
+        A mc, amax, sc = 1;
+        A m2 = chunk_m2(in, b, e, lid, L, scratch, rms, K, 1, &mc, &amax);
+        if (needs_rescale(m2)) { /* the same for every item of the group */
+            sc = rescale_factor(amax);
+            m2 = chunk_m2(in, b, e, lid, L, scratch, rms, K * sc, sc, &mc, &amax);
         }
-        const A m2 = wg_sum(seg_sum_sq(xr, b, e, lid, L, K, mc), scratch, lid, L);
         if (lid == 0) {
-            if (c == 0)
-                pr[0] = K;
-            pr[1 + 2 * c] = mc;
-            pr[2 + 2 * c] = m2;
+            if (c == 0) {
+                pr[0] = K.s0;
+                pr[1] = K.s1;
+            }
+            pr[2 + 4 * c] = mc;
+            pr[3 + 4 * c] = m2;
+            pr[4 + 4 * c] = sc;
+            pr[5 + 4 * c] = amax;
         }
     }
 }
 
-__kernel void norm_split_apply(__global const T *x, ulong x_off, ulong x_stride,
-                               __global T *y, ulong y_off, ulong y_stride,
-                               __global const P *gamma, ulong g_off,
-                               __global const P *beta, ulong b_off,
-                               __global P *mean, ulong m_off,
-                               __global P *rstd, ulong r_off,
-                               __global const A *part, ulong rows, ulong cols,
+/* Chan's merge of a row's chunks in chunk order, each converted from its own scale to S. */
+inline A merge_chunks(__global const A *pr, ulong cols, ulong chunk_len, uint chunks, A S,
+                      A *mean)
+{
+    A na = (A)min(chunk_len, cols);
+    A f = S / pr[4];
+    A ma = pr[2] * f, m2 = pr[3] * (f * f);
+    for (uint k = 1; k < chunks; k++) {
+        const A nb = (A)(min(cols, (ulong)(k + 1) * chunk_len) - (ulong)k * chunk_len);
+        f = S / pr[4 + 4 * k];
+        const A mb = pr[2 + 4 * k] * f;
+        const A n = na + nb;
+        const A delta = mb - ma;
+        ma += delta * (nb / n);
+        m2 += pr[3 + 4 * k] * (f * f) + delta * delta * (na * (nb / n));
+        na = n;
+    }
+    *mean = ma;
+    return m2;
+}
+
+__kernel void norm_split_apply(FWD_PARAMS, __global const A *part, ulong rows, ulong cols,
                                ulong chunk_len, uint chunks, A eps, uint flags)
 {
     const uint c = get_group_id(0);
@@ -54,25 +94,25 @@ __kernel void norm_split_apply(__global const T *x, ulong x_off, ulong x_stride,
     const ulong b = (ulong)c * chunk_len;
     const ulong e = min(cols, b + chunk_len);
     for (ulong row = get_group_id(1); row < rows; row += get_num_groups(1)) {
-        __global const A *pr = part + row * (1 + 2 * (ulong)chunks);
-        const A K = pr[0];
-        A na = (A)min(chunk_len, cols);
-        A ma = pr[1], m2 = pr[2];
-        for (uint k = 1; k < chunks; k++) {
-            const A nb = (A)(min(cols, (ulong)(k + 1) * chunk_len) - (ulong)k * chunk_len);
-            const A mb = pr[1 + 2 * k];
-            const A n = na + nb;
-            const A delta = mb - ma;
-            ma += delta * (nb / n);
-            m2 += pr[2 + 2 * k] + delta * delta * (na * (nb / n));
-            na = n;
+        __global const A *pr = part + row * SPLIT_ROW_LEN(chunks);
+        A2 K = (A2)(pr[0], pr[1]);
+        int scaled = 0;
+        A amax = 0;
+        for (uint k = 0; k < chunks; k++) {
+            scaled |= pr[4 + 4 * k] != (A)1;
+            amax = fmax(amax, pr[5 + 4 * k]);
         }
-        const A r = rsqrt(m2 / (A)cols + eps);
+        A sc = 1, m;
+        A m2 = merge_chunks(pr, cols, chunk_len, chunks, 1, &m);
+        if (scaled || needs_rescale(m2)) {
+            sc = rescale_factor(amax);
+            K *= sc;
+            m2 = merge_chunks(pr, cols, chunk_len, chunks, sc, &m);
+        }
+        const A r = rsqrt(m2 / (A)cols + eps * sc * sc);
         if (c == 0 && lid == 0)
-            store_stats((flags & FLAG_MEAN) ? mean + m_off : 0,
-                        (flags & FLAG_RSTD) ? rstd + r_off : 0, row, K, ma, r, flags);
-        seg_apply(x + x_off + row * x_stride, y + y_off + row * y_stride,
-                  (flags & FLAG_GAMMA) ? gamma + g_off : 0, (flags & FLAG_BETA) ? beta + b_off : 0,
-                  b, e, lid, L, K, ma, r, flags, 0);
+            store_stats(FWD_MEAN, FWD_RSTD, row, K, m, r, sc, flags);
+        const row_in in = make_row_in(IN_ARGS, row);
+        seg_apply(make_row_out(FWD_OUT_ARGS, row, flags), in, b, e, lid, L, K, m, r, sc, in, 0);
     }
 }

@@ -137,7 +137,7 @@ void clnorm_free(clnorm_ctx *ctx)
         clReleaseCommandQueue(ctx->queue);
     if (ctx->context)
         clReleaseContext(ctx->context);
-    free(ctx->error);
+    clnorm_release_errors(ctx);
     mtx_destroy(&ctx->lock);
     free(ctx);
 }

@@ -1,6 +1,7 @@
 /* Problem descriptions: defaults, validation, sizes. Validation lives here once, so the
  * device path, the host path and the reference reject exactly the same things. */
 #include "internal.h"
+#include "op/op.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -16,8 +17,10 @@ void clnorm_desc_init(clnorm_desc *desc, clnorm_kind kind, size_t rows, size_t c
     desc->cols = cols;
     desc->x_stride = 0;
     desc->y_stride = 0;
-    desc->eps = 1e-5f;
+    desc->eps = 1e-5;
     desc->flags = 0;
+    desc->residual_stride = 0;
+    desc->sum_stride = 0;
 }
 
 size_t clnorm_dtype_size(clnorm_dtype dtype)
@@ -36,6 +39,16 @@ size_t clnorm_param_size(clnorm_dtype dtype)
     return dtype == CLNORM_F64 ? 8 : 4;
 }
 
+clnorm_dtype clnorm_param_dtype(clnorm_dtype dtype)
+{
+    return dtype == CLNORM_F64 ? CLNORM_F64 : CLNORM_F32;
+}
+
+clnorm_dtype clnorm_residual_dtype(const clnorm_desc *d)
+{
+    return (d->flags & CLNORM_RESIDUAL_F32) ? CLNORM_F32 : d->dtype;
+}
+
 const char *clnorm_dtype_name(clnorm_dtype dtype)
 {
     switch (dtype) {
@@ -49,7 +62,8 @@ const char *clnorm_dtype_name(clnorm_dtype dtype)
 
 const char *clnorm_kind_name(clnorm_kind kind)
 {
-    return kind == CLNORM_RMS ? "rmsnorm" : "layernorm";
+    const clnorm_op *op = clnorm_op_of(kind);
+    return op ? op->name : "?";
 }
 
 int clnorm_extent(size_t rows, size_t cols, size_t stride, size_t *extent)
@@ -63,6 +77,11 @@ int clnorm_extent(size_t rows, size_t cols, size_t stride, size_t *extent)
     return 1;
 }
 
+double clnorm_arith_eps(const clnorm_desc *d)
+{
+    return d->dtype == CLNORM_F64 ? d->eps : (double)(float)d->eps;
+}
+
 #define CHECK(cond, ...)                                                                    \
     do {                                                                                    \
         if (!(cond)) {                                                                      \
@@ -72,69 +91,45 @@ int clnorm_extent(size_t rows, size_t cols, size_t stride, size_t *extent)
         }                                                                                   \
     } while (0)
 
+/* A row stride (0: cols) that holds a row and whose extent fits size_t in bytes. */
+static int stride_ok(const clnorm_desc *d, size_t stride, size_t elem, const char *name,
+                     char *msg, size_t msg_size)
+{
+    const size_t s = stride ? stride : d->cols;
+    CHECK(s >= d->cols, "desc.%s = %zu is smaller than desc.cols = %zu", name, s, d->cols);
+    size_t ex;
+    CHECK(clnorm_extent(d->rows, d->cols, s, &ex) && ex <= SIZE_MAX / elem,
+          "desc: rows = %zu x %s = %zu overflows size_t", d->rows, name, s);
+    return CLNORM_OK;
+}
+
 clnorm_status clnorm_desc_check(const clnorm_desc *d, char *msg, size_t msg_size)
 {
     if (msg && msg_size)
         msg[0] = '\0';
     CHECK(d != NULL, "desc is NULL");
-    CHECK(d->kind == CLNORM_LAYER || d->kind == CLNORM_RMS,
-          "desc.kind = %d is not CLNORM_LAYER or CLNORM_RMS", (int)d->kind);
+    const clnorm_op *op = clnorm_op_of(d->kind);
+    CHECK(op != NULL, "desc.kind = %d is not an operation (0 .. %zu)", (int)d->kind,
+          clnorm_op_count() - 1);
     CHECK(d->dtype == CLNORM_F32 || d->dtype == CLNORM_F16 || d->dtype == CLNORM_BF16 ||
               d->dtype == CLNORM_F64,
           "desc.dtype = %d is not a clnorm_dtype", (int)d->dtype);
     CHECK(d->cols > 0, "desc.cols is 0: a row must have at least one element");
-    const size_t xs = d->x_stride ? d->x_stride : d->cols;
-    const size_t ys = d->y_stride ? d->y_stride : d->cols;
-    CHECK(xs >= d->cols, "desc.x_stride = %zu is smaller than desc.cols = %zu", xs, d->cols);
-    CHECK(ys >= d->cols, "desc.y_stride = %zu is smaller than desc.cols = %zu", ys, d->cols);
-    size_t ex, ey;
     const size_t es = clnorm_dtype_size(d->dtype);
-    CHECK(clnorm_extent(d->rows, d->cols, xs, &ex) && ex <= SIZE_MAX / es,
-          "desc: rows = %zu x x_stride = %zu overflows size_t", d->rows, xs);
-    CHECK(clnorm_extent(d->rows, d->cols, ys, &ey) && ey <= SIZE_MAX / es,
-          "desc: rows = %zu x y_stride = %zu overflows size_t", d->rows, ys);
-    CHECK(isfinite(d->eps) && d->eps > 0.0f,
-          "desc.eps = %g must be finite and greater than 0", (double)d->eps);
-    const unsigned known =
-        CLNORM_NO_GAMMA | CLNORM_NO_BETA | CLNORM_SAVE_STATS | CLNORM_WITH_BACKWARD;
+    if (stride_ok(d, d->x_stride, es, "x_stride", msg, msg_size) != CLNORM_OK ||
+        stride_ok(d, d->y_stride, es, "y_stride", msg, msg_size) != CLNORM_OK)
+        return CLNORM_INVALID_ARGUMENT;
+    CHECK(isfinite(d->eps) && d->eps > 0.0, "desc.eps = %g must be finite and greater than 0",
+          d->eps);
+    CHECK(clnorm_arith_eps(d) > 0.0 && isfinite(clnorm_arith_eps(d)),
+          "desc.eps = %g rounds to %g in float32, the arithmetic of %s storage: it must stay "
+          "finite and greater than 0",
+          d->eps, clnorm_arith_eps(d), clnorm_dtype_name(d->dtype));
+    const unsigned known = CLNORM_NO_GAMMA | CLNORM_NO_BETA | CLNORM_SAVE_STATS |
+                           CLNORM_WITH_BACKWARD | CLNORM_RESIDUAL_F32;
     CHECK((d->flags & ~known) == 0, "desc.flags = 0x%x has unknown bits 0x%x", d->flags,
           d->flags & ~known);
-    return CLNORM_OK;
-}
-
-clnorm_status clnorm_check_operands(clnorm_ctx *ctx, const clnorm_desc *d, const void *x,
-                                    const void *y, const void *gamma, const void *beta,
-                                    const void *mean, const void *rstd)
-{
-    RETURN_IF(!x, ctx, CLNORM_INVALID_ARGUMENT, "x is NULL");
-    RETURN_IF(!y, ctx, CLNORM_INVALID_ARGUMENT, "y is NULL");
-    const int want_g = !(d->flags & CLNORM_NO_GAMMA), want_b = !(d->flags & CLNORM_NO_BETA);
-    RETURN_IF(want_g && !gamma, ctx, CLNORM_INVALID_ARGUMENT,
-              "gamma is NULL but the description has no CLNORM_NO_GAMMA flag");
-    RETURN_IF(!want_g && gamma, ctx, CLNORM_INVALID_ARGUMENT,
-              "gamma is given but the description says CLNORM_NO_GAMMA");
-    RETURN_IF(want_b && !beta, ctx, CLNORM_INVALID_ARGUMENT,
-              "beta is NULL but the description has no CLNORM_NO_BETA flag");
-    RETURN_IF(!want_b && beta, ctx, CLNORM_INVALID_ARGUMENT,
-              "beta is given but the description says CLNORM_NO_BETA");
-    if (d->flags & CLNORM_SAVE_STATS) {
-        RETURN_IF(!rstd, ctx, CLNORM_INVALID_ARGUMENT,
-                  "rstd is NULL but the description asks for CLNORM_SAVE_STATS");
-        RETURN_IF(d->kind == CLNORM_LAYER && !mean, ctx, CLNORM_INVALID_ARGUMENT,
-                  "mean is NULL but the description asks for CLNORM_SAVE_STATS");
-        RETURN_IF(d->kind == CLNORM_RMS && mean, ctx, CLNORM_INVALID_ARGUMENT,
-                  "mean is given but RMSNorm has no mean: pass NULL");
-    } else {
-        RETURN_IF(mean || rstd, ctx, CLNORM_INVALID_ARGUMENT,
-                  "mean/rstd given but the description has no CLNORM_SAVE_STATS flag");
-    }
-    if (x == y) {
-        const size_t xs = d->x_stride ? d->x_stride : d->cols;
-        const size_t ys = d->y_stride ? d->y_stride : d->cols;
-        RETURN_IF(xs != ys, ctx, CLNORM_INVALID_ARGUMENT,
-                  "in place (y is x) needs x_stride == y_stride, got %zu and %zu", xs, ys);
-    }
-    return CLNORM_OK;
+    return op->check_desc ? op->check_desc(d, msg, msg_size) : CLNORM_OK;
 }
 
 /* Do [a, a + na) and [b, b + nb) overlap? */
@@ -150,55 +145,51 @@ clnorm_desc clnorm_desc_normalized(const clnorm_desc *d)
         n.x_stride = n.cols;
     if (n.y_stride == 0)
         n.y_stride = n.cols;
+    if (n.residual_stride == 0)
+        n.residual_stride = n.cols;
+    if (n.sum_stride == 0)
+        n.sum_stride = n.cols;
     return n;
 }
 
-clnorm_status clnorm_check_backward_operands(clnorm_ctx *ctx, const clnorm_desc *d,
-                                             unsigned mask, const void *x, const void *dy,
-                                             const void *mean, const void *rstd,
-                                             const void *gamma, const void *dx,
-                                             const void *dgamma, const void *dbeta)
+/* Exported so that callers can iterate the op table and lay out their arguments. */
+size_t clnorm_op_count(void)
 {
-    const unsigned known = CLNORM_GRAD_X | CLNORM_GRAD_GAMMA | CLNORM_GRAD_BETA;
-    RETURN_IF((mask & ~known) != 0, ctx, CLNORM_INVALID_ARGUMENT,
-              "mask = 0x%x has bits other than CLNORM_GRAD_X | CLNORM_GRAD_GAMMA | "
-              "CLNORM_GRAD_BETA",
-              mask);
-    const int has_g = !(d->flags & CLNORM_NO_GAMMA), has_b = !(d->flags & CLNORM_NO_BETA);
-    RETURN_IF((mask & CLNORM_GRAD_GAMMA) && !has_g, ctx, CLNORM_INVALID_ARGUMENT,
-              "CLNORM_GRAD_GAMMA asked of a description with CLNORM_NO_GAMMA (there is no "
-              "gamma to differentiate)");
-    RETURN_IF((mask & CLNORM_GRAD_BETA) && !has_b, ctx, CLNORM_INVALID_ARGUMENT,
-              "CLNORM_GRAD_BETA asked of a description with CLNORM_NO_BETA (there is no beta "
-              "to differentiate)");
-    RETURN_IF(!(mask & CLNORM_GRAD_GAMMA) != !dgamma, ctx, CLNORM_INVALID_ARGUMENT,
-              dgamma ? "dgamma is given but the mask has no CLNORM_GRAD_GAMMA"
-                     : "dgamma is NULL but the mask asks for CLNORM_GRAD_GAMMA");
-    RETURN_IF(!(mask & CLNORM_GRAD_BETA) != !dbeta, ctx, CLNORM_INVALID_ARGUMENT,
-              dbeta ? "dbeta is given but the mask has no CLNORM_GRAD_BETA"
-                    : "dbeta is NULL but the mask asks for CLNORM_GRAD_BETA");
-    if (d->rows == 0)
-        return CLNORM_OK; /* an empty batch: the row tensors may be NULL, as empty tensors are */
-    RETURN_IF(!x, ctx, CLNORM_INVALID_ARGUMENT, "x is NULL");
-    RETURN_IF(!dy, ctx, CLNORM_INVALID_ARGUMENT, "dy is NULL");
-    RETURN_IF(d->kind == CLNORM_LAYER && !mean != !rstd, ctx, CLNORM_INVALID_ARGUMENT,
-              "%s is NULL but %s is given: pass both saved statistics, or neither to have "
-              "them recomputed from x",
-              mean ? "rstd" : "mean", mean ? "mean" : "rstd");
-    RETURN_IF(d->kind == CLNORM_RMS && mean, ctx, CLNORM_INVALID_ARGUMENT,
-              "mean is given but RMSNorm has no mean: pass NULL");
-    RETURN_IF(has_g && !gamma, ctx, CLNORM_INVALID_ARGUMENT,
-              "gamma is NULL but the description has no CLNORM_NO_GAMMA flag");
-    RETURN_IF(!has_g && gamma, ctx, CLNORM_INVALID_ARGUMENT,
-              "gamma is given but the description says CLNORM_NO_GAMMA");
-    RETURN_IF(!(mask & CLNORM_GRAD_X) != !dx, ctx, CLNORM_INVALID_ARGUMENT,
-              dx ? "dx is given but the mask has no CLNORM_GRAD_X"
-                 : "dx is NULL but the mask asks for CLNORM_GRAD_X");
-    const size_t xs = d->x_stride ? d->x_stride : d->cols;
-    const size_t ys = d->y_stride ? d->y_stride : d->cols;
-    RETURN_IF(dx && dx == dy && xs != ys, ctx, CLNORM_INVALID_ARGUMENT,
-              "dx in place of dy needs x_stride == y_stride (dx has x's layout), got %zu and "
-              "%zu",
-              xs, ys);
+    size_t n = 0;
+    while (clnorm_op_of((clnorm_kind)n))
+        n++;
+    return n;
+}
+
+clnorm_status clnorm_op_query(clnorm_kind kind, clnorm_op_info *info)
+{
+    const clnorm_op *op = clnorm_op_of(kind);
+    if (!op || !info)
+        return CLNORM_INVALID_ARGUMENT;
+    info->name = op->name;
+    info->summary = op->summary;
+    info->forward_slots = op->fwd_slots;
+    info->backward_slots = op->bwd_slots;
+    info->has_mean = op->has_mean;
     return CLNORM_OK;
+}
+
+clnorm_status clnorm_slot_query(const clnorm_desc *desc, clnorm_direction dir,
+                                clnorm_arg_slot slot, clnorm_slot_info *info)
+{
+    if (!info || clnorm_desc_check(desc, NULL, 0) != CLNORM_OK ||
+        (dir != CLNORM_FORWARD && dir != CLNORM_BACKWARD) || (unsigned)slot >= CLNORM_ARG_SLOT_COUNT)
+        return CLNORM_INVALID_ARGUMENT;
+    const clnorm_op *op = clnorm_op_of(desc->kind);
+    const clnorm_desc d = clnorm_desc_normalized(desc);
+    op->slot_info(op, &d, dir, slot, info);
+    return CLNORM_OK;
+}
+
+const char *clnorm_arg_name(clnorm_arg_slot slot)
+{
+    static const char *const names[CLNORM_ARG_SLOT_COUNT] = {
+        "x", "y", "gamma", "beta", "mean", "rstd", "residual", "sum", "dy", "dx", "dgamma",
+        "dbeta", "dsum"};
+    return (unsigned)slot < CLNORM_ARG_SLOT_COUNT ? names[slot] : "?";
 }

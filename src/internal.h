@@ -3,12 +3,15 @@
 #define CLNORM_INTERNAL_H
 
 #include "clnorm.h"
+#include "flags.h"
 
 #include <stdarg.h>
 #include <stddef.h>
 #include <threads.h>
 
-/* What the dispatcher needs to know about a device; read once at context creation. */
+struct clnorm_op;
+
+/* What the policy needs to know about a device; read once at context creation. */
 typedef struct {
     cl_device_type type;
     cl_uint compute_units;
@@ -21,6 +24,51 @@ typedef struct {
     unsigned simd_width; /* lanes that run in lockstep: 64 on AMD GPUs, else 32 (the
                             subgroup strategy's row segment) */
 } clnorm_device_profile;
+
+/* Overrides of the policy's choices, read from the environment at plan creation (tests and
+ * the bench use them; nothing on the execute path reads the environment). */
+typedef struct {
+    clnorm_strategy strategy; /* CLNORM_STRATEGY; AUTO when unset */
+    size_t local_size;        /* CLNORM_LOCAL_SIZE; 0: the policy's */
+    size_t vector_width;      /* CLNORM_VECTOR_WIDTH (2, 4, 8, 16); 0: the policy's */
+    size_t max_groups;        /* CLNORM_MAX_GROUPS: at most this many work-groups along the
+                                 row axis, so grid-stride loops run more than once; 0: none */
+    int no_stream_stores;     /* CLNORM_NO_STREAM_STORES */
+    int no_prefetch;          /* CLNORM_NO_PREFETCH */
+} clnorm_tuning;
+
+#define CLNORM_MAX_SCRATCH 3
+
+/* Launch geometry of a plan: a pure function of (device profile, description, strategy,
+ * tuning, kernels' work-group limits), policy.c. */
+typedef struct clnorm_geometry {
+    size_t vw;            /* vector width of the kernels' loops */
+    size_t seg, reg_vecs; /* subgroup: lanes per row, register vectors per lane */
+    /* forward */
+    size_t local;         /* work-group size (split: per chunk) */
+    size_t groups;        /* work-groups along the row axis (grid-stride beyond) */
+    size_t chunks;        /* split: chunks per row */
+    size_t chunk_len;     /* split: columns per chunk */
+    /* backward: blocks of rows per work-group, then a column pass */
+    size_t bwd_local;          /* work-group size of the row kernels */
+    size_t bwd_groups;         /* row blocks (= work-groups), 0 when rows == 0 */
+    size_t bwd_rows_per_group; /* rows per block */
+    size_t bwd_param_local;    /* work-group size of the parameter kernel */
+    size_t bwd_chunks;         /* column chunks per row (1: rows are not cut) */
+    size_t bwd_chunk_len;      /* columns per chunk */
+    size_t bwd_stats_groups;   /* work-groups of the statistics kernel */
+    size_t bwd_sums_groups;    /* work-groups along rows of the chunk sums kernel */
+} clnorm_geometry;
+
+/* The last error message of one thread on a context (see clnorm_last_error). */
+typedef struct {
+    thrd_t thread;
+    char *text;
+    size_t cap;
+    unsigned long long used; /* for reuse of the least recently used entry */
+} clnorm_error_slot;
+
+#define CLNORM_ERROR_SLOTS 64
 
 typedef struct {
     char *key;          /* source names + build options */
@@ -38,55 +86,57 @@ struct clnorm_ctx {
     cl_command_queue warm_queue;
     char name[512];
     clnorm_device_profile profile;
-    int verbose; /* CLNORM_VERBOSE, read at creation */
+    int verbose; /* CLNORM_VERBOSE, read at creation, never changed */
 
-    mtx_t lock; /* guards the program cache and the error message */
+    mtx_t lock; /* guards the program cache and the error messages */
     clnorm_program_entry *programs;
     size_t program_count, program_cap;
     size_t builds;
 
-    char *error; /* last error message, heap, grows for build logs */
-    size_t error_cap;
+    clnorm_error_slot errors[CLNORM_ERROR_SLOTS];
+    unsigned long long error_clock;
 };
 
-/* A forward plan: the validated description plus everything an execution needs. */
+/* One execution's own kernel objects and scratch buffers for one direction of a plan: what
+ * two threads must not share. `last` is the event of the last chain that used the scratch
+ * (retained), which the next use waits for: on another queue, or an out-of-order one, the
+ * device would otherwise let two executions share it. */
+typedef struct {
+    cl_kernel kernels[4];
+    cl_mem scratch[CLNORM_MAX_SCRATCH];
+    cl_event last;
+    int busy;
+} clnorm_instance;
+
+/* The kernels of one direction of a plan: program, chain, scratch sizes, instance pool. */
+typedef struct {
+    const void *chain; /* const clnorm_chain * (op.h) */
+    cl_program program;
+    size_t scratch_bytes[CLNORM_MAX_SCRATCH];
+    clnorm_instance **pool;
+    size_t npool, cap;
+} clnorm_direction_kernels;
+
 struct clnorm_plan {
     clnorm_ctx *ctx;
+    const struct clnorm_op *op;
     clnorm_desc desc; /* strides filled in (never 0) */
     clnorm_strategy strategy;
-    size_t local;     /* work-group size */
-    size_t groups;    /* work-groups along the row axis (grid-stride beyond) */
-    size_t chunks;    /* split: chunks per row */
-    size_t chunk_len; /* split: columns per chunk */
-    cl_kernel kernel_main;  /* row / workgroup / split apply */
-    cl_kernel kernel_stats; /* split stats pass, else NULL */
-    cl_mem scratch;         /* split partial statistics, else NULL */
-
-    /* backward (CLNORM_WITH_BACKWARD): blocks of rows per work-group, then a column pass */
-    size_t bwd_local;          /* work-group size of norm_bwd_rows */
-    size_t bwd_groups;         /* row blocks (= work-groups), 0 when rows == 0 */
-    size_t bwd_rows_per_group; /* rows per block */
-    size_t bwd_param_local;    /* work-group size of norm_bwd_params */
-    size_t bwd_chunks;         /* column chunks per row (1: rows are not cut) */
-    size_t bwd_chunk_len;      /* columns per chunk */
-    cl_kernel kernel_bwd_rows;
-    cl_kernel kernel_bwd_params;
-    cl_kernel kernel_bwd_sums; /* chunks > 1: per-chunk sums first, else NULL */
-    cl_kernel kernel_bwd_stats;  /* statistics recomputed when mean/rstd are not given */
-    size_t bwd_stats_groups;     /* work-groups of norm_bwd_stats */
-    cl_mem bwd_stats;            /* rows x 3: K, m, rstd */
-    cl_mem bwd_scratch;        /* bwd_groups x 2 x cols partial sums (dgamma, dbeta) */
-    cl_mem bwd_sums;           /* chunks > 1: rows x chunks x 2 sums of g and g * xhat */
+    clnorm_geometry geo;
+    clnorm_direction_kernels dir[2]; /* CLNORM_FORWARD, CLNORM_BACKWARD */
+    mtx_t lock;                      /* guards the instance pools */
 };
 
 /* ---- errors (status.c) ---- */
-/* Records a formatted message on ctx (which may be NULL) and returns status. */
+/* Records a formatted message on ctx (which may be NULL) for the calling thread and returns
+ * status. */
 clnorm_status clnorm_fail(clnorm_ctx *ctx, clnorm_status status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
 void clnorm_clear_error(clnorm_ctx *ctx);
+void clnorm_release_errors(clnorm_ctx *ctx);
 
 /* One-line error returns: RETURN_IF(bad, ctx, CLNORM_INVALID_ARGUMENT, "x is NULL"). */
 #define RETURN_IF(cond, ctx, status, ...)                                                   \
@@ -102,31 +152,60 @@ void clnorm_clear_error(clnorm_ctx *ctx);
             return clnorm_fail((ctx), cl_check_err_, "%s failed: %s", (what),               \
                                clnorm_status_string(cl_check_err_));                        \
     } while (0)
+/* Evaluates a clnorm_status expression; returns it when it is not CLNORM_OK. */
+#define TRY(expr)                                                                           \
+    do {                                                                                    \
+        clnorm_status try_st_ = (expr);                                                     \
+        if (try_st_ != CLNORM_OK)                                                           \
+            return try_st_;                                                                 \
+    } while (0)
 
 /* ---- descriptions (desc.c) ---- */
 size_t clnorm_dtype_size(clnorm_dtype dtype);
 /* Bytes of one parameter (gamma, beta, mean, rstd, dgamma, dbeta): 8 for F64, else 4. */
 size_t clnorm_param_size(clnorm_dtype dtype);
+/* The parameters' element type: F64 for F64, else F32. */
+clnorm_dtype clnorm_param_dtype(clnorm_dtype dtype);
+/* Storage of the residual and the sum of a description. */
+clnorm_dtype clnorm_residual_dtype(const clnorm_desc *d);
 const char *clnorm_dtype_name(clnorm_dtype dtype);
 const char *clnorm_kind_name(clnorm_kind kind);
 /* Extent in elements of a strided tensor: (rows - 1) * stride + cols; 0 when rows == 0.
  * Returns 0 on overflow too, which callers separate by checking rows first. */
 int clnorm_extent(size_t rows, size_t cols, size_t stride, size_t *extent);
-
-/* Presence rules of the operands (x, y required; gamma/beta exactly as the flags say; mean/rstd
- * as SAVE_STATS and the kind say; in place needs equal strides). Pointers or cl_mem alike. */
-clnorm_status clnorm_check_operands(clnorm_ctx *ctx, const clnorm_desc *d, const void *x,
-                                    const void *y, const void *gamma, const void *beta,
-                                    const void *mean, const void *rstd);
-/* The same for the backward pass: mask bits, which of dx/dgamma/dbeta are given, stats. */
-clnorm_status clnorm_check_backward_operands(clnorm_ctx *ctx, const clnorm_desc *d,
-                                             unsigned mask, const void *x, const void *dy,
-                                             const void *mean, const void *rstd,
-                                             const void *gamma, const void *dx,
-                                             const void *dgamma, const void *dbeta);
 int clnorm_ranges_overlap(size_t a, size_t na, size_t b, size_t nb);
 /* The description with strides filled in. */
 clnorm_desc clnorm_desc_normalized(const clnorm_desc *d);
+/* eps as the kernels use it: rounded to float unless the storage is F64. */
+double clnorm_arith_eps(const clnorm_desc *d);
+
+/* ---- arguments (args.c) ---- */
+/* The arguments of one call, by slot. */
+typedef struct {
+    const void *handle[CLNORM_ARG_SLOT_COUNT]; /* cl_mem or host pointer; NULL: not given */
+    size_t offset[CLNORM_ARG_SLOT_COUNT];      /* elements (cl_mem only) */
+    unsigned present;                          /* SLOT_BIT of each given slot */
+    clnorm_slot_info info[CLNORM_ARG_SLOT_COUNT];
+} clnorm_call_args;
+
+/* Gathers a cl_mem argument list: each slot at most once, known to the op in this direction.
+ * Fills the slots' layouts. */
+clnorm_status clnorm_gather_mem_args(clnorm_ctx *ctx, const struct clnorm_op *op,
+                                     const clnorm_desc *d, clnorm_direction dir,
+                                     const clnorm_arg *args, size_t nargs,
+                                     clnorm_call_args *out);
+clnorm_status clnorm_gather_host_args(clnorm_ctx *ctx, const struct clnorm_op *op,
+                                      const clnorm_desc *d, clnorm_direction dir,
+                                      const clnorm_host_arg *args, size_t nargs,
+                                      clnorm_call_args *out);
+/* Presence (required/unused), the op's cross-slot rules, and aliasing: outputs may only be
+ * exactly an input row tensor. is_mem: handles are cl_mem (overlap by offsets within one
+ * buffer) rather than host pointers (overlap by address). */
+clnorm_status clnorm_check_args(clnorm_ctx *ctx, const struct clnorm_op *op,
+                                const clnorm_desc *d, clnorm_direction dir,
+                                const clnorm_call_args *a, int is_mem);
+/* Every given cl_mem belongs to the context and holds offset + extent elements. */
+clnorm_status clnorm_check_mems(clnorm_ctx *ctx, const clnorm_call_args *a);
 
 /* ---- device choice (device_select.c) ---- */
 /* Finds the device for a spec (NULL: default). Returns CLNORM_NO_DEVICE with a message in
@@ -136,37 +215,44 @@ clnorm_status clnorm_select_device(const char *spec, cl_platform_id *platform,
 clnorm_status clnorm_read_profile(cl_device_id device, clnorm_device_profile *profile);
 
 /* ---- programs (program.c) ---- */
-/* Program for the given kernel files (joined in order) and build options, built on first
- * use and cached in ctx. The returned program belongs to the cache. */
-clnorm_status clnorm_get_program(clnorm_ctx *ctx, const char *const *files, size_t nfiles,
+/* Program for flags.h and the given kernel files (joined in order, NULL-terminated) with the
+ * build options, built on first use and cached in ctx. The program belongs to the cache. */
+clnorm_status clnorm_get_program(clnorm_ctx *ctx, const char *const *files,
                                  const char *options, cl_program *program);
 void clnorm_release_programs(clnorm_ctx *ctx);
 
-/* ---- dispatch (dispatch.c) ---- */
-/* CLNORM_VECTOR_WIDTH when it is 2, 4, 8 or 16, else 0 (plan.c). */
-size_t clnorm_env_vector_width(void);
-clnorm_strategy clnorm_choose_strategy(const clnorm_ctx *ctx, const clnorm_desc *desc);
-/* Fills geometry, builds/looks up the program, creates kernels and scratch. */
-clnorm_status clnorm_prepare_plan(clnorm_plan *plan);
-/* Enqueues the plan's kernels. Arguments are already validated. */
-clnorm_status clnorm_enqueue_forward(clnorm_plan *plan, cl_mem x, size_t x_off, cl_mem y,
-                                     size_t y_off, cl_mem gamma, size_t g_off, cl_mem beta,
-                                     size_t b_off, cl_mem mean, size_t m_off, cl_mem rstd,
-                                     size_t r_off, cl_command_queue queue, cl_uint nwait,
-                                     const cl_event *wait, cl_event *event);
+/* ---- policy (policy.c): pure functions of their arguments ---- */
+clnorm_status clnorm_read_tuning(clnorm_ctx *ctx, clnorm_tuning *t);
+clnorm_strategy clnorm_policy_strategy(const clnorm_device_profile *p, const clnorm_desc *d,
+                                       const clnorm_tuning *t);
+/* What the programs are built with: vector width, subgroup segment and registers. Returns
+ * CLNORM_UNSUPPORTED (with msg) when the strategy cannot run this description. */
+clnorm_status clnorm_policy_build(const clnorm_device_profile *p, const clnorm_desc *d,
+                                  clnorm_strategy s, const clnorm_tuning *t, clnorm_geometry *g,
+                                  char *msg, size_t msg_size);
+/* Build options common to every program of the plan. */
+void clnorm_policy_options(const clnorm_device_profile *p, const clnorm_desc *d,
+                           const clnorm_geometry *g, const clnorm_tuning *t, char *buf,
+                           size_t size);
+/* Work-group sizes and counts, given the most work-items per group the forward and backward
+ * kernels allow (kmax[dir], 0: no backward). */
+clnorm_status clnorm_policy_geometry(const clnorm_device_profile *p, const clnorm_desc *d,
+                                     clnorm_strategy s, const clnorm_tuning *t,
+                                     const size_t kmax[2], clnorm_geometry *g, char *msg,
+                                     size_t msg_size);
+/* The NDRange of a step's geometry. */
+void clnorm_policy_ndrange(const clnorm_geometry *g, const clnorm_desc *d, int geom,
+                           cl_uint *dims, size_t global[2], size_t local[2]);
 
-clnorm_status clnorm_enqueue_backward(clnorm_plan *plan, unsigned mask, cl_mem x, size_t x_off,
-                                      cl_mem dy, size_t dy_off, cl_mem mean, size_t m_off,
-                                      cl_mem rstd, size_t r_off, cl_mem gamma, size_t g_off,
-                                      cl_mem dx, size_t dx_off, cl_mem dgamma, size_t dg_off,
-                                      cl_mem dbeta, size_t db_off, cl_command_queue queue,
-                                      cl_uint nwait, const cl_event *wait, cl_event *event);
-
-/* ---- buffers (forward.c) ---- */
-/* mem (NULL: nothing to check) must belong to the context and hold offset + count elements
- * of elem bytes. */
-clnorm_status clnorm_check_mem(clnorm_ctx *ctx, cl_mem mem, const char *name, size_t offset,
-                               size_t count, size_t elem);
+/* ---- plans and launching (plan.c, launch.c) ---- */
+/* Builds the plan's programs, creates its first instances and warms them up. */
+clnorm_status clnorm_prepare_plan(clnorm_plan *plan, const clnorm_tuning *t);
+/* Enqueues a direction's chain on an instance of the plan's pool. flags: the CLNORM_KF_* bits
+ * of the execution; warm: a warm-up (rows 0, flags 0, every step). */
+clnorm_status clnorm_launch(clnorm_plan *plan, clnorm_direction dir, const clnorm_call_args *a,
+                            unsigned flags, int warm, cl_command_queue queue, cl_uint nwait,
+                            const cl_event *wait, cl_event *event);
+void clnorm_release_instances(clnorm_plan *plan);
 
 /* What every layer-1 call checks first: a device context, a device plan, a consistent wait
  * list, and a queue (NULL: the context's, written back) of the context's cl_context. fn names
@@ -174,12 +260,19 @@ clnorm_status clnorm_check_mem(clnorm_ctx *ctx, cl_mem mem, const char *name, si
 clnorm_status clnorm_check_launch(clnorm_plan *plan, const char *fn, cl_command_queue *queue,
                                   cl_uint nwait, const cl_event *wait);
 
-/* Waits for event, releases it either way (forward.c). */
+/* ---- execution (execute.c) ---- */
+/* clnorm_execute without clearing the error message or printing a verbose line (the host
+ * path's inner call). */
+clnorm_status clnorm_execute_quiet(clnorm_plan *plan, clnorm_direction dir,
+                                   const clnorm_arg *args, size_t nargs, cl_command_queue queue,
+                                   cl_uint nwait, const cl_event *wait, cl_event *event);
+/* Waits for event, releases it either way. */
 clnorm_status clnorm_wait_release(clnorm_ctx *ctx, cl_event event);
 
 /* ---- verbose (verbose.c) ---- */
 double clnorm_now_ms(void);
 void clnorm_verbose_plan(const clnorm_plan *plan, double ms, int built);
-void clnorm_verbose_exec(const clnorm_plan *plan, const char *op, const char *api, double ms);
+void clnorm_verbose_exec(const clnorm_plan *plan, clnorm_direction dir, const char *api,
+                         double ms);
 
 #endif

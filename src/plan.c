@@ -1,6 +1,8 @@
-/* Plans: a description validated and baked once on a context: strategy, geometry, program
- * (built or from the cache), kernels, scratch. Executing a plan never compiles. */
+/* Plans: a description validated and baked once on a context: operation, strategy,
+ * geometry, programs (built or from the cache), a first instance of kernels and scratch,
+ * warmed up. Executing a plan never compiles. */
 #include "internal.h"
+#include "op/op.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,33 +20,84 @@ const char *clnorm_strategy_name(clnorm_strategy s)
     return "unknown";
 }
 
-size_t clnorm_env_vector_width(void)
+/* The most work-items per group every kernel of a chain allows on the device. */
+static clnorm_status chain_kmax(clnorm_plan *plan, cl_program prog, const clnorm_chain *chain,
+                                size_t *kmax)
 {
-    const char *env = getenv("CLNORM_VECTOR_WIDTH");
-    if (!env)
-        return 0;
-    if (!strcmp(env, "2") || !strcmp(env, "4") || !strcmp(env, "8") || !strcmp(env, "16"))
-        return (size_t)atoi(env);
-    return 0;
+    clnorm_ctx *ctx = plan->ctx;
+    *kmax = 0;
+    for (size_t i = 0; i < chain->nsteps; i++) {
+        cl_int err;
+        cl_kernel k = clCreateKernel(prog, chain->steps[i].kernel, &err);
+        CL_CHECK(ctx, err, "clCreateKernel");
+        size_t m = 0;
+        err = clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof m, &m,
+                                       NULL);
+        clReleaseKernel(k);
+        CL_CHECK(ctx, err, "clGetKernelWorkGroupInfo");
+        if (m > 0 && (*kmax == 0 || m < *kmax))
+            *kmax = m;
+    }
+    return CLNORM_OK;
 }
 
-/* CLNORM_STRATEGY from the environment: AUTO when unset or "auto". */
-static clnorm_status env_strategy(clnorm_ctx *ctx, clnorm_strategy *out)
+/* Runs a direction's kernels once over zero rows with the real launch geometry. Some
+ * runtimes (PoCL among them) compile a work-group function per launch geometry on the first
+ * enqueue; doing that here keeps the promise that executing a plan never compiles. Nothing is
+ * read or written: every kernel loops over rows, there are none, and the flags are 0. It
+ * also makes the direction's first instance. */
+static clnorm_status warm_up(clnorm_plan *plan, clnorm_direction dir)
 {
-    *out = CLNORM_STRATEGY_AUTO;
-    const char *env = getenv("CLNORM_STRATEGY");
-    if (!env || !*env || strcmp(env, "auto") == 0)
-        return CLNORM_OK;
-    for (int s = CLNORM_STRATEGY_ROW; s <= CLNORM_STRATEGY_SUBGROUP; s++) {
-        if (strcmp(env, clnorm_strategy_name((clnorm_strategy)s)) == 0) {
-            *out = (clnorm_strategy)s;
-            return CLNORM_OK;
-        }
+    clnorm_ctx *ctx = plan->ctx;
+    clnorm_call_args none;
+    TRY(clnorm_gather_mem_args(ctx, plan->op, &plan->desc, dir, NULL, 0, &none));
+    cl_event done = NULL;
+    TRY(clnorm_launch(plan, dir, &none, 0, 1, ctx->warm_queue, 0, NULL, &done));
+    return clnorm_wait_release(ctx, done);
+}
+
+clnorm_status clnorm_prepare_plan(clnorm_plan *plan, const clnorm_tuning *t)
+{
+    clnorm_ctx *ctx = plan->ctx;
+    const clnorm_op *op = plan->op;
+    const clnorm_desc *d = &plan->desc;
+    char msg[256] = "";
+    clnorm_status st = clnorm_policy_build(&ctx->profile, d, plan->strategy, t, &plan->geo, msg,
+                                           sizeof msg);
+    RETURN_IF(st != CLNORM_OK, ctx, st, "%s", msg);
+    char options[512];
+    clnorm_policy_options(&ctx->profile, d, &plan->geo, t, options, sizeof options);
+    const size_t used = strlen(options);
+    op->build_defines(op, d, options + used, sizeof options - used);
+
+    const int ndir = (d->flags & CLNORM_WITH_BACKWARD) ? 2 : 1;
+    size_t kmax[2] = {0, 0};
+    for (int dir = 0; dir < ndir; dir++) {
+        clnorm_direction_kernels *dk = &plan->dir[dir];
+        const clnorm_chain *chain = op->chain(plan->strategy, (clnorm_direction)dir);
+        RETURN_IF(!chain, ctx, CLNORM_UNSUPPORTED, "%s has no %s kernels for strategy %s",
+                  op->name, dir ? "backward" : "forward", clnorm_strategy_name(plan->strategy));
+        dk->chain = chain;
+        TRY(clnorm_get_program(ctx, chain->files, options, &dk->program));
+        TRY(chain_kmax(plan, dk->program, chain, &kmax[dir]));
     }
-    return clnorm_fail(ctx, CLNORM_INVALID_ARGUMENT,
-                       "CLNORM_STRATEGY=%s is not one of auto, row, workgroup, split, subgroup, "
-                       "reference",
-                       env);
+    st = clnorm_policy_geometry(&ctx->profile, d, plan->strategy, t, kmax, &plan->geo, msg,
+                                sizeof msg);
+    RETURN_IF(st != CLNORM_OK, ctx, st, "%s", msg);
+    for (int dir = 0; dir < ndir; dir++) {
+        clnorm_direction_kernels *dk = &plan->dir[dir];
+        op->scratch_bytes(d, &plan->geo, (clnorm_direction)dir, dk->scratch_bytes);
+        for (int i = 0; i < CLNORM_MAX_SCRATCH; i++)
+            RETURN_IF(dk->scratch_bytes[i] > ctx->profile.max_alloc_bytes, ctx,
+                      CLNORM_UNSUPPORTED,
+                      "the %s pass of %zu x %zu needs a scratch buffer of %zu bytes, more than "
+                      "the device's largest allocation (%llu bytes)",
+                      dir ? "backward" : "forward", d->rows, d->cols, dk->scratch_bytes[i],
+                      (unsigned long long)ctx->profile.max_alloc_bytes);
+    }
+    for (int dir = 0; dir < ndir; dir++)
+        TRY(warm_up(plan, (clnorm_direction)dir));
+    return CLNORM_OK;
 }
 
 clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
@@ -62,6 +115,9 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
     RETURN_IF((int)strategy < CLNORM_STRATEGY_AUTO || (int)strategy > CLNORM_STRATEGY_SUBGROUP,
               ctx, CLNORM_INVALID_ARGUMENT, "strategy %d is not a clnorm_strategy",
               (int)strategy);
+    clnorm_tuning tuning;
+    TRY(clnorm_read_tuning(ctx, &tuning));
+    const clnorm_desc d = clnorm_desc_normalized(desc);
 
     if (ctx->backend == CLNORM_BACKEND_REFERENCE) {
         RETURN_IF(strategy != CLNORM_STRATEGY_AUTO && strategy != CLNORM_STRATEGY_REFERENCE, ctx,
@@ -69,17 +125,9 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
                   clnorm_strategy_name(strategy));
         strategy = CLNORM_STRATEGY_REFERENCE; /* CLNORM_STRATEGY is for devices: ignored */
     } else if (strategy == CLNORM_STRATEGY_AUTO) {
-        const char *vw = getenv("CLNORM_VECTOR_WIDTH");
-        RETURN_IF(vw && *vw && !clnorm_env_vector_width(), ctx, CLNORM_INVALID_ARGUMENT,
-                  "CLNORM_VECTOR_WIDTH=%s is not one of 2, 4, 8, 16", vw);
-        st = env_strategy(ctx, &strategy);
-        if (st != CLNORM_OK)
-            return st;
-        if (strategy == CLNORM_STRATEGY_AUTO)
-            strategy = clnorm_choose_strategy(ctx, desc);
+        strategy = clnorm_policy_strategy(&ctx->profile, &d, &tuning);
     }
-
-    RETURN_IF(strategy != CLNORM_STRATEGY_REFERENCE && desc->dtype == CLNORM_F64 &&
+    RETURN_IF(strategy != CLNORM_STRATEGY_REFERENCE && d.dtype == CLNORM_F64 &&
                   !ctx->profile.has_fp64,
               ctx, CLNORM_UNSUPPORTED,
               "dtype f64 is unsupported on this device (%s): it does not report cl_khr_fp64",
@@ -87,13 +135,18 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
 
     clnorm_plan *plan = calloc(1, sizeof *plan);
     RETURN_IF(!plan, ctx, CLNORM_OUT_OF_MEMORY, "out of host memory for a plan");
+    if (mtx_init(&plan->lock, mtx_plain) != thrd_success) {
+        free(plan);
+        return clnorm_fail(ctx, CLNORM_OUT_OF_MEMORY, "creating the plan's lock failed");
+    }
     plan->ctx = ctx;
-    plan->desc = clnorm_desc_normalized(desc);
+    plan->op = clnorm_op_of(d.kind);
+    plan->desc = d;
     plan->strategy = strategy;
     if (strategy != CLNORM_STRATEGY_REFERENCE) {
         const size_t builds = clnorm_program_builds(ctx);
         const double t0 = clnorm_now_ms();
-        st = clnorm_prepare_plan(plan);
+        st = clnorm_prepare_plan(plan, &tuning);
         if (st != CLNORM_OK) {
             clnorm_plan_free(plan);
             return st;
@@ -116,26 +169,8 @@ void clnorm_plan_free(clnorm_plan *plan)
 {
     if (!plan)
         return;
-    if (plan->kernel_main)
-        clReleaseKernel(plan->kernel_main);
-    if (plan->kernel_stats)
-        clReleaseKernel(plan->kernel_stats);
-    if (plan->scratch)
-        clReleaseMemObject(plan->scratch);
-    if (plan->kernel_bwd_rows)
-        clReleaseKernel(plan->kernel_bwd_rows);
-    if (plan->kernel_bwd_params)
-        clReleaseKernel(plan->kernel_bwd_params);
-    if (plan->kernel_bwd_sums)
-        clReleaseKernel(plan->kernel_bwd_sums);
-    if (plan->kernel_bwd_stats)
-        clReleaseKernel(plan->kernel_bwd_stats);
-    if (plan->bwd_stats)
-        clReleaseMemObject(plan->bwd_stats);
-    if (plan->bwd_sums)
-        clReleaseMemObject(plan->bwd_sums);
-    if (plan->bwd_scratch)
-        clReleaseMemObject(plan->bwd_scratch);
+    clnorm_release_instances(plan);
+    mtx_destroy(&plan->lock);
     free(plan);
 }
 

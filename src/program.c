@@ -1,11 +1,14 @@
 /* Programs: built from the embedded kernels/ sources on first use, then cached per context,
  * keyed by (source files, build options). The device is fixed per context, so it is part of
- * the key implicitly. The cache is locked: plans may be created from several threads. */
+ * the key implicitly. The cache is locked: plans may be created from several threads.
+ * src/flags.h, the flag namespace shared with the C code, comes first in every program. */
 #include "internal.h"
 #include "kernel_sources.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+enum { MAX_FILES = 8 };
 
 static char *join_key(const char *const *files, size_t nfiles, const char *options)
 {
@@ -47,9 +50,10 @@ static clnorm_status build_failed(clnorm_ctx *ctx, cl_program prog, cl_int err, 
 static clnorm_status build(clnorm_ctx *ctx, const char *const *files, size_t nfiles,
                            const char *options, const char *key, cl_program *out)
 {
-    const char *texts[8];
-    size_t lens[8];
-    RETURN_IF(nfiles > 8, ctx, CLNORM_INVALID_ARGUMENT, "too many kernel files for one program");
+    const char *texts[MAX_FILES];
+    size_t lens[MAX_FILES];
+    RETURN_IF(nfiles > MAX_FILES, ctx, CLNORM_INVALID_ARGUMENT,
+              "too many kernel files for one program");
     for (size_t i = 0; i < nfiles; i++) {
         const clnorm_kernel_source *src = clnorm_find_kernel_source(files[i]);
         RETURN_IF(!src, ctx, CLNORM_BUILD_FAILURE, "kernel source %s is not embedded", files[i]);
@@ -69,10 +73,18 @@ static clnorm_status build(clnorm_ctx *ctx, const char *const *files, size_t nfi
     return CLNORM_OK;
 }
 
-clnorm_status clnorm_get_program(clnorm_ctx *ctx, const char *const *files, size_t nfiles,
+clnorm_status clnorm_get_program(clnorm_ctx *ctx, const char *const *op_files,
                                  const char *options, cl_program *out)
 {
     *out = NULL;
+    const char *files[MAX_FILES];
+    size_t nfiles = 0;
+    files[nfiles++] = "flags.h";
+    for (size_t i = 0; op_files[i]; i++) {
+        RETURN_IF(nfiles == MAX_FILES, ctx, CLNORM_INVALID_ARGUMENT,
+                  "too many kernel files for one program");
+        files[nfiles++] = op_files[i];
+    }
     char *key = join_key(files, nfiles, options);
     RETURN_IF(!key, ctx, CLNORM_OUT_OF_MEMORY, "out of host memory for a program key");
     clnorm_status st = CLNORM_OK;

@@ -93,6 +93,30 @@ const char *clnorm_status_string(clnorm_status s)
     return s < 0 && !(s <= -4000 && s > -4100) ? "OpenCL: unknown error code" : "unknown status code";
 }
 
+/* The calling thread's message slot on ctx, taken (the least recently used one is reused)
+ * when the thread has none. Called with ctx->lock held. */
+static clnorm_error_slot *thread_slot(clnorm_ctx *ctx, int create)
+{
+    const thrd_t me = thrd_current();
+    clnorm_error_slot *lru = &ctx->errors[0];
+    for (size_t i = 0; i < CLNORM_ERROR_SLOTS; i++) {
+        clnorm_error_slot *e = &ctx->errors[i];
+        if (e->used && thrd_equal(e->thread, me)) {
+            e->used = ++ctx->error_clock;
+            return e;
+        }
+        if (e->used < lru->used)
+            lru = e;
+    }
+    if (!create)
+        return NULL;
+    lru->thread = me;
+    lru->used = ++ctx->error_clock;
+    if (lru->text)
+        lru->text[0] = '\0';
+    return lru;
+}
+
 clnorm_status clnorm_fail(clnorm_ctx *ctx, clnorm_status status, const char *fmt, ...)
 {
     if (!ctx)
@@ -103,15 +127,16 @@ clnorm_status clnorm_fail(clnorm_ctx *ctx, clnorm_status status, const char *fmt
     int need = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
     mtx_lock(&ctx->lock);
-    if (need >= 0 && (size_t)need + 1 > ctx->error_cap) {
-        char *grown = realloc(ctx->error, (size_t)need + 1);
+    clnorm_error_slot *e = thread_slot(ctx, 1);
+    if (need >= 0 && (size_t)need + 1 > e->cap) {
+        char *grown = realloc(e->text, (size_t)need + 1);
         if (grown) {
-            ctx->error = grown;
-            ctx->error_cap = (size_t)need + 1;
+            e->text = grown;
+            e->cap = (size_t)need + 1;
         }
     }
-    if (ctx->error && ctx->error_cap > 0)
-        vsnprintf(ctx->error, ctx->error_cap, fmt, ap2);
+    if (e->text && e->cap > 0)
+        vsnprintf(e->text, e->cap, fmt, ap2);
     mtx_unlock(&ctx->lock);
     va_end(ap2);
     return status;
@@ -122,14 +147,26 @@ void clnorm_clear_error(clnorm_ctx *ctx)
     if (!ctx)
         return;
     mtx_lock(&ctx->lock);
-    if (ctx->error && ctx->error_cap > 0)
-        ctx->error[0] = '\0';
+    clnorm_error_slot *e = thread_slot(ctx, 0);
+    if (e && e->text)
+        e->text[0] = '\0';
     mtx_unlock(&ctx->lock);
+}
+
+void clnorm_release_errors(clnorm_ctx *ctx)
+{
+    for (size_t i = 0; i < CLNORM_ERROR_SLOTS; i++)
+        free(ctx->errors[i].text);
 }
 
 const char *clnorm_last_error(const clnorm_ctx *ctx)
 {
-    if (!ctx || !ctx->error)
+    if (!ctx)
         return "";
-    return ctx->error;
+    clnorm_ctx *c = (clnorm_ctx *)ctx; /* the lock guards the slots; the message is unchanged */
+    mtx_lock(&c->lock);
+    const clnorm_error_slot *e = thread_slot(c, 0);
+    const char *text = e && e->text ? e->text : "";
+    mtx_unlock(&c->lock);
+    return text;
 }

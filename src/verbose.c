@@ -18,22 +18,28 @@ static void shape(const clnorm_plan *p, char *buf, size_t n)
     snprintf(buf, n, "%zux%zu", p->desc.rows, p->desc.cols);
 }
 
+static const char *op_name(const clnorm_plan *p)
+{
+    return clnorm_kind_name(p->desc.kind);
+}
+
 void clnorm_verbose_plan(const clnorm_plan *p, double ms, int built)
 {
     char s[64];
     shape(p, s, sizeof s);
     fprintf(stderr,
             "clnorm_verbose,plan,%s,%s,%s,strategy=%s,local=%zu,chunks=%zu,device=%s,%s,%.3f ms\n",
-            clnorm_kind_name(p->desc.kind), clnorm_dtype_name(p->desc.dtype), s,
-            clnorm_strategy_name(p->strategy), p->local, p->chunks, p->ctx->name,
+            op_name(p), clnorm_dtype_name(p->desc.dtype), s, clnorm_strategy_name(p->strategy),
+            p->geo.local, p->geo.chunks, p->ctx->name,
             built ? "built" : "cached", ms);
 }
 
-void clnorm_verbose_exec(const clnorm_plan *p, const char *op, const char *api, double ms)
+void clnorm_verbose_exec(const clnorm_plan *p, clnorm_direction dir, const char *api, double ms)
 {
     char s[64];
     shape(p, s, sizeof s);
-    fprintf(stderr, "clnorm_verbose,exec,%s,%s,%s,%s,strategy=%s,api=%s,device=%s,%.3f ms\n", op,
-            clnorm_kind_name(p->desc.kind), clnorm_dtype_name(p->desc.dtype), s,
+    fprintf(stderr, "clnorm_verbose,exec,%s,%s,%s,%s,strategy=%s,api=%s,device=%s,%.3f ms\n",
+            dir == CLNORM_BACKWARD ? "backward" : "forward", op_name(p),
+            clnorm_dtype_name(p->desc.dtype), s,
             clnorm_strategy_name(p->strategy), api, p->ctx->name, ms);
 }

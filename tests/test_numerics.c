@@ -262,7 +262,7 @@ static void test_default_eps(void **state)
     (void)state;
     clnorm_desc d;
     clnorm_desc_init(&d, CLNORM_LAYER, 3, 5);
-    assert_true(d.eps == 1e-5f);
+    assert_true(d.eps == 1e-5);
     assert_int_equal(d.dtype, CLNORM_F32);
     assert_int_equal(d.flags, 0);
     assert_int_equal(d.x_stride, 0);

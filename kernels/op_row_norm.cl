@@ -1,0 +1,253 @@
+/*
+ * op_row_norm.cl - the row-normalization family (LayerNorm, RMSNorm, and with
+ * -DCLNORM_RESIDUAL their fused residual add, "Add & Norm"): what one row reads and writes.
+ * The strategies (norm_row.cl, norm_workgroup.cl, norm_subgroup.cl, norm_split.cl,
+ * norm_backward.cl) compute statistics and call these hooks, so an operation of this family
+ * does not fork the strategies:
+ *   row_in, IN_LOADV(in, i), IN_LOAD1(in, i)   the value a row normalizes at column i:
+ *                                               x, or s = x + residual (in A, never rounded)
+ *   row_out, out_storev/out_store1             y = xhat * gamma + beta, and s when written
+ *   bwd_row, bwd hooks                         the backward's per-row inputs and outputs
+ *
+ * Kernel parameters: every tensor is (pointer, element offset, row stride), in the ascending
+ * order of the clnorm_arg_slot values (X, Y, GAMMA, BETA, MEAN, RSTD, RESIDUAL, SUM, DY, DX,
+ * DGAMMA, DBETA, DSUM); src/launch.c binds them in that order from the step's slot list.
+ * Scratch buffers and scalars follow, as the step's argument list in src/op/row_norm.c says.
+ */
+
+/* ---- the input of a row ---- */
+typedef struct {
+    __global const T *x;
+#if defined(CLNORM_RESIDUAL)
+    __global const R *r;
+#endif
+} row_in;
+
+/*
+ * The shift K of a row is a pair: the first element of x and (with a residual) that of the
+ * residual. The value a row normalizes, v = x + residual, is only ever formed shifted and
+ * scaled, as (x * sc - K.s0) + (r * sc - K.s1): each operand's large common offset cancels
+ * exactly before the two are added, so the statistics and y are those of the exact sum, not
+ * of the sum rounded to A (which would cost 2^-24 |v| / std in y). Without a residual K.s1 is
+ * 0 and this is x * sc - K.s0, as in 0.1.
+ */
+#if defined(CLNORM_RESIDUAL)
+#define IN_DEVV(in, i, K, sc) ((LOADV((in).x + (i)) * (sc) - (K).s0) + (LOADV_R((in).r + (i)) * (sc) - (K).s1))
+#define IN_DEV1(in, i, K, sc) ((LOAD1((in).x + (i)) * (sc) - (K).s0) + (LOAD1_R((in).r + (i)) * (sc) - (K).s1))
+#define IN_ABSMAXV(in, i) fmax(fabs(LOADV((in).x + (i))), fabs(LOADV_R((in).r + (i))))
+#define IN_ABSMAX1(in, i) fmax(fabs(LOAD1((in).x + (i))), fabs(LOAD1_R((in).r + (i))))
+#define RES_PARAM , __global const R *res, ulong res_off, ulong res_stride
+#define RES_ARG , res, res_off, res_stride
+#else
+#define IN_DEVV(in, i, K, sc) (LOADV((in).x + (i)) * (sc) - (K).s0)
+#define IN_DEV1(in, i, K, sc) (LOAD1((in).x + (i)) * (sc) - (K).s0)
+#define IN_ABSMAXV(in, i) fabs(LOADV((in).x + (i)))
+#define IN_ABSMAX1(in, i) fabs(LOAD1((in).x + (i)))
+#define RES_PARAM
+#define RES_ARG
+#endif
+
+/* The slots X (and RESIDUAL) of a kernel that only reads rows. */
+#define IN_PARAMS __global const T *x, ulong x_off, ulong x_stride RES_PARAM
+#define IN_ARGS x, x_off, x_stride RES_ARG
+
+inline row_in make_row_in(IN_PARAMS, ulong row)
+{
+    row_in in;
+    in.x = x + x_off + row * x_stride;
+#if defined(CLNORM_RESIDUAL)
+    in.r = res + res_off + row * res_stride;
+#endif
+    return in;
+}
+
+/* The shift of a row scaled by sc: its first elements (0 for RMSNorm, which has no shift). */
+inline A2 row_shift(row_in in, A sc, int rms)
+{
+    A2 K = (A2)(0);
+    if (!rms) {
+        K.s0 = LOAD1(in.x) * sc;
+#if defined(CLNORM_RESIDUAL)
+        K.s1 = LOAD1_R(in.r) * sc;
+#endif
+    }
+    return K;
+}
+
+/* ---- the forward's outputs of a row ---- */
+typedef struct {
+    __global T *y;
+    __global const P *gamma; /* column 0; 0 when absent */
+    __global const P *beta;
+#if defined(CLNORM_RESIDUAL)
+    __global R *s; /* 0 when the sum is not written */
+#endif
+} row_out;
+
+/* Forward kernels: X, Y, GAMMA, BETA, MEAN, RSTD, (RESIDUAL, SUM). */
+#if defined(CLNORM_RESIDUAL)
+#define SUM_PARAM , __global R *sum, ulong sum_off, ulong sum_stride
+#define SUM_ARG , sum, sum_off, sum_stride
+#else
+#define SUM_PARAM
+#define SUM_ARG
+#endif
+#define FWD_PARAMS                                                                          \
+    __global const T *x, ulong x_off, ulong x_stride, __global T *y, ulong y_off,           \
+        ulong y_stride, __global const P *gamma, ulong gamma_off, ulong gamma_stride,        \
+        __global const P *beta, ulong beta_off, ulong beta_stride, __global P *mean,         \
+        ulong mean_off, ulong mean_stride, __global P *rstd, ulong rstd_off,                 \
+        ulong rstd_stride RES_PARAM SUM_PARAM
+#define FWD_OUT_PARAMS                                                                      \
+    __global T *y, ulong y_off, ulong y_stride, __global const P *gamma, ulong gamma_off,    \
+        __global const P *beta, ulong beta_off SUM_PARAM
+#define FWD_OUT_ARGS y, y_off, y_stride, gamma, gamma_off, beta, beta_off SUM_ARG
+/* mean and rstd from column 0 (0 when not written) */
+#define FWD_MEAN ((flags & CLNORM_KF_MEAN) ? mean + mean_off : 0)
+#define FWD_RSTD ((flags & CLNORM_KF_RSTD) ? rstd + rstd_off : 0)
+
+inline row_out make_row_out(FWD_OUT_PARAMS, ulong row, uint flags)
+{
+    row_out out;
+    out.y = y + y_off + row * y_stride;
+    out.gamma = (flags & CLNORM_KF_GAMMA) ? gamma + gamma_off : 0;
+    out.beta = (flags & CLNORM_KF_BETA) ? beta + beta_off : 0;
+#if defined(CLNORM_RESIDUAL)
+    out.s = (flags & CLNORM_KF_SUM) ? sum + sum_off + row * sum_stride : 0;
+#endif
+    return out;
+}
+
+/* y from the deviation d = v * sc - K of column i (or of the VW columns from i):
+ * (d - m) * r * gamma + beta. */
+inline AV out_yv(row_out out, ulong i, AV d, A m, A r)
+{
+    AV t = (d - m) * r;
+    if (out.gamma)
+        t *= LOADP(out.gamma + i);
+    if (out.beta)
+        t += LOADP(out.beta + i);
+    return t;
+}
+inline A out_y1(row_out out, ulong i, A d, A m, A r)
+{
+    A t = (d - m) * r;
+    if (out.gamma)
+        t *= out.gamma[i];
+    if (out.beta)
+        t += out.beta[i];
+    return t;
+}
+
+/* The sum output of column i: x + residual, from the inputs (rounded once, to R). */
+inline void out_sumv(row_out out, row_in in, ulong i)
+{
+#if defined(CLNORM_RESIDUAL)
+    if (out.s)
+        STOREV_R(LOADV(in.x + i) + LOADV_R(in.r + i), out.s + i);
+#endif
+}
+inline void out_sum1(row_out out, row_in in, ulong i)
+{
+#if defined(CLNORM_RESIDUAL)
+    if (out.s)
+        STORE1_R(LOAD1(in.x + i) + LOAD1_R(in.r + i), out.s + i);
+#endif
+}
+
+/* Everything a row writes at column i, given its statistics. In place (y is x, s is the
+ * residual) is safe: every element is read by the work-item that writes it, before it writes
+ * it (the sum is formed before y is stored over x). */
+inline void out_applyv(row_out out, row_in in, ulong i, A2 K, A m, A r, A sc)
+{
+    const AV d = IN_DEVV(in, i, K, sc);
+    out_sumv(out, in, i);
+    STOREV(out_yv(out, i, d, m, r), out.y + i);
+}
+inline void out_apply1(row_out out, row_in in, ulong i, A2 K, A m, A r, A sc)
+{
+    const A d = IN_DEV1(in, i, K, sc);
+    out_sum1(out, in, i);
+    STORE1(out_y1(out, i, d, m, r), out.y + i);
+}
+
+/* ---- the backward of a row ---- */
+/* Backward kernels: X, GAMMA, MEAN, RSTD, (RESIDUAL), DY, DX, (DSUM). */
+#if defined(CLNORM_RESIDUAL)
+#define DSUM_PARAM , __global const R *dsum, ulong dsum_off, ulong dsum_stride
+#define DSUM_ARG , dsum, dsum_off, dsum_stride
+#else
+#define DSUM_PARAM
+#define DSUM_ARG
+#endif
+#define BWD_IN_PARAMS                                                                       \
+    __global const T *x, ulong x_off, ulong x_stride, __global const P *gamma,              \
+        ulong gamma_off, ulong gamma_stride, __global const P *mean, ulong mean_off,         \
+        ulong mean_stride, __global const P *rstd, ulong rstd_off,                           \
+        ulong rstd_stride RES_PARAM, __global const T *dy, ulong dy_off, ulong dy_stride
+#define BWD_PARAMS BWD_IN_PARAMS, __global T *dx, ulong dx_off, ulong dx_stride DSUM_PARAM
+
+typedef struct {
+    row_in in;
+    __global const T *dy;
+    __global const P *gamma; /* column 0; 0 when absent */
+    __global T *dx;          /* 0 when not written */
+#if defined(CLNORM_RESIDUAL)
+    __global const R *ds; /* 0 when not given */
+#endif
+} bwd_row;
+
+inline bwd_row make_bwd_row(IN_PARAMS, __global const P *gamma, ulong gamma_off,
+                            __global const T *dy, ulong dy_off, ulong dy_stride, ulong row,
+                            uint flags)
+{
+    bwd_row b;
+    b.in = make_row_in(IN_ARGS, row);
+    b.dy = dy + dy_off + row * dy_stride;
+    b.gamma = (flags & CLNORM_KF_GAMMA) ? gamma + gamma_off : 0;
+    b.dx = 0;
+#if defined(CLNORM_RESIDUAL)
+    b.ds = 0;
+#endif
+    return b;
+}
+/* The row's inputs, in a kernel with BWD_IN_PARAMS */
+#define BWD_ROW_IN(row, flags)                                                              \
+    make_bwd_row(IN_ARGS, gamma, gamma_off, dy, dy_off, dy_stride, row, flags)
+/* ... and its outputs too, in a kernel with BWD_PARAMS */
+inline bwd_row bwd_row_outputs(bwd_row b, __global T *dx, ulong dx_off, ulong dx_stride
+                               DSUM_PARAM, ulong row, uint flags)
+{
+    if ((flags & CLNORM_KF_GRAD_X) != 0)
+        b.dx = dx + dx_off + row * dx_stride;
+#if defined(CLNORM_RESIDUAL)
+    if ((flags & CLNORM_KF_DSUM) != 0)
+        b.ds = dsum + dsum_off + row * dsum_stride;
+#endif
+    return b;
+}
+#define BWD_ROW(row, flags)                                                                 \
+    bwd_row_outputs(BWD_ROW_IN(row, flags), dx, dx_off, dx_stride DSUM_ARG, row, flags)
+
+/* g = dy * gamma */
+inline AV bwd_gv(bwd_row b, ulong i, AV dyv) { return b.gamma ? dyv * LOADP(b.gamma + i) : dyv; }
+inline A bwd_g1(bwd_row b, ulong i, A dyv) { return b.gamma ? dyv * b.gamma[i] : dyv; }
+/* dx = rstd * ((g - mean(g)) - xhat * mean(g * xhat)) (+ dsum) */
+inline AV bwd_dxv(bwd_row b, ulong i, AV g, AV xh, A rs, A mg, A mgx)
+{
+    AV d = rs * ((g - mg) - xh * mgx);
+#if defined(CLNORM_RESIDUAL)
+    if (b.ds)
+        d += LOADV_R(b.ds + i);
+#endif
+    return d;
+}
+inline A bwd_dx1(bwd_row b, ulong i, A g, A xh, A rs, A mg, A mgx)
+{
+    A d = rs * ((g - mg) - xh * mgx);
+#if defined(CLNORM_RESIDUAL)
+    if (b.ds)
+        d += LOAD1_R(b.ds + i);
+#endif
+    return d;
+}

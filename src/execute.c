@@ -1,0 +1,259 @@
+/*
+ * execute.c - running a plan: layer 1 (cl_mem, asynchronous), layer 2 (host pointers,
+ * synchronous) and the 0.1 wrappers over them. Every call validates all of its arguments
+ * against the op table before anything is enqueued, so a failed call writes nothing.
+ * Nothing here reads the environment or changes the context: plans are executed from many
+ * threads at once (launch.c).
+ */
+#include "internal.h"
+#include "op/op.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+clnorm_status clnorm_check_launch(clnorm_plan *plan, const char *fn, cl_command_queue *queue,
+                                  cl_uint nwait, const cl_event *wait)
+{
+    clnorm_ctx *ctx = plan->ctx;
+    RETURN_IF(ctx->backend == CLNORM_BACKEND_REFERENCE, ctx, CLNORM_NO_DEVICE,
+              "%s needs an OpenCL device; this context runs on the CPU reference (use the "
+              "host-pointer calls)",
+              fn);
+    RETURN_IF(plan->strategy == CLNORM_STRATEGY_REFERENCE, ctx, CLNORM_UNSUPPORTED,
+              "a plan with the reference strategy runs through the host-pointer calls only");
+    RETURN_IF((nwait > 0) != (wait != NULL), ctx, CLNORM_INVALID_ARGUMENT,
+              "num_wait_events = %u does not match wait_events = %p", nwait, (const void *)wait);
+    if (!*queue)
+        *queue = ctx->queue;
+    cl_context qctx = NULL;
+    CL_CHECK(ctx, clGetCommandQueueInfo(*queue, CL_QUEUE_CONTEXT, sizeof qctx, &qctx, NULL),
+             "querying the queue");
+    RETURN_IF(qctx != ctx->context, ctx, CLNORM_INVALID_ARGUMENT,
+              "queue belongs to another cl_context than the clnorm context's");
+    return CLNORM_OK;
+}
+
+clnorm_status clnorm_wait_release(clnorm_ctx *ctx, cl_event event)
+{
+    const cl_int err = clWaitForEvents(1, &event);
+    clReleaseEvent(event);
+    CL_CHECK(ctx, err, "clWaitForEvents");
+    return CLNORM_OK;
+}
+
+static clnorm_status check_direction(clnorm_plan *plan, clnorm_direction dir)
+{
+    RETURN_IF(dir != CLNORM_FORWARD && dir != CLNORM_BACKWARD, plan->ctx,
+              CLNORM_INVALID_ARGUMENT, "direction %d is not CLNORM_FORWARD or CLNORM_BACKWARD",
+              (int)dir);
+    RETURN_IF(dir == CLNORM_BACKWARD && !(plan->desc.flags & CLNORM_WITH_BACKWARD), plan->ctx,
+              CLNORM_INVALID_ARGUMENT,
+              "the plan was created without CLNORM_WITH_BACKWARD, so its backward kernels "
+              "were not built");
+    return CLNORM_OK;
+}
+
+/* Does any given output have elements? (Else the call is an empty batch: nothing to do.) */
+static int writes_anything(const clnorm_call_args *a)
+{
+    for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
+        if ((a->present & SLOT_BIT(s)) && a->info[s].is_output && a->info[s].extent > 0)
+            return 1;
+    return 0;
+}
+
+clnorm_status clnorm_execute_quiet(clnorm_plan *plan, clnorm_direction dir,
+                                   const clnorm_arg *args, size_t nargs, cl_command_queue queue,
+                                   cl_uint nwait, const cl_event *wait, cl_event *event)
+{
+    clnorm_ctx *ctx = plan->ctx;
+    TRY(clnorm_check_launch(plan, "clnorm_execute", &queue, nwait, wait));
+    TRY(check_direction(plan, dir));
+    clnorm_call_args a;
+    TRY(clnorm_gather_mem_args(ctx, plan->op, &plan->desc, dir, args, nargs, &a));
+    TRY(clnorm_check_args(ctx, plan->op, &plan->desc, dir, &a, 1));
+    TRY(clnorm_check_mems(ctx, &a));
+    if (!writes_anything(&a)) { /* an empty batch: the event must still exist */
+        if (event)
+            CL_CHECK(ctx, clEnqueueMarkerWithWaitList(queue, nwait, wait, event),
+                     "clEnqueueMarkerWithWaitList");
+        return CLNORM_OK;
+    }
+    const unsigned flags = plan->op->kernel_flags(plan->op, &plan->desc, dir, a.present);
+    return clnorm_launch(plan, dir, &a, flags, 0, queue, nwait, wait, event);
+}
+
+clnorm_status clnorm_execute(clnorm_plan *plan, clnorm_direction dir, const clnorm_arg *args,
+                             size_t nargs, cl_command_queue queue, cl_uint nwait,
+                             const cl_event *wait, cl_event *event)
+{
+    if (!plan)
+        return CLNORM_INVALID_ARGUMENT;
+    clnorm_ctx *ctx = plan->ctx;
+    clnorm_clear_error(ctx);
+    const double t0 = ctx->verbose ? clnorm_now_ms() : 0.0;
+    clnorm_status st = clnorm_execute_quiet(plan, dir, args, nargs, queue, nwait, wait, event);
+    if (st == CLNORM_OK && ctx->verbose) {
+        CL_CHECK(ctx, clFinish(queue ? queue : ctx->queue), "clFinish (CLNORM_VERBOSE timing)");
+        clnorm_verbose_exec(plan, dir, "cl_mem", clnorm_now_ms() - t0);
+    }
+    return st;
+}
+
+/* ---- layer 2: host pointers ---- */
+
+/* Device copies of one host call, by slot; aliases share their slot's buffer. */
+typedef struct {
+    cl_mem mem[CLNORM_ARG_SLOT_COUNT];
+    int owner[CLNORM_ARG_SLOT_COUNT]; /* this slot created (and releases) mem */
+} host_bufs;
+
+static void release_bufs(host_bufs *h)
+{
+    for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
+        if (h->owner[s])
+            clReleaseMemObject(h->mem[s]);
+}
+
+/* A buffer for a slot: copied from the host for an input, uninitialized for an output. */
+static clnorm_status make_buf(clnorm_ctx *ctx, const char *name, const void *src, size_t bytes,
+                              cl_mem *out)
+{
+    RETURN_IF(bytes > ctx->profile.max_alloc_bytes, ctx, CLNORM_UNSUPPORTED,
+              "%s needs %zu bytes, more than the device's largest allocation (%llu bytes)", name,
+              bytes, (unsigned long long)ctx->profile.max_alloc_bytes);
+    cl_int err;
+    *out = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE | (src ? CL_MEM_COPY_HOST_PTR : 0),
+                          bytes, (void *)(uintptr_t)src, &err);
+    CL_CHECK(ctx, err, name);
+    return CLNORM_OK;
+}
+
+/* Reads a slot's elements back (not the gaps of a strided output: they are the caller's).
+ * Rows but the last go through one rectangular read, the last row through a plain one: a
+ * rectangle of `rows` full pitches would reach past the buffer's end, which some runtimes
+ * (NVIDIA's) reject even though its last row is short. */
+static clnorm_status read_back(clnorm_ctx *ctx, cl_mem mem, const clnorm_slot_info *info,
+                               void *dst, cl_event done, cl_event *evs, cl_uint *nevs)
+{
+    const size_t es = clnorm_dtype_size(info->dtype);
+    const size_t pitch = info->stride * es, row = info->cols * es;
+    cl_int err = CL_SUCCESS;
+    if (info->rows > 1 && info->stride != info->cols) {
+        const size_t origin[3] = {0, 0, 0};
+        const size_t region[3] = {row, info->rows - 1, 1};
+        err = clEnqueueReadBufferRect(ctx->queue, mem, CL_FALSE, origin, origin, region, pitch, 0,
+                                      pitch, 0, dst, 1, &done, &evs[*nevs]);
+        if (err == CL_SUCCESS) {
+            ++*nevs;
+            const size_t last = (info->rows - 1) * pitch;
+            err = clEnqueueReadBuffer(ctx->queue, mem, CL_FALSE, last, row, (char *)dst + last, 1,
+                                      &done, &evs[*nevs]);
+        }
+    } else {
+        err = clEnqueueReadBuffer(ctx->queue, mem, CL_FALSE, 0, info->extent * es, dst, 1, &done,
+                                  &evs[*nevs]);
+    }
+    CL_CHECK(ctx, err, "reading an output back");
+    ++*nevs;
+    return CLNORM_OK;
+}
+
+static clnorm_status run_host(clnorm_plan *plan, clnorm_direction dir,
+                              const clnorm_call_args *a, host_bufs *h)
+{
+    clnorm_ctx *ctx = plan->ctx;
+    clnorm_arg args[CLNORM_ARG_SLOT_COUNT];
+    size_t nargs = 0;
+    for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++) {
+        if (!(a->present & SLOT_BIT(s)) || a->info[s].extent == 0)
+            continue; /* nothing to move for an empty tensor */
+        for (unsigned t = 0; t < s && !h->mem[s]; t++)
+            if (h->mem[t] && a->handle[t] == a->handle[s])
+                h->mem[s] = h->mem[t]; /* in place: validated to be the very same tensor */
+        if (!h->mem[s]) {
+            const int input = !a->info[s].is_output;
+            TRY(make_buf(ctx, clnorm_arg_name((clnorm_arg_slot)s), input ? a->handle[s] : NULL,
+                         a->info[s].extent * clnorm_dtype_size(a->info[s].dtype), &h->mem[s]));
+            h->owner[s] = 1;
+        }
+        args[nargs++] = (clnorm_arg){(clnorm_arg_slot)s, h->mem[s], 0};
+    }
+    cl_event done = NULL;
+    TRY(clnorm_execute_quiet(plan, dir, args, nargs, ctx->queue, 0, NULL, &done));
+    /* The queue may be an adopted out-of-order one: the reads wait for the kernels. */
+    cl_event evs[2 * CLNORM_ARG_SLOT_COUNT];
+    cl_uint nevs = 0;
+    clnorm_status st = CLNORM_OK;
+    for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT && st == CLNORM_OK; s++)
+        if (h->mem[s] && a->info[s].is_output)
+            st = read_back(ctx, h->mem[s], &a->info[s], (void *)(uintptr_t)a->handle[s], done, evs,
+                           &nevs);
+    cl_int err = nevs ? clWaitForEvents(nevs, evs) : clWaitForEvents(1, &done);
+    for (cl_uint i = 0; i < nevs; i++)
+        clReleaseEvent(evs[i]);
+    clReleaseEvent(done);
+    if (st != CLNORM_OK)
+        return st;
+    CL_CHECK(ctx, err, "waiting for the outputs (clWaitForEvents)");
+    return CLNORM_OK;
+}
+
+/* Runs a validated host call. */
+static clnorm_status host_call(clnorm_plan *plan, clnorm_direction dir,
+                               const clnorm_call_args *a)
+{
+    clnorm_ctx *ctx = plan->ctx;
+    const double t0 = ctx->verbose ? clnorm_now_ms() : 0.0;
+    clnorm_status st;
+    if (plan->strategy == CLNORM_STRATEGY_REFERENCE) {
+        clnorm_host_ptrs p;
+        for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
+            p.p[s] = (void *)(uintptr_t)a->handle[s];
+        st = plan->op->ref(plan->op, &plan->desc, dir, &p);
+        RETURN_IF(st != CLNORM_OK, ctx, st, "the CPU reference failed: %s",
+                  clnorm_status_string(st));
+    } else {
+        host_bufs h;
+        memset(&h, 0, sizeof h);
+        st = run_host(plan, dir, a, &h);
+        release_bufs(&h);
+        if (st != CLNORM_OK)
+            return st;
+    }
+    if (ctx->verbose)
+        clnorm_verbose_exec(plan, dir, "host", clnorm_now_ms() - t0);
+    return CLNORM_OK;
+}
+
+clnorm_status clnorm_execute_host(clnorm_plan *plan, clnorm_direction dir,
+                                  const clnorm_host_arg *args, size_t nargs)
+{
+    if (!plan)
+        return CLNORM_INVALID_ARGUMENT;
+    clnorm_ctx *ctx = plan->ctx;
+    clnorm_clear_error(ctx);
+    TRY(check_direction(plan, dir));
+    clnorm_call_args a;
+    TRY(clnorm_gather_host_args(ctx, plan->op, &plan->desc, dir, args, nargs, &a));
+    TRY(clnorm_check_args(ctx, plan->op, &plan->desc, dir, &a, 0));
+    return host_call(plan, dir, &a);
+}
+
+/* ---- the reference, through the same validation ---- */
+
+clnorm_status clnorm_ref_execute(const clnorm_desc *desc, clnorm_direction dir,
+                                 const clnorm_host_arg *args, size_t nargs)
+{
+    TRY(clnorm_desc_check(desc, NULL, 0));
+    const clnorm_op *op = clnorm_op_of(desc->kind);
+    const clnorm_desc d = clnorm_desc_normalized(desc);
+    clnorm_call_args a;
+    TRY(clnorm_gather_host_args(NULL, op, &d, dir, args, nargs, &a));
+    TRY(clnorm_check_args(NULL, op, &d, dir, &a, 0));
+    clnorm_host_ptrs p;
+    for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
+        p.p[s] = (void *)(uintptr_t)a.handle[s];
+    return op->ref(op, &d, dir, &p);
+}

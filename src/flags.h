@@ -1,0 +1,32 @@
+/*
+ * flags.h - the one flag namespace of the library's C code and its OpenCL kernels.
+ *
+ * Included by src/ and prepended to every OpenCL program (src/program.c), so a bit can never
+ * mean one thing on the host and another in a kernel. Only preprocessor definitions: this
+ * file must stay valid C and valid OpenCL C.
+ *
+ * Run-time flags: the `flags` argument of every kernel. A kernel reads only the bits it
+ * knows; plan warm-ups pass 0 (nothing optional is read or written).
+ */
+#ifndef CLNORM_FLAGS_H
+#define CLNORM_FLAGS_H
+
+#define CLNORM_KF_GAMMA (1u << 0)      /* gamma is given */
+#define CLNORM_KF_BETA (1u << 1)       /* beta is given */
+#define CLNORM_KF_MEAN (1u << 2)       /* forward: write mean; backward: mean is given */
+#define CLNORM_KF_RSTD (1u << 3)       /* forward: write rstd; backward: rstd is given */
+#define CLNORM_KF_RMS (1u << 4)        /* RMSNorm statistics: no mean, no shift */
+#define CLNORM_KF_SUM (1u << 5)        /* forward: write s = x + residual */
+#define CLNORM_KF_GRAD_X (1u << 6)     /* backward: write dx */
+#define CLNORM_KF_GRAD_GAMMA (1u << 7) /* backward: write dgamma */
+#define CLNORM_KF_GRAD_BETA (1u << 8)  /* backward: write dbeta */
+#define CLNORM_KF_RECOMPUTE (1u << 9)  /* backward: statistics from the stats scratch (computed
+                                          from x by the chain's first kernel), not mean/rstd */
+#define CLNORM_KF_DSUM (1u << 10)      /* backward: dsum is given and added to dx */
+
+/* Row statistics in the backward's stats scratch: five values of the arithmetic type per
+ * row, (K of x, K of the residual, m, r, sc) with xhat = ((v * sc - K) - m) * r
+ * (kernels/op_row_norm.cl). */
+#define CLNORM_STATS_PER_ROW 5
+
+#endif

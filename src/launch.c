@@ -1,0 +1,295 @@
+/*
+ * launch.c - running a plan's kernel chain: argument binding from the op table, the chain of
+ * events between the steps, and the pool of instances that makes a plan safe to execute from
+ * many threads at once.
+ *
+ * clSetKernelArg on a kernel object that another thread is setting or enqueuing is a race
+ * (OpenCL 1.2, appendix A.2), and clCloneKernel needs 2.1. So each execution takes an
+ * instance of its own from the plan's pool (the pool grows when every instance is busy):
+ * kernel objects and scratch buffers that no other host thread touches until the enqueues are
+ * done. The device side is ordered through the instance's `last` event: a chain waits for
+ * the previous chain that used the same scratch, so two queues (or an out-of-order one)
+ * never share scratch while it is in use.
+ */
+#include "internal.h"
+#include "op/op.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void instance_free(clnorm_instance *in)
+{
+    if (!in)
+        return;
+    for (size_t i = 0; i < sizeof in->kernels / sizeof in->kernels[0]; i++)
+        if (in->kernels[i])
+            clReleaseKernel(in->kernels[i]);
+    for (size_t i = 0; i < CLNORM_MAX_SCRATCH; i++)
+        if (in->scratch[i])
+            clReleaseMemObject(in->scratch[i]);
+    if (in->last)
+        clReleaseEvent(in->last);
+    free(in);
+}
+
+void clnorm_release_instances(clnorm_plan *plan)
+{
+    for (int d = 0; d < 2; d++) {
+        clnorm_direction_kernels *dk = &plan->dir[d];
+        for (size_t i = 0; i < dk->npool; i++)
+            instance_free(dk->pool[i]);
+        free(dk->pool);
+        dk->pool = NULL;
+        dk->npool = dk->cap = 0;
+    }
+}
+
+/* A new instance: the chain's kernels and the direction's scratch. */
+static clnorm_status instance_new(clnorm_plan *plan, clnorm_direction dir, clnorm_instance **out)
+{
+    clnorm_ctx *ctx = plan->ctx;
+    const clnorm_direction_kernels *dk = &plan->dir[dir];
+    const clnorm_chain *chain = dk->chain;
+    clnorm_instance *in = calloc(1, sizeof *in);
+    RETURN_IF(!in, ctx, CLNORM_OUT_OF_MEMORY, "out of host memory for a plan instance");
+    cl_int err = CL_SUCCESS;
+    for (size_t i = 0; i < chain->nsteps && err == CL_SUCCESS; i++)
+        in->kernels[i] = clCreateKernel(dk->program, chain->steps[i].kernel, &err);
+    for (size_t i = 0; i < CLNORM_MAX_SCRATCH && err == CL_SUCCESS; i++)
+        if (dk->scratch_bytes[i])
+            in->scratch[i] = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE,
+                                            dk->scratch_bytes[i], NULL, &err);
+    if (err != CL_SUCCESS) {
+        instance_free(in);
+        return clnorm_fail(ctx, err, "creating a plan instance (kernels and scratch) failed: %s",
+                           clnorm_status_string(err));
+    }
+    *out = in;
+    return CLNORM_OK;
+}
+
+/* Takes a free instance of the direction's pool, making one when all are busy. */
+static clnorm_status acquire(clnorm_plan *plan, clnorm_direction dir, clnorm_instance **out)
+{
+    clnorm_direction_kernels *dk = &plan->dir[dir];
+    clnorm_status st = CLNORM_OK;
+    mtx_lock(&plan->lock);
+    for (size_t i = 0; i < dk->npool; i++)
+        if (!dk->pool[i]->busy) {
+            *out = dk->pool[i];
+            goto done;
+        }
+    if (dk->npool == dk->cap) {
+        const size_t cap = dk->cap ? 2 * dk->cap : 2;
+        clnorm_instance **grown = realloc(dk->pool, cap * sizeof *grown);
+        if (!grown) {
+            st = clnorm_fail(plan->ctx, CLNORM_OUT_OF_MEMORY, "out of host memory for a pool");
+            goto out;
+        }
+        dk->pool = grown;
+        dk->cap = cap;
+    }
+    if ((st = instance_new(plan, dir, out)) != CLNORM_OK)
+        goto out;
+    dk->pool[dk->npool++] = *out;
+done:
+    (*out)->busy = 1;
+out:
+    mtx_unlock(&plan->lock);
+    return st;
+}
+
+static void release(clnorm_plan *plan, clnorm_instance *in)
+{
+    mtx_lock(&plan->lock);
+    in->busy = 0;
+    mtx_unlock(&plan->lock);
+}
+
+/* Sets kernel arguments in order; counts them so each binding stays one line. */
+typedef struct {
+    cl_kernel k;
+    cl_uint i;
+    cl_int err;
+} argset;
+
+static void arg(argset *a, size_t size, const void *value)
+{
+    if (a->err == CL_SUCCESS)
+        a->err = clSetKernelArg(a->k, a->i, size, value);
+    a->i++;
+}
+static void arg_u64(argset *a, size_t v)
+{
+    const cl_ulong u = (cl_ulong)v;
+    arg(a, sizeof u, &u);
+}
+
+/* Binds one step: its tensor slots in ascending order (pointer, offset, stride), then its
+ * argument list. */
+static cl_int bind(const clnorm_plan *plan, clnorm_direction dir, const clnorm_instance *in,
+                   size_t k, const clnorm_call_args *a, unsigned flags, int warm,
+                   size_t local)
+{
+    const clnorm_kstep *step = &((const clnorm_chain *)plan->dir[dir].chain)->steps[k];
+    const clnorm_desc *d = &plan->desc;
+    const clnorm_geometry *g = &plan->geo;
+    const int fwd_chunks = step->geom == GEOM_SPLIT;
+    argset s = {in->kernels[k], 0, CL_SUCCESS};
+    for (unsigned slot = 0; slot < CLNORM_ARG_SLOT_COUNT; slot++) {
+        if (!(step->slots & SLOT_BIT(slot)))
+            continue;
+        const cl_mem m = (a->present & SLOT_BIT(slot)) ? (cl_mem)(uintptr_t)a->handle[slot] : NULL;
+        arg(&s, sizeof m, &m);
+        arg_u64(&s, m ? a->offset[slot] : 0);
+        arg_u64(&s, a->info[slot].stride);
+    }
+    for (const clnorm_karg *ka = step->args; ka->kind != KA_END; ka++) {
+        switch ((clnorm_karg_kind)ka->kind) {
+        case KA_SCRATCH: arg(&s, sizeof(cl_mem), &in->scratch[ka->arg]); break;
+        case KA_ROWS: arg_u64(&s, warm ? 0 : d->rows); break;
+        case KA_COLS: arg_u64(&s, d->cols); break;
+        case KA_EPS:
+            if (d->dtype == CLNORM_F64) {
+                const cl_double e = clnorm_arith_eps(d);
+                arg(&s, sizeof e, &e);
+            } else {
+                const cl_float e = (cl_float)clnorm_arith_eps(d);
+                arg(&s, sizeof e, &e);
+            }
+            break;
+        case KA_FLAGS: {
+            const cl_uint f = warm ? 0u : flags;
+            arg(&s, sizeof f, &f);
+            break;
+        }
+        case KA_CHUNK_LEN: arg_u64(&s, fwd_chunks ? g->chunk_len : g->bwd_chunk_len); break;
+        case KA_CHUNKS: {
+            const cl_uint c = (cl_uint)(fwd_chunks ? g->chunks : g->bwd_chunks);
+            arg(&s, sizeof c, &c);
+            break;
+        }
+        case KA_ROWS_PER_GROUP: arg_u64(&s, g->bwd_rows_per_group); break;
+        case KA_GROUPS: arg_u64(&s, g->bwd_groups); break;
+        case KA_LOCAL_ACC: arg(&s, local * clnorm_param_size(d->dtype), NULL); break;
+        case KA_END: break;
+        }
+    }
+    return s.err;
+}
+
+/* The RUN_* conditions an execution meets. */
+static unsigned run_conditions(const clnorm_plan *plan, unsigned flags)
+{
+    unsigned run = 0;
+    if (flags & CLNORM_KF_RECOMPUTE)
+        run |= RUN_RECOMPUTE;
+    if (plan->geo.bwd_chunks > 1)
+        run |= RUN_CHUNKED;
+    if (flags & CLNORM_KF_GRAD_X)
+        run |= RUN_GRAD_X;
+    if (flags & (CLNORM_KF_GRAD_GAMMA | CLNORM_KF_GRAD_BETA))
+        run |= RUN_PARAM_GRADS;
+    return run;
+}
+
+/* Enqueues the chosen steps one after another: each waits on the event of the one before (the
+ * first on the wait list), so that an out-of-order queue keeps them in sequence too. *done
+ * gets the last step's event; every path out releases the events in between. */
+static clnorm_status enqueue_steps(clnorm_plan *plan, clnorm_direction dir, clnorm_instance *in,
+                                   const size_t *steps, size_t nsteps, const clnorm_call_args *a,
+                                   unsigned flags, int warm, cl_command_queue queue,
+                                   cl_uint nwait, const cl_event *wait, cl_event *done)
+{
+    clnorm_ctx *ctx = plan->ctx;
+    const clnorm_chain *chain = plan->dir[dir].chain;
+    cl_event prev = NULL;
+    for (size_t n = 0; n < nsteps; n++) {
+        const size_t k = steps[n];
+        const clnorm_kstep *step = &chain->steps[k];
+        cl_uint dims;
+        size_t global[2], local[2];
+        clnorm_policy_ndrange(&plan->geo, &plan->desc, step->geom, &dims, global, local);
+        cl_int err = bind(plan, dir, in, k, a, flags, warm, local[0]);
+        cl_event ev = NULL;
+        if (err == CL_SUCCESS)
+            err = clEnqueueNDRangeKernel(queue, in->kernels[k], dims, NULL, global, local,
+                                         prev ? 1 : nwait, prev ? &prev : wait, &ev);
+        if (prev)
+            clReleaseEvent(prev);
+        prev = ev;
+        if (err != CL_SUCCESS) {
+            if (prev)
+                clReleaseEvent(prev);
+            return clnorm_fail(ctx, err, "enqueueing %s failed: %s", step->kernel,
+                               clnorm_status_string(err));
+        }
+    }
+    *done = prev;
+    return CLNORM_OK;
+}
+
+clnorm_status clnorm_launch(clnorm_plan *plan, clnorm_direction dir, const clnorm_call_args *a,
+                            unsigned flags, int warm, cl_command_queue queue, cl_uint nwait,
+                            const cl_event *wait, cl_event *event)
+{
+    clnorm_ctx *ctx = plan->ctx;
+    const clnorm_chain *chain = plan->dir[dir].chain;
+    /* The steps this execution runs: those whose conditions hold and whose NDRange is not
+     * empty (no row blocks in an empty batch). */
+    const unsigned run = run_conditions(plan, flags);
+    size_t steps[CLNORM_MAX_STEPS], nsteps = 0;
+    for (size_t k = 0; k < chain->nsteps; k++) {
+        const clnorm_kstep *step = &chain->steps[k];
+        cl_uint dims;
+        size_t global[2], local[2];
+        clnorm_policy_ndrange(&plan->geo, &plan->desc, step->geom, &dims, global, local);
+        if ((warm || (step->run_if & run) == step->run_if) && global[0] > 0 && global[1] > 0)
+            steps[nsteps++] = k;
+    }
+    if (nsteps == 0) {
+        if (event)
+            CL_CHECK(ctx, clEnqueueMarkerWithWaitList(queue, nwait, wait, event),
+                     "clEnqueueMarkerWithWaitList");
+        return CLNORM_OK;
+    }
+
+    clnorm_instance *in = NULL;
+    TRY(acquire(plan, dir, &in));
+    /* The wait list plus the instance's last use of its scratch. */
+    cl_event local_list[16];
+    cl_event *list = local_list;
+    cl_uint nlist = nwait;
+    if (nwait + 1 > sizeof local_list / sizeof local_list[0]) {
+        list = malloc((nwait + 1) * sizeof *list);
+        if (!list) {
+            release(plan, in);
+            return clnorm_fail(ctx, CLNORM_OUT_OF_MEMORY, "out of host memory for a wait list");
+        }
+    }
+    if (nwait)
+        memcpy(list, wait, nwait * sizeof *list);
+    if (in->last)
+        list[nlist++] = in->last;
+
+    cl_event done = NULL;
+    clnorm_status st = enqueue_steps(plan, dir, in, steps, nsteps, a, flags, warm, queue, nlist,
+                                     nlist ? list : NULL, &done);
+    if (list != local_list)
+        free(list);
+    if (st == CLNORM_OK) {
+        if (in->last)
+            clReleaseEvent(in->last);
+        in->last = done;
+        if (event) {
+            const cl_int err = clRetainEvent(done);
+            if (err == CL_SUCCESS)
+                *event = done;
+            else
+                st = clnorm_fail(ctx, err, "clRetainEvent failed: %s", clnorm_status_string(err));
+        }
+    }
+    release(plan, in);
+    return st;
+}

@@ -1,0 +1,128 @@
+/*
+ * op.h - the op table: everything the library knows about one operation, in one place.
+ *
+ * An operation (a clnorm_kind) is one `clnorm_op`: its argument slots and how each is laid out
+ * for a description, its checks, the kernels of each strategy and direction as chains of
+ * steps whose arguments are data, its build options and kernel flags, and its CPU reference.
+ * Dispatch (policy.c), validation (args.c), launching (launch.c) and the host path
+ * (execute.c) read the table and never branch on the kind. README, "Adding an operation".
+ */
+#ifndef CLNORM_OP_H
+#define CLNORM_OP_H
+
+#include "../internal.h"
+
+#define SLOT_BIT(s) (1u << (unsigned)(s))
+
+/* ---- kernel chains ---- */
+
+/* One argument of a kernel after its tensor slots (which come first, in ascending slot order,
+ * each as pointer, element offset, row stride). */
+typedef enum {
+    KA_END = 0,
+    KA_SCRATCH,        /* a scratch buffer of the execution (index in `arg`) */
+    KA_ROWS,           /* ulong */
+    KA_COLS,           /* ulong */
+    KA_EPS,            /* A: eps rounded to the arithmetic type */
+    KA_FLAGS,          /* uint: the execution's CLNORM_KF_* bits (0 in a warm-up) */
+    KA_CHUNK_LEN,      /* ulong: columns per chunk of this step's geometry */
+    KA_CHUNKS,         /* uint: chunks per row */
+    KA_ROWS_PER_GROUP, /* ulong: backward row block */
+    KA_GROUPS,         /* ulong: backward row blocks (partials to add) */
+    KA_LOCAL_ACC       /* __local A[local size] */
+} clnorm_karg_kind;
+
+typedef struct {
+    unsigned char kind; /* clnorm_karg_kind */
+    unsigned char arg;  /* KA_SCRATCH: which */
+} clnorm_karg;
+
+/* Launch geometries (policy.c fills their sizes). */
+typedef enum {
+    GEOM_FWD = 0,    /* 1D: groups x local (row, workgroup, subgroup) */
+    GEOM_SPLIT,      /* 2D: (chunks x local, rows) */
+    GEOM_BWD_STATS,  /* 1D: stats groups x bwd local */
+    GEOM_BWD_CHUNKS, /* 2D: (bwd chunks x bwd local, rows) */
+    GEOM_BWD_ROWS,   /* 2D: (bwd chunks x bwd local, row blocks) */
+    GEOM_BWD_PARAMS, /* 1D: cols rounded up to the params local size */
+    GEOM_COUNT
+} clnorm_geom_kind;
+
+/* Conditions under which a step runs (all of its bits must hold; a warm-up runs every step).
+ * launch.c derives them from the execution's CLNORM_KF_* flags and the geometry. */
+enum {
+    RUN_RECOMPUTE = 1u << 0,  /* CLNORM_KF_RECOMPUTE: statistics computed from x */
+    RUN_CHUNKED = 1u << 1,    /* the backward cuts rows into column chunks */
+    RUN_GRAD_X = 1u << 2,     /* CLNORM_KF_GRAD_X */
+    RUN_PARAM_GRADS = 1u << 3 /* CLNORM_KF_GRAD_GAMMA or CLNORM_KF_GRAD_BETA */
+};
+
+typedef struct {
+    const char *kernel;       /* __kernel function name */
+    unsigned slots;           /* SLOT_BIT of each tensor argument, bound in ascending order */
+    const clnorm_karg *args;  /* then these, up to KA_END */
+    unsigned char geom;       /* clnorm_geom_kind */
+    unsigned run_if;          /* RUN_* bits */
+} clnorm_kstep;
+
+#define CLNORM_MAX_STEPS 4
+#define CLNORM_MAX_FILES 6
+
+/* The kernels of one strategy in one direction: the program's files (after flags.h) and the
+ * steps enqueued one after another. */
+typedef struct {
+    const char *files[CLNORM_MAX_FILES]; /* NULL-terminated */
+    clnorm_kstep steps[CLNORM_MAX_STEPS];
+    size_t nsteps;
+} clnorm_chain;
+
+/* ---- the operation ---- */
+
+/* The host pointers of one reference call, indexed by slot (NULL: not given). */
+typedef struct {
+    void *p[CLNORM_ARG_SLOT_COUNT];
+} clnorm_host_ptrs;
+
+typedef struct clnorm_op {
+    clnorm_kind kind;
+    const char *name;    /* "layer_norm": clnorm_op_info.name, CLNORM_VERBOSE */
+    const char *summary; /* one line */
+    unsigned fwd_slots, bwd_slots;
+    int has_mean; /* LayerNorm statistics (mean and rstd) rather than RMS (rstd only) */
+    int residual; /* adds a residual (the ADD kinds) */
+
+    /* Description checks beyond the generic ones (desc.c): msg gets a sentence. */
+    clnorm_status (*check_desc)(const clnorm_desc *d, char *msg, size_t msg_size);
+    /* Use and layout of a slot for a valid, normalized description. */
+    void (*slot_info)(const struct clnorm_op *op, const clnorm_desc *d, clnorm_direction dir,
+                      clnorm_arg_slot slot, clnorm_slot_info *info);
+    /* Rules across slots, given which are present (SLOT_BIT mask): NULL when none. */
+    clnorm_status (*check_present)(clnorm_ctx *ctx, const struct clnorm_op *op,
+                                   const clnorm_desc *d, clnorm_direction dir, unsigned present);
+    /* Build options of the op's programs (appended to the common ones). */
+    void (*build_defines)(const struct clnorm_op *op, const clnorm_desc *d, char *buf,
+                          size_t size);
+    /* The CLNORM_KF_* bits of an execution with the given slots present. */
+    unsigned (*kernel_flags)(const struct clnorm_op *op, const clnorm_desc *d,
+                             clnorm_direction dir, unsigned present);
+    /* The kernel chain of a strategy and direction; NULL when the op has none there. */
+    const clnorm_chain *(*chain)(clnorm_strategy strategy, clnorm_direction dir);
+    /* Scratch buffers (bytes) an execution needs, from the geometry; up to CLNORM_MAX_SCRATCH */
+    void (*scratch_bytes)(const clnorm_desc *d, const clnorm_geometry *g,
+                          clnorm_direction dir, size_t bytes[]);
+    /* The CPU reference: arguments already validated. */
+    clnorm_status (*ref)(const struct clnorm_op *op, const clnorm_desc *d, clnorm_direction dir,
+                         const clnorm_host_ptrs *a);
+} clnorm_op;
+
+/* ---- registry (registry.c) ---- */
+/* The op of a kind, or NULL. */
+const clnorm_op *clnorm_op_of(clnorm_kind kind);
+
+/* The ops, defined in their own files. */
+extern const clnorm_op clnorm_op_layer_norm;
+extern const clnorm_op clnorm_op_rms_norm;
+extern const clnorm_op clnorm_op_add_layer_norm;
+extern const clnorm_op clnorm_op_add_rms_norm;
+
+#endif

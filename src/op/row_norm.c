@@ -1,0 +1,291 @@
+/*
+ * row_norm.c - what LayerNorm, RMSNorm and their fused residual add share: the layout of
+ * their slots, their checks, their kernel chains per strategy and direction, the flags their
+ * kernels take and the scratch they need. kernels/op_row_norm.cl is the kernel side: its
+ * FWD_PARAMS / BWD_PARAMS list the same slots in the same (ascending) order as the chains
+ * below, and the CPU reference is ref/ref_row_norm.c.
+ */
+#include "row_norm.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define B(s) SLOT_BIT(CLNORM_ARG_##s)
+
+clnorm_status clnorm_row_norm_check_desc(const clnorm_desc *d, char *msg, size_t msg_size)
+{
+    const clnorm_op *op = clnorm_op_of(d->kind);
+    if (d->flags & CLNORM_RESIDUAL_F32) {
+        if (!op->residual) {
+            snprintf(msg, msg_size, "CLNORM_RESIDUAL_F32 is for the ADD kinds; %s has no residual",
+                     op->name);
+            return CLNORM_INVALID_ARGUMENT;
+        }
+        if (d->dtype != CLNORM_F16 && d->dtype != CLNORM_BF16) {
+            snprintf(msg, msg_size,
+                     "CLNORM_RESIDUAL_F32 needs f16 or bf16 storage (dtype is %s: the residual "
+                     "already has its type)",
+                     clnorm_dtype_name(d->dtype));
+            return CLNORM_INVALID_ARGUMENT;
+        }
+    }
+    if (!op->residual)
+        return CLNORM_OK;
+    const size_t es = clnorm_dtype_size(clnorm_residual_dtype(d));
+    const size_t strides[2] = {d->residual_stride, d->sum_stride};
+    const char *names[2] = {"residual_stride", "sum_stride"};
+    for (int i = 0; i < 2; i++) {
+        const size_t s = strides[i] ? strides[i] : d->cols;
+        size_t ex;
+        if (s < d->cols) {
+            snprintf(msg, msg_size, "desc.%s = %zu is smaller than desc.cols = %zu", names[i], s,
+                     d->cols);
+            return CLNORM_INVALID_ARGUMENT;
+        }
+        if (!clnorm_extent(d->rows, d->cols, s, &ex) || ex > SIZE_MAX / es) {
+            snprintf(msg, msg_size, "desc: rows = %zu x %s = %zu overflows size_t", d->rows,
+                     names[i], s);
+            return CLNORM_INVALID_ARGUMENT;
+        }
+    }
+    return CLNORM_OK;
+}
+
+/* rows x cols strided by stride. */
+static void layout(clnorm_slot_info *info, clnorm_dtype t, size_t rows, size_t cols,
+                   size_t stride)
+{
+    info->dtype = t;
+    info->rows = rows;
+    info->cols = cols;
+    info->stride = stride;
+    clnorm_extent(rows, cols, stride, &info->extent);
+}
+
+void clnorm_row_norm_slot_info(const clnorm_op *op, const clnorm_desc *d, clnorm_direction dir,
+                               clnorm_arg_slot slot, clnorm_slot_info *info)
+{
+    const int fwd = dir == CLNORM_FORWARD;
+    const unsigned takes = fwd ? op->fwd_slots : op->bwd_slots;
+    const int has_g = !(d->flags & CLNORM_NO_GAMMA), has_b = !(d->flags & CLNORM_NO_BETA);
+    const int stats = (d->flags & CLNORM_SAVE_STATS) != 0;
+    const clnorm_dtype t = d->dtype, pt = clnorm_param_dtype(t), rt = clnorm_residual_dtype(d);
+    const clnorm_slot_use req = CLNORM_SLOT_REQUIRED, opt = CLNORM_SLOT_OPTIONAL,
+                          none = CLNORM_SLOT_UNUSED;
+    info->is_output = 0;
+    info->use = none;
+    layout(info, t, 0, 0, 0);
+    if (!(takes & SLOT_BIT(slot)))
+        return;
+    switch (slot) {
+    case CLNORM_ARG_X:
+        info->use = req;
+        layout(info, t, d->rows, d->cols, d->x_stride);
+        return;
+    case CLNORM_ARG_Y:
+        info->use = req;
+        info->is_output = 1;
+        layout(info, t, d->rows, d->cols, d->y_stride);
+        return;
+    case CLNORM_ARG_GAMMA:
+        info->use = has_g ? req : none;
+        layout(info, pt, 1, d->cols, d->cols);
+        return;
+    case CLNORM_ARG_BETA:
+        info->use = has_b ? req : none;
+        layout(info, pt, 1, d->cols, d->cols);
+        return;
+    case CLNORM_ARG_MEAN:
+    case CLNORM_ARG_RSTD:
+        /* written by a forward with SAVE_STATS; read, when given, by the backward */
+        info->use = fwd ? (stats ? req : none) : opt;
+        info->is_output = fwd;
+        layout(info, pt, d->rows ? 1 : 0, d->rows, d->rows);
+        return;
+    case CLNORM_ARG_RESIDUAL:
+        info->use = req;
+        layout(info, rt, d->rows, d->cols, d->residual_stride);
+        return;
+    case CLNORM_ARG_SUM:
+        info->use = opt;
+        info->is_output = 1;
+        layout(info, rt, d->rows, d->cols, d->sum_stride);
+        return;
+    case CLNORM_ARG_DSUM:
+        info->use = opt;
+        layout(info, rt, d->rows, d->cols, d->sum_stride);
+        return;
+    case CLNORM_ARG_DY:
+        info->use = req;
+        layout(info, t, d->rows, d->cols, d->y_stride);
+        return;
+    case CLNORM_ARG_DX:
+        info->use = opt;
+        info->is_output = 1;
+        layout(info, t, d->rows, d->cols, d->x_stride);
+        return;
+    case CLNORM_ARG_DGAMMA:
+        info->use = has_g ? opt : none;
+        info->is_output = 1;
+        layout(info, pt, 1, d->cols, d->cols);
+        return;
+    case CLNORM_ARG_DBETA:
+        info->use = has_b ? opt : none;
+        info->is_output = 1;
+        layout(info, pt, 1, d->cols, d->cols);
+        return;
+    }
+}
+
+clnorm_status clnorm_row_norm_check_present(clnorm_ctx *ctx, const clnorm_op *op,
+                                            const clnorm_desc *d, clnorm_direction dir,
+                                            unsigned present)
+{
+    if (dir != CLNORM_BACKWARD || !op->has_mean || d->rows == 0)
+        return CLNORM_OK;
+    const int m = (present & B(MEAN)) != 0, r = (present & B(RSTD)) != 0;
+    RETURN_IF(m != r, ctx, CLNORM_INVALID_ARGUMENT,
+              "%s is NULL but %s is given: pass both saved statistics, or neither to have "
+              "them recomputed from x",
+              m ? "rstd" : "mean", m ? "mean" : "rstd");
+    return CLNORM_OK;
+}
+
+void clnorm_row_norm_defines(const clnorm_op *op, const clnorm_desc *d, char *buf, size_t size)
+{
+    static const char *const fmt[] = {"F32", "F16", "BF16", "F64"};
+    const char *r = fmt[clnorm_residual_dtype(d)];
+    if (op->residual)
+        snprintf(buf, size, " -DCLNORM_RESIDUAL -DCLNORM_R_FMT=%s -DCLNORM_R_%s=1", r, r);
+    else if (size)
+        buf[0] = '\0';
+}
+
+unsigned clnorm_row_norm_flags(const clnorm_op *op, const clnorm_desc *d, clnorm_direction dir,
+                               unsigned present)
+{
+    unsigned f = op->has_mean ? 0u : CLNORM_KF_RMS;
+    if (present & B(GAMMA))
+        f |= CLNORM_KF_GAMMA;
+    if (present & B(MEAN))
+        f |= CLNORM_KF_MEAN;
+    if (present & B(RSTD))
+        f |= CLNORM_KF_RSTD;
+    if (dir == CLNORM_FORWARD) {
+        if (present & B(BETA))
+            f |= CLNORM_KF_BETA;
+        if (present & B(SUM))
+            f |= CLNORM_KF_SUM;
+        return f;
+    }
+    if (present & B(DX))
+        f |= CLNORM_KF_GRAD_X;
+    if (present & B(DGAMMA))
+        f |= CLNORM_KF_GRAD_GAMMA;
+    if (present & B(DBETA))
+        f |= CLNORM_KF_GRAD_BETA;
+    if (present & B(DSUM))
+        f |= CLNORM_KF_DSUM;
+    if (!(present & B(RSTD)))
+        f |= CLNORM_KF_RECOMPUTE;
+    return f;
+}
+
+/* ---- kernel chains ---- */
+
+static const clnorm_karg fwd_args[] = {{KA_ROWS, 0}, {KA_COLS, 0}, {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_END, 0}};
+static const clnorm_karg fwd_local_args[] = {{KA_ROWS, 0}, {KA_COLS, 0}, {KA_EPS, 0},
+                                             {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
+static const clnorm_karg split_stats_args[] = {{KA_SCRATCH, 0}, {KA_ROWS, 0}, {KA_COLS, 0},
+                                               {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0}, {KA_FLAGS, 0},
+                                               {KA_LOCAL_ACC, 0}, {KA_END, 0}};
+static const clnorm_karg split_apply_args[] = {{KA_SCRATCH, 0}, {KA_ROWS, 0}, {KA_COLS, 0},
+                                               {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0}, {KA_EPS, 0},
+                                               {KA_FLAGS, 0}, {KA_END, 0}};
+/* Backward scratch: 0 recomputed statistics, 1 parameter partials, 2 chunk sums. */
+static const clnorm_karg bwd_stats_args[] = {{KA_SCRATCH, 0}, {KA_ROWS, 0}, {KA_COLS, 0},
+                                             {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
+                                             {KA_END, 0}};
+static const clnorm_karg bwd_sums_args[] = {{KA_SCRATCH, 0}, {KA_SCRATCH, 2}, {KA_ROWS, 0},
+                                            {KA_COLS, 0}, {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0},
+                                            {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
+static const clnorm_karg bwd_rows_args[] = {{KA_SCRATCH, 0}, {KA_SCRATCH, 1}, {KA_SCRATCH, 2},
+                                            {KA_ROWS, 0}, {KA_COLS, 0}, {KA_ROWS_PER_GROUP, 0},
+                                            {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0}, {KA_FLAGS, 0},
+                                            {KA_LOCAL_ACC, 0}, {KA_END, 0}};
+static const clnorm_karg bwd_params_args[] = {{KA_SCRATCH, 1}, {KA_GROUPS, 0}, {KA_COLS, 0},
+                                              {KA_FLAGS, 0}, {KA_END, 0}};
+
+/* The kernels' tensor parameters (kernels/op_row_norm.cl), without and with a residual. */
+#define FWD_T (B(X) | B(Y) | B(GAMMA) | B(BETA) | B(MEAN) | B(RSTD))
+#define BWD_IN_T (B(X) | B(GAMMA) | B(MEAN) | B(RSTD) | B(DY))
+
+#define COMMON_FILES "common.cl", "op_row_norm.cl", "row_stats.cl"
+
+/* One family of chains per kernel signature: R is 0, or the residual's extra slots. */
+#define CHAINS(name, RIN, RFWD, RBWD)                                                       \
+    static const clnorm_chain name##_row = {                                                \
+        {COMMON_FILES, "norm_body.cl", "norm_row.cl", NULL},                                \
+        {{"norm_row", FWD_T | (RFWD), fwd_args, GEOM_FWD, 0}}, 1};                          \
+    static const clnorm_chain name##_workgroup = {                                          \
+        {COMMON_FILES, "norm_body.cl", "norm_workgroup.cl", NULL},                          \
+        {{"norm_workgroup", FWD_T | (RFWD), fwd_local_args, GEOM_FWD, 0}}, 1};              \
+    static const clnorm_chain name##_subgroup = {                                           \
+        {COMMON_FILES, "norm_subgroup.cl", NULL},                                           \
+        {{"norm_subgroup", FWD_T | (RFWD), fwd_local_args, GEOM_FWD, 0}}, 1};               \
+    static const clnorm_chain name##_split = {                                              \
+        {COMMON_FILES, "norm_split.cl", NULL},                                              \
+        {{"norm_split_stats", B(X) | (RIN), split_stats_args, GEOM_SPLIT, 0},               \
+         {"norm_split_apply", FWD_T | (RFWD), split_apply_args, GEOM_SPLIT, 0}},            \
+        2};                                                                                 \
+    static const clnorm_chain name##_backward = {                                           \
+        {COMMON_FILES, "norm_backward.cl", NULL},                                           \
+        {{"norm_bwd_stats", B(X) | (RIN), bwd_stats_args, GEOM_BWD_STATS, RUN_RECOMPUTE},   \
+         {"norm_bwd_sums", BWD_IN_T | (RIN), bwd_sums_args, GEOM_BWD_CHUNKS,                \
+          RUN_CHUNKED | RUN_GRAD_X},                                                        \
+         {"norm_bwd_rows", BWD_IN_T | B(DX) | (RBWD), bwd_rows_args, GEOM_BWD_ROWS, 0},     \
+         {"norm_bwd_params", B(DGAMMA) | B(DBETA), bwd_params_args, GEOM_BWD_PARAMS,        \
+          RUN_PARAM_GRADS}},                                                                \
+        4};                                                                                 \
+    const clnorm_chain *name##_chain(clnorm_strategy s, clnorm_direction dir)               \
+    {                                                                                       \
+        if (dir == CLNORM_BACKWARD)                                                         \
+            return &name##_backward;                                                        \
+        switch (s) {                                                                        \
+        case CLNORM_STRATEGY_ROW: return &name##_row;                                       \
+        case CLNORM_STRATEGY_WORKGROUP: return &name##_workgroup;                           \
+        case CLNORM_STRATEGY_SUBGROUP: return &name##_subgroup;                             \
+        case CLNORM_STRATEGY_SPLIT: return &name##_split;                                   \
+        default: return NULL;                                                               \
+        }                                                                                   \
+    }
+
+CHAINS(clnorm_row_norm, 0u, 0u, 0u)
+CHAINS(clnorm_add_norm, B(RESIDUAL), B(RESIDUAL) | B(SUM), B(RESIDUAL) | B(DSUM))
+
+/* a * b * c bytes, SIZE_MAX when that overflows (the plan then refuses the allocation). */
+static size_t bytes3(size_t a, size_t b, size_t c)
+{
+    if (a == 0 || b == 0 || c == 0)
+        return 0;
+    if (a > SIZE_MAX / b || a * b > SIZE_MAX / c)
+        return SIZE_MAX;
+    return a * b * c;
+}
+
+void clnorm_row_norm_scratch(const clnorm_desc *d, const clnorm_geometry *g,
+                             clnorm_direction dir, size_t bytes[])
+{
+    const size_t acc = clnorm_param_size(d->dtype); /* the arithmetic type A */
+    for (int i = 0; i < CLNORM_MAX_SCRATCH; i++)
+        bytes[i] = 0;
+    if (dir == CLNORM_FORWARD) {
+        if (g->chunks) /* split: per row K (two), then (mean, M2, scale, max) per chunk */
+            bytes[0] = bytes3(d->rows, 2 + 4 * g->chunks, acc);
+        return;
+    }
+    bytes[0] = bytes3(d->rows, CLNORM_STATS_PER_ROW, acc);
+    bytes[1] = bytes3(g->bwd_groups, 2 * d->cols, acc);
+    if (g->bwd_chunks > 1)
+        bytes[2] = bytes3(d->rows, 2 * g->bwd_chunks, acc);
+}

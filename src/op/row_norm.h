@@ -1,0 +1,56 @@
+/*
+ * row_norm.h - the row-normalization family: LayerNorm and RMSNorm over the last dims, and
+ * their fused residual add. Its members (layer_norm.c, rms_norm.c, add_norm.c) differ in two
+ * facts (has_mean, residual); the slots, checks, kernels and reference they share live in
+ * row_norm.c and ref/ref_row_norm.c.
+ */
+#ifndef CLNORM_ROW_NORM_H
+#define CLNORM_ROW_NORM_H
+
+#include "op.h"
+
+#define ROW_NORM_FWD_SLOTS                                                                  \
+    (SLOT_BIT(CLNORM_ARG_X) | SLOT_BIT(CLNORM_ARG_Y) | SLOT_BIT(CLNORM_ARG_GAMMA) |         \
+     SLOT_BIT(CLNORM_ARG_BETA) | SLOT_BIT(CLNORM_ARG_RSTD))
+#define ROW_NORM_BWD_SLOTS                                                                  \
+    (SLOT_BIT(CLNORM_ARG_X) | SLOT_BIT(CLNORM_ARG_GAMMA) | SLOT_BIT(CLNORM_ARG_RSTD) |      \
+     SLOT_BIT(CLNORM_ARG_DY) | SLOT_BIT(CLNORM_ARG_DX) | SLOT_BIT(CLNORM_ARG_DGAMMA) |      \
+     SLOT_BIT(CLNORM_ARG_DBETA))
+#define ROW_NORM_MEAN_SLOTS SLOT_BIT(CLNORM_ARG_MEAN)
+#define ROW_NORM_RESIDUAL_FWD_SLOTS (SLOT_BIT(CLNORM_ARG_RESIDUAL) | SLOT_BIT(CLNORM_ARG_SUM))
+#define ROW_NORM_RESIDUAL_BWD_SLOTS (SLOT_BIT(CLNORM_ARG_RESIDUAL) | SLOT_BIT(CLNORM_ARG_DSUM))
+
+clnorm_status clnorm_row_norm_check_desc(const clnorm_desc *d, char *msg, size_t msg_size);
+void clnorm_row_norm_slot_info(const clnorm_op *op, const clnorm_desc *d, clnorm_direction dir,
+                               clnorm_arg_slot slot, clnorm_slot_info *info);
+clnorm_status clnorm_row_norm_check_present(clnorm_ctx *ctx, const clnorm_op *op,
+                                            const clnorm_desc *d, clnorm_direction dir,
+                                            unsigned present);
+void clnorm_row_norm_defines(const clnorm_op *op, const clnorm_desc *d, char *buf, size_t size);
+unsigned clnorm_row_norm_flags(const clnorm_op *op, const clnorm_desc *d, clnorm_direction dir,
+                               unsigned present);
+const clnorm_chain *clnorm_row_norm_chain(clnorm_strategy s, clnorm_direction dir);
+const clnorm_chain *clnorm_add_norm_chain(clnorm_strategy s, clnorm_direction dir);
+void clnorm_row_norm_scratch(const clnorm_desc *d, const clnorm_geometry *g,
+                             clnorm_direction dir, size_t bytes[]);
+/* The CPU reference of the family (ref/ref_row_norm.c). */
+clnorm_status clnorm_row_norm_ref(const clnorm_op *op, const clnorm_desc *d,
+                                  clnorm_direction dir, const clnorm_host_ptrs *a);
+
+/* The entry of a member: only its name, summary and two facts differ. */
+#define ROW_NORM_OP(kind_, name_, summary_, has_mean_, residual_, chain_)                   \
+    {                                                                                       \
+        .kind = (kind_), .name = (name_), .summary = (summary_),                            \
+        .fwd_slots = ROW_NORM_FWD_SLOTS | ((has_mean_) ? ROW_NORM_MEAN_SLOTS : 0u) |        \
+                     ((residual_) ? ROW_NORM_RESIDUAL_FWD_SLOTS : 0u),                      \
+        .bwd_slots = ROW_NORM_BWD_SLOTS | ((has_mean_) ? ROW_NORM_MEAN_SLOTS : 0u) |        \
+                     ((residual_) ? ROW_NORM_RESIDUAL_BWD_SLOTS : 0u),                      \
+        .has_mean = (has_mean_), .residual = (residual_),                                   \
+        .check_desc = clnorm_row_norm_check_desc, .slot_info = clnorm_row_norm_slot_info,   \
+        .check_present = clnorm_row_norm_check_present,                                     \
+        .build_defines = clnorm_row_norm_defines, .kernel_flags = clnorm_row_norm_flags,    \
+        .chain = (chain_), .scratch_bytes = clnorm_row_norm_scratch,                        \
+        .ref = clnorm_row_norm_ref                                                          \
+    }
+
+#endif

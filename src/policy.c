@@ -1,0 +1,341 @@
+/*
+ * policy.c - strategy and launch geometry: pure functions of (device profile, description,
+ * strategy, tuning, the kernels' work-group limits). Nothing here touches OpenCL or the
+ * environment, except clnorm_read_tuning, which reads the overrides once per plan.
+ *
+ * The rules (also the README's table):
+ *   CPU devices:   "row", except few long rows (rows < 4 x compute units, cols >= 32768):
+ *                  "split", in chunks of at most 32768 columns (a core's L2 holds one).
+ *   GPUs / others: few long rows (rows < 2 x CUs, cols >= 16384): "split"; rows that fit in
+ *                  registers (cols <= 16 vectors x 32 lanes, 64 on AMD): "subgroup";
+ *                  else "workgroup".
+ * Measured on PoCL (README, "Strategies"): one work-item per row runs ~7x faster than a tree
+ * reduction per row on CPU devices, where a work-item is a loop iteration and local memory
+ * is ordinary cache; on GPUs a row per work-item cannot coalesce its loads.
+ */
+#include "internal.h"
+#include "op/op.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int is_cpu(const clnorm_device_profile *p)
+{
+    return (p->type & CL_DEVICE_TYPE_CPU) != 0;
+}
+
+static size_t clamp_sz(size_t v, size_t lo, size_t hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+static size_t div_up(size_t a, size_t b)
+{
+    return a / b + (a % b != 0);
+}
+
+/* An unsigned decimal environment value in [lo, hi]; 0 when unset or empty. */
+static clnorm_status env_size(clnorm_ctx *ctx, const char *name, size_t lo, size_t hi,
+                              size_t *out)
+{
+    *out = 0;
+    const char *env = getenv(name);
+    if (!env || !*env)
+        return CLNORM_OK;
+    char *end;
+    const unsigned long long v = strtoull(env, &end, 10);
+    RETURN_IF(*end != '\0' || env[0] == '-' || v < lo || v > hi, ctx, CLNORM_INVALID_ARGUMENT,
+              "%s=%s is not a whole number between %zu and %zu", name, env, lo, hi);
+    *out = (size_t)v;
+    return CLNORM_OK;
+}
+
+clnorm_status clnorm_read_tuning(clnorm_ctx *ctx, clnorm_tuning *t)
+{
+    memset(t, 0, sizeof *t);
+    t->strategy = CLNORM_STRATEGY_AUTO;
+    const char *env = getenv("CLNORM_STRATEGY");
+    if (env && *env && strcmp(env, "auto") != 0) {
+        int found = 0;
+        for (int s = CLNORM_STRATEGY_ROW; s <= CLNORM_STRATEGY_SUBGROUP; s++)
+            if (strcmp(env, clnorm_strategy_name((clnorm_strategy)s)) == 0) {
+                t->strategy = (clnorm_strategy)s;
+                found = 1;
+            }
+        RETURN_IF(!found, ctx, CLNORM_INVALID_ARGUMENT,
+                  "CLNORM_STRATEGY=%s is not one of auto, row, workgroup, split, subgroup, "
+                  "reference",
+                  env);
+    }
+    TRY(env_size(ctx, "CLNORM_LOCAL_SIZE", 1, 65536, &t->local_size));
+    TRY(env_size(ctx, "CLNORM_VECTOR_WIDTH", 2, 16, &t->vector_width));
+    RETURN_IF(t->vector_width && (t->vector_width & (t->vector_width - 1)), ctx,
+              CLNORM_INVALID_ARGUMENT, "CLNORM_VECTOR_WIDTH=%zu is not one of 2, 4, 8, 16",
+              t->vector_width);
+    TRY(env_size(ctx, "CLNORM_MAX_GROUPS", 1, (size_t)1 << 30, &t->max_groups));
+    t->no_stream_stores = getenv("CLNORM_NO_STREAM_STORES") != NULL;
+    t->no_prefetch = getenv("CLNORM_NO_PREFETCH") != NULL;
+    return CLNORM_OK;
+}
+
+/* Vector width of the kernels' loops: 64 bytes of accumulators per vector on CPUs (one
+ * AVX-512 register, two AVX2 ones), 16 bytes on GPUs, where each work-item's load should stay
+ * one coalesced transaction. CLNORM_VECTOR_WIDTH lets the tests run a GPU's width on a CPU
+ * device, so the code paths a GPU takes are exercised where CI runs. */
+static size_t vector_width(const clnorm_device_profile *p, const clnorm_desc *d,
+                           const clnorm_tuning *t)
+{
+    if (t->vector_width)
+        return t->vector_width;
+    return is_cpu(p) ? (d->dtype == CLNORM_F64 ? 8 : 16) : 4;
+}
+
+/* Registers per item the subgroup strategy may hold a row in: up to 16 vectors. */
+enum { SUBGROUP_MAX_REG_VECS = 16 };
+
+static size_t subgroup_max_cols(const clnorm_device_profile *p, size_t vw)
+{
+    return (size_t)p->simd_width * vw * SUBGROUP_MAX_REG_VECS;
+}
+
+clnorm_strategy clnorm_policy_strategy(const clnorm_device_profile *p, const clnorm_desc *d,
+                                       const clnorm_tuning *t)
+{
+    if (t->strategy != CLNORM_STRATEGY_AUTO)
+        return t->strategy;
+    const size_t cu = p->compute_units;
+    if (is_cpu(p))
+        return (d->rows < 4 * cu && d->cols >= 32768) ? CLNORM_STRATEGY_SPLIT
+                                                       : CLNORM_STRATEGY_ROW;
+    if (d->rows < 2 * cu && d->cols >= 16384)
+        return CLNORM_STRATEGY_SPLIT;
+    if (d->cols <= subgroup_max_cols(p, vector_width(p, d, t)))
+        return CLNORM_STRATEGY_SUBGROUP;
+    return CLNORM_STRATEGY_WORKGROUP;
+}
+
+clnorm_status clnorm_policy_build(const clnorm_device_profile *p, const clnorm_desc *d,
+                                  clnorm_strategy s, const clnorm_tuning *t, clnorm_geometry *g,
+                                  char *msg, size_t msg_size)
+{
+    memset(g, 0, sizeof *g);
+    g->vw = vector_width(p, d, t);
+    if (s != CLNORM_STRATEGY_SUBGROUP)
+        return CLNORM_OK;
+    g->seg = p->simd_width;
+    if (d->cols > subgroup_max_cols(p, g->vw)) {
+        snprintf(msg, msg_size,
+                 "the subgroup strategy holds rows of at most %zu elements in registers on "
+                 "this device; cols = %zu",
+                 subgroup_max_cols(p, g->vw), d->cols);
+        return CLNORM_UNSUPPORTED;
+    }
+    /* Vectors per item, rounded up to a power of two so few programs serve all widths. */
+    g->reg_vecs = 1;
+    while (g->reg_vecs * g->seg * g->vw < d->cols)
+        g->reg_vecs *= 2;
+    return CLNORM_OK;
+}
+
+void clnorm_policy_options(const clnorm_device_profile *p, const clnorm_desc *d,
+                           const clnorm_geometry *g, const clnorm_tuning *t, char *buf,
+                           size_t size)
+{
+    static const char *const fmt[] = {"F32", "F16", "BF16", "F64"};
+    const char *x = fmt[d->dtype];
+    /* Streaming stores and prefetch use Clang builtins: PoCL's CPU device only. The two
+     * switches exist to measure what each brings (README). */
+    const int stream = p->clang_cpu && !t->no_stream_stores;
+    const int prefetch = stream && !t->no_prefetch;
+    int n = snprintf(buf, size, "-cl-std=CL1.2 -DVW=%zu -DCLNORM_X_FMT=%s -DCLNORM_X_%s=1%s%s%s",
+                     g->vw, x, x, d->dtype == CLNORM_F64 ? " -DCLNORM_F64" : "",
+                     stream ? " -DCLNORM_STREAM_STORES" : "",
+                     stream && !prefetch ? " -DCLNORM_NO_PREFETCH" : "");
+    if (g->seg && n > 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, " -DSEG=%zu -DREG_VECS=%zu", g->seg, g->reg_vecs);
+}
+
+/* Work-group size for the cooperative strategies: CLNORM_LOCAL_SIZE when set (tests use it
+ * for odd sizes), else 256 on GPUs (64 on CPUs), no more than the row needs. */
+static size_t cooperative_local(const clnorm_device_profile *p, const clnorm_desc *d,
+                                clnorm_strategy s, const clnorm_tuning *t, size_t vw)
+{
+    if (t->local_size)
+        return t->local_size;
+    if (s == CLNORM_STRATEGY_SPLIT && is_cpu(p))
+        return 1; /* a CPU work-group is a loop: one item per chunk avoids barriers */
+    const size_t want = is_cpu(p) ? 64 : 256;
+    size_t need = 1;
+    while (need < want && need * vw < d->cols)
+        need *= 2;
+    return is_cpu(p) ? want : clamp_sz(need, 32, want);
+}
+
+/* The most items a group of these kernels may have on this device. */
+static size_t fit(size_t local, size_t kmax, const clnorm_device_profile *p)
+{
+    if (kmax > 0 && local > kmax)
+        local = kmax;
+    if (local > p->max_work_group_size)
+        local = p->max_work_group_size;
+    return local ? local : 1;
+}
+
+/* Work-groups along the row axis: at most `most`, and the test cap CLNORM_MAX_GROUPS. */
+static size_t row_groups(size_t want, size_t most, const clnorm_tuning *t)
+{
+    size_t g = clamp_sz(want, 1, most);
+    return t->max_groups && g > t->max_groups ? t->max_groups : g;
+}
+
+static clnorm_status forward_geometry(const clnorm_device_profile *p, const clnorm_desc *d,
+                                      clnorm_strategy s, const clnorm_tuning *t, size_t kmax,
+                                      clnorm_geometry *g, char *msg, size_t msg_size)
+{
+    const size_t cu = p->compute_units, vw = g->vw;
+    switch (s) {
+    case CLNORM_STRATEGY_ROW:
+        /* Enough work-groups to keep every compute unit busy several times over, few enough
+         * that a CPU runtime's per-group cost stays small next to a group's rows. */
+        g->local = fit(t->local_size ? t->local_size : clamp_sz(d->rows / (4 * cu), 1, 64), kmax,
+                       p);
+        g->groups = row_groups(div_up(d->rows, g->local), (size_t)1 << 20, t);
+        return CLNORM_OK;
+    case CLNORM_STRATEGY_WORKGROUP:
+        g->local = fit(cooperative_local(p, d, s, t, vw), kmax, p);
+        g->groups = row_groups(d->rows, (size_t)1 << 20, t);
+        return CLNORM_OK;
+    case CLNORM_STRATEGY_SUBGROUP: {
+        /* 8 rows per work-group on GPUs (256 items for 32-lane segments), 2 on CPUs, where
+         * this strategy only runs when forced (tests). */
+        const size_t seg = g->seg;
+        g->local = fit(seg * (is_cpu(p) ? 2 : (256 / seg > 0 ? 256 / seg : 1)), kmax, p);
+        if (g->local < seg) {
+            snprintf(msg, msg_size,
+                     "the subgroup strategy needs work-groups of %zu items; the kernel allows %zu",
+                     seg, g->local);
+            return CLNORM_UNSUPPORTED;
+        }
+        g->local -= g->local % seg;
+        g->groups = row_groups(div_up(d->rows, g->local / seg), (size_t)1 << 20, t);
+        return CLNORM_OK;
+    }
+    case CLNORM_STRATEGY_SPLIT: {
+        g->local = fit(cooperative_local(p, d, s, t, vw), kmax, p);
+        /* Chunks per row: enough groups in all for the device, no chunk shorter than what
+         * amortizes a group's start, at most 1024 (the merge loop reads them all). */
+        const size_t target = (is_cpu(p) ? 4 : 8) * cu;
+        const size_t min_len = is_cpu(p) ? 4096 : g->local * vw * 4;
+        size_t chunks = div_up(target, d->rows ? d->rows : 1);
+        /* On CPUs also keep a chunk within a core's L2 (the stats pass reads it twice):
+         * 32768 elements, 128 KiB of float32. */
+        const size_t max_len = 32768;
+        if (is_cpu(p) && chunks < div_up(d->cols, max_len))
+            chunks = div_up(d->cols, max_len);
+        chunks = clamp_sz(chunks, 1, 1024);
+        chunks = clamp_sz(chunks, 1, div_up(d->cols, min_len));
+        g->chunk_len = div_up(div_up(d->cols, chunks), vw) * vw;
+        g->chunks = div_up(d->cols, g->chunk_len);
+        g->groups = row_groups(d->rows, (size_t)1 << 16, t);
+        return CLNORM_OK;
+    }
+    default:
+        snprintf(msg, msg_size, "strategy %d cannot run on a device", (int)s);
+        return CLNORM_INVALID_ARGUMENT;
+    }
+}
+
+/* The backward pass: blocks of at most 256 rows per work-group (short enough that the
+ * group's float partials of dgamma/dbeta stay accurate, see kernels/norm_backward.cl), at
+ * least a few groups per compute unit. Items per group: 1 with the row strategy, else the
+ * cooperative size. */
+static void backward_geometry(const clnorm_device_profile *p, const clnorm_desc *d,
+                              clnorm_strategy s, const clnorm_tuning *t, size_t kmax,
+                              clnorm_geometry *g)
+{
+    const size_t vw = g->vw, cu = p->compute_units;
+    g->bwd_local = fit(s == CLNORM_STRATEGY_ROW ? 1 : cooperative_local(p, d, s, t, vw), kmax, p);
+    g->bwd_param_local = fit(64, kmax, p);
+    const size_t min_groups = (is_cpu(p) ? 4 : 8) * cu;
+    /* Work-groups: blocks of rows x column chunks, about min_groups of them. Each block
+     * writes one partial row of dgamma and one of dbeta, so a block of r rows adds 2/(3r) to
+     * the traffic of x, dy and dx: blocks of at least 16 rows where rows allow. With fewer
+     * rows the parallelism comes from cutting rows into column chunks (none shorter than what
+     * amortizes a group's start, as in the forward's split), then from smaller blocks. */
+    const size_t min_len = is_cpu(p) ? 4096 : g->bwd_local * vw * 4;
+    size_t chunks = 1;
+    if (d->rows >= 16 * min_groups) {
+        g->bwd_rows_per_group = clamp_sz(div_up(d->rows, min_groups), 16, 256);
+    } else {
+        chunks = clamp_sz(min_groups, 1, clamp_sz(d->cols / min_len, 1, 1024));
+        /* Blocks of >= 16 rows, unless that leaves compute units idle. */
+        const size_t busy = d->rows < cu ? d->rows : cu;
+        const size_t most = d->rows / 16 > busy ? d->rows / 16 : busy;
+        const size_t blocks = clamp_sz(div_up(min_groups, chunks), 1, most ? most : 1);
+        g->bwd_rows_per_group = clamp_sz(div_up(d->rows, blocks), 1, 256);
+    }
+    g->bwd_groups = div_up(d->rows, g->bwd_rows_per_group);
+    /* Statistics recomputed from x (mean/rstd not given): a row per group, groups striding
+     * over rows; with one item per group (CPU) few enough groups to keep a runtime's
+     * per-group cost small. */
+    g->bwd_stats_groups =
+        row_groups(d->rows, g->bwd_local == 1 ? 64 * cu : 65536, t);
+    g->bwd_sums_groups = row_groups(d->rows, (size_t)1 << 16, t);
+    g->bwd_chunk_len = div_up(div_up(d->cols, chunks), vw) * vw;
+    g->bwd_chunks = div_up(d->cols, g->bwd_chunk_len);
+}
+
+clnorm_status clnorm_policy_geometry(const clnorm_device_profile *p, const clnorm_desc *d,
+                                     clnorm_strategy s, const clnorm_tuning *t,
+                                     const size_t kmax[2], clnorm_geometry *g, char *msg,
+                                     size_t msg_size)
+{
+    TRY(forward_geometry(p, d, s, t, kmax[CLNORM_FORWARD], g, msg, msg_size));
+    if (d->flags & CLNORM_WITH_BACKWARD)
+        backward_geometry(p, d, s, t, kmax[CLNORM_BACKWARD], g);
+    return CLNORM_OK;
+}
+
+void clnorm_policy_ndrange(const clnorm_geometry *g, const clnorm_desc *d, int geom,
+                           cl_uint *dims, size_t global[2], size_t local[2])
+{
+    *dims = 1;
+    global[1] = local[1] = 1;
+    switch ((clnorm_geom_kind)geom) {
+    case GEOM_FWD:
+        global[0] = g->groups * g->local;
+        local[0] = g->local;
+        return;
+    case GEOM_SPLIT:
+        *dims = 2;
+        global[0] = g->chunks * g->local;
+        local[0] = g->local;
+        global[1] = g->groups;
+        return;
+    case GEOM_BWD_STATS:
+        global[0] = g->bwd_stats_groups * g->bwd_local;
+        local[0] = g->bwd_local;
+        return;
+    case GEOM_BWD_CHUNKS:
+        *dims = 2;
+        global[0] = g->bwd_chunks * g->bwd_local;
+        local[0] = g->bwd_local;
+        global[1] = g->bwd_sums_groups;
+        return;
+    case GEOM_BWD_ROWS:
+        *dims = 2;
+        global[0] = g->bwd_chunks * g->bwd_local;
+        local[0] = g->bwd_local;
+        global[1] = g->bwd_groups;
+        return;
+    case GEOM_BWD_PARAMS:
+        global[0] = div_up(d->cols, g->bwd_param_local) * g->bwd_param_local;
+        local[0] = g->bwd_param_local;
+        return;
+    case GEOM_COUNT:
+        break;
+    }
+    global[0] = local[0] = 1;
+}
