@@ -306,8 +306,9 @@ typedef enum {
     CLNORM_STRATEGY_WORKGROUP = 2, /* one work-group per row, local-memory tree reduction */
     CLNORM_STRATEGY_SPLIT = 3,     /* several work-groups per row, Chan-merged statistics */
     CLNORM_STRATEGY_REFERENCE = 4, /* the CPU reference (context without an OpenCL device) */
-    CLNORM_STRATEGY_SUBGROUP = 5   /* 32 (AMD: 64) work-items per row, the row held in
-                                      registers: GPUs, rows up to 16 vectors per item */
+    CLNORM_STRATEGY_SUBGROUP = 5   /* 32 (AMD: 64) to 256 work-items per row, the row held
+                                      in registers (read from memory once): GPUs, rows up to
+                                      256 x 16 vectors */
 } clnorm_strategy;
 
 /* Validates the description, chooses the strategy (CLNORM_STRATEGY in the environment forces

@@ -11,6 +11,8 @@ packages=(
   libclblast-dev     # benchmark baseline
   libcmocka-dev      # tests
   libdnnl-dev        # benchmark baseline (oneDNN)
+  clang              # the .npy fuzzer (libFuzzer) and the ThreadSanitizer run
+  libclang-rt-dev    # clang's sanitizer and libFuzzer runtimes
   cmake gcc make pkg-config
 )
 

@@ -7,8 +7,8 @@
  *   CPU devices:   "row", except few long rows (rows < 4 x compute units, cols >= 32768):
  *                  "split", in chunks of at most 32768 columns (a core's L2 holds one).
  *   GPUs / others: few long rows (rows < 2 x CUs, cols >= 16384): "split"; rows that fit in
- *                  registers (cols <= 16 vectors x 32 lanes, 64 on AMD): "subgroup";
- *                  else "workgroup".
+ *                  registers (cols <= 16 vectors x 256 lanes: 16384 with 4-lane vectors):
+ *                  "subgroup"; else "workgroup".
  * Measured on PoCL (README, "Strategies"): one work-item per row runs ~7x faster than a tree
  * reduction per row on CPU devices, where a work-item is a loop iteration and local memory
  * is ordinary cache; on GPUs a row per work-item cannot coalesce its loads.
@@ -92,12 +92,25 @@ static size_t vector_width(const clnorm_device_profile *p, const clnorm_desc *d,
     return is_cpu(p) ? (d->dtype == CLNORM_F64 ? 8 : 16) : 4;
 }
 
-/* Registers per item the subgroup strategy may hold a row in: up to 16 vectors. */
-enum { SUBGROUP_MAX_REG_VECS = 16 };
+/* The subgroup strategy holds a row in registers: SEG lanes per row, up to 16 vectors each.
+ * SEG starts at the device's lockstep width (a warp: the reductions stay within it) and
+ * doubles, up to 256 lanes (one work-group of any GPU), while the row would need more than 8
+ * vectors per lane, so that rows up to 256 x VW x 16 (16384 on GPUs) are still read from
+ * memory once, rather than twice as the workgroup strategy reads them. */
+enum { SUBGROUP_MAX_REG_VECS = 16, SUBGROUP_SPREAD_REG_VECS = 8, SUBGROUP_MAX_SEG = 256 };
+
+static size_t subgroup_seg(const clnorm_device_profile *p, size_t cols, size_t vw)
+{
+    size_t seg = p->simd_width;
+    while (seg * vw * SUBGROUP_SPREAD_REG_VECS < cols && seg * 2 <= SUBGROUP_MAX_SEG)
+        seg *= 2;
+    return seg;
+}
 
 static size_t subgroup_max_cols(const clnorm_device_profile *p, size_t vw)
 {
-    return (size_t)p->simd_width * vw * SUBGROUP_MAX_REG_VECS;
+    const size_t seg = p->simd_width > SUBGROUP_MAX_SEG ? p->simd_width : SUBGROUP_MAX_SEG;
+    return seg * vw * SUBGROUP_MAX_REG_VECS;
 }
 
 clnorm_strategy clnorm_policy_strategy(const clnorm_device_profile *p, const clnorm_desc *d,
@@ -124,7 +137,7 @@ clnorm_status clnorm_policy_build(const clnorm_device_profile *p, const clnorm_d
     g->vw = vector_width(p, d, t);
     if (s != CLNORM_STRATEGY_SUBGROUP)
         return CLNORM_OK;
-    g->seg = p->simd_width;
+    g->seg = subgroup_seg(p, d->cols, g->vw);
     if (d->cols > subgroup_max_cols(p, g->vw)) {
         snprintf(msg, msg_size,
                  "the subgroup strategy holds rows of at most %zu elements in registers on "
@@ -208,8 +221,8 @@ static clnorm_status forward_geometry(const clnorm_device_profile *p, const clno
         g->groups = row_groups(d->rows, (size_t)1 << 20, t);
         return CLNORM_OK;
     case CLNORM_STRATEGY_SUBGROUP: {
-        /* 8 rows per work-group on GPUs (256 items for 32-lane segments), 2 on CPUs, where
-         * this strategy only runs when forced (tests). */
+        /* 256 items per work-group on GPUs (8 rows of 32-lane segments, 1 row of 256), 2
+         * rows on CPUs, where this strategy only runs when forced (tests). */
         const size_t seg = g->seg;
         g->local = fit(seg * (is_cpu(p) ? 2 : (256 / seg > 0 ? 256 / seg : 1)), kmax, p);
         if (g->local < seg) {
