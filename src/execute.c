@@ -160,6 +160,16 @@ static clnorm_status read_back(clnorm_ctx *ctx, cl_mem mem, const clnorm_slot_in
     return CLNORM_OK;
 }
 
+/* Must the device copy of slot s start with the host's data? When s, or any slot that is the
+ * same tensor (in place), is an input. */
+static int read_by_kernels(const clnorm_call_args *a, unsigned s)
+{
+    for (unsigned t = 0; t < CLNORM_ARG_SLOT_COUNT; t++)
+        if ((a->present & SLOT_BIT(t)) && a->handle[t] == a->handle[s] && !a->info[t].is_output)
+            return 1;
+    return 0;
+}
+
 static clnorm_status run_host(clnorm_plan *plan, clnorm_direction dir,
                               const clnorm_call_args *a, host_bufs *h)
 {
@@ -173,8 +183,8 @@ static clnorm_status run_host(clnorm_plan *plan, clnorm_direction dir,
             if (h->mem[t] && a->handle[t] == a->handle[s])
                 h->mem[s] = h->mem[t]; /* in place: validated to be the very same tensor */
         if (!h->mem[s]) {
-            const int input = !a->info[s].is_output;
-            TRY(make_buf(ctx, clnorm_arg_name((clnorm_arg_slot)s), input ? a->handle[s] : NULL,
+            TRY(make_buf(ctx, clnorm_arg_name((clnorm_arg_slot)s),
+                         read_by_kernels(a, s) ? a->handle[s] : NULL,
                          a->info[s].extent * clnorm_dtype_size(a->info[s].dtype), &h->mem[s]));
             h->owner[s] = 1;
         }

@@ -99,12 +99,14 @@ struct clnorm_ctx {
 
 /* One execution's own kernel objects and scratch buffers for one direction of a plan: what
  * two threads must not share. `last` is the event of the last chain that used the scratch
- * (retained), which the next use waits for: on another queue, or an out-of-order one, the
- * device would otherwise let two executions share it. */
+ * (retained), which the next use waits for unless it goes to the same in-order queue: on
+ * another queue, or an out-of-order one, the device would otherwise let two executions share
+ * the scratch. */
 typedef struct {
     cl_kernel kernels[4];
     cl_mem scratch[CLNORM_MAX_SCRATCH];
     cl_event last;
+    cl_command_queue last_queue; /* where `last` was enqueued (retained) */
     int busy;
 } clnorm_instance;
 

@@ -30,6 +30,8 @@ static void instance_free(clnorm_instance *in)
             clReleaseMemObject(in->scratch[i]);
     if (in->last)
         clReleaseEvent(in->last);
+    if (in->last_queue)
+        clReleaseCommandQueue(in->last_queue);
     free(in);
 }
 
@@ -179,6 +181,17 @@ static cl_int bind(const clnorm_plan *plan, clnorm_direction dir, const clnorm_i
     return s.err;
 }
 
+/* An in-order queue runs its commands one after another: a chain on it needs no event to wait
+ * for the previous chain on it. (A queue's properties are fixed when it is made.) */
+static int in_order(cl_command_queue queue)
+{
+    cl_command_queue_properties props = 0;
+    if (clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof props, &props, NULL) !=
+        CL_SUCCESS)
+        return 0; /* not known: wait */
+    return (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) == 0;
+}
+
 /* The RUN_* conditions an execution meets. */
 static unsigned run_conditions(const clnorm_plan *plan, unsigned flags)
 {
@@ -270,7 +283,7 @@ clnorm_status clnorm_launch(clnorm_plan *plan, clnorm_direction dir, const clnor
     }
     if (nwait)
         memcpy(list, wait, nwait * sizeof *list);
-    if (in->last)
+    if (in->last && !(queue == in->last_queue && in_order(queue)))
         list[nlist++] = in->last;
 
     cl_event done = NULL;
@@ -282,6 +295,13 @@ clnorm_status clnorm_launch(clnorm_plan *plan, clnorm_direction dir, const clnor
         if (in->last)
             clReleaseEvent(in->last);
         in->last = done;
+        /* Retained, so that its address cannot come back as another queue's (NULL when that
+         * fails: the next chain then always waits). */
+        if (queue != in->last_queue) {
+            if (in->last_queue)
+                clReleaseCommandQueue(in->last_queue);
+            in->last_queue = clRetainCommandQueue(queue) == CL_SUCCESS ? queue : NULL;
+        }
         if (event) {
             const cl_int err = clRetainEvent(done);
             if (err == CL_SUCCESS)
