@@ -11,6 +11,7 @@
 #include "cli_demo.h"
 
 #include "cli_args.h"
+#include "cli_engine.h"
 
 #include <clnorm.h>
 
@@ -206,11 +207,11 @@ static int time_reference(const demo_opts *o, const clnorm_desc *desc, demo_data
     return 0;
 }
 
+/* The library's whole detail: after a build failure that is the kernel build log, which says
+ * what failed, printed indented under the one `clnorm:` line. */
 static void report_lib_error(const char *what, clnorm_status st, const clnorm_ctx *ctx)
 {
-    const char *detail = clnorm_last_error(ctx);
-    size_t len = strcspn(detail, "\n");
-    cli_error("%s: %s%s%.*s", what, clnorm_status_string(st), len ? ": " : "", (int)len, detail);
+    cli_error_detail(stderr, clnorm_last_error(ctx), "%s: %s", what, clnorm_status_string(st));
 }
 
 /* The reference backend: no OpenCL device, so the host API runs the reference. */

@@ -1,7 +1,8 @@
 /*
  * cli_engine.c - the CPU reference or a device context and plan, behind one interface for
- * `clnorm run` and `clnorm grad`, with the library's failures turned into one error line (and
- * the kernel build log, when there is one, indented below it).
+ * `clnorm run` and `clnorm grad`, which hand it host arguments by slot; the library's failures
+ * are turned into one error line (and the kernel build log, when there is one, indented below
+ * it).
  */
 #include "cli_engine.h"
 
@@ -99,33 +100,16 @@ int cli_engine_open(cli_engine *e, const clnorm_desc *desc, int cpu, const char 
     return 0;
 }
 
-int cli_engine_forward(cli_engine *e, const void *x, void *y, const void *gamma,
-                       const void *beta, void *mean, void *rstd)
+int cli_engine_execute(cli_engine *e, clnorm_direction dir, const clnorm_host_arg *args,
+                       size_t nargs)
 {
     clnorm_status st;
     if (e->ctx == NULL) {
-        st = clnorm_ref_forward(&e->desc, x, y, gamma, beta, mean, rstd);
+        st = clnorm_ref_execute(&e->desc, dir, args, nargs);
         if (st != CLNORM_OK)
             cli_error("CPU reference failed: %s", clnorm_status_string(st));
     } else {
-        st = clnorm_forward_host(e->plan, x, y, gamma, beta, mean, rstd);
-        if (st != CLNORM_OK)
-            report(e, st);
-    }
-    return st == CLNORM_OK ? 0 : -1;
-}
-
-int cli_engine_backward(cli_engine *e, unsigned mask, const void *x, const void *dy,
-                        const void *mean, const void *rstd, const void *gamma, void *dx,
-                        void *dgamma, void *dbeta)
-{
-    clnorm_status st;
-    if (e->ctx == NULL) {
-        st = clnorm_ref_backward(&e->desc, mask, x, dy, mean, rstd, gamma, dx, dgamma, dbeta);
-        if (st != CLNORM_OK)
-            cli_error("CPU reference failed: %s", clnorm_status_string(st));
-    } else {
-        st = clnorm_backward_host(e->plan, mask, x, dy, mean, rstd, gamma, dx, dgamma, dbeta);
+        st = clnorm_execute_host(e->plan, dir, args, nargs);
         if (st != CLNORM_OK)
             report(e, st);
     }

@@ -6,6 +6,7 @@
 
 #include <clnorm.h>
 
+#include <stddef.h>
 #include <stdio.h>
 
 typedef struct {
@@ -19,14 +20,10 @@ typedef struct {
  * every path. */
 int cli_engine_open(cli_engine *e, const clnorm_desc *desc, int cpu, const char *device);
 
-/* clnorm_forward_host / clnorm_ref_forward. 0 ok; -1 error printed. */
-int cli_engine_forward(cli_engine *e, const void *x, void *y, const void *gamma,
-                       const void *beta, void *mean, void *rstd);
-
-/* clnorm_backward_host / clnorm_ref_backward (the plan needs CLNORM_WITH_BACKWARD). */
-int cli_engine_backward(cli_engine *e, unsigned mask, const void *x, const void *dy,
-                        const void *mean, const void *rstd, const void *gamma, void *dx,
-                        void *dgamma, void *dbeta);
+/* Runs the plan in a direction over host arguments (clnorm_execute_host), or the CPU
+ * reference (clnorm_ref_execute). 0 ok; -1 error printed. */
+int cli_engine_execute(cli_engine *e, clnorm_direction dir, const clnorm_host_arg *args,
+                       size_t nargs);
 
 void cli_engine_close(cli_engine *e);
 

@@ -1,6 +1,7 @@
 /*
- * cli_grad.c - `clnorm grad`: given X and the gradient DY of the normalization's output,
- * runs the backward pass for the gradients asked for (dx, dgamma, dbeta), on a device (one
+ * cli_grad.c - `clnorm grad`: given X (and a residual R) and the gradient DY of the
+ * normalization's output (and DS of the sum's), runs the backward pass for the gradients
+ * asked for (dx, which with a residual is also dresidual, dgamma, dbeta), on a device (one
  * plan made with CLNORM_WITH_BACKWARD) or on the CPU reference with --cpu. No saved
  * statistics are passed: the library recomputes them from X, split as the forward splits
  * them (first element + the mean of the rest), which keeps rows with a large mean exact
@@ -11,36 +12,60 @@
 
 #include "cli_args.h"
 #include "cli_engine.h"
-#include "cli_outputs.h"
 #include "cli_problem.h"
-#include "npy.h"
 
 #include <clnorm.h>
 
+#include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
     cli_norm_opts norm;
-    const char *grad_output, *grad_input, *grad_gamma, *grad_beta;
+    const char *grad_output, *grad_sum_output, *grad_input, *grad_gamma, *grad_beta;
 } grad_opts;
+
+/* The gradients grad writes, by slot. */
+static const cli_slot_option grad_outputs[] = {
+    {"grad-input", CLNORM_ARG_DX, offsetof(grad_opts, grad_input),
+     "is not written by this operation"},
+    {"grad-gamma", CLNORM_ARG_DGAMMA, offsetof(grad_opts, grad_gamma),
+     "is not written by this operation"},
+    {"grad-beta", CLNORM_ARG_DBETA, offsetof(grad_opts, grad_beta),
+     "is not written by this operation"},
+};
+#define GRAD_OUTPUTS (sizeof grad_outputs / sizeof grad_outputs[0])
+
+/* The gradients grad reads besides x, by slot. */
+static const cli_slot_option grad_inputs[] = {
+    {"grad-output", CLNORM_ARG_DY, offsetof(grad_opts, grad_output),
+     "is not read by this operation"},
+    {"grad-sum-output", CLNORM_ARG_DSUM, offsetof(grad_opts, grad_sum_output),
+     "needs --residual: without a residual there is no sum output to have a gradient"},
+};
+#define GRAD_INPUTS (sizeof grad_inputs / sizeof grad_inputs[0])
 
 static void grad_usage(FILE *out)
 {
-    fputs("usage: clnorm grad --input X.npy --grad-output DY.npy [--grad-input DX.npy]\n"
+    fputs("usage: clnorm grad --input X.npy [--residual R.npy] --grad-output DY.npy\n"
+          "                   [--grad-sum-output DS.npy] [--grad-input DX.npy]\n"
           "                   [--grad-gamma DG.npy] [--grad-beta DB.npy] [options]\n"
           "\n"
-          "The backward pass of normalizing X over its last K dims: given DY, the gradient\n"
-          "of the loss with respect to the output, writes the gradients with respect to X,\n"
-          "gamma and beta that are asked for (at least one). The statistics are recomputed\n"
-          "from X.\n"
+          "The backward pass of normalizing X (or X + R with --residual) over its last K\n"
+          "dims: given DY, the gradient of the loss with respect to the output, writes the\n"
+          "gradients with respect to X, gamma and beta that are asked for (at least one).\n"
+          "The statistics are recomputed from X (and R).\n"
           "\n"
           "  --input X.npy     the forward's input (at least one dimension)\n"
           "  --grad-output DY.npy\n"
           "                    the gradient of the forward's output, the shape of X\n"
+          "  --grad-sum-output DS.npy\n"
+          "                    the gradient of the forward's sum output from its other\n"
+          "                    uses (needs --residual and --grad-input; the shape and\n"
+          "                    type of R); it is added to dx\n"
           "  --grad-input DX.npy\n"
-          "                    write dx (the shape of X, in the --dtype)\n"
+          "                    write dx (the shape of X, in the --dtype); with --residual\n"
+          "                    it is also the gradient of R: dnorm(dy) + ds\n"
           "  --grad-gamma DG.npy\n"
           "                    write dgamma, the sum over rows of dy * xhat (the shape of\n"
           "                    gamma; needs --gamma)\n"
@@ -51,33 +76,9 @@ static void grad_usage(FILE *out)
     fputs("  -h, --help        this help\n", out);
 }
 
-/* 1 parsed, 0 help printed, -1 error printed. */
-static int parse_grad_args(int argc, char **argv, grad_opts *o)
+/* The rules between grad's own options. 0 ok; -1 error printed. */
+static int check_grad_options(const grad_opts *o)
 {
-    static const cli_option table[] = {
-        {"input", 0, offsetof(grad_opts, norm.input)},
-        {"grad-output", 0, offsetof(grad_opts, grad_output)},
-        {"grad-input", 0, offsetof(grad_opts, grad_input)},
-        {"grad-gamma", 0, offsetof(grad_opts, grad_gamma)},
-        {"grad-beta", 0, offsetof(grad_opts, grad_beta)},
-        {"gamma", 0, offsetof(grad_opts, norm.gamma)},
-        {"beta", 0, offsetof(grad_opts, norm.beta)},
-        {"eps", 0, offsetof(grad_opts, norm.eps_text)},
-        {"axes", 0, offsetof(grad_opts, norm.axes_text)},
-        {"dtype", 0, offsetof(grad_opts, norm.dtype_text)},
-        {"device", 0, offsetof(grad_opts, norm.device)},
-        {"rms", 1, offsetof(grad_opts, norm.rms)},
-        {"cpu", 1, offsetof(grad_opts, norm.cpu)},
-    };
-    static const char *const names[3] = {"--grad-input", "--grad-gamma", "--grad-beta"};
-    const char *outs[3];
-    int r;
-    memset(o, 0, sizeof *o);
-    r = cli_parse_options(argc, argv, "grad", table, sizeof table / sizeof table[0], o);
-    if (r == 0)
-        grad_usage(stdout);
-    if (r <= 0)
-        return r;
     if (o->norm.input == NULL || o->grad_output == NULL) {
         cli_error("grad needs --input X.npy and --grad-output DY.npy (see 'clnorm grad --help')");
         return -1;
@@ -94,73 +95,97 @@ static int parse_grad_args(int argc, char **argv, grad_opts *o)
         cli_error("--grad-beta needs --beta: without beta there is no gradient for it");
         return -1;
     }
-    outs[0] = o->grad_input;
-    outs[1] = o->grad_gamma;
-    outs[2] = o->grad_beta;
-    return cli_check_distinct(outs, names, 3) == 0 ? 1 : -1;
+    if (cli_check_slot_options(grad_inputs, GRAD_INPUTS, o, cli_norm_kind(&o->norm),
+                               CLNORM_BACKWARD) != 0)
+        return -1;
+    /* ds only adds to dx: taking it without dx would silently ignore the file. */
+    if (o->grad_sum_output != NULL && o->grad_input == NULL) {
+        cli_error("--grad-sum-output needs --grad-input: DS only adds to the gradient of X and R");
+        return -1;
+    }
+    return cli_check_distinct_slots(grad_outputs, GRAD_OUTPUTS, o);
+}
+
+/* 1 parsed, 0 help printed, -1 error printed. */
+static int parse_grad_args(int argc, char **argv, grad_opts *o)
+{
+    static const cli_option table[] = {
+        {"input", 0, offsetof(grad_opts, norm.input)},
+        {"residual", 0, offsetof(grad_opts, norm.residual)},
+        {"grad-output", 0, offsetof(grad_opts, grad_output)},
+        {"grad-sum-output", 0, offsetof(grad_opts, grad_sum_output)},
+        {"grad-input", 0, offsetof(grad_opts, grad_input)},
+        {"grad-gamma", 0, offsetof(grad_opts, grad_gamma)},
+        {"grad-beta", 0, offsetof(grad_opts, grad_beta)},
+        {"gamma", 0, offsetof(grad_opts, norm.gamma)},
+        {"beta", 0, offsetof(grad_opts, norm.beta)},
+        {"eps", 0, offsetof(grad_opts, norm.eps_text)},
+        {"axes", 0, offsetof(grad_opts, norm.axes_text)},
+        {"dtype", 0, offsetof(grad_opts, norm.dtype_text)},
+        {"device", 0, offsetof(grad_opts, norm.device)},
+        {"rms", 1, offsetof(grad_opts, norm.rms)},
+        {"cpu", 1, offsetof(grad_opts, norm.cpu)},
+    };
+    int r;
+    memset(o, 0, sizeof *o);
+    r = cli_parse_options(argc, argv, "grad", table, sizeof table / sizeof table[0], o);
+    if (r == 0)
+        grad_usage(stdout);
+    if (r <= 0)
+        return r;
+    return check_grad_options(o) == 0 ? 1 : -1;
+}
+
+/* The backward over the loaded problem and its gradients dy (and ds): no saved statistics
+ * (recomputed from x), the gradients asked for, the files written all-or-nothing. */
+static int run_backward(const grad_opts *o, cli_problem *p, const cli_tensor *dy,
+                        const cli_tensor *ds, cli_engine *e)
+{
+    cli_call c;
+    int rc = CLI_EXIT_FAIL;
+    p->desc.flags |= CLNORM_WITH_BACKWARD;
+    if (cli_engine_open(e, &p->desc, o->norm.cpu, o->norm.device) != 0)
+        return CLI_EXIT_FAIL;
+    cli_call_init(&c, &p->desc, CLNORM_BACKWARD);
+    cli_call_input(&c, CLNORM_ARG_X, p->x.data);
+    cli_call_input(&c, CLNORM_ARG_RESIDUAL, p->residual.data);
+    cli_call_input(&c, CLNORM_ARG_GAMMA, p->gamma.data);
+    cli_call_input(&c, CLNORM_ARG_DY, dy->data);
+    cli_call_input(&c, CLNORM_ARG_DSUM, ds->data);
+    if (cli_call_slot_outputs(&c, grad_outputs, GRAD_OUTPUTS, o) == 0 &&
+        cli_call_execute(&c, e) == 0 &&
+        cli_write_slot_outputs(p, &c, grad_outputs, GRAD_OUTPUTS, o) == 0)
+        rc = CLI_EXIT_OK;
+    cli_call_free(&c);
+    return rc;
 }
 
 int cli_grad(int argc, char **argv)
 {
     grad_opts o;
     cli_problem p;
-    cli_tensor dy;
+    cli_tensor dy, ds;
     cli_engine e;
-    void *dx = NULL, *dgamma = NULL, *dbeta = NULL;
-    unsigned mask = 0;
-    size_t es, ps;
     int r, rc;
 
     memset(&e, 0, sizeof e);
     memset(&dy, 0, sizeof dy);
+    memset(&ds, 0, sizeof ds);
     r = parse_grad_args(argc, argv, &o);
     if (r <= 0)
         return r == 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     rc = cli_problem_load(&o.norm, &p);
-    if (rc != CLI_EXIT_OK)
-        goto done;
-    rc = CLI_EXIT_FAIL;
-    if (cli_problem_load_like_x(&p, o.norm.input, "grad-output", o.grad_output, &dy) != 0)
-        goto done;
-    p.desc.flags |= CLNORM_WITH_BACKWARD;
-    mask = (o.grad_input ? CLNORM_GRAD_X : 0u) | (o.grad_gamma ? CLNORM_GRAD_GAMMA : 0u) |
-           (o.grad_beta ? CLNORM_GRAD_BETA : 0u);
-
-    es = npy_dtype_size(cli_storage_npy(p.desc.dtype));
-    ps = npy_dtype_size(cli_param_npy(p.desc.dtype));
-    if (o.grad_input)
-        dx = cli_alloc(p.x.arr.count, es);
-    if (o.grad_gamma)
-        dgamma = cli_alloc(p.desc.cols, ps);
-    if (o.grad_beta)
-        dbeta = cli_alloc(p.desc.cols, ps);
-    if ((o.grad_input && dx == NULL) || (o.grad_gamma && dgamma == NULL) ||
-        (o.grad_beta && dbeta == NULL)) {
-        cli_error("out of memory for %zu x %zu elements", p.desc.rows, p.desc.cols);
-        goto done;
+    if (rc == CLI_EXIT_OK) {
+        if (cli_problem_load_like_x(&p, o.norm.input, "grad-output", o.grad_output, &dy) != 0 ||
+            (o.grad_sum_output != NULL &&
+             cli_problem_load_like_residual(&p, "grad-sum-output", o.grad_sum_output, &ds) != 0))
+            rc = CLI_EXIT_FAIL;
+        else
+            rc = run_backward(&o, &p, &dy, &ds, &e);
     }
-    if (cli_engine_open(&e, &p.desc, o.norm.cpu, o.norm.device) != 0 ||
-        cli_engine_backward(&e, mask, p.x.data, dy.data, NULL, NULL, p.gamma.data, dx, dgamma,
-                            dbeta) != 0)
-        goto done;
-    {
-        const npy_dtype pt = cli_param_npy(p.desc.dtype);
-        const size_t *pshape = p.x.arr.shape + p.lead;
-        const cli_output outs[3] = {
-            {o.grad_input, p.x.arr.ndim, p.x.arr.shape, cli_storage_npy(p.desc.dtype), dx},
-            {o.grad_gamma, p.axes, pshape, pt, dgamma},
-            {o.grad_beta, p.axes, pshape, pt, dbeta},
-        };
-        if (cli_write_outputs(outs, 3) != 0)
-            goto done;
-    }
-    rc = CLI_EXIT_OK;
-done:
     cli_engine_close(&e);
-    free(dx);
-    free(dgamma);
-    free(dbeta);
     cli_tensor_free(&dy);
+    cli_tensor_free(&ds);
     cli_problem_free(&p);
     return rc;
 }

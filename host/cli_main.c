@@ -22,9 +22,11 @@ static void usage(FILE *out)
           "\n"
           "commands:\n"
           "  devices   list the OpenCL platforms and devices, marking the default\n"
-          "  run       normalize a .npy file: clnorm run --input X.npy --output Y.npy [...]\n"
+          "  run       normalize a .npy file: clnorm run --input X.npy --output Y.npy [...];\n"
+          "            --residual R.npy normalizes X + R [--sum-output S.npy saves it]\n"
           "  grad      the backward pass: clnorm grad --input X.npy --grad-output DY.npy\n"
-          "            --grad-input DX.npy [--grad-gamma DG.npy] [--grad-beta DB.npy] [...]\n"
+          "            --grad-input DX.npy [--grad-gamma DG.npy] [--grad-beta DB.npy] [...];\n"
+          "            with --residual R.npy [--grad-sum-output DS.npy], DX is also dR\n"
           "  demo      LayerNorm of a random 8192 x 768 batch, checked and timed (the default)\n"
           "  bench     run the clnorm-bench benchmark with the remaining arguments\n"
           "            ('clnorm bench --help' lists them)\n"
@@ -34,7 +36,8 @@ static void usage(FILE *out)
           "\n"
           "The device: --device SPEC, else the CLNORM_DEVICE environment variable (cpu, gpu,\n"
           "accelerator, P:D as 'clnorm devices' lists, or a name substring), else the first GPU.\n"
-          "run and grad compute in --dtype f32, f16, bf16 or f64 (default: the input's type).\n",
+          "run and grad compute in --dtype f32, f16, bf16 or f64 (default: the input's type);\n"
+          "a float32 --residual with f16 or bf16 keeps the residual and the sum in float32.\n",
           out);
 }
 

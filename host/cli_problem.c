@@ -1,10 +1,12 @@
 /*
  * cli_problem.c - the options and problem `clnorm run` and `clnorm grad` share: everything
- * is validated before anything is computed.
+ * is validated before anything is computed. The commands name their files by argument slot;
+ * which slots an operation takes, and each one's type and extent, come from the op table.
  */
 #include "cli_problem.h"
 
 #include "cli_args.h"
+#include "cli_outputs.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +14,10 @@
 #include <string.h>
 
 const char cli_norm_opts_help[] =
+    "  --residual R.npy  add R (the shape of X) first: s = x + r, y = norm(s). R has\n"
+    "                    X's type (converted as X is) or the --dtype's own; a float32\n"
+    "                    R with f16 or bf16 storage keeps the residual and the sum in\n"
+    "                    float32\n"
     "  --gamma G.npy     scale, the shape of the last K dims of X (default 1)\n"
     "  --beta B.npy      shift, the shape of the last K dims of X (default 0)\n"
     "  --eps E           added to the variance, finite and > 0 (default 1e-5)\n"
@@ -27,6 +33,13 @@ const char cli_norm_opts_help[] =
     "  --device SPEC     cpu, gpu, accelerator, P:D (see 'clnorm devices') or a name\n"
     "                    substring; default: CLNORM_DEVICE, else the first GPU\n"
     "  --cpu             use the CPU reference (no OpenCL)\n";
+
+clnorm_kind cli_norm_kind(const cli_norm_opts *o)
+{
+    if (o->residual != NULL)
+        return o->rms ? CLNORM_ADD_RMS : CLNORM_ADD_LAYER;
+    return o->rms ? CLNORM_RMS : CLNORM_LAYER;
+}
 
 void *cli_alloc(size_t n, size_t size)
 {
@@ -55,6 +68,67 @@ static int load_param(const cli_problem *p, const char *x_path, const char *what
         return -1;
     }
     return cli_tensor_to_params(t, what, path, p->desc.dtype);
+}
+
+/* Loads path, which must have x's shape, with no conversion yet; the message names the file
+ * whose shape it must have (ref_what ref_path: "input X.npy"). 0 ok; -1 error printed. */
+static int load_shaped_like_x(const cli_problem *p, const char *ref_what, const char *ref_path,
+                              const char *what, const char *path, cli_tensor *t)
+{
+    const npy_array *x = &p->x.arr;
+    int ok, i;
+    if (cli_tensor_load(path, t) != 0)
+        return -1;
+    ok = t->arr.ndim == x->ndim;
+    for (i = 0; ok && i < x->ndim; i++)
+        ok = t->arr.shape[i] == x->shape[i];
+    if (!ok) {
+        char got_s[CLI_SHAPE_CHARS], want_s[CLI_SHAPE_CHARS];
+        cli_shape_string(t->arr.ndim, t->arr.shape, got_s, sizeof got_s);
+        cli_shape_string(x->ndim, x->shape, want_s, sizeof want_s);
+        cli_error("%s %s has shape %s, expected %s (the shape of %s %s)", what, path, got_s,
+                  want_s, ref_what, ref_path);
+        return -1;
+    }
+    return 0;
+}
+
+/* The type of the residual, the sum and their gradients. */
+static clnorm_dtype residual_dtype(const clnorm_desc *d)
+{
+    return (d->flags & CLNORM_RESIDUAL_F32) ? CLNORM_F32 : d->dtype;
+}
+
+/* The residual: x's shape; float32 with f16 / bf16 storage is the float32-residual case,
+ * else x's .npy type (so both are converted alike) or the storage's own. Any other type would
+ * leave the sum's type (the residual's) ambiguous, so it is refused. */
+static int load_residual(cli_problem *p, const char *input_path, const char *path)
+{
+    const clnorm_dtype t = p->desc.dtype;
+    const npy_dtype x_t = p->x.arr.dtype, st = cli_storage_npy(t);
+    const int short_storage = t == CLNORM_F16 || t == CLNORM_BF16;
+    npy_dtype r_t;
+    p->residual_path = path;
+    if (load_shaped_like_x(p, "input", input_path, "residual", path, &p->residual) != 0)
+        return -1;
+    r_t = p->residual.arr.dtype;
+    if (r_t == NPY_F32 && short_storage) {
+        p->desc.flags |= CLNORM_RESIDUAL_F32;
+    } else if (r_t != x_t && r_t != st && !(r_t == NPY_U16 && t != CLNORM_BF16)) {
+        char alt_storage[80] = "";
+        const char *alt_f32 = short_storage && x_t != NPY_F32
+                                  ? " or be float32 (a float32 residual and sum)"
+                                  : "";
+        if (st != x_t)
+            snprintf(alt_storage, sizeof alt_storage, "%s be %s (the --dtype %s storage)",
+                     *alt_f32 ? "," : " or", cli_npy_name(st), cli_dtype_name(t));
+        cli_error("residual %s is %s but input %s is %s: the residual must have the input's "
+                  "type%s%s",
+                  path, cli_npy_name(r_t), input_path, cli_npy_name(x_t), alt_storage, alt_f32);
+        return -1;
+    }
+    /* A uint16 residual without bf16 storage is refused here, as uint16 inputs are. */
+    return cli_tensor_to_storage(&p->residual, "residual", path, residual_dtype(&p->desc));
 }
 
 int cli_problem_load(const cli_norm_opts *o, cli_problem *p)
@@ -101,7 +175,7 @@ int cli_problem_load(const cli_norm_opts *o, cli_problem *p)
     if (o->dtype_text == NULL && cli_dtype_of_file(&p->x, o->input, &dtype) != 0)
         return CLI_EXIT_FAIL;
 
-    clnorm_desc_init(&p->desc, o->rms ? CLNORM_RMS : CLNORM_LAYER, rows, cols);
+    clnorm_desc_init(&p->desc, cli_norm_kind(o), rows, cols);
     p->desc.dtype = dtype;
     p->desc.eps = eps;
     if (o->gamma == NULL)
@@ -110,6 +184,7 @@ int cli_problem_load(const cli_norm_opts *o, cli_problem *p)
         p->desc.flags |= CLNORM_NO_BETA;
 
     if (cli_tensor_to_storage(&p->x, "input", o->input, dtype) != 0 ||
+        (o->residual != NULL && load_residual(p, o->input, o->residual) != 0) ||
         (o->gamma != NULL && load_param(p, o->input, "gamma", o->gamma, &p->gamma) != 0) ||
         (o->beta != NULL && load_param(p, o->input, "beta", o->beta, &p->beta) != 0))
         return CLI_EXIT_FAIL;
@@ -119,27 +194,200 @@ int cli_problem_load(const cli_norm_opts *o, cli_problem *p)
 int cli_problem_load_like_x(const cli_problem *p, const char *input_path, const char *what,
                             const char *path, cli_tensor *t)
 {
-    const npy_array *x = &p->x.arr;
-    int ok, i;
-    if (cli_tensor_load(path, t) != 0)
+    if (load_shaped_like_x(p, "input", input_path, what, path, t) != 0)
         return -1;
-    ok = t->arr.ndim == x->ndim;
-    for (i = 0; ok && i < x->ndim; i++)
-        ok = t->arr.shape[i] == x->shape[i];
-    if (!ok) {
-        char got_s[CLI_SHAPE_CHARS], want_s[CLI_SHAPE_CHARS];
-        cli_shape_string(t->arr.ndim, t->arr.shape, got_s, sizeof got_s);
-        cli_shape_string(x->ndim, x->shape, want_s, sizeof want_s);
-        cli_error("%s %s has shape %s, expected %s (the shape of input %s)", what, path, got_s,
-                  want_s, input_path);
+    return cli_tensor_to_storage(t, what, path, p->desc.dtype);
+}
+
+int cli_problem_load_like_residual(const cli_problem *p, const char *what, const char *path,
+                                   cli_tensor *t)
+{
+    const clnorm_dtype rt = residual_dtype(&p->desc);
+    const npy_dtype r_t = p->residual.arr.dtype;
+    if (load_shaped_like_x(p, "residual", p->residual_path, what, path, t) != 0)
+        return -1;
+    if (t->arr.dtype != r_t && t->arr.dtype != cli_storage_npy(rt)) {
+        cli_error("%s %s is %s but residual %s is %s: it must have the residual's type", what,
+                  path, cli_npy_name(t->arr.dtype), p->residual_path, cli_npy_name(r_t));
         return -1;
     }
-    return cli_tensor_to_storage(t, what, path, p->desc.dtype);
+    return cli_tensor_to_storage(t, what, path, rt);
 }
 
 void cli_problem_free(cli_problem *p)
 {
     cli_tensor_free(&p->x);
+    cli_tensor_free(&p->residual);
     cli_tensor_free(&p->gamma);
     cli_tensor_free(&p->beta);
+}
+
+void cli_problem_slot_shape(const cli_problem *p, clnorm_arg_slot slot, int *ndim,
+                            const size_t **shape)
+{
+    switch (slot) {
+    case CLNORM_ARG_MEAN:
+    case CLNORM_ARG_RSTD:
+        *ndim = p->lead;
+        *shape = p->x.arr.shape;
+        return;
+    case CLNORM_ARG_GAMMA:
+    case CLNORM_ARG_BETA:
+    case CLNORM_ARG_DGAMMA:
+    case CLNORM_ARG_DBETA:
+        *ndim = p->axes;
+        *shape = p->x.arr.shape + p->lead;
+        return;
+    default:
+        *ndim = p->x.arr.ndim;
+        *shape = p->x.arr.shape;
+        return;
+    }
+}
+
+/* ---- one execution, slot by slot ---- */
+
+void cli_call_init(cli_call *c, const clnorm_desc *desc, clnorm_direction dir)
+{
+    memset(c, 0, sizeof *c);
+    c->desc = *desc;
+    c->dir = dir;
+}
+
+void cli_call_input(cli_call *c, clnorm_arg_slot slot, const void *data)
+{
+    if (data == NULL)
+        return;
+    c->args[c->nargs].slot = slot;
+    c->args[c->nargs].ptr = (void *)(uintptr_t)data; /* the library only reads inputs */
+    c->nargs++;
+}
+
+int cli_call_output(cli_call *c, clnorm_arg_slot slot)
+{
+    clnorm_slot_info *info = &c->info[slot];
+    clnorm_op_info op;
+    if (clnorm_slot_query(&c->desc, c->dir, slot, info) != CLNORM_OK ||
+        info->use == CLNORM_SLOT_UNUSED || !info->is_output) {
+        /* The commands refuse such options first; this keeps a slip from reaching the library. */
+        if (clnorm_op_query(c->desc.kind, &op) != CLNORM_OK)
+            op.name = "this operation";
+        cli_error("%s does not write %s", op.name, clnorm_arg_name(slot));
+        return -1;
+    }
+    c->out[slot] = cli_alloc(info->extent, npy_dtype_size(cli_storage_npy(info->dtype)));
+    if (c->out[slot] == NULL) {
+        cli_error("out of memory for %s (%zu elements)", clnorm_arg_name(slot), info->extent);
+        return -1;
+    }
+    c->args[c->nargs].slot = slot;
+    c->args[c->nargs].ptr = c->out[slot];
+    c->nargs++;
+    return 0;
+}
+
+int cli_call_required_outputs(cli_call *c)
+{
+    unsigned s;
+    for (s = 0; s < CLNORM_ARG_SLOT_COUNT; s++) {
+        clnorm_slot_info info;
+        if (c->out[s] != NULL ||
+            clnorm_slot_query(&c->desc, c->dir, (clnorm_arg_slot)s, &info) != CLNORM_OK)
+            continue;
+        if (info.is_output && info.use == CLNORM_SLOT_REQUIRED &&
+            cli_call_output(c, (clnorm_arg_slot)s) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+const void *cli_call_result(const cli_call *c, clnorm_arg_slot slot)
+{
+    return c->out[slot];
+}
+
+void cli_call_free(cli_call *c)
+{
+    unsigned s;
+    for (s = 0; s < CLNORM_ARG_SLOT_COUNT; s++) {
+        free(c->out[s]);
+        c->out[s] = NULL;
+    }
+    c->nargs = 0;
+}
+
+int cli_call_execute(const cli_call *c, cli_engine *e)
+{
+    return cli_engine_execute(e, c->dir, c->args, c->nargs);
+}
+
+/* ---- options that name the file of an argument slot ---- */
+
+const char *cli_slot_path(const cli_slot_option *t, const void *opts)
+{
+    const char *path;
+    memcpy(&path, (const char *)opts + t->offset, sizeof path);
+    return path;
+}
+
+int cli_check_slot_options(const cli_slot_option *t, size_t n, const void *opts,
+                           clnorm_kind kind, clnorm_direction dir)
+{
+    clnorm_op_info op;
+    size_t i;
+    if (clnorm_op_query(kind, &op) != CLNORM_OK) {
+        cli_error("operation %d is not in this library's op table", (int)kind);
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        const unsigned slots = dir == CLNORM_FORWARD ? op.forward_slots : op.backward_slots;
+        if (cli_slot_path(&t[i], opts) != NULL && !(slots & (1u << (unsigned)t[i].slot))) {
+            cli_error("--%s %s", t[i].name, t[i].refusal);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int cli_check_distinct_slots(const cli_slot_option *t, size_t n, const void *opts)
+{
+    const char *paths[CLNORM_ARG_SLOT_COUNT];
+    char names[CLNORM_ARG_SLOT_COUNT][48];
+    const char *name_ptrs[CLNORM_ARG_SLOT_COUNT];
+    size_t i;
+    if (n > CLNORM_ARG_SLOT_COUNT)
+        n = CLNORM_ARG_SLOT_COUNT; /* a slot has one file: no table is longer */
+    for (i = 0; i < n; i++) {
+        paths[i] = cli_slot_path(&t[i], opts);
+        snprintf(names[i], sizeof names[i], "--%s", t[i].name);
+        name_ptrs[i] = names[i];
+    }
+    return cli_check_distinct(paths, name_ptrs, n);
+}
+
+int cli_call_slot_outputs(cli_call *c, const cli_slot_option *t, size_t n, const void *opts)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (cli_slot_path(&t[i], opts) != NULL && cli_call_output(c, t[i].slot) != 0)
+            return -1;
+    return 0;
+}
+
+int cli_write_slot_outputs(const cli_problem *p, const cli_call *c, const cli_slot_option *t,
+                           size_t n, const void *opts)
+{
+    cli_output outs[CLNORM_ARG_SLOT_COUNT];
+    size_t i, k = 0;
+    for (i = 0; i < n && k < CLNORM_ARG_SLOT_COUNT; i++) {
+        const char *path = cli_slot_path(&t[i], opts);
+        if (path == NULL)
+            continue;
+        outs[k].path = path;
+        cli_problem_slot_shape(p, t[i].slot, &outs[k].ndim, &outs[k].shape);
+        outs[k].dtype = cli_storage_npy(c->info[t[i].slot].dtype);
+        outs[k].data = cli_call_result(c, t[i].slot);
+        k++;
+    }
+    return cli_write_outputs(outs, k);
 }

@@ -1,40 +1,57 @@
 /*
  * cli_run.c - `clnorm run`: reads a C-order .npy, normalizes over its last K dims (LayerNorm or
- * RMSNorm) on an OpenCL device through the host-pointer API, or on the CPU reference with
- * --cpu, in the storage type of --dtype, and writes the .npy outputs. Everything is validated
- * before anything is computed, and the outputs are written all-or-nothing.
+ * RMSNorm, after adding a residual with --residual) on an OpenCL device through the
+ * host-pointer API, or on the CPU reference with --cpu, in the storage type of --dtype, and
+ * writes the .npy outputs. The command names files by argument slot; the operation's slots,
+ * types and extents come from the op table. Everything is validated before anything is
+ * computed, and the outputs are written all-or-nothing.
  */
 #include "cli_run.h"
 
 #include "cli_args.h"
 #include "cli_engine.h"
-#include "cli_outputs.h"
 #include "cli_problem.h"
-#include "npy.h"
 
 #include <clnorm.h>
 
+#include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
     cli_norm_opts norm;
-    const char *output, *mean, *rstd;
+    const char *output, *mean, *rstd, *sum;
 } run_opts;
+
+/* The files run writes, by slot; an operation without the slot refuses the option. */
+static const cli_slot_option run_outputs[] = {
+    {"output", CLNORM_ARG_Y, offsetof(run_opts, output), "is not written by this operation"},
+    {"mean", CLNORM_ARG_MEAN, offsetof(run_opts, mean),
+     "cannot be used with --rms: RMSNorm has no mean (--rstd is allowed)"},
+    {"rstd", CLNORM_ARG_RSTD, offsetof(run_opts, rstd), "is not written by this operation"},
+    {"sum-output", CLNORM_ARG_SUM, offsetof(run_opts, sum),
+     "needs --residual: the sum it saves is x + residual"},
+};
+#define RUN_OUTPUTS (sizeof run_outputs / sizeof run_outputs[0])
 
 static void run_usage(FILE *out)
 {
-    fputs("usage: clnorm run --input X.npy --output Y.npy [options]\n"
+    fputs("usage: clnorm run --input X.npy [--residual R.npy] --output Y.npy [options]\n"
           "\n"
-          "Normalizes X over its last K dims and writes Y (the shape of X, in the --dtype).\n"
-          "X, gamma and beta may be float32, float64 or float16 .npy files (C order); X may\n"
-          "be raw bfloat16 bits (uint16) with --dtype bf16.\n"
+          "Normalizes X (or X + R with --residual) over its last K dims and writes Y (the\n"
+          "shape of X, in the --dtype). X, R, gamma and beta may be float32, float64 or\n"
+          "float16 .npy files (C order); X and R may be raw bfloat16 bits (uint16) with\n"
+          "--dtype bf16.\n"
           "\n"
           "  --input X.npy     the input (at least one dimension)\n"
           "  --output Y.npy    the normalized output\n"
           "  --mean M.npy      save the per-row mean (the leading dims' shape; LayerNorm)\n"
-          "  --rstd R.npy      save the per-row 1/sqrt(var + eps)\n",
+          "  --rstd RSTD.npy   save the per-row 1/sqrt(var + eps)\n"
+          "  --sum-output S.npy\n"
+          "                    save the sum s = x + r that was normalized (needs\n"
+          "                    --residual; the shape and type of the residual: float32\n"
+          "                    for a float32 residual, else the --dtype). It may be R\n"
+          "                    itself, updated in place\n",
           out);
     fputs(cli_norm_opts_help, out);
     fputs("  -h, --help        this help\n", out);
@@ -45,7 +62,9 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
 {
     static const cli_option table[] = {
         {"input", 0, offsetof(run_opts, norm.input)},
+        {"residual", 0, offsetof(run_opts, norm.residual)},
         {"output", 0, offsetof(run_opts, output)},
+        {"sum-output", 0, offsetof(run_opts, sum)},
         {"gamma", 0, offsetof(run_opts, norm.gamma)},
         {"beta", 0, offsetof(run_opts, norm.beta)},
         {"mean", 0, offsetof(run_opts, mean)},
@@ -57,8 +76,6 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
         {"rms", 1, offsetof(run_opts, norm.rms)},
         {"cpu", 1, offsetof(run_opts, norm.cpu)},
     };
-    static const char *const names[3] = {"--output", "--mean", "--rstd"};
-    const char *outs[3];
     int r;
     memset(o, 0, sizeof *o);
     r = cli_parse_options(argc, argv, "run", table, sizeof table / sizeof table[0], o);
@@ -70,14 +87,34 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
         cli_error("run needs --input X.npy and --output Y.npy (see 'clnorm run --help')");
         return -1;
     }
-    if (o->norm.rms && o->mean != NULL) {
-        cli_error("--mean cannot be used with --rms: RMSNorm has no mean (--rstd is allowed)");
+    if (cli_check_slot_options(run_outputs, RUN_OUTPUTS, o, cli_norm_kind(&o->norm),
+                               CLNORM_FORWARD) != 0 ||
+        cli_check_distinct_slots(run_outputs, RUN_OUTPUTS, o) != 0)
         return -1;
-    }
-    outs[0] = o->output;
-    outs[1] = o->mean;
-    outs[2] = o->rstd;
-    return cli_check_distinct(outs, names, 3) == 0 ? 1 : -1;
+    return 1;
+}
+
+/* The forward over the loaded problem: every input given, the outputs asked for (and those the
+ * operation requires besides), then the files written all-or-nothing. */
+static int run_forward(const run_opts *o, cli_problem *p, cli_engine *e)
+{
+    cli_call c;
+    int rc = CLI_EXIT_FAIL;
+    if (o->mean != NULL || o->rstd != NULL)
+        p->desc.flags |= CLNORM_SAVE_STATS;
+    if (cli_engine_open(e, &p->desc, o->norm.cpu, o->norm.device) != 0)
+        return CLI_EXIT_FAIL;
+    cli_call_init(&c, &p->desc, CLNORM_FORWARD);
+    cli_call_input(&c, CLNORM_ARG_X, p->x.data);
+    cli_call_input(&c, CLNORM_ARG_RESIDUAL, p->residual.data);
+    cli_call_input(&c, CLNORM_ARG_GAMMA, p->gamma.data);
+    cli_call_input(&c, CLNORM_ARG_BETA, p->beta.data);
+    if (cli_call_slot_outputs(&c, run_outputs, RUN_OUTPUTS, o) == 0 &&
+        cli_call_required_outputs(&c) == 0 && cli_call_execute(&c, e) == 0 &&
+        cli_write_slot_outputs(p, &c, run_outputs, RUN_OUTPUTS, o) == 0)
+        rc = CLI_EXIT_OK;
+    cli_call_free(&c);
+    return rc;
 }
 
 int cli_run(int argc, char **argv)
@@ -85,49 +122,16 @@ int cli_run(int argc, char **argv)
     run_opts o;
     cli_problem p;
     cli_engine e;
-    void *y = NULL, *mean = NULL, *rstd = NULL;
     int r, rc;
-    size_t ps;
 
     memset(&e, 0, sizeof e);
     r = parse_run_args(argc, argv, &o);
     if (r <= 0)
         return r == 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     rc = cli_problem_load(&o.norm, &p);
-    if (rc != CLI_EXIT_OK)
-        goto done;
-    rc = CLI_EXIT_FAIL;
-    if (o.mean != NULL || o.rstd != NULL)
-        p.desc.flags |= CLNORM_SAVE_STATS;
-    ps = npy_dtype_size(cli_param_npy(p.desc.dtype));
-    y = cli_alloc(p.x.arr.count, npy_dtype_size(cli_storage_npy(p.desc.dtype)));
-    mean = cli_alloc(p.desc.rows, ps);
-    rstd = cli_alloc(p.desc.rows, ps);
-    if (y == NULL || mean == NULL || rstd == NULL) {
-        cli_error("out of memory for %zu x %zu elements", p.desc.rows, p.desc.cols);
-        goto done;
-    }
-    if (cli_engine_open(&e, &p.desc, o.norm.cpu, o.norm.device) != 0 ||
-        cli_engine_forward(&e, p.x.data, y, p.gamma.data, p.beta.data,
-                           (p.desc.flags & CLNORM_SAVE_STATS) && !o.norm.rms ? mean : NULL,
-                           (p.desc.flags & CLNORM_SAVE_STATS) ? rstd : NULL) != 0)
-        goto done;
-    {
-        const npy_dtype pt = cli_param_npy(p.desc.dtype);
-        const cli_output outs[3] = {
-            {o.output, p.x.arr.ndim, p.x.arr.shape, cli_storage_npy(p.desc.dtype), y},
-            {o.mean, p.lead, p.x.arr.shape, pt, mean},
-            {o.rstd, p.lead, p.x.arr.shape, pt, rstd},
-        };
-        if (cli_write_outputs(outs, 3) != 0)
-            goto done;
-    }
-    rc = CLI_EXIT_OK;
-done:
+    if (rc == CLI_EXIT_OK)
+        rc = run_forward(&o, &p, &e);
     cli_engine_close(&e);
-    free(y);
-    free(mean);
-    free(rstd);
     cli_problem_free(&p);
     return rc;
 }

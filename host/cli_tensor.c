@@ -32,6 +32,21 @@ const char *cli_dtype_name(clnorm_dtype t)
     return (unsigned)t < sizeof dtype_names / sizeof dtype_names[0] ? dtype_names[t] : "?";
 }
 
+const char *cli_npy_name(npy_dtype t)
+{
+    switch (t) {
+    case NPY_F32:
+        return "float32";
+    case NPY_F64:
+        return "float64";
+    case NPY_F16:
+        return "float16";
+    case NPY_U16:
+        return "uint16";
+    }
+    return "?";
+}
+
 npy_dtype cli_storage_npy(clnorm_dtype t)
 {
     switch (t) {

@@ -23,6 +23,9 @@ int cli_dtype_parse(const char *text, clnorm_dtype *out);
 /* "f32", "f16", "bf16", "f64". */
 const char *cli_dtype_name(clnorm_dtype t);
 
+/* The name of a .npy type for messages: "float32", "float64", "float16", "uint16". */
+const char *cli_npy_name(npy_dtype t);
+
 /* The .npy type of a storage (x, y, dy, dx): <f4, <f2, <u2 (raw bfloat16 bits), <f8. */
 npy_dtype cli_storage_npy(clnorm_dtype t);
 

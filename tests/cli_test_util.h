@@ -2,7 +2,8 @@
  * cli_test_util.h - what the suites of the `clnorm` tool share: a scratch directory, running
  * the tool as a separate process, expectations on its exit and stderr, seeded data, .npy
  * files in and out (every storage type decoded independently of the library), and the
- * independent float64 layer norm / RMS norm the results are checked against.
+ * independent float64 layer norm / RMS norm (forward and backward) the results are checked
+ * against.
  *
  * Include after <cmocka.h>.
  */
@@ -29,6 +30,7 @@ int cli_run_tests(void);
 int cli_grad_tests(void);
 int cli_dtype_tests(void);
 int cli_bench_tests(void);
+int cli_residual_tests(void);
 
 /* ---- files and processes ---------------------------------------------------------------- */
 
@@ -113,5 +115,14 @@ ref_result reference_d(const double *x, size_t rows, size_t cols, const double *
 ref_result reference(const float *x, size_t rows, size_t cols, const float *gamma,
                      const float *beta, double eps, int rms);
 void ref_free(ref_result *r);
+
+typedef struct {
+    double *dx, *dgamma, *dbeta;
+} grad_result;
+
+/* The float64 backward pass (gamma may be NULL), the statistics from reference_d. */
+grad_result grad_reference(const double *x, const double *dy, size_t rows, size_t cols,
+                           const double *gamma, double eps, int rms);
+void grad_free(grad_result *r);
 
 #endif /* CLNORM_CLI_TEST_UTIL_H */

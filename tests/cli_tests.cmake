@@ -10,12 +10,13 @@ set_tests_properties(npy PROPERTIES
   TIMEOUT 300)
 
 # One executable, one CTest test, several cmocka groups: the top level and run (test_cli.c,
-# which holds main), grad, --dtype, and bench.
+# which holds main), grad, --dtype, bench, and the residual add (--residual).
 add_executable(test_cli
   ${CMAKE_CURRENT_LIST_DIR}/test_cli.c
   ${CMAKE_CURRENT_LIST_DIR}/test_cli_grad.c
   ${CMAKE_CURRENT_LIST_DIR}/test_cli_dtype.c
   ${CMAKE_CURRENT_LIST_DIR}/test_cli_bench.c
+  ${CMAKE_CURRENT_LIST_DIR}/test_cli_residual.c
   ${CMAKE_CURRENT_LIST_DIR}/cli_test_util.c)
 target_link_libraries(test_cli PRIVATE clnorm clnorm_npy PkgConfig::CMOCKA m
   $<BUILD_INTERFACE:clnorm_warnings>)

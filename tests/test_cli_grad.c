@@ -1,6 +1,6 @@
 /*
- * test_cli_grad.c - `clnorm grad` in float32: the gradients against an independent float64
- * backward pass computed here (on a device and on the CPU reference, over one and two
+ * test_cli_grad.c - `clnorm grad` in float32: the gradients against the independent float64
+ * backward pass of cli_test_util (on a device and on the CPU reference, over one and two
  * normalized dims, LayerNorm and RMSNorm, with and without gamma / beta), and every bad input
  * failing cleanly with no output file.
  */
@@ -19,56 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-/* ------------------------------------------------------------------------------------------
- * The independent float64 backward pass
- * ---------------------------------------------------------------------------------------- */
-typedef struct {
-    double *dx, *dgamma, *dbeta;
-} grad_result;
-
-/* LayerNorm: xhat = (x - mean) * rstd, g = dy * gamma,
- *            dx = rstd * (g - mean(g) - xhat * mean(g * xhat));
- * RMSNorm:   xhat = x * rstd, no mean(g) term. dgamma = sum_rows dy * xhat, dbeta = sum_rows dy.
- * The statistics come from the float64 forward reference. */
-static grad_result grad_reference(const double *x, const double *dy, size_t rows, size_t cols,
-                                  const double *gamma, double eps, int rms)
-{
-    ref_result f = reference_d(x, rows, cols, NULL, NULL, eps, rms);
-    grad_result r;
-    size_t i, j;
-    r.dx = calloc(rows * cols + 1, sizeof(double));
-    r.dgamma = calloc(cols + 1, sizeof(double));
-    r.dbeta = calloc(cols + 1, sizeof(double));
-    assert_true(r.dx && r.dgamma && r.dbeta);
-    for (i = 0; i < rows; i++) {
-        const double *xr = x + i * cols, *dyr = dy + i * cols;
-        const double m = rms ? 0.0 : f.mean[i], rs = f.rstd[i];
-        double mg = 0.0, mgx = 0.0;
-        for (j = 0; j < cols; j++) {
-            double xh = (xr[j] - m) * rs, g = dyr[j] * (gamma ? gamma[j] : 1.0);
-            mg += g;
-            mgx += g * xh;
-            r.dgamma[j] += dyr[j] * xh;
-            r.dbeta[j] += dyr[j];
-        }
-        mg = rms ? 0.0 : mg / (double)cols;
-        mgx /= (double)cols;
-        for (j = 0; j < cols; j++) {
-            double xh = (xr[j] - m) * rs, g = dyr[j] * (gamma ? gamma[j] : 1.0);
-            r.dx[i * cols + j] = rs * (g - mg - xh * mgx);
-        }
-    }
-    ref_free(&f);
-    return r;
-}
-
-static void grad_free(grad_result *r)
-{
-    free(r->dx);
-    free(r->dgamma);
-    free(r->dbeta);
-}
 
 /* ------------------------------------------------------------------------------------------
  * Results

@@ -141,7 +141,11 @@ clnorm_status clnorm_row_norm_check_present(clnorm_ctx *ctx, const clnorm_op *op
                                             const clnorm_desc *d, clnorm_direction dir,
                                             unsigned present)
 {
-    if (dir != CLNORM_BACKWARD || !op->has_mean || d->rows == 0)
+    if (dir != CLNORM_BACKWARD || d->rows == 0)
+        return CLNORM_OK;
+    RETURN_IF((present & B(DSUM)) && !(present & B(DX)), ctx, CLNORM_INVALID_ARGUMENT,
+              "dsum is given without dx: it is only ever added to dx");
+    if (!op->has_mean)
         return CLNORM_OK;
     const int m = (present & B(MEAN)) != 0, r = (present & B(RSTD)) != 0;
     RETURN_IF(m != r, ctx, CLNORM_INVALID_ARGUMENT,
