@@ -48,7 +48,9 @@ __kernel void norm_split_stats(IN_PARAMS, __global A *part, ulong rows, ulong co
         A mc, amax, sc = 1;
         A m2 = chunk_m2(in, b, e, lid, L, scratch, rms, K, 1, &mc, &amax);
         if (needs_rescale(m2)) { /* the same for every item of the group */
-            sc = rescale_factor(amax);
+            /* the chunk's deviations are from the row's shift, which may lie far outside the
+             * chunk's own values: the scale must bring both into range */
+            sc = rescale_factor(fmax(amax, fabs(K.s0) + fabs(K.s1)));
             m2 = chunk_m2(in, b, e, lid, L, scratch, rms, K * sc, sc, &mc, &amax);
         }
         if (lid == 0) {

@@ -12,7 +12,7 @@ static clnorm_ctx *ctx_alloc(void)
     if (!ctx)
         return NULL;
     /* Recursive: clnorm_fail may be called while the program cache holds the lock. */
-    if (mtx_init(&ctx->lock, mtx_plain | mtx_recursive) != thrd_success) {
+    if (clnorm_mutex_init(&ctx->lock, 1) != 0) {
         free(ctx);
         return NULL;
     }
@@ -138,7 +138,7 @@ void clnorm_free(clnorm_ctx *ctx)
     if (ctx->context)
         clReleaseContext(ctx->context);
     clnorm_release_errors(ctx);
-    mtx_destroy(&ctx->lock);
+    clnorm_mutex_destroy(&ctx->lock);
     free(ctx);
 }
 
@@ -166,8 +166,8 @@ size_t clnorm_program_builds(const clnorm_ctx *ctx)
 {
     if (!ctx)
         return 0;
-    mtx_lock((mtx_t *)&ctx->lock);
+    clnorm_mutex_lock((clnorm_mutex *)&ctx->lock);
     size_t n = ctx->builds;
-    mtx_unlock((mtx_t *)&ctx->lock);
+    clnorm_mutex_unlock((clnorm_mutex *)&ctx->lock);
     return n;
 }

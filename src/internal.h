@@ -7,7 +7,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
-#include <threads.h>
+#include "lock.h"
 
 struct clnorm_op;
 
@@ -62,7 +62,7 @@ typedef struct clnorm_geometry {
 
 /* The last error message of one thread on a context (see clnorm_last_error). */
 typedef struct {
-    thrd_t thread;
+    unsigned long long thread; /* status.c's name of the thread */
     char *text;
     size_t cap;
     unsigned long long used; /* for reuse of the least recently used entry */
@@ -88,7 +88,7 @@ struct clnorm_ctx {
     clnorm_device_profile profile;
     int verbose; /* CLNORM_VERBOSE, read at creation, never changed */
 
-    mtx_t lock; /* guards the program cache and the error messages */
+    clnorm_mutex lock; /* guards the program cache and the error messages */
     clnorm_program_entry *programs;
     size_t program_count, program_cap;
     size_t builds;
@@ -126,7 +126,7 @@ struct clnorm_plan {
     clnorm_strategy strategy;
     clnorm_geometry geo;
     clnorm_direction_kernels dir[2]; /* CLNORM_FORWARD, CLNORM_BACKWARD */
-    mtx_t lock;                      /* guards the instance pools */
+    clnorm_mutex lock;                      /* guards the instance pools */
 };
 
 /* ---- errors (status.c) ---- */

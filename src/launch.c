@@ -76,7 +76,7 @@ static clnorm_status acquire(clnorm_plan *plan, clnorm_direction dir, clnorm_ins
 {
     clnorm_direction_kernels *dk = &plan->dir[dir];
     clnorm_status st = CLNORM_OK;
-    mtx_lock(&plan->lock);
+    clnorm_mutex_lock(&plan->lock);
     for (size_t i = 0; i < dk->npool; i++)
         if (!dk->pool[i]->busy) {
             *out = dk->pool[i];
@@ -98,15 +98,15 @@ static clnorm_status acquire(clnorm_plan *plan, clnorm_direction dir, clnorm_ins
 done:
     (*out)->busy = 1;
 out:
-    mtx_unlock(&plan->lock);
+    clnorm_mutex_unlock(&plan->lock);
     return st;
 }
 
 static void release(clnorm_plan *plan, clnorm_instance *in)
 {
-    mtx_lock(&plan->lock);
+    clnorm_mutex_lock(&plan->lock);
     in->busy = 0;
-    mtx_unlock(&plan->lock);
+    clnorm_mutex_unlock(&plan->lock);
 }
 
 /* Sets kernel arguments in order; counts them so each binding stays one line. */

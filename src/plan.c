@@ -135,7 +135,7 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
 
     clnorm_plan *plan = calloc(1, sizeof *plan);
     RETURN_IF(!plan, ctx, CLNORM_OUT_OF_MEMORY, "out of host memory for a plan");
-    if (mtx_init(&plan->lock, mtx_plain) != thrd_success) {
+    if (clnorm_mutex_init(&plan->lock, 0) != 0) {
         free(plan);
         return clnorm_fail(ctx, CLNORM_OUT_OF_MEMORY, "creating the plan's lock failed");
     }
@@ -170,7 +170,7 @@ void clnorm_plan_free(clnorm_plan *plan)
     if (!plan)
         return;
     clnorm_release_instances(plan);
-    mtx_destroy(&plan->lock);
+    clnorm_mutex_destroy(&plan->lock);
     free(plan);
 }
 

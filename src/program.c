@@ -88,7 +88,7 @@ clnorm_status clnorm_get_program(clnorm_ctx *ctx, const char *const *op_files,
     char *key = join_key(files, nfiles, options);
     RETURN_IF(!key, ctx, CLNORM_OUT_OF_MEMORY, "out of host memory for a program key");
     clnorm_status st = CLNORM_OK;
-    mtx_lock(&ctx->lock);
+    clnorm_mutex_lock(&ctx->lock);
     for (size_t i = 0; i < ctx->program_count; i++) {
         if (strcmp(ctx->programs[i].key, key) == 0) {
             *out = ctx->programs[i].program;
@@ -116,7 +116,7 @@ clnorm_status clnorm_get_program(clnorm_ctx *ctx, const char *const *op_files,
     key = NULL; /* now owned by the cache */
     *out = prog;
 done:
-    mtx_unlock(&ctx->lock);
+    clnorm_mutex_unlock(&ctx->lock);
     free(key);
     return st;
 }

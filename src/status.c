@@ -1,6 +1,7 @@
 /* Status strings and the per-context last-error message. */
 #include "internal.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,15 +94,28 @@ const char *clnorm_status_string(clnorm_status s)
     return s < 0 && !(s <= -4000 && s > -4100) ? "OpenCL: unknown error code" : "unknown status code";
 }
 
+/* A number that names the calling thread for as long as the process lives. pthread_self()
+ * will not do: a thread that starts after another has been joined may get its identifier
+ * back, and with it the old thread's error message. The counter is the only process-wide
+ * variable of the library; it hands out names and changes no behaviour. */
+static unsigned long long thread_name(void)
+{
+    static atomic_ullong next = 1;
+    static _Thread_local unsigned long long mine = 0;
+    if (mine == 0)
+        mine = atomic_fetch_add(&next, 1);
+    return mine;
+}
+
 /* The calling thread's message slot on ctx, taken (the least recently used one is reused)
  * when the thread has none. Called with ctx->lock held. */
 static clnorm_error_slot *thread_slot(clnorm_ctx *ctx, int create)
 {
-    const thrd_t me = thrd_current();
+    const unsigned long long me = thread_name();
     clnorm_error_slot *lru = &ctx->errors[0];
     for (size_t i = 0; i < CLNORM_ERROR_SLOTS; i++) {
         clnorm_error_slot *e = &ctx->errors[i];
-        if (e->used && thrd_equal(e->thread, me)) {
+        if (e->used && e->thread == me) {
             e->used = ++ctx->error_clock;
             return e;
         }
@@ -126,7 +140,7 @@ clnorm_status clnorm_fail(clnorm_ctx *ctx, clnorm_status status, const char *fmt
     va_copy(ap2, ap);
     int need = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    mtx_lock(&ctx->lock);
+    clnorm_mutex_lock(&ctx->lock);
     clnorm_error_slot *e = thread_slot(ctx, 1);
     if (need >= 0 && (size_t)need + 1 > e->cap) {
         char *grown = realloc(e->text, (size_t)need + 1);
@@ -137,7 +151,7 @@ clnorm_status clnorm_fail(clnorm_ctx *ctx, clnorm_status status, const char *fmt
     }
     if (e->text && e->cap > 0)
         vsnprintf(e->text, e->cap, fmt, ap2);
-    mtx_unlock(&ctx->lock);
+    clnorm_mutex_unlock(&ctx->lock);
     va_end(ap2);
     return status;
 }
@@ -146,11 +160,11 @@ void clnorm_clear_error(clnorm_ctx *ctx)
 {
     if (!ctx)
         return;
-    mtx_lock(&ctx->lock);
+    clnorm_mutex_lock(&ctx->lock);
     clnorm_error_slot *e = thread_slot(ctx, 0);
     if (e && e->text)
         e->text[0] = '\0';
-    mtx_unlock(&ctx->lock);
+    clnorm_mutex_unlock(&ctx->lock);
 }
 
 void clnorm_release_errors(clnorm_ctx *ctx)
@@ -164,9 +178,9 @@ const char *clnorm_last_error(const clnorm_ctx *ctx)
     if (!ctx)
         return "";
     clnorm_ctx *c = (clnorm_ctx *)ctx; /* the lock guards the slots; the message is unchanged */
-    mtx_lock(&c->lock);
+    clnorm_mutex_lock(&c->lock);
     const clnorm_error_slot *e = thread_slot(c, 0);
     const char *text = e && e->text ? e->text : "";
-    mtx_unlock(&c->lock);
+    clnorm_mutex_unlock(&c->lock);
     return text;
 }
