@@ -3,17 +3,20 @@
  *
  * One run measures every contender on the same input data, case by case (a case is an op, a
  * storage dtype and a shape): clnorm (auto and each forced strategy), a naive one-pass OpenCL
- * kernel, a CLBlast GEMV baseline, the CPU reference, oneDNN, and the copy bandwidth of the
- * device and of the host. Forward ops (layer, rms) and backward ops (backward, rms-backward)
- * have contenders of their own; the copies take part in both. Each file does one job:
+ * kernel, a CLBlast GEMV baseline, the CPU reference, oneDNN, for the fused residual ops the
+ * unfused pairs (an add, then the norm), and the copy bandwidth of the device and of the host.
+ * The ops are clnorm's op table in each direction (ops.c); everything the bench passes to an
+ * op is named by clnorm's argument slots, so data, buffers, checks and the clnorm contenders
+ * follow the table rather than a list of ops. Each file does one job:
  *   options.c   command line             threads.c   one thread count for everyone
- *   dtype.c     ops, storage formats     data.c      inputs + reference outputs
- *   stats.c     backward's mean/rstd     buffers.c   rotated buffer sets (device and host)
- *   timing.c    clock, median, rotation  check.c     errors against the reference
+ *   ops.c       the ops, from the table  dtype.c     storage formats
+ *   data.c      inputs + reference       stats.c     backward's mean/rstd
+ *   buffers.c   rotated buffer sets      timing.c    clock, median, rotation
+ *   check.c     errors against the reference
  *   clutil.c    OpenCL helpers           latency.c   empty-kernel enqueue-to-finish time
  *   impl_*.c    one contender each       registry.c  the list of contenders
  *   clnorm_case.c  plans and descriptors of the clnorm and CPU reference contenders
- *   onednn_util.c  what both oneDNN contenders share
+ *   onednn_util.c  what the oneDNN contenders share
  *   report.c    the table on stdout      csv.c, plot.c  CSV file, gnuplot PNG
  *   main.c      the run: cases x contenders
  */
@@ -27,23 +30,47 @@
 
 #define BENCH_MAX_SHAPES 64
 #define BENCH_MSG 512
+#define BENCH_N_SLOTS CLNORM_ARG_SLOT_COUNT
 
-/* ---- ops and storage formats (dtype.c) ------------------------------------------------- */
-typedef enum {
-    BENCH_OP_LAYER = 0,       /* LayerNorm forward */
-    BENCH_OP_RMS = 1,         /* RMSNorm forward */
-    BENCH_OP_BACKWARD = 2,    /* LayerNorm backward: dx, dgamma, dbeta */
-    BENCH_OP_RMS_BACKWARD = 3 /* RMSNorm backward: dx, dgamma, dbeta */
-} bench_op;
-enum { BENCH_N_OPS = 4, BENCH_N_DTYPES = 4 };
+/* ---- ops (ops.c) ----------------------------------------------------------------------- */
+/* A bench op is one of clnorm's operations (clnorm_op_count(), clnorm_op_query()) in one
+ * direction. The table is built from the library's op table, so a newly registered operation
+ * is benchmarked by every generic contender without new code here. A bench_op indexes it. */
+typedef unsigned bench_op;
+enum { BENCH_MAX_OPS = 16 };
 
-const char *bench_op_name(bench_op op); /* layer, rms, backward, rms-backward (CSV, --op) */
+#define BENCH_SLOT(s) (1u << (unsigned)(s))
+#define BENCH_ANY_SLOT (~0u)
+
+typedef struct {
+    char name[32];        /* --op and the CSV: "layer", "add-rms", "backward", ... */
+    char alias[32];       /* another name --op takes ("layer-backward"), or "" */
+    clnorm_kind kind;
+    clnorm_direction dir;
+    int has_mean;         /* LayerNorm statistics (clnorm_op_info.has_mean) */
+    unsigned given;       /* BENCH_SLOT of every slot the bench passes: each one the op takes,
+                             required or optional, except DSUM, for which it has no data */
+    unsigned row_slots;   /* those that are rows x cols tensors (the rest: vectors) */
+    unsigned outputs;     /* those the op writes */
+    clnorm_arg_slot out;  /* the first row output (y, or dx): where the copies write */
+    int has_unfused;      /* a forward with a residual whose op without it exists ... */
+    clnorm_kind unfused_kind; /* ... as this kind: the norm of the unfused pairs */
+} bench_op_info;
+
+size_t bench_op_count(void);
+const bench_op_info *bench_op_get(bench_op op); /* NULL past the end */
+const char *bench_op_name(bench_op op);          /* "?" past the end */
 int bench_op_parse(const char *name, bench_op *op); /* 0, or -1 for an unknown name */
-clnorm_kind bench_op_kind(bench_op op);
+int bench_op_find(clnorm_kind kind, clnorm_direction dir, bench_op *op); /* 0 or -1 */
 int bench_op_is_backward(bench_op op);
+/* "layer, rms, ..., backward, ..." into buf: every name --op takes. */
+void bench_op_names(char *buf, size_t size);
+
+/* ---- storage formats (dtype.c) --------------------------------------------------------- */
+enum { BENCH_N_DTYPES = 4 };
 const char *bench_dtype_name(clnorm_dtype t); /* f32, f16, bf16, f64 (CSV, --dtype) */
 int bench_dtype_parse(const char *name, clnorm_dtype *t);
-size_t bench_elem_size(clnorm_dtype t);  /* storage of x, y, dy, dx: 4, 2, 2, 8 bytes */
+size_t bench_elem_size(clnorm_dtype t);  /* bytes of an element of that type: 4, 2, 2, 8 */
 size_t bench_param_size(clnorm_dtype t); /* gamma, beta, mean, rstd, dgamma, dbeta: 4 or 8 */
 /* Element i of storage-format data as a double, and a double stored (rounded to nearest
  * even) as element i; the same for parameters (float, double for F64). */
@@ -64,7 +91,7 @@ typedef struct {
     bench_shape shape;
 } bench_case;
 
-#define BENCH_MAX_CASES (BENCH_N_OPS * BENCH_N_DTYPES * BENCH_MAX_SHAPES)
+#define BENCH_MAX_CASES (BENCH_MAX_OPS * BENCH_N_DTYPES * BENCH_MAX_SHAPES)
 
 typedef struct {
     bench_case cases[BENCH_MAX_CASES];    /* --op x --dtype x --shape, in run order */
@@ -77,7 +104,8 @@ typedef struct {
     const char *plot_path;                /* --plot FILE.png */
     unsigned long long only;              /* --only: bit i selects contender i; 0 = all */
     size_t rotate_mib;                    /* --rotate-mib N (0: default) */
-    double tol;                           /* --tol: absolute tolerance; < 0: the dtype's */
+    double tol;                           /* --tol: absolute tolerance (0: bit-exact);
+                                             < 0: the dtype's */
     double ref_seconds;                   /* time budget of the CPU reference per shape */
 } bench_options;
 
@@ -101,56 +129,58 @@ int bench_online_cores(void);
 /* ---- input data and reference (data.c, stats.c) ---------------------------------------- */
 typedef struct {
     bench_op op;
+    const bench_op_info *info;
     clnorm_kind kind;
+    clnorm_direction dir;
     clnorm_dtype dtype;
     size_t rows, cols;
-    size_t elem, psize; /* bytes of a storage element, of a parameter */
+    size_t elem, psize; /* bytes of a storage element (x), of a parameter */
     float eps;
-    void *x;            /* rows*cols elements: N(0,1) plus a per-row offset in [-10, 10] */
-    void *gamma;        /* cols parameters: U(0.5, 1.5) */
-    void *beta;         /* cols parameters: U(-0.5, 0.5) */
-    void *y_ref;        /* rows*cols elements: the reference y (forward) or dx (backward) */
-    /* backward only, NULL otherwise */
-    void *dy;           /* rows*cols elements: N(0,1) */
-    void *mean, *rstd;  /* rows parameters from a forward with CLNORM_SAVE_STATS (no mean for
-                           rms-backward); every contender and the reference use these */
-    void *dgamma_ref, *dbeta_ref; /* cols parameters: clnorm_ref_backward */
+    clnorm_desc desc;   /* kind, dtype, shape, eps; CLNORM_WITH_BACKWARD for a backward op */
+    clnorm_slot_info slot[BENCH_N_SLOTS]; /* layout of every slot in the op's direction */
+    /* Host data of each slot in info->given: the inputs every contender sees, and for the
+     * outputs the reference. x = N(0,1) plus a per-row offset in [-10, 10]; residual the
+     * same with offsets of its own; gamma U(0.5, 1.5), beta U(-0.5, 0.5), dy N(0,1); for a
+     * backward op mean/rstd from a clnorm forward (stats.c). */
+    void *t[BENCH_N_SLOTS];
     char stats_from[160]; /* where mean/rstd came from, for the table */
-    int n_arrays;       /* rotated arrays per buffer set: 2 (x, y) or 3 (x, dy, dx) */
-    double bytes;       /* bytes the op must move: see bench_problem_init */
+    int n_arrays;       /* rotated (row) arrays per buffer set */
+    double bytes;       /* bytes the op must move: every given slot but mean/rstd, once */
     double copy_bytes;  /* bytes the copy contenders move: x read + y written */
 } bench_problem;
 
-/* Allocates and fills the inputs and computes the reference: clnorm_ref_forward, or, for a
- * backward op, mean/rstd from a clnorm forward (bench_problem_stats, on ctx's device when it
- * has one) and clnorm_ref_backward. Bytes: forward 2 x rows x cols x elem (x read, y written)
- * + 2 x cols x psize (gamma, beta); backward 3 x rows x cols x elem (x, dy read, dx written)
- * + 3 x cols x psize (gamma read, dgamma, dbeta written). 0 or -1 (msg says why). */
+/* Allocates and fills the inputs and computes the reference (clnorm_ref_execute; for a
+ * backward op after mean/rstd, bench_problem_stats, on ctx's device when it has one).
+ * 0 or -1 (msg says why). */
 int bench_problem_init(bench_problem *p, const bench_case *c, clnorm_ctx *ctx, char *msg,
                        size_t msg_size);
 void bench_problem_free(bench_problem *p);
-/* Fills p->mean/p->rstd (allocated by the caller): clnorm_forward with CLNORM_SAVE_STATS on
- * ctx's device (auto strategy), else clnorm_ref_forward. 0 or -1 (msg). */
+/* Elements of slot s (its extent) and their size in bytes. */
+size_t bench_slot_elems(const bench_problem *p, clnorm_arg_slot s);
+size_t bench_slot_esize(const bench_problem *p, clnorm_arg_slot s);
+/* Fills p->t[MEAN]/p->t[RSTD]: a forward of the op's kind with CLNORM_SAVE_STATS on ctx's
+ * device (auto strategy), else clnorm_ref_execute. 0 or -1 (msg). */
 int bench_problem_stats(bench_problem *p, clnorm_ctx *ctx, char *msg, size_t msg_size);
 
 /* ---- rotated buffer sets (buffers.c) --------------------------------------------------- */
-/* n_sets copies of x (and dy for a backward op, and room for the output y or dx) whose
- * total exceeds the last-level cache. Set i lives in chunk i / per_chunk at element offset
- * (i % per_chunk) * stride; stride is rows*cols rounded up to 64 elements, so every set
- * starts as aligned as the chunk. The parameters are shared by all sets. */
+/* n_sets copies of every row tensor the op reads and writes (x, residual, dy; y, sum, dx),
+ * whose total exceeds the last-level cache. Set i lives in chunk i / per_chunk at element
+ * offset (i % per_chunk) * stride, in elements of each slot's own type; stride is rows*cols
+ * rounded up to 64 elements, so every set starts as aligned as the chunk. The vectors
+ * (gamma, beta, mean, rstd, dgamma, dbeta) are shared by all sets. */
 typedef struct {
-    size_t n_sets, stride, per_chunk, n_chunks, elem;
-    cl_mem *x, *y, *dy;       /* n_chunks each; dy is NULL for a forward op */
-    cl_mem gamma, beta;       /* parameters */
-    cl_mem mean, rstd;        /* backward: the saved statistics (mean NULL for rms) */
-    cl_mem dgamma, dbeta;     /* backward: the parameter gradients (outputs) */
+    size_t n_sets, stride, per_chunk, n_chunks;
+    cl_mem *rows[BENCH_N_SLOTS]; /* n_chunks each, for the given row slots */
+    cl_mem vec[BENCH_N_SLOTS];   /* the given vector slots */
+    clnorm_arg_slot out;         /* the first row output */
 } bench_dev_sets;
 
 typedef struct {
-    size_t n_sets, stride, elem;     /* stride in elements */
-    unsigned char *x, *y, *dy;       /* n_sets * stride elements each, 64-byte aligned */
-    void *gamma, *beta;
-    void *mean, *rstd, *dgamma, *dbeta; /* backward only (mean NULL for rms) */
+    size_t n_sets, stride;               /* stride in elements */
+    unsigned char *rows[BENCH_N_SLOTS];  /* n_sets * stride elements each, 64-byte aligned */
+    size_t esize[BENCH_N_SLOTS];         /* bytes per element of each row slot */
+    void *vec[BENCH_N_SLOTS];
+    clnorm_arg_slot out;
 } bench_host_sets;
 
 /* How many sets: enough that the arrays of all of them exceed target_bytes, at least 4. */
@@ -162,15 +192,17 @@ int bench_dev_sets_create(bench_dev_sets *s, cl_context context, cl_command_queu
                           cl_device_id device, const bench_problem *p, size_t n_sets,
                           char *msg, size_t msg_size);
 void bench_dev_sets_release(bench_dev_sets *s);
-/* The cl_mem objects and element offset of set i (dy: the same offset). */
+/* The cl_mem and element offset of slot `slot` in set i (a vector slot: its buffer, 0). */
+void bench_dev_arg(const bench_dev_sets *s, size_t i, clnorm_arg_slot slot, cl_mem *mem,
+                   size_t *offset);
+/* x and the first output of set i, at their (common) element offset. */
 void bench_dev_set(const bench_dev_sets *s, size_t i, cl_mem *x, cl_mem *y, size_t *offset);
-cl_mem bench_dev_dy(const bench_dev_sets *s, size_t i);
 
 int bench_host_sets_create(bench_host_sets *s, const bench_problem *p, size_t n_sets,
                            char *msg, size_t msg_size);
 void bench_host_sets_free(bench_host_sets *s);
-/* Element 0 of set i of one of the arrays x, y, dy. */
-void *bench_host_at(const bench_host_sets *s, unsigned char *array, size_t i);
+/* Element 0 of slot `slot` in set i (a vector slot: the shared vector). */
+void *bench_host_arg(const bench_host_sets *s, size_t i, clnorm_arg_slot slot);
 
 /* ---- contenders (impl_*.c, registry.c) ------------------------------------------------- */
 typedef enum { BENCH_DEVICE = 0, BENCH_HOST = 1 } bench_side;
@@ -193,15 +225,24 @@ typedef struct {
 /* Return codes of create/run. */
 enum { BENCH_OK = 0, BENCH_FAIL = -1, BENCH_SKIP = 1 };
 
-/* The passes a contender takes part in. */
-enum { BENCH_FWD = 1u << 0, BENCH_BWD = 1u << 1 };
+/* What a contender is to the run (bits of bench_contender.role). */
+enum {
+    BENCH_ROLE_COPY = 1u << 0,    /* a bandwidth limit: bytes = copy_bytes, checked against x */
+    BENCH_ROLE_CLNORM = 1u << 1,  /* clnorm itself: a WRONG result fails the run (exit 1) */
+    BENCH_ROLE_AUTO = 1u << 2,    /* clnorm's own choice: the "fused" of the summary line */
+    BENCH_ROLE_UNFUSED = 1u << 3, /* an add, then the norm: the summary's "unfused pairs" */
+    BENCH_ROLE_ONEDNN = 1u << 4   /* oneDNN: the denominator of x_onednn */
+};
 
 typedef struct {
-    const char *name;   /* as in the CSV and --only: clnorm_auto, naive_onepass, ...; a forward
-                           and a backward contender may share a name */
+    const char *name;   /* as in the CSV and --only: clnorm_auto, naive_onepass, ...; two
+                           contenders of different ops may share a name */
     bench_side side;
-    unsigned passes;    /* BENCH_FWD | BENCH_BWD */
-    int is_copy;        /* a bandwidth limit: bytes = copy_bytes, checked against x */
+    unsigned role;      /* BENCH_ROLE_* */
+    unsigned slots;     /* it runs an op whose given slots are all among these ... */
+    unsigned needs;     /* ... and include all of these */
+    const char *inexact; /* not NULL for a baseline inexact by design: a result off by more
+                            than the tolerance reads "inexact baseline (<this>)", not WRONG */
     int is_slow;        /* single-threaded: a time budget instead of all the reps */
     /* Prepares everything a run needs for the problem (programs, plans, scratch). Returns
      * BENCH_OK, BENCH_SKIP (not applicable; msg says why) or BENCH_FAIL (msg says why).
@@ -223,39 +264,41 @@ int bench_contender_runs(const bench_contender *c, bench_op op);
 extern const bench_contender bench_copy_device, bench_copy_host;
 extern const bench_contender bench_clnorm_auto, bench_clnorm_row, bench_clnorm_workgroup,
     bench_clnorm_split, bench_clnorm_subgroup;
-extern const bench_contender bench_clnorm_bwd_auto, bench_clnorm_bwd_row,
-    bench_clnorm_bwd_workgroup, bench_clnorm_bwd_split, bench_clnorm_bwd_subgroup;
+extern const bench_contender bench_clnorm_unfused;
 extern const bench_contender bench_naive_onepass;
-extern const bench_contender bench_ref_cpu, bench_ref_cpu_bwd;
+extern const bench_contender bench_ref_cpu;
 #ifdef CLNORM_HAVE_CLBLAST
 extern const bench_contender bench_clblast_gemv;
 void bench_clblast_release_cache(void);
 #endif
 #ifdef CLNORM_HAVE_DNNL
-extern const bench_contender bench_onednn, bench_onednn_bwd;
+extern const bench_contender bench_onednn, bench_onednn_bwd, bench_onednn_unfused;
 #endif
-/* clnorm_case.c: the clnorm contenders and the CPU reference, forward and backward. */
-/* The case's descriptor (kind, shape, dtype, eps) with flags. */
+/* clnorm_case.c: what the clnorm contenders and the CPU reference set up. */
+/* The case's descriptor with flags (CLNORM_WITH_BACKWARD added for a backward op). */
 void bench_case_desc(const bench_problem *p, unsigned flags, clnorm_desc *d);
 typedef struct {
     const bench_env *env;
     clnorm_plan *plan;
 } bench_clnorm_state;
-/* A bench_clnorm_state with a plan for the case (desc flags `flags`): clnorm's choice for
- * CLNORM_STRATEGY_AUTO (note "auto=<strategy>"), else the strategy forced. BENCH_SKIP when
- * the library refuses the strategy (CLNORM_UNSUPPORTED, CLNORM_INVALID_ARGUMENT). */
-int bench_clnorm_create(const bench_env *env, clnorm_strategy strategy, unsigned flags,
-                        void **out, char *note, size_t note_size, char *msg, size_t msg_size);
+/* A plan for desc: clnorm's choice for CLNORM_STRATEGY_AUTO (note "auto=<strategy>"), else
+ * the strategy forced. BENCH_SKIP when the library refuses the strategy or dtype
+ * (CLNORM_UNSUPPORTED, CLNORM_INVALID_ARGUMENT). */
+int bench_clnorm_plan(const bench_env *env, const clnorm_desc *desc, clnorm_strategy strategy,
+                      clnorm_plan **plan, char *note, size_t note_size, char *msg,
+                      size_t msg_size);
+/* A bench_clnorm_state with a plan of the case (bench_case_desc, no flags). */
+int bench_clnorm_create(const bench_env *env, clnorm_strategy strategy, void **out, char *note,
+                        size_t note_size, char *msg, size_t msg_size);
 void bench_clnorm_destroy(void *state);
 typedef struct {
     const bench_env *env;
     clnorm_desc desc;
 } bench_ref_state;
-/* A bench_ref_state (the case's descriptor, no flags), freed with free(); a create of
- * bench_contender. */
+/* A bench_ref_state (the case's descriptor), freed with free(); a create of bench_contender. */
 int bench_ref_create(const bench_env *env, void **out, char *note, size_t note_size, char *msg,
                      size_t msg_size);
-/* "--dtype f16: the naive kernel is float32 only" into msg; BENCH_SKIP unless F32. */
+/* "the naive kernel is float32 only (dtype f16)" into msg; BENCH_SKIP unless F32. */
 int bench_f32_only(const bench_problem *p, const char *who, char *msg, size_t msg_size);
 
 /* ---- timing (timing.c) ----------------------------------------------------------------- */
@@ -274,38 +317,37 @@ int bench_time(const bench_contender *c, void *state, size_t *cursor, size_t n_s
 double bench_median(double *v, size_t n); /* sorts v */
 
 /* ---- checking (check.c) ---------------------------------------------------------------- */
-/* The verdict on one contender's output on set 0. */
+/* The verdict on one contender's outputs on set 0. */
 typedef struct {
-    double err;       /* forward: max abs error of y; backward: the largest of the three
-                         normwise errors below; a NaN/Inf mismatch is +inf */
-    double err_dx, err_dgamma, err_dbeta; /* backward: max |got - ref| / max(1, max |ref|) */
-    int wrong;
+    double err;                 /* the largest of err_of[] (+inf for a NaN/Inf mismatch) */
+    double err_of[BENCH_N_SLOTS]; /* per output slot: forward max abs error, backward
+                                     max |got - ref| / max(1, max |ref|); -1 when unchecked */
+    int wrong;                  /* an output is off by more than the tolerance */
 } bench_verdict;
 
 /* The tolerance of a dtype: |got - ref| <= atol + rtol x |ref| per element (forward), and
- * normwise errors <= atol + rtol (backward dx; dgamma and dbeta, float32 for the 16-bit
- * formats, get atol alone). atol is --tol when given, else 1e-5 (1e-12 for F64); rtol is one
- * ulp of the storage format (2^-10 F16, 2^-7 BF16, 1e-12 F64, 0 F32). */
+ * normwise errors <= atol + rtol (backward row outputs such as dx; vector outputs such as
+ * dgamma and dbeta, float32 for the 16-bit formats, get atol alone). atol is --tol when
+ * given, else 1e-5 (1e-12 for F64); rtol is one ulp of the format (2^-10 F16, 2^-7 BF16,
+ * 1e-12 F64, 0 F32), and 0 under --tol 0 (bit-exact). */
 void bench_tolerance(const bench_options *opt, clnorm_dtype t, double *atol, double *rtol);
-/* Max abs difference of n storage elements from want; a NaN/Inf mismatch counts as +inf. */
+/* Max abs difference of n elements from want; a NaN/Inf mismatch counts as +inf. */
 double bench_max_abs_err(clnorm_dtype t, const void *got, const void *want, size_t n);
-/* Fills the outputs the next run writes (y or dx of set 0, dgamma, dbeta) with all-ones
- * bytes (NaN in every format), so an output left unwritten cannot pass the check. */
+/* Fills every output the next run writes (of set 0) with all-ones bytes (NaN in every
+ * format), so an output left unwritten cannot pass the check. */
 int bench_poison(const bench_env *env, bench_side side, char *msg, size_t msg_size);
-/* Reads the outputs of set 0 back (device side; scratch holds rows*cols elements and two
- * rows of parameters) or takes them (host side) and compares them with the reference (or y
- * with x for a copy). */
-int bench_check(const bench_env *env, bench_side side, int is_copy, void *scratch,
-                bench_verdict *v, char *msg, size_t msg_size);
-/* Bytes of scratch bench_check needs for a device-side check. */
-size_t bench_check_scratch_bytes(const bench_problem *p);
+/* Reads the outputs of set 0 back (device side) or takes them (host side) and compares them
+ * with the reference; a copy's output with x, bit for bit. */
+int bench_check(const bench_env *env, bench_side side, int is_copy, bench_verdict *v,
+                char *msg, size_t msg_size);
 
 /* ---- OpenCL helpers (clutil.c) --------------------------------------------------------- */
 /* "clEnqueueNDRangeKernel: CL_OUT_OF_RESOURCES" into msg; returns BENCH_FAIL. */
 int bench_cl_fail(cl_int err, const char *what, char *msg, size_t msg_size);
-/* Builds a program from one source string; the build log goes to msg on failure. */
+/* Builds a program from one source string with build options (NULL: none); the build log
+ * goes to msg on failure. */
 int bench_cl_program(cl_context context, cl_device_id device, const char *source,
-                     cl_program *program, char *msg, size_t msg_size);
+                     const char *options, cl_program *program, char *msg, size_t msg_size);
 int bench_cl_kernel(cl_program program, const char *name, cl_kernel *kernel, char *msg,
                     size_t msg_size);
 /* clSetKernelArg with the kernel's name and the argument index in msg on failure. */
@@ -322,7 +364,13 @@ int bench_empty_kernel_latency(cl_context context, cl_device_id device, cl_comma
                                int reps, double *median_s, char *msg, size_t msg_size);
 
 /* ---- results and output (report.c, csv.c, plot.c) -------------------------------------- */
-typedef enum { BENCH_R_OK, BENCH_R_WRONG, BENCH_R_FAILED, BENCH_R_SKIPPED } bench_rstatus;
+typedef enum {
+    BENCH_R_OK,
+    BENCH_R_WRONG,   /* off by more than the tolerance */
+    BENCH_R_INEXACT, /* the same, for a baseline inexact by design (bench_contender.inexact) */
+    BENCH_R_FAILED,
+    BENCH_R_SKIPPED
+} bench_rstatus;
 
 typedef struct {
     bench_op op;
@@ -330,7 +378,7 @@ typedef struct {
     size_t rows, cols;
     const char *impl;
     bench_side side;
-    int is_copy;
+    unsigned role;        /* the contender's BENCH_ROLE_* */
     bench_rstatus status;
     double median_us, gbps;
     double frac_of_copy;  /* < 0 when the copy row of its side is missing */
@@ -347,6 +395,8 @@ typedef struct {
 
 int bench_results_push(bench_results *r, const bench_result *res);
 void bench_results_free(bench_results *r);
+/* Whether a result has a time (OK, WRONG or INEXACT). */
+int bench_result_timed(const bench_result *x);
 /* Fills frac_of_copy and vs_onednn of the results [first, r->n) (one case). */
 void bench_results_derive(bench_results *r, size_t first);
 /* Whether two results belong to the same case (op, dtype, shape). */
@@ -356,6 +406,8 @@ void bench_report_header(FILE *out);
 /* The line above the rows of a new op/dtype: bytes counted, error measure, tolerance. */
 void bench_report_case(FILE *out, const bench_problem *p, const bench_options *opt);
 void bench_report_rows(FILE *out, const bench_results *r, size_t first);
+/* Under a case with unfused pairs: clnorm's fused GB/s against the best pair and the copy. */
+void bench_report_fused(FILE *out, const bench_results *r, size_t first);
 int bench_write_csv(const char *path, const bench_results *r);
 /* 0 on success, 1 when gnuplot is missing (a note was printed), -1 on failure. */
 int bench_write_plot(const char *path, const char *title, const bench_results *r);

@@ -1,10 +1,10 @@
 /* Rotated buffer sets. A benchmark that reuses one buffer measures the cache, not memory
  * (oneDNN looked 10-20% faster that way): each repetition runs on the next of n_sets copies
- * of x (and dy for a backward op, and its own output y or dx), and the arrays of all sets
- * together exceed the last-level cache. Parameters and saved statistics are shared.
- * Device sets are packed into as few cl_mem chunks as CL_DEVICE_MAX_MEM_ALLOC_SIZE allows
- * and addressed by element offsets, so even 40,000 sets of a 1x768 problem cost two
- * allocations. */
+ * of every row tensor of the op (x, residual, dy and the outputs y, sum, dx), and the arrays
+ * of all sets together exceed the last-level cache. Vectors (gamma, beta, mean, rstd,
+ * dgamma, dbeta) are shared. Device sets are packed into as few cl_mem chunks as
+ * CL_DEVICE_MAX_MEM_ALLOC_SIZE allows and addressed by element offsets, so even 40,000 sets
+ * of a 1x768 problem cost a few allocations. */
 #include "bench.h"
 
 #include <stdint.h>
@@ -31,40 +31,62 @@ size_t bench_default_rotation_bytes(void)
     return target;
 }
 
+static int is_row(const bench_problem *p, int s)
+{
+    return (p->info->row_slots & BENCH_SLOT(s)) != 0;
+}
+
+static int is_vec(const bench_problem *p, int s)
+{
+    return (p->info->given & ~p->info->row_slots & BENCH_SLOT(s)) != 0;
+}
+
+/* Bytes of one set: every row array, each rounded up to SET_ALIGN elements. */
+static size_t set_bytes(const bench_problem *p, size_t stride)
+{
+    size_t b = 0;
+    for (int s = 0; s < BENCH_N_SLOTS; s++)
+        if (is_row(p, s))
+            b += stride * bench_slot_esize(p, (clnorm_arg_slot)s);
+    return b;
+}
+
 size_t bench_sets_needed(const bench_problem *p, size_t target_bytes)
 {
-    const size_t set_bytes = (size_t)p->n_arrays * bench_round_up(p->rows * p->cols, SET_ALIGN) *
-                             p->elem;
-    size_t n = (target_bytes + set_bytes - 1) / set_bytes;
+    const size_t one = set_bytes(p, bench_round_up(p->rows * p->cols, SET_ALIGN));
+    size_t n = (target_bytes + one - 1) / one;
     return n < 4 ? 4 : n;
+}
+
+void bench_dev_arg(const bench_dev_sets *s, size_t i, clnorm_arg_slot slot, cl_mem *mem,
+                   size_t *offset)
+{
+    if (s->rows[slot]) {
+        i %= s->n_sets;
+        *mem = s->rows[slot][i / s->per_chunk];
+        *offset = (i % s->per_chunk) * s->stride;
+    } else {
+        *mem = s->vec[slot];
+        *offset = 0;
+    }
 }
 
 void bench_dev_set(const bench_dev_sets *s, size_t i, cl_mem *x, cl_mem *y, size_t *offset)
 {
-    i %= s->n_sets;
-    *x = s->x[i / s->per_chunk];
-    *y = s->y[i / s->per_chunk];
-    *offset = (i % s->per_chunk) * s->stride;
-}
-
-cl_mem bench_dev_dy(const bench_dev_sets *s, size_t i)
-{
-    return s->dy ? s->dy[(i % s->n_sets) / s->per_chunk] : NULL;
+    bench_dev_arg(s, i, s->out, y, offset);
+    bench_dev_arg(s, i, CLNORM_ARG_X, x, offset);
 }
 
 void bench_dev_sets_release(bench_dev_sets *s)
 {
-    cl_mem *arrays[] = {s->x, s->y, s->dy};
-    for (size_t a = 0; a < 3; a++) {
-        for (size_t c = 0; arrays[a] && c < s->n_chunks; c++)
-            if (arrays[a][c])
-                clReleaseMemObject(arrays[a][c]);
-        free(arrays[a]);
+    for (int a = 0; a < BENCH_N_SLOTS; a++) {
+        for (size_t c = 0; s->rows[a] && c < s->n_chunks; c++)
+            if (s->rows[a][c])
+                clReleaseMemObject(s->rows[a][c]);
+        free(s->rows[a]);
+        if (s->vec[a])
+            clReleaseMemObject(s->vec[a]);
     }
-    cl_mem params[] = {s->gamma, s->beta, s->mean, s->rstd, s->dgamma, s->dbeta};
-    for (size_t i = 0; i < sizeof params / sizeof params[0]; i++)
-        if (params[i])
-            clReleaseMemObject(params[i]);
     memset(s, 0, sizeof *s);
 }
 
@@ -84,12 +106,33 @@ static cl_int fill_chunk(cl_command_queue queue, cl_mem mem, const void *src, si
     return clEnqueueUnmapMemObject(queue, mem, map, 0, NULL, NULL);
 }
 
-/* A buffer of parameters: a copy of src, or uninitialised output (src NULL). */
-static cl_mem param_buffer(cl_context context, const void *src, size_t bytes, cl_int *err)
+/* The chunks of one row slot: inputs filled with the case's data, outputs touched once (so
+ * no repetition pays for first-touch page faults). */
+static cl_int make_rows(bench_dev_sets *s, cl_context context, cl_command_queue queue,
+                        const bench_problem *p, clnorm_arg_slot slot, const char **what)
 {
-    return clCreateBuffer(context, src ? CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR
-                                       : CL_MEM_READ_WRITE,
-                          bytes, (void *)(uintptr_t)src, err);
+    const size_t es = bench_slot_esize(p, slot), n = p->rows * p->cols;
+    const int output = (p->info->outputs & BENCH_SLOT(slot)) != 0;
+    const cl_uint zero = 0;
+    cl_int err = CL_SUCCESS;
+    if (!(s->rows[slot] = calloc(s->n_chunks, sizeof(cl_mem)))) {
+        *what = "out of host memory";
+        return CL_OUT_OF_HOST_MEMORY;
+    }
+    for (size_t c = 0; c < s->n_chunks && err == CL_SUCCESS; c++) {
+        const size_t sets = c + 1 < s->n_chunks ? s->per_chunk : s->n_sets - c * s->per_chunk;
+        const size_t bytes = sets * s->stride * es; /* a multiple of 128 bytes */
+        *what = "clCreateBuffer(row sets)";
+        s->rows[slot][c] = clCreateBuffer(context, CL_MEM_READ_WRITE, bytes, NULL, &err);
+        if (err != CL_SUCCESS)
+            break;
+        *what = output ? "clEnqueueFillBuffer(output sets)" : "writing the input sets";
+        err = output ? clEnqueueFillBuffer(queue, s->rows[slot][c], &zero, sizeof zero, 0, bytes,
+                                           0, NULL, NULL)
+                     : fill_chunk(queue, s->rows[slot][c], p->t[slot], sets, s->stride * es,
+                                  n * es);
+    }
+    return err;
 }
 
 int bench_dev_sets_create(bench_dev_sets *s, cl_context context, cl_command_queue queue,
@@ -97,10 +140,13 @@ int bench_dev_sets_create(bench_dev_sets *s, cl_context context, cl_command_queu
                           char *msg, size_t msg_size)
 {
     memset(s, 0, sizeof *s);
-    const size_t n = p->rows * p->cols;
-    s->elem = p->elem;
-    s->stride = bench_round_up(n, SET_ALIGN);
-    const size_t set_bytes = s->stride * p->elem, arrays = (size_t)p->n_arrays;
+    s->out = p->info->out;
+    s->stride = bench_round_up(p->rows * p->cols, SET_ALIGN);
+    const size_t one = set_bytes(p, s->stride);
+    size_t widest = 0; /* the largest row array of a set: what one allocation must hold */
+    for (int a = 0; a < BENCH_N_SLOTS; a++)
+        if (is_row(p, a) && s->stride * bench_slot_esize(p, (clnorm_arg_slot)a) > widest)
+            widest = s->stride * bench_slot_esize(p, (clnorm_arg_slot)a);
 
     cl_ulong max_alloc = 0, global = 0;
     cl_int err = clGetDeviceInfo(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc,
@@ -109,121 +155,70 @@ int bench_dev_sets_create(bench_dev_sets *s, cl_context context, cl_command_queu
         err = clGetDeviceInfo(device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof global, &global, NULL);
     if (err != CL_SUCCESS)
         return bench_cl_fail(err, "clGetDeviceInfo(memory sizes)", msg, msg_size);
-    if (set_bytes > max_alloc) {
-        snprintf(msg, msg_size, "x alone (%zu MiB) exceeds the device's largest allocation "
-                 "(%llu MiB)", set_bytes / MIB, (unsigned long long)(max_alloc / MIB));
+    if (widest > max_alloc) {
+        snprintf(msg, msg_size, "one row tensor (%zu MiB) exceeds the device's largest "
+                 "allocation (%llu MiB)", widest / MIB, (unsigned long long)(max_alloc / MIB));
         return BENCH_FAIL;
     }
     /* The sets take at most 3/4 of the device memory; fewer sets (at least 2) else. */
     const cl_ulong budget = global / 4 * 3;
-    if ((cl_ulong)arrays * set_bytes * n_sets > budget) {
-        n_sets = (size_t)(budget / (arrays * (cl_ulong)set_bytes));
+    if ((cl_ulong)one * n_sets > budget) {
+        n_sets = (size_t)(budget / one);
         if (n_sets < 2) {
             snprintf(msg, msg_size, "two buffer sets (%zu MiB) do not fit in 3/4 of the "
-                     "device memory (%llu MiB)", 2 * arrays * set_bytes / MIB,
+                     "device memory (%llu MiB)", 2 * one / MIB,
                      (unsigned long long)(global / MIB));
             return BENCH_FAIL;
         }
     }
     s->n_sets = n_sets;
-    s->per_chunk = (size_t)(max_alloc / set_bytes);
+    s->per_chunk = (size_t)(max_alloc / widest);
     if (s->per_chunk > n_sets)
         s->per_chunk = n_sets;
     s->n_chunks = (n_sets + s->per_chunk - 1) / s->per_chunk;
-    s->x = calloc(s->n_chunks, sizeof *s->x);
-    s->y = calloc(s->n_chunks, sizeof *s->y);
-    if (p->dy)
-        s->dy = calloc(s->n_chunks, sizeof *s->dy);
-    if (!s->x || !s->y || (p->dy && !s->dy)) {
-        snprintf(msg, msg_size, "out of host memory");
-        bench_dev_sets_release(s);
-        return BENCH_FAIL;
-    }
 
-    const cl_uint zero = 0;
     const char *what = NULL;
-    for (size_t c = 0; c < s->n_chunks; c++) {
-        const size_t sets = c + 1 < s->n_chunks ? s->per_chunk : n_sets - c * s->per_chunk;
-        const size_t bytes = sets * set_bytes; /* a multiple of 64 elements: of 128 bytes */
-        what = "clCreateBuffer(x sets)";
-        s->x[c] = clCreateBuffer(context, CL_MEM_READ_WRITE, bytes, NULL, &err);
-        if (err != CL_SUCCESS)
-            goto fail;
-        what = "clCreateBuffer(output sets)";
-        s->y[c] = clCreateBuffer(context, CL_MEM_READ_WRITE, bytes, NULL, &err);
-        if (err != CL_SUCCESS)
-            goto fail;
-        what = "writing the x sets";
-        if ((err = fill_chunk(queue, s->x[c], p->x, sets, set_bytes, n * p->elem)) != CL_SUCCESS)
-            goto fail;
-        if (s->dy) {
-            what = "clCreateBuffer(dy sets)";
-            s->dy[c] = clCreateBuffer(context, CL_MEM_READ_WRITE, bytes, NULL, &err);
-            if (err != CL_SUCCESS)
-                goto fail;
-            what = "writing the dy sets";
-            err = fill_chunk(queue, s->dy[c], p->dy, sets, set_bytes, n * p->elem);
-            if (err != CL_SUCCESS)
-                goto fail;
-        }
-        /* The outputs: touched once, so no repetition pays for first-touch page faults. */
-        what = "clEnqueueFillBuffer(output sets)";
-        err = clEnqueueFillBuffer(queue, s->y[c], &zero, sizeof zero, 0, bytes, 0, NULL, NULL);
-        if (err != CL_SUCCESS)
-            goto fail;
+    for (int a = 0; a < BENCH_N_SLOTS && err == CL_SUCCESS; a++)
+        if (is_row(p, a))
+            err = make_rows(s, context, queue, p, (clnorm_arg_slot)a, &what);
+    for (int a = 0; a < BENCH_N_SLOTS && err == CL_SUCCESS; a++) {
+        if (!is_vec(p, a))
+            continue;
+        /* a copy of the case's input, or room for an output */
+        const int output = (p->info->outputs & BENCH_SLOT(a)) != 0;
+        const size_t bytes = bench_slot_elems(p, (clnorm_arg_slot)a) *
+                             bench_slot_esize(p, (clnorm_arg_slot)a);
+        what = "clCreateBuffer(vectors)";
+        s->vec[a] = clCreateBuffer(context, output ? CL_MEM_READ_WRITE
+                                                   : CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                   bytes ? bytes : 1, output ? NULL : p->t[a], &err);
     }
-    const size_t cb = p->cols * p->psize, rb = p->rows * p->psize;
-    what = "clCreateBuffer(gamma, beta)";
-    s->gamma = param_buffer(context, p->gamma, cb, &err);
+    if (err == CL_SUCCESS) {
+        what = "clFinish(upload of the sets)";
+        err = clFinish(queue);
+    }
     if (err == CL_SUCCESS)
-        s->beta = param_buffer(context, p->beta, cb, &err);
-    if (err != CL_SUCCESS)
-        goto fail;
-    if (bench_op_is_backward(p->op)) {
-        what = "clCreateBuffer(mean, rstd, dgamma, dbeta)";
-        if (p->mean)
-            s->mean = param_buffer(context, p->mean, rb, &err);
-        if (err == CL_SUCCESS)
-            s->rstd = param_buffer(context, p->rstd, rb, &err);
-        if (err == CL_SUCCESS)
-            s->dgamma = param_buffer(context, NULL, cb, &err);
-        if (err == CL_SUCCESS)
-            s->dbeta = param_buffer(context, NULL, cb, &err);
-        if (err != CL_SUCCESS)
-            goto fail;
-    }
-    what = "clFinish(upload of the sets)";
-    if ((err = clFinish(queue)) != CL_SUCCESS)
-        goto fail;
-    return BENCH_OK;
-
-fail:
+        return BENCH_OK;
     /* Whatever was enqueued must be done before the buffers go. */
     (void)clFinish(queue); /* best effort: the failure being reported matters more */
     bench_dev_sets_release(s);
     return bench_cl_fail(err, what, msg, msg_size);
 }
 
-void *bench_host_at(const bench_host_sets *s, unsigned char *array, size_t i)
+void *bench_host_arg(const bench_host_sets *s, size_t i, clnorm_arg_slot slot)
 {
-    return array + (i % s->n_sets) * s->stride * s->elem;
+    if (!s->rows[slot])
+        return s->vec[slot];
+    return s->rows[slot] + (i % s->n_sets) * s->stride * s->esize[slot];
 }
 
 void bench_host_sets_free(bench_host_sets *s)
 {
-    void *all[] = {s->x, s->y, s->dy, s->gamma, s->beta, s->mean, s->rstd, s->dgamma, s->dbeta};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        free(all[i]);
+    for (int a = 0; a < BENCH_N_SLOTS; a++) {
+        free(s->rows[a]);
+        free(s->vec[a]);
+    }
     memset(s, 0, sizeof *s);
-}
-
-/* 64-byte aligned room for bytes, a copy of src when src is not NULL. */
-static void *host_param(const void *src, size_t bytes)
-{
-    void *v = aligned_alloc(64, bench_round_up(bytes, 64));
-    if (v && src)
-        memcpy(v, src, bytes);
-    return v;
 }
 
 int bench_host_sets_create(bench_host_sets *s, const bench_problem *p, size_t n_sets,
@@ -232,32 +227,37 @@ int bench_host_sets_create(bench_host_sets *s, const bench_problem *p, size_t n_
     memset(s, 0, sizeof *s);
     const size_t n = p->rows * p->cols;
     s->n_sets = n_sets;
-    s->elem = p->elem;
+    s->out = p->info->out;
     s->stride = bench_round_up(n, SET_ALIGN);
-    const size_t set_bytes = s->stride * p->elem, nb = n * p->elem;
-    const size_t bytes = n_sets * set_bytes;
-    const size_t cb = p->cols * p->psize, rb = p->rows * p->psize;
-    const int bwd = bench_op_is_backward(p->op);
-    int ok = (s->x = aligned_alloc(64, bytes)) && (s->y = aligned_alloc(64, bytes)) &&
-             (s->gamma = host_param(p->gamma, cb)) && (s->beta = host_param(p->beta, cb));
-    if (ok && bwd)
-        ok = (s->dy = aligned_alloc(64, bytes)) && (s->rstd = host_param(p->rstd, rb)) &&
-             (s->dgamma = host_param(NULL, cb)) && (s->dbeta = host_param(NULL, cb)) &&
-             (!p->mean || (s->mean = host_param(p->mean, rb)));
-    if (!ok) {
-        snprintf(msg, msg_size, "out of host memory for %zu sets of %zu MiB", n_sets,
-                 (size_t)p->n_arrays * set_bytes / MIB);
-        bench_host_sets_free(s);
-        return BENCH_FAIL;
-    }
-    for (size_t i = 0; i < n_sets; i++) {
-        memcpy(s->x + i * set_bytes, p->x, nb);
-        memset(s->x + i * set_bytes + nb, 0, set_bytes - nb);
-        if (s->dy) {
-            memcpy(s->dy + i * set_bytes, p->dy, nb);
-            memset(s->dy + i * set_bytes + nb, 0, set_bytes - nb);
+    for (int a = 0; a < BENCH_N_SLOTS; a++) {
+        const clnorm_arg_slot slot = (clnorm_arg_slot)a;
+        const size_t es = bench_slot_esize(p, slot);
+        const int output = (p->info->outputs & BENCH_SLOT(a)) != 0;
+        if (is_row(p, a)) {
+            const size_t one = s->stride * es, nb = n * es;
+            s->esize[a] = es;
+            if (!(s->rows[a] = aligned_alloc(64, n_sets * one)))
+                goto oom;
+            for (size_t i = 0; i < n_sets; i++) {
+                if (output)
+                    memset(s->rows[a] + i * one, 0, one);
+                else {
+                    memcpy(s->rows[a] + i * one, p->t[a], nb);
+                    memset(s->rows[a] + i * one + nb, 0, one - nb);
+                }
+            }
+        } else if (is_vec(p, a)) {
+            const size_t bytes = bench_slot_elems(p, slot) * es;
+            if (!(s->vec[a] = aligned_alloc(64, bench_round_up(bytes ? bytes : 1, 64))))
+                goto oom;
+            if (!output)
+                memcpy(s->vec[a], p->t[a], bytes);
         }
     }
-    memset(s->y, 0, bytes);
     return BENCH_OK;
+oom:
+    snprintf(msg, msg_size, "out of host memory for %zu sets of %zu MiB", n_sets,
+             set_bytes(p, s->stride) / MIB);
+    bench_host_sets_free(s);
+    return BENCH_FAIL;
 }

@@ -1,6 +1,5 @@
-/* What the clnorm contenders (impl_clnorm.c forward, impl_clnorm_backward.c) and the CPU
- * reference (impl_ref.c, impl_ref_backward.c) set up for a case: the descriptor, and the
- * plan or descriptor each run uses. */
+/* What the clnorm contenders (impl_clnorm.c, impl_clnorm_unfused.c) and the CPU reference
+ * (impl_ref.c) set up for a case: the descriptor, and the plan or descriptor each run uses. */
 #include "bench.h"
 
 #include <stdlib.h>
@@ -10,24 +9,41 @@ void bench_case_desc(const bench_problem *p, unsigned flags, clnorm_desc *d)
     clnorm_desc_init(d, p->kind, p->rows, p->cols);
     d->dtype = p->dtype;
     d->eps = p->eps;
-    d->flags = flags;
+    d->flags = flags | (p->dir == CLNORM_BACKWARD ? CLNORM_WITH_BACKWARD : 0u);
 }
 
-int bench_clnorm_create(const bench_env *env, clnorm_strategy strategy, unsigned flags,
-                        void **out, char *note, size_t note_size, char *msg, size_t msg_size)
+int bench_clnorm_plan(const bench_env *env, const clnorm_desc *desc, clnorm_strategy strategy,
+                      clnorm_plan **plan, char *note, size_t note_size, char *msg,
+                      size_t msg_size)
 {
-    clnorm_desc d;
-    bench_case_desc(env->p, flags, &d);
-    clnorm_plan *plan = NULL;
+    *plan = NULL;
     clnorm_status st = strategy == CLNORM_STRATEGY_AUTO
-                           ? clnorm_plan_create(env->ctx, &d, &plan)
-                           : clnorm_plan_create_with(env->ctx, &d, strategy, &plan);
+                           ? clnorm_plan_create(env->ctx, desc, plan)
+                           : clnorm_plan_create_with(env->ctx, desc, strategy, plan);
     if (st != CLNORM_OK) {
         bench_clnorm_msg(env->ctx, st, "plan", msg, msg_size);
         /* A strategy that refuses this shape, dtype or device is not a failure of the run. */
         return st == CLNORM_UNSUPPORTED || st == CLNORM_INVALID_ARGUMENT ? BENCH_SKIP
                                                                           : BENCH_FAIL;
     }
+    if (strategy == CLNORM_STRATEGY_AUTO) {
+        const char *forced = getenv("CLNORM_STRATEGY");
+        snprintf(note, note_size, "auto=%s%s",
+                 clnorm_strategy_name(clnorm_plan_strategy(*plan)),
+                 forced && *forced ? " (CLNORM_STRATEGY is set)" : "");
+    }
+    return BENCH_OK;
+}
+
+int bench_clnorm_create(const bench_env *env, clnorm_strategy strategy, void **out, char *note,
+                        size_t note_size, char *msg, size_t msg_size)
+{
+    clnorm_desc d;
+    bench_case_desc(env->p, 0, &d);
+    clnorm_plan *plan;
+    int rc = bench_clnorm_plan(env, &d, strategy, &plan, note, note_size, msg, msg_size);
+    if (rc != BENCH_OK)
+        return rc;
     bench_clnorm_state *s = malloc(sizeof *s);
     if (!s) {
         clnorm_plan_free(plan);
@@ -36,12 +52,6 @@ int bench_clnorm_create(const bench_env *env, clnorm_strategy strategy, unsigned
     }
     s->env = env;
     s->plan = plan;
-    if (strategy == CLNORM_STRATEGY_AUTO) {
-        const char *forced = getenv("CLNORM_STRATEGY");
-        snprintf(note, note_size, "auto=%s%s",
-                 clnorm_strategy_name(clnorm_plan_strategy(plan)),
-                 forced && *forced ? " (CLNORM_STRATEGY is set)" : "");
-    }
     *out = s;
     return BENCH_OK;
 }

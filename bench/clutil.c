@@ -24,7 +24,7 @@ void bench_clnorm_msg(clnorm_ctx *ctx, clnorm_status st, const char *what, char 
 }
 
 int bench_cl_program(cl_context context, cl_device_id device, const char *source,
-                     cl_program *program, char *msg, size_t msg_size)
+                     const char *options, cl_program *program, char *msg, size_t msg_size)
 {
     cl_int err;
     *program = clCreateProgramWithSource(context, 1, &source, NULL, &err);
@@ -32,7 +32,7 @@ int bench_cl_program(cl_context context, cl_device_id device, const char *source
         *program = NULL;
         return bench_cl_fail(err, "clCreateProgramWithSource", msg, msg_size);
     }
-    err = clBuildProgram(*program, 1, &device, "", NULL, NULL);
+    err = clBuildProgram(*program, 1, &device, options ? options : "", NULL, NULL);
     if (err == CL_SUCCESS)
         return BENCH_OK;
     /* The first lines of the build log say what went wrong. */

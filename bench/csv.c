@@ -1,7 +1,8 @@
 /* The CSV file: exactly the header op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy and
- * one line per timed result (WRONG ones included: the table says which; failed and skipped
- * contenders have no line). op is layer, rms, backward or rms-backward, dtype f32, f16, bf16
- * or f64. frac_of_copy is empty when the copy row of its side is missing. */
+ * one line per timed result (WRONG and inexact ones included: the table says which; failed
+ * and skipped contenders have no line). op is a name of ops.c (layer, rms, add-layer,
+ * add-rms, backward, rms-backward, ...), dtype f32, f16, bf16 or f64. frac_of_copy is empty
+ * when the copy row of its side is missing. */
 #include "bench.h"
 
 #include <errno.h>
@@ -17,7 +18,7 @@ int bench_write_csv(const char *path, const bench_results *r)
     fprintf(f, "op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy\n");
     for (size_t i = 0; i < r->n; i++) {
         const bench_result *x = &r->v[i];
-        if (x->status != BENCH_R_OK && x->status != BENCH_R_WRONG)
+        if (!bench_result_timed(x))
             continue;
         fprintf(f, "%s,%s,%zu,%zu,%s,%.3f,%.4f,", bench_op_name(x->op), bench_dtype_name(x->dtype),
                 x->rows, x->cols, x->impl, x->median_us, x->gbps);

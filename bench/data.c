@@ -1,13 +1,16 @@
-/* Input data and the reference outputs of one case. Every contender sees these same values,
- * stored in the case's dtype (rounded from double through clnorm's own conversions).
+/* Input data and the reference outputs of one case, slot by slot. Every contender sees these
+ * same values, stored in each slot's type (rounded from double through clnorm's own
+ * conversions).
  *
  * x = N(0, 1) + a per-row offset drawn from U(-10, 10). The offsets are there on purpose:
  * with a mean of up to 10 against a spread of 1, E[x^2] - E[x]^2 in float32 cancels about
  * 7 of its 24 bits, so the naive one-pass kernel and the CLBlast GEMV baseline (both compute
- * the variance that way) show errors far above the tolerance and are flagged WRONG, while
- * shifted or two-pass implementations stay near 1e-6. gamma = U(0.5, 1.5), beta = U(-0.5,
- * 0.5); for a backward op dy = N(0, 1), and mean/rstd come from a clnorm forward (stats.c).
- * A fixed seed: every run sees the same numbers, the same draws whatever the op and dtype. */
+ * the variance that way) show errors far above the tolerance (labelled inexact baselines),
+ * while shifted or two-pass implementations stay near 1e-6. gamma = U(0.5, 1.5), beta =
+ * U(-0.5, 0.5); dy = N(0, 1); the residual, for the ops that add one, N(0, 1) plus offsets of
+ * its own; for a backward op mean/rstd come from a clnorm forward (stats.c). A fixed seed and
+ * a fixed order of draws (x, gamma and beta, dy, residual): every run sees the same numbers,
+ * and an op sees the same x, gamma and dy as the ops without its extra inputs. */
 #include "bench.h"
 
 #include <math.h>
@@ -35,36 +38,52 @@ static double normal(uint64_t *s)
     return sqrt(-2.0 * log(unit(s))) * cos(two_pi * unit(s));
 }
 
+size_t bench_slot_elems(const bench_problem *p, clnorm_arg_slot s)
+{
+    return p->slot[s].extent;
+}
+
+size_t bench_slot_esize(const bench_problem *p, clnorm_arg_slot s)
+{
+    return bench_elem_size(p->slot[s].dtype);
+}
+
 void bench_problem_free(bench_problem *p)
 {
-    void *all[] = {p->x, p->gamma, p->beta, p->y_ref, p->dy, p->mean, p->rstd, p->dgamma_ref,
-                   p->dbeta_ref};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        free(all[i]);
+    for (int s = 0; s < BENCH_N_SLOTS; s++)
+        free(p->t[s]);
     memset(p, 0, sizeof *p);
 }
 
-/* The reference of the case: y, or mean/rstd (from a clnorm forward) and dx, dgamma, dbeta. */
+static int given(const bench_problem *p, clnorm_arg_slot s)
+{
+    return (p->info->given & BENCH_SLOT(s)) != 0;
+}
+
+/* rows of N(0, 1) plus a per-row offset from U(-10, 10), into slot s. */
+static void offset_rows(bench_problem *p, clnorm_arg_slot s, uint64_t *seed)
+{
+    const clnorm_slot_info *si = &p->slot[s];
+    for (size_t r = 0; r < p->rows; r++) {
+        const double offset = 20.0 * unit(seed) - 10.0;
+        for (size_t j = 0; j < p->cols; j++)
+            bench_put(si->dtype, p->t[s], r * si->stride + j, offset + normal(seed));
+    }
+}
+
+/* The reference: every given slot, the outputs written by clnorm_ref_execute. */
 static int reference(bench_problem *p, clnorm_ctx *ctx, char *msg, size_t msg_size)
 {
-    clnorm_desc d;
-    clnorm_desc_init(&d, p->kind, p->rows, p->cols);
-    d.dtype = p->dtype;
-    d.eps = p->eps;
-    clnorm_status st;
-    if (!bench_op_is_backward(p->op)) {
-        st = clnorm_ref_forward(&d, p->x, p->y_ref, p->gamma, p->beta, NULL, NULL);
-        if (st != CLNORM_OK)
-            snprintf(msg, msg_size, "clnorm_ref_forward: %s", clnorm_status_string(st));
-        return st == CLNORM_OK ? 0 : -1;
-    }
-    if (bench_problem_stats(p, ctx, msg, msg_size) != 0)
+    if (p->dir == CLNORM_BACKWARD && bench_problem_stats(p, ctx, msg, msg_size) != 0)
         return -1;
-    st = clnorm_ref_backward(&d, CLNORM_GRAD_X | CLNORM_GRAD_GAMMA | CLNORM_GRAD_BETA, p->x,
-                             p->dy, p->mean, p->rstd, p->gamma, p->y_ref, p->dgamma_ref,
-                             p->dbeta_ref);
+    clnorm_host_arg args[BENCH_N_SLOTS];
+    size_t n = 0;
+    for (int s = 0; s < BENCH_N_SLOTS; s++)
+        if (given(p, (clnorm_arg_slot)s))
+            args[n++] = (clnorm_host_arg){(clnorm_arg_slot)s, p->t[s]};
+    clnorm_status st = clnorm_ref_execute(&p->desc, p->dir, args, n);
     if (st != CLNORM_OK)
-        snprintf(msg, msg_size, "clnorm_ref_backward: %s", clnorm_status_string(st));
+        snprintf(msg, msg_size, "clnorm_ref_execute: %s", clnorm_status_string(st));
     return st == CLNORM_OK ? 0 : -1;
 }
 
@@ -72,43 +91,67 @@ int bench_problem_init(bench_problem *p, const bench_case *c, clnorm_ctx *ctx, c
                        size_t msg_size)
 {
     memset(p, 0, sizeof *p);
+    const bench_op_info *info = bench_op_get(c->op);
+    if (!info) {
+        snprintf(msg, msg_size, "no op %u", (unsigned)c->op);
+        return -1;
+    }
     const size_t rows = c->shape.rows, cols = c->shape.cols;
-    const int bwd = bench_op_is_backward(c->op);
     p->op = c->op;
-    p->kind = bench_op_kind(c->op);
+    p->info = info;
+    p->kind = info->kind;
+    p->dir = info->dir;
     p->dtype = c->dtype;
     p->rows = rows;
     p->cols = cols;
     p->elem = bench_elem_size(c->dtype);
     p->psize = bench_param_size(c->dtype);
     p->eps = 1e-5f;
-    p->n_arrays = bwd ? 3 : 2;
-    const size_t n = rows * cols, nb = n * p->elem, cb = cols * p->psize;
-    int ok = (p->x = malloc(nb)) && (p->y_ref = malloc(nb)) && (p->gamma = malloc(cb)) &&
-             (p->beta = malloc(cb));
-    if (ok && bwd)
-        ok = (p->dy = malloc(nb)) && (p->rstd = malloc(rows * p->psize)) &&
-             (p->dgamma_ref = malloc(cb)) && (p->dbeta_ref = malloc(cb)) &&
-             (p->kind == CLNORM_RMS || (p->mean = malloc(rows * p->psize)));
-    if (!ok) {
-        snprintf(msg, msg_size, "out of host memory for the %zux%zu inputs", rows, cols);
-        bench_problem_free(p);
-        return -1;
+    bench_case_desc(p, 0, &p->desc);
+
+    for (int s = 0; s < BENCH_N_SLOTS; s++) {
+        const clnorm_arg_slot slot = (clnorm_arg_slot)s;
+        clnorm_status st = clnorm_slot_query(&p->desc, p->dir, slot, &p->slot[s]);
+        if (st != CLNORM_OK) {
+            snprintf(msg, msg_size, "clnorm_slot_query(%s): %s", clnorm_arg_name(slot),
+                     clnorm_status_string(st));
+            bench_problem_free(p);
+            return -1;
+        }
+        if (!given(p, slot))
+            continue;
+        const size_t bytes = bench_slot_elems(p, slot) * bench_slot_esize(p, slot);
+        if (!(p->t[s] = malloc(bytes ? bytes : 1))) {
+            snprintf(msg, msg_size, "out of host memory for the %zux%zu inputs", rows, cols);
+            bench_problem_free(p);
+            return -1;
+        }
+        if (info->row_slots & BENCH_SLOT(s))
+            p->n_arrays++;
+        /* mean and rstd are the op's business, not traffic the op must cause */
+        if (slot != CLNORM_ARG_MEAN && slot != CLNORM_ARG_RSTD)
+            p->bytes += (double)bytes;
     }
+    p->copy_bytes = 2.0 * (double)(rows * cols * p->elem);
+
     uint64_t seed = 0x636c6e6f726dull ^ (uint64_t)rows * 1000003u ^ (uint64_t)cols;
-    for (size_t r = 0; r < rows; r++) {
-        const double offset = 20.0 * unit(&seed) - 10.0;
-        for (size_t j = 0; j < cols; j++)
-            bench_put(p->dtype, p->x, r * cols + j, offset + normal(&seed));
-    }
+    offset_rows(p, CLNORM_ARG_X, &seed);
+    const clnorm_dtype pt = p->slot[CLNORM_ARG_GAMMA].dtype;
     for (size_t j = 0; j < cols; j++) {
-        bench_param_put(p->dtype, p->gamma, j, 0.5 + unit(&seed));
-        bench_param_put(p->dtype, p->beta, j, unit(&seed) - 0.5);
+        /* both drawn whether given or not, so the draws after them stay where they were */
+        const double g = 0.5 + unit(&seed), b = unit(&seed) - 0.5;
+        if (given(p, CLNORM_ARG_GAMMA))
+            bench_param_put(pt, p->t[CLNORM_ARG_GAMMA], j, g);
+        if (given(p, CLNORM_ARG_BETA))
+            bench_param_put(p->slot[CLNORM_ARG_BETA].dtype, p->t[CLNORM_ARG_BETA], j, b);
     }
-    for (size_t i = 0; bwd && i < n; i++)
-        bench_put(p->dtype, p->dy, i, normal(&seed));
-    p->bytes = (double)p->n_arrays * (double)nb + (bwd ? 3.0 : 2.0) * (double)cb;
-    p->copy_bytes = 2.0 * (double)nb;
+    if (given(p, CLNORM_ARG_DY)) {
+        const clnorm_slot_info *si = &p->slot[CLNORM_ARG_DY];
+        for (size_t i = 0; i < rows * cols; i++)
+            bench_put(si->dtype, p->t[CLNORM_ARG_DY], i, normal(&seed));
+    }
+    if (given(p, CLNORM_ARG_RESIDUAL))
+        offset_rows(p, CLNORM_ARG_RESIDUAL, &seed);
 
     if (reference(p, ctx, msg, msg_size) != 0) {
         bench_problem_free(p);

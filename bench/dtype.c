@@ -1,38 +1,12 @@
-/* The ops and storage formats a case can have: names (as --op, --dtype and the CSV write
- * them), sizes, and element access through clnorm's own conversions, so the data every
- * contender sees is rounded exactly as the library rounds. */
+/* The storage formats a case can have: names (as --dtype and the CSV write them), sizes, and
+ * element access through clnorm's own conversions, so the data every contender sees is
+ * rounded exactly as the library rounds. */
 #include "bench.h"
 
 #include <stdint.h>
 #include <string.h>
 
-static const char *const op_names[BENCH_N_OPS] = {"layer", "rms", "backward", "rms-backward"};
 static const char *const dtype_names[BENCH_N_DTYPES] = {"f32", "f16", "bf16", "f64"};
-
-const char *bench_op_name(bench_op op)
-{
-    return (unsigned)op < BENCH_N_OPS ? op_names[op] : "?";
-}
-
-int bench_op_parse(const char *name, bench_op *op)
-{
-    for (int i = 0; i < BENCH_N_OPS; i++)
-        if (strcmp(name, op_names[i]) == 0) {
-            *op = (bench_op)i;
-            return 0;
-        }
-    return -1;
-}
-
-clnorm_kind bench_op_kind(bench_op op)
-{
-    return op == BENCH_OP_RMS || op == BENCH_OP_RMS_BACKWARD ? CLNORM_RMS : CLNORM_LAYER;
-}
-
-int bench_op_is_backward(bench_op op)
-{
-    return op == BENCH_OP_BACKWARD || op == BENCH_OP_RMS_BACKWARD;
-}
 
 const char *bench_dtype_name(clnorm_dtype t)
 {

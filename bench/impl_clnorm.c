@@ -1,39 +1,48 @@
-/* clnorm's forward pass through layer 1 (clnorm_forward on cl_mem, the context's queue): the
- * strategy clnorm chooses (clnorm_plan_create), and each strategy forced
- * (clnorm_plan_create_with), at the case's dtype. The plan is made once per case; a run is one
- * clnorm_forward and a clFinish. A strategy the library refuses for the shape, dtype or
- * device (e.g. subgroup on long rows) is skipped with the library's message. */
+/* clnorm itself through layer 1 (clnorm_execute on cl_mem, the context's queue), for every
+ * op of the table in either direction: the strategy clnorm chooses (clnorm_plan_create) and
+ * each strategy forced (clnorm_plan_create_with), at the case's dtype. A run passes every
+ * slot the op takes (ops.c: x, y, gamma, beta and for the fused residual ops residual and
+ * sum; for a backward x, dy, the saved mean/rstd, gamma, dx, dgamma, dbeta) from the set,
+ * then clFinish. The plan is made once per case (with CLNORM_WITH_BACKWARD for a backward
+ * op). A strategy the library refuses for the shape, dtype or device (e.g. subgroup on long
+ * rows) is skipped with the library's message. */
 #include "bench.h"
 
 static int run(void *state, size_t set, char *msg, size_t msg_size)
 {
     bench_clnorm_state *s = state;
-    const bench_dev_sets *d = s->env->dev;
-    cl_mem x, y;
-    size_t off;
-    bench_dev_set(d, set, &x, &y, &off);
-    clnorm_status st = clnorm_forward(s->plan, x, off, y, off, d->gamma, 0, d->beta, 0, NULL, 0,
-                                      NULL, 0, s->env->queue, 0, NULL, NULL);
+    const bench_problem *p = s->env->p;
+    clnorm_arg args[BENCH_N_SLOTS];
+    size_t n = 0;
+    for (int a = 0; a < BENCH_N_SLOTS; a++) {
+        if (!(p->info->given & BENCH_SLOT(a)))
+            continue;
+        args[n].slot = (clnorm_arg_slot)a;
+        bench_dev_arg(s->env->dev, set, args[n].slot, &args[n].mem, &args[n].offset);
+        n++;
+    }
+    clnorm_status st = clnorm_execute(s->plan, p->dir, args, n, s->env->queue, 0, NULL, NULL);
     if (st != CLNORM_OK) {
-        bench_clnorm_msg(s->env->ctx, st, "clnorm_forward", msg, msg_size);
+        bench_clnorm_msg(s->env->ctx, st, "clnorm_execute", msg, msg_size);
         return BENCH_FAIL;
     }
     cl_int err = clFinish(s->env->queue);
     return err == CL_SUCCESS ? BENCH_OK : bench_cl_fail(err, "clFinish", msg, msg_size);
 }
 
-#define CLNORM_CONTENDER(suffix, strategy)                                                   \
+#define CLNORM_CONTENDER(suffix, strategy, roles)                                            \
     static int create_##suffix(const bench_env *env, void **out, char *note, size_t ns,      \
                                char *msg, size_t ms)                                         \
     {                                                                                        \
-        return bench_clnorm_create(env, strategy, 0, out, note, ns, msg, ms);                \
+        return bench_clnorm_create(env, strategy, out, note, ns, msg, ms);                   \
     }                                                                                        \
     const bench_contender bench_clnorm_##suffix = {                                          \
-        .name = "clnorm_" #suffix, .side = BENCH_DEVICE, .passes = BENCH_FWD,                \
-        .create = create_##suffix, .run = run, .destroy = bench_clnorm_destroy};
+        .name = "clnorm_" #suffix, .side = BENCH_DEVICE, .role = BENCH_ROLE_CLNORM | (roles), \
+        .slots = BENCH_ANY_SLOT, .create = create_##suffix, .run = run,                      \
+        .destroy = bench_clnorm_destroy};
 
-CLNORM_CONTENDER(auto, CLNORM_STRATEGY_AUTO)
-CLNORM_CONTENDER(row, CLNORM_STRATEGY_ROW)
-CLNORM_CONTENDER(workgroup, CLNORM_STRATEGY_WORKGROUP)
-CLNORM_CONTENDER(split, CLNORM_STRATEGY_SPLIT)
-CLNORM_CONTENDER(subgroup, CLNORM_STRATEGY_SUBGROUP)
+CLNORM_CONTENDER(auto, CLNORM_STRATEGY_AUTO, BENCH_ROLE_AUTO)
+CLNORM_CONTENDER(row, CLNORM_STRATEGY_ROW, 0)
+CLNORM_CONTENDER(workgroup, CLNORM_STRATEGY_WORKGROUP, 0)
+CLNORM_CONTENDER(split, CLNORM_STRATEGY_SPLIT, 0)
+CLNORM_CONTENDER(subgroup, CLNORM_STRATEGY_SUBGROUP, 0)

@@ -130,8 +130,8 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
     copy_pool *p = state;
     const bench_host_sets *h = p->env->host;
     pthread_mutex_lock(&p->lock);
-    p->src = bench_host_at(h, h->x, set);
-    p->dst = bench_host_at(h, h->y, set);
+    p->src = bench_host_arg(h, set, CLNORM_ARG_X);
+    p->dst = bench_host_arg(h, set, h->out);
     p->pending = p->started;
     p->generation++;
     pthread_cond_broadcast(&p->go);
@@ -145,5 +145,5 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
 }
 
 const bench_contender bench_copy_host = {.name = "copy_host", .side = BENCH_HOST,
-                                         .passes = BENCH_FWD | BENCH_BWD, .is_copy = 1,
+                                         .role = BENCH_ROLE_COPY, .slots = BENCH_ANY_SLOT,
                                          .create = create, .run = run, .destroy = destroy};

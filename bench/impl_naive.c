@@ -62,19 +62,20 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
         return BENCH_FAIL;
     }
     s->env = env;
-    rc = bench_cl_program(env->context, env->device, naive_source, &s->program, msg,
-                              msg_size);
+    rc = bench_cl_program(env->context, env->device, naive_source, NULL, &s->program,
+                          msg, msg_size);
     if (rc == BENCH_OK)
         rc = bench_cl_kernel(s->program, "naive_onepass", &s->kernel, msg, msg_size);
     if (rc == BENCH_OK) {
         const bench_problem *p = env->p;
         const cl_ulong rows = p->rows, cols = p->cols;
-        const cl_int rms = p->kind == CLNORM_RMS;
+        const cl_int rms = !p->info->has_mean;
         const cl_float eps = p->eps;
         cl_kernel k = s->kernel;
-        rc = bench_set_arg(k, 2, sizeof(cl_mem), &env->dev->gamma, msg, msg_size);
+        const cl_mem *vec = env->dev->vec;
+        rc = bench_set_arg(k, 2, sizeof(cl_mem), &vec[CLNORM_ARG_GAMMA], msg, msg_size);
         if (rc == BENCH_OK)
-            rc = bench_set_arg(k, 3, sizeof(cl_mem), &env->dev->beta, msg, msg_size);
+            rc = bench_set_arg(k, 3, sizeof(cl_mem), &vec[CLNORM_ARG_BETA], msg, msg_size);
         if (rc == BENCH_OK)
             rc = bench_set_arg(k, 5, sizeof rows, &rows, msg, msg_size);
         if (rc == BENCH_OK)
@@ -115,6 +116,11 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
     return err == CL_SUCCESS ? BENCH_OK : bench_cl_fail(err, "clFinish", msg, msg_size);
 }
 
+/* x, y, gamma, beta: the plain forward ops (layer, rms) */
+#define NAIVE_SLOTS                                                                          \
+    (BENCH_SLOT(CLNORM_ARG_X) | BENCH_SLOT(CLNORM_ARG_Y) | BENCH_SLOT(CLNORM_ARG_GAMMA) |    \
+     BENCH_SLOT(CLNORM_ARG_BETA))
+
 const bench_contender bench_naive_onepass = {.name = "naive_onepass", .side = BENCH_DEVICE,
-                                             .passes = BENCH_FWD, .create = create, .run = run,
-                                             .destroy = destroy};
+                                             .slots = NAIVE_SLOTS, .inexact = "one-pass",
+                                             .create = create, .run = run, .destroy = destroy};

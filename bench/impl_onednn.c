@@ -43,28 +43,6 @@ static void destroy(void *state)
     free(s);
 }
 
-/* The primitive descriptor; *what names the call that failed. */
-static dnnl_status_t make_pd(dnnl_state *s, const bench_problem *p,
-                             const bench_dnnl_md *data_md, unsigned flags, const char **what)
-{
-#if DNNL_VERSION_MAJOR >= 3
-    *what = "dnnl_layer_normalization_forward_primitive_desc_create";
-    return dnnl_layer_normalization_forward_primitive_desc_create(
-        &s->pd, s->engine, dnnl_forward_inference, *data_md, *data_md, NULL, p->eps, flags,
-        NULL);
-#else
-    dnnl_layer_normalization_desc_t ln;
-    *what = "dnnl_layer_normalization_forward_desc_init";
-    dnnl_status_t st = dnnl_layer_normalization_forward_desc_init(&ln, dnnl_forward_inference,
-                                                                  data_md, NULL, p->eps, flags);
-    if (st == dnnl_success) {
-        *what = "dnnl_primitive_desc_create";
-        st = dnnl_primitive_desc_create(&s->pd, &ln, NULL, s->engine, NULL);
-    }
-    return st;
-#endif
-}
-
 /* The memory objects (src/dst without a buffer yet) and the primitive. */
 static dnnl_status_t make_primitive(dnnl_state *s, const bench_dnnl_md *data_md,
                                     const bench_dnnl_md *param_md, const char **what)
@@ -76,7 +54,8 @@ static dnnl_status_t make_primitive(dnnl_state *s, const bench_dnnl_md *data_md,
     if (st == dnnl_success)
         st = dnnl_memory_create(&s->dst, BENCH_MD(*data_md), s->engine, DNNL_MEMORY_NONE);
     if (st == dnnl_success)
-        st = bench_dnnl_params(s->engine, param_md, h, &s->scale, &s->shift);
+        st = bench_dnnl_params(s->engine, param_md, h->vec[CLNORM_ARG_GAMMA],
+                               h->vec[CLNORM_ARG_BETA], &s->scale, &s->shift);
     if (st == dnnl_success) {
         *what = "dnnl_primitive_create";
         st = dnnl_primitive_create(&s->prim, s->pd);
@@ -106,7 +85,8 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
         bench_dnnl_setup(p, dt, &s->engine, &s->stream, &data_md, &param_md, &what);
     int pd_failed = 0;
     if (st == dnnl_success)
-        pd_failed = (st = make_pd(s, p, &data_md, flags, &what)) != dnnl_success;
+        pd_failed = (st = bench_dnnl_lnorm_fwd_pd(s->engine, p, &data_md, flags, &s->pd,
+                                                 &what)) != dnnl_success;
     if (st == dnnl_success)
         st = make_primitive(s, &data_md, &param_md, &what);
     bench_dnnl_md_free(&data_md);
@@ -124,9 +104,9 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
 {
     dnnl_state *s = state;
     const bench_host_sets *h = s->env->host;
-    dnnl_status_t st = dnnl_memory_set_data_handle(s->src, bench_host_at(h, h->x, set));
+    dnnl_status_t st = dnnl_memory_set_data_handle(s->src, bench_host_arg(h, set, CLNORM_ARG_X));
     if (st == dnnl_success)
-        st = dnnl_memory_set_data_handle(s->dst, bench_host_at(h, h->y, set));
+        st = dnnl_memory_set_data_handle(s->dst, bench_host_arg(h, set, CLNORM_ARG_Y));
     if (st != dnnl_success)
         return bench_dnnl_fail(st, "dnnl_memory_set_data_handle", msg, msg_size);
     const dnnl_exec_arg_t args[] = {
@@ -144,5 +124,11 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
     return BENCH_OK;
 }
 
-const bench_contender bench_onednn = {.name = "onednn", .side = BENCH_HOST, .passes = BENCH_FWD,
+/* x, y, gamma, beta: the plain forward ops (layer; rms where oneDNN has it) */
+#define ONEDNN_SLOTS                                                                         \
+    (BENCH_SLOT(CLNORM_ARG_X) | BENCH_SLOT(CLNORM_ARG_Y) | BENCH_SLOT(CLNORM_ARG_GAMMA) |    \
+     BENCH_SLOT(CLNORM_ARG_BETA))
+
+const bench_contender bench_onednn = {.name = "onednn", .side = BENCH_HOST,
+                                      .role = BENCH_ROLE_ONEDNN, .slots = ONEDNN_SLOTS,
                                       .create = create, .run = run, .destroy = destroy};

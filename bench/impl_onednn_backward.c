@@ -11,7 +11,9 @@
  * dnnl_rms_norm) the same formula gives the mean square and there is no mean.
  *
  * Each run points src, diff_dst and diff_src at the next host buffer set, executes and waits
- * on the stream. Both C APIs are handled (see impl_onednn.c); threads: onednn_util.c. */
+ * on the stream. The shift a use_shift primitive takes is zeros of its own: the backward
+ * case has no beta, and oneDNN's backward does not read it. Both C APIs are handled (see
+ * impl_onednn.c); threads: onednn_util.c. */
 #include "onednn_util.h"
 
 #include <stdlib.h>
@@ -25,6 +27,7 @@ typedef struct {
     dnnl_primitive_t prim;
     dnnl_memory_t src, diff_dst, diff_src, mean, var, scale, shift, diff_scale, diff_shift;
     float *variance; /* rows */
+    float *zeros;    /* cols: the shift a use_shift primitive takes (the backward has no beta) */
 } dnnl_bwd_state;
 
 static void destroy(void *state)
@@ -48,6 +51,7 @@ static void destroy(void *state)
     if (s->engine)
         dnnl_engine_destroy(s->engine);
     free(s->variance);
+    free(s->zeros);
     free(s);
 }
 
@@ -101,16 +105,20 @@ static dnnl_status_t make_primitive(dnnl_bwd_state *s, const bench_dnnl_md *data
     dnnl_status_t st = dnnl_success;
     for (size_t i = 0; i < 3 && st == dnnl_success; i++)
         st = dnnl_memory_create(per_set[i], BENCH_MD(*data_md), s->engine, DNNL_MEMORY_NONE);
-    if (st == dnnl_success && h->mean)
-        st = dnnl_memory_create(&s->mean, BENCH_MD(*stat_md), s->engine, h->mean);
+    if (st == dnnl_success && h->vec[CLNORM_ARG_MEAN])
+        st = dnnl_memory_create(&s->mean, BENCH_MD(*stat_md), s->engine,
+                                h->vec[CLNORM_ARG_MEAN]);
     if (st == dnnl_success)
         st = dnnl_memory_create(&s->var, BENCH_MD(*stat_md), s->engine, s->variance);
     if (st == dnnl_success)
-        st = bench_dnnl_params(s->engine, param_md, h, &s->scale, &s->shift);
+        st = bench_dnnl_params(s->engine, param_md, h->vec[CLNORM_ARG_GAMMA], s->zeros,
+                               &s->scale, &s->shift);
     if (st == dnnl_success)
-        st = dnnl_memory_create(&s->diff_scale, BENCH_MD(*param_md), s->engine, h->dgamma);
+        st = dnnl_memory_create(&s->diff_scale, BENCH_MD(*param_md), s->engine,
+                                h->vec[CLNORM_ARG_DGAMMA]);
     if (st == dnnl_success)
-        st = dnnl_memory_create(&s->diff_shift, BENCH_MD(*param_md), s->engine, h->dbeta);
+        st = dnnl_memory_create(&s->diff_shift, BENCH_MD(*param_md), s->engine,
+                                h->vec[CLNORM_ARG_DBETA]);
     if (st == dnnl_success) {
         *what = "dnnl_primitive_create";
         st = dnnl_primitive_create(&s->prim, s->pd);
@@ -129,16 +137,18 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
     if (rc != BENCH_OK)
         return rc;
     dnnl_bwd_state *s = calloc(1, sizeof *s);
-    if (s)
+    if (s) {
         s->variance = malloc(p->rows * sizeof *s->variance);
-    if (!s || !s->variance) {
+        s->zeros = calloc(p->cols, sizeof *s->zeros);
+    }
+    if (!s || !s->variance || !s->zeros) {
         destroy(s);
         snprintf(msg, msg_size, "out of host memory");
         return BENCH_FAIL;
     }
     s->env = env;
     /* oneDNN runs only f32/f16/bf16 here: the saved statistics are float. */
-    const float *rstd = env->host->rstd;
+    const float *rstd = env->host->vec[CLNORM_ARG_RSTD];
     for (size_t r = 0; r < p->rows; r++) {
         const double v = 1.0 / ((double)rstd[r] * rstd[r]) - (double)p->eps;
         s->variance[r] = (float)(v > 0.0 ? v : 0.0);
@@ -172,11 +182,11 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
 {
     dnnl_bwd_state *s = state;
     const bench_host_sets *h = s->env->host;
-    dnnl_status_t st = dnnl_memory_set_data_handle(s->src, bench_host_at(h, h->x, set));
+    dnnl_status_t st = dnnl_memory_set_data_handle(s->src, bench_host_arg(h, set, CLNORM_ARG_X));
     if (st == dnnl_success)
-        st = dnnl_memory_set_data_handle(s->diff_dst, bench_host_at(h, h->dy, set));
+        st = dnnl_memory_set_data_handle(s->diff_dst, bench_host_arg(h, set, CLNORM_ARG_DY));
     if (st == dnnl_success)
-        st = dnnl_memory_set_data_handle(s->diff_src, bench_host_at(h, h->y, set));
+        st = dnnl_memory_set_data_handle(s->diff_src, bench_host_arg(h, set, CLNORM_ARG_DX));
     if (st != dnnl_success)
         return bench_dnnl_fail(st, "dnnl_memory_set_data_handle", msg, msg_size);
     /* The shift is not read by the backward pass, but oneDNN 2.x counts it among the inputs
@@ -203,6 +213,12 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
     return BENCH_OK;
 }
 
+/* x, dy, the saved statistics, gamma, dx, dgamma, dbeta: the plain backward ops */
+#define ONEDNN_BWD_SLOTS                                                                     \
+    (BENCH_SLOT(CLNORM_ARG_X) | BENCH_SLOT(CLNORM_ARG_DY) | BENCH_SLOT(CLNORM_ARG_MEAN) |    \
+     BENCH_SLOT(CLNORM_ARG_RSTD) | BENCH_SLOT(CLNORM_ARG_GAMMA) | BENCH_SLOT(CLNORM_ARG_DX) | \
+     BENCH_SLOT(CLNORM_ARG_DGAMMA) | BENCH_SLOT(CLNORM_ARG_DBETA))
+
 const bench_contender bench_onednn_bwd = {.name = "onednn", .side = BENCH_HOST,
-                                          .passes = BENCH_BWD, .create = create, .run = run,
-                                          .destroy = destroy};
+                                          .role = BENCH_ROLE_ONEDNN, .slots = ONEDNN_BWD_SLOTS,
+                                          .create = create, .run = run, .destroy = destroy};

@@ -1,7 +1,8 @@
-/* clnorm's CPU reference of the forward pass (clnorm_ref_forward) at the case's dtype:
- * single-threaded, double accumulation, the oracle of the tests. Timed with fewer
- * repetitions on big shapes (is_slow: main.c gives it a time budget). Its frac_of_copy is
- * relative to the multi-threaded host copy. */
+/* clnorm's CPU reference (clnorm_ref_execute) for every op of the table in either direction,
+ * at the case's dtype: single-threaded, double accumulation, the oracle of the tests. A run
+ * passes every slot the op takes from the host set. Timed with fewer repetitions on big
+ * shapes (is_slow: main.c gives it a time budget). Its frac_of_copy is relative to the
+ * multi-threaded host copy. */
 #include "bench.h"
 
 #include <stdlib.h>
@@ -9,17 +10,22 @@
 static int run(void *state, size_t set, char *msg, size_t msg_size)
 {
     bench_ref_state *s = state;
-    const bench_host_sets *h = s->env->host;
-    clnorm_status st = clnorm_ref_forward(&s->desc, bench_host_at(h, h->x, set),
-                                          bench_host_at(h, h->y, set), h->gamma, h->beta, NULL,
-                                          NULL);
+    const bench_problem *p = s->env->p;
+    clnorm_host_arg args[BENCH_N_SLOTS];
+    size_t n = 0;
+    for (int a = 0; a < BENCH_N_SLOTS; a++)
+        if (p->info->given & BENCH_SLOT(a))
+            args[n++] = (clnorm_host_arg){(clnorm_arg_slot)a,
+                                          bench_host_arg(s->env->host, set, (clnorm_arg_slot)a)};
+    clnorm_status st = clnorm_ref_execute(&s->desc, p->dir, args, n);
     if (st != CLNORM_OK) {
-        snprintf(msg, msg_size, "clnorm_ref_forward: %s", clnorm_status_string(st));
+        snprintf(msg, msg_size, "clnorm_ref_execute: %s", clnorm_status_string(st));
         return BENCH_FAIL;
     }
     return BENCH_OK;
 }
 
 const bench_contender bench_ref_cpu = {.name = "ref_cpu", .side = BENCH_HOST,
-                                       .passes = BENCH_FWD, .is_slow = 1,
-                                       .create = bench_ref_create, .run = run, .destroy = free};
+                                       .role = BENCH_ROLE_CLNORM, .slots = BENCH_ANY_SLOT,
+                                       .is_slow = 1, .create = bench_ref_create, .run = run,
+                                       .destroy = free};

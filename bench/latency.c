@@ -12,7 +12,7 @@ int bench_empty_kernel_latency(cl_context context, cl_device_id device, cl_comma
     cl_program program = NULL;
     cl_kernel kernel = NULL;
     double *t = NULL;
-    int rc = bench_cl_program(context, device, empty_source, &program, msg, msg_size);
+    int rc = bench_cl_program(context, device, empty_source, NULL, &program, msg, msg_size);
     if (rc == BENCH_OK)
         rc = bench_cl_kernel(program, "bench_empty", &kernel, msg, msg_size);
     if (rc == BENCH_OK && !(t = malloc((size_t)reps * sizeof *t))) {

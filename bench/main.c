@@ -8,9 +8,11 @@
  * destroyed. The case's rows are printed when it is done, under a line naming the op and
  * dtype whenever those change; the CSV and the plot are written at the end.
  *
- * Exit status: 0 when every selected contender ran (WRONG results included: the naive
- * baselines are wrong by design), 1 when one failed or an output could not be written,
- * 2 for a bad command line. */
+ * A result off by more than the tolerance is WRONG, or, for a baseline inexact by design
+ * (the one-pass kernels, an unfused pair that rounds s), "inexact baseline (why)".
+ * Exit status: 0 when every selected contender ran and no clnorm contender (role
+ * BENCH_ROLE_CLNORM) is WRONG; 1 when one failed, a clnorm result is WRONG or an output
+ * could not be written; 2 for a bad command line. */
 #include "bench.h"
 
 #include <stdlib.h>
@@ -21,8 +23,8 @@
 typedef struct {
     const bench_options *opt;
     bench_results results;
-    void *scratch; /* device read-back of the outputs, one case */
-    int failures;
+    int failures; /* contenders that failed, outputs not written */
+    int wrong;    /* clnorm results off by more than the tolerance */
 } bench_run;
 
 static void push(bench_run *run, const bench_result *r)
@@ -40,6 +42,29 @@ static void note_append(char *note, size_t size, const char *text)
         snprintf(note + len, size - len, "%s%s", len ? "; " : "", text);
 }
 
+/* "y 2.1e-04, sum 0" when the op writes more than one output: which one is off. */
+static void note_errors(char *note, size_t size, const bench_verdict *v)
+{
+    char buf[160] = "";
+    size_t used = 0;
+    int n = 0;
+    for (int s = 0; s < BENCH_N_SLOTS; s++) {
+        if (v->err_of[s] < 0.0)
+            continue;
+        char e[24] = "0";
+        if (v->err_of[s] > 0.0)
+            snprintf(e, sizeof e, "%.1e", v->err_of[s]);
+        int w = snprintf(buf + used, sizeof buf - used, "%s%s %s", n ? ", " : "",
+                         clnorm_arg_name((clnorm_arg_slot)s), e);
+        if (w < 0 || (size_t)w >= sizeof buf - used)
+            break;
+        used += (size_t)w;
+        n++;
+    }
+    if (n > 1)
+        note_append(note, size, buf);
+}
+
 /* Create, check on set 0, warm up, time, destroy: one row of the table. */
 static void run_contender(bench_run *run, const bench_contender *c, const bench_env *env,
                           size_t *cursor, size_t n_sets)
@@ -54,7 +79,7 @@ static void run_contender(bench_run *run, const bench_contender *c, const bench_
     r.cols = p->cols;
     r.impl = c->name;
     r.side = c->side;
-    r.is_copy = c->is_copy;
+    r.role = c->role;
     r.max_err = -1.0;
     r.frac_of_copy = r.vs_onednn = -1.0;
     char msg[BENCH_MSG] = "";
@@ -78,24 +103,34 @@ static void run_contender(bench_run *run, const bench_contender *c, const bench_
     const double t0 = bench_now_s();
     rc = c->run(state, 0, msg, sizeof msg);
     const double t_check = bench_now_s() - t0;
+    const int is_copy = (c->role & BENCH_ROLE_COPY) != 0;
     bench_verdict v;
     if (rc == BENCH_OK)
-        rc = bench_check(env, c->side, c->is_copy, run->scratch, &v, msg, sizeof msg);
+        rc = bench_check(env, c->side, is_copy, &v, msg, sizeof msg);
     if (rc != BENCH_OK)
         goto failed;
     r.max_err = v.err;
-    if (v.wrong && !c->is_copy && bench_op_is_backward(p->op)) {
+    if (v.wrong && c->inexact) {
         char buf[96];
-        snprintf(buf, sizeof buf, "dx %.1e, dgamma %.1e, dbeta %.1e", v.err_dx, v.err_dgamma,
-                 v.err_dbeta);
+        snprintf(buf, sizeof buf, "inexact baseline (%s)", c->inexact);
         note_append(r.note, sizeof r.note, buf);
     }
+    if (v.wrong && !is_copy)
+        note_errors(r.note, sizeof r.note, &v);
+    /* Counted here, so a result that is WRONG fails the run even when it is not timed. */
+    const bench_rstatus verdict = !v.wrong     ? BENCH_R_OK
+                                  : c->inexact ? BENCH_R_INEXACT
+                                               : BENCH_R_WRONG;
+    if (verdict == BENCH_R_WRONG && (c->role & BENCH_ROLE_CLNORM))
+        run->wrong++;
 
     int reps = opt->reps, warmup = opt->warmup;
     if (c->is_slow) {
         /* Single-threaded: a time budget instead of the full count on big shapes. */
         if (opt->quick && p->rows * p->cols > ((size_t)1 << 20)) {
             r.status = BENCH_R_SKIPPED;
+            if (verdict == BENCH_R_WRONG)
+                note_append(r.note, sizeof r.note, "WRONG");
             note_append(r.note, sizeof r.note, "not timed in --quick on a big shape");
             c->destroy(state);
             push(run, &r);
@@ -114,10 +149,10 @@ static void run_contender(bench_run *run, const bench_contender *c, const bench_
         goto failed;
     c->destroy(state);
 
-    r.status = v.wrong ? BENCH_R_WRONG : BENCH_R_OK;
+    r.status = verdict;
     r.reps = stats.reps;
     r.median_us = stats.median_s * 1e6;
-    r.gbps = (c->is_copy ? p->copy_bytes : p->bytes) / 1e9 / stats.median_s;
+    r.gbps = (is_copy ? p->copy_bytes : p->bytes) / 1e9 / stats.median_s;
     if (reps != opt->reps) {
         char buf[32];
         snprintf(buf, sizeof buf, "%d reps", reps);
@@ -154,7 +189,7 @@ static void run_side(bench_run *run, bench_side side, const unsigned char *selec
             r.cols = env->p->cols;
             r.impl = all[i]->name;
             r.side = side;
-            r.is_copy = all[i]->is_copy;
+            r.role = all[i]->role;
             r.status = BENCH_R_FAILED;
             r.max_err = r.frac_of_copy = r.vs_onednn = -1.0;
             snprintf(r.note, sizeof r.note, "%s", sets_error);
@@ -176,7 +211,7 @@ static int any_selected(const unsigned char *selected, bench_side side, int op)
     for (size_t i = 0; i < n; i++) {
         if (!selected[i] || all[i]->side != side)
             continue;
-        if (all[i]->is_copy)
+        if (all[i]->role & BENCH_ROLE_COPY)
             copies = 1;
         else if (op < 0 || bench_contender_runs(all[i], (bench_op)op))
             return 1;
@@ -231,10 +266,11 @@ static void print_settings(const bench_options *opt, const bench_threads *th, cl
     printf("timing: median of %d reps after %d warm-up, each bounded by clFinish (OpenCL) or "
            "the call's return; CPU reference: %.1f s budget per shape (at least 3 reps)\n",
            opt->reps, opt->warmup, opt->ref_seconds);
-    printf("rotation: buffer sets (x + y; backward x + dy + dx) totalling >= %zu MiB, at least "
-           "4 sets, the next set every repetition\n", rotation / MIB);
+    printf("rotation: buffer sets (every row tensor of the op: x, y; residual, sum; dy, dx) "
+           "totalling >= %zu MiB, at least 4 sets, the next set every repetition\n",
+           rotation / MIB);
     printf("check: on set 0 against the double-accumulation reference, outputs poisoned first; "
-           "x = N(0,1) + per-row offset in [-10, 10], dy = N(0,1)\n");
+           "x and residual = N(0,1) + per-row offsets in [-10, 10], dy = N(0,1)\n");
     printf("GB/s: bytes the op must move (see each block) / 1e9 / median; copies: x read + y "
            "written; frac_copy vs the device copy (OpenCL rows) or the host copy (CPU rows); "
            "x_onednn = GB/s / oneDNN's GB/s\n");
@@ -261,9 +297,10 @@ int main(int argc, char **argv)
         selected[i] = opt.only == 0 || (opt.only >> i & 1u);
     /* The copy of a side runs whenever a contender of that side does: frac_of_copy. */
     for (size_t i = 0; i < n_all; i++)
-        if (all[i]->is_copy) {
+        if (all[i]->role & BENCH_ROLE_COPY) {
             for (size_t j = 0; j < n_all; j++)
-                if (selected[j] && !all[j]->is_copy && all[j]->side == all[i]->side)
+                if (selected[j] && !(all[j]->role & BENCH_ROLE_COPY) &&
+                    all[j]->side == all[i]->side)
                     selected[i] = 1;
         }
 
@@ -355,12 +392,9 @@ int main(int argc, char **argv)
             env.queue = clnorm_get_queue(ctx);
             env.device = device;
             env.dev = &dev;
-            run.scratch = malloc(bench_check_scratch_bytes(&p));
             const char *err = NULL;
-            if (!run.scratch)
-                err = "out of host memory for the read-back of the outputs";
-            else if (bench_dev_sets_create(&dev, env.context, env.queue, device, &p, n_sets,
-                                           msg, sizeof msg) != BENCH_OK)
+            if (bench_dev_sets_create(&dev, env.context, env.queue, device, &p, n_sets, msg,
+                                      sizeof msg) != BENCH_OK)
                 err = msg;
             else if (dev.n_sets < n_sets)
                 printf("note: %zux%zu: only %zu of %zu device buffer sets fit in the device "
@@ -369,8 +403,6 @@ int main(int argc, char **argv)
             run_side(&run, BENCH_DEVICE, selected, &env, err ? 0 : dev.n_sets, err);
             if (!err)
                 bench_dev_sets_release(&dev);
-            free(run.scratch);
-            run.scratch = NULL;
             env.dev = NULL;
         }
         if (any_selected(selected, BENCH_HOST, (int)c->op)) {
@@ -385,6 +417,7 @@ int main(int argc, char **argv)
         }
         bench_results_derive(&run.results, first);
         bench_report_rows(stdout, &run.results, first);
+        bench_report_fused(stdout, &run.results, first);
         bench_problem_free(&p);
     }
 
@@ -415,5 +448,8 @@ int main(int argc, char **argv)
     if (run.failures)
         fprintf(stderr, "clnorm-bench: %d failure%s (see FAILED in the table)\n", run.failures,
                 run.failures == 1 ? "" : "s");
-    return run.failures ? 1 : 0;
+    if (run.wrong)
+        fprintf(stderr, "clnorm-bench: %d clnorm result%s off by more than the tolerance (see "
+                "WRONG in the table)\n", run.wrong, run.wrong == 1 ? "" : "s");
+    return run.failures || run.wrong ? 1 : 0;
 }

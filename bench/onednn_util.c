@@ -59,7 +59,7 @@ int bench_dnnl_omp_threads(const bench_threads *t)
 int bench_dnnl_case(const bench_problem *p, dnnl_data_type_t *dt, unsigned *flags, char *msg,
                     size_t msg_size)
 {
-    if (p->kind == CLNORM_RMS) {
+    if (!p->info->has_mean) {
 #if BENCH_DNNL_HAS_RMS
         *flags |= dnnl_rms_norm;
 #else
@@ -163,13 +163,34 @@ dnnl_status_t bench_dnnl_setup(const bench_problem *p, dnnl_data_type_t dt,
 }
 
 dnnl_status_t bench_dnnl_params(dnnl_engine_t engine, const bench_dnnl_md *param_md,
-                                const bench_host_sets *h, dnnl_memory_t *scale,
+                                void *gamma, void *beta, dnnl_memory_t *scale,
                                 dnnl_memory_t *shift)
 {
-    dnnl_status_t st = dnnl_memory_create(scale, BENCH_MD(*param_md), engine, h->gamma);
+    dnnl_status_t st = dnnl_memory_create(scale, BENCH_MD(*param_md), engine, gamma);
     if (st == dnnl_success)
-        st = dnnl_memory_create(shift, BENCH_MD(*param_md), engine, h->beta);
+        st = dnnl_memory_create(shift, BENCH_MD(*param_md), engine, beta);
     return st;
+}
+
+dnnl_status_t bench_dnnl_lnorm_fwd_pd(dnnl_engine_t engine, const bench_problem *p,
+                                      const bench_dnnl_md *data_md, unsigned flags,
+                                      dnnl_primitive_desc_t *pd, const char **what)
+{
+#if DNNL_VERSION_MAJOR >= 3
+    *what = "dnnl_layer_normalization_forward_primitive_desc_create";
+    return dnnl_layer_normalization_forward_primitive_desc_create(
+        pd, engine, dnnl_forward_inference, *data_md, *data_md, NULL, p->eps, flags, NULL);
+#else
+    dnnl_layer_normalization_desc_t ln;
+    *what = "dnnl_layer_normalization_forward_desc_init";
+    dnnl_status_t st = dnnl_layer_normalization_forward_desc_init(&ln, dnnl_forward_inference,
+                                                                  data_md, NULL, p->eps, flags);
+    if (st == dnnl_success) {
+        *what = "dnnl_primitive_desc_create";
+        st = dnnl_primitive_desc_create(pd, &ln, NULL, engine, NULL);
+    }
+    return st;
+#endif
 }
 
 int bench_dnnl_end(const bench_problem *p, dnnl_status_t st, int pd_failed, const char *what,

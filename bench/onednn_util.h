@@ -1,6 +1,7 @@
-/* onednn_util.h - what the two oneDNN contenders (impl_onednn.c forward, impl_onednn_backward.c)
- * share: errors, the OpenMP thread count, data types, memory descriptors across the 2.x and
- * 3.x C APIs, engine and stream, the note of the table. Compiled where libdnnl was found. */
+/* onednn_util.h - what the oneDNN contenders (impl_onednn.c forward, impl_onednn_backward.c,
+ * impl_onednn_unfused.c) share: errors, the OpenMP thread count, data types, memory
+ * descriptors across the 2.x and 3.x C APIs, engine and stream, the forward layer
+ * normalization, the note of the table. Compiled where libdnnl was found. */
 #ifndef CLNORM_BENCH_ONEDNN_UTIL_H
 #define CLNORM_BENCH_ONEDNN_UTIL_H
 
@@ -43,7 +44,7 @@ dnnl_status_t bench_dnnl_md_1d(bench_dnnl_md *md, size_t n, dnnl_data_type_t dt)
 void bench_dnnl_md_free(bench_dnnl_md *md);
 /* A CPU engine and its stream; *what names the call that failed. */
 dnnl_status_t bench_dnnl_engine(dnnl_engine_t *engine, dnnl_stream_t *stream, const char **what);
-/* The start of both contenders' create: flags use_scale | use_shift (and what
+/* The start of every oneDNN contender's create: flags use_scale | use_shift (and what
  * bench_dnnl_case adds), the data type, then the OpenMP thread count for the note. BENCH_OK,
  * or bench_dnnl_case's BENCH_SKIP (msg). */
 int bench_dnnl_begin(const bench_env *env, dnnl_data_type_t *dt, unsigned *flags, int *omp,
@@ -54,10 +55,15 @@ int bench_dnnl_begin(const bench_env *env, dnnl_data_type_t *dt, unsigned *flags
 dnnl_status_t bench_dnnl_setup(const bench_problem *p, dnnl_data_type_t dt,
                                dnnl_engine_t *engine, dnnl_stream_t *stream,
                                bench_dnnl_md *data_md, bench_dnnl_md *param_md, const char **what);
-/* Memory objects of scale and shift over the shared host gamma and beta. */
+/* Memory objects of scale and shift over host gamma and beta. */
 dnnl_status_t bench_dnnl_params(dnnl_engine_t engine, const bench_dnnl_md *param_md,
-                                const bench_host_sets *h, dnnl_memory_t *scale,
+                                void *gamma, void *beta, dnnl_memory_t *scale,
                                 dnnl_memory_t *shift);
+/* The forward_inference layer normalization of data_md (src and dst) with flags; *what
+ * names the call that failed. */
+dnnl_status_t bench_dnnl_lnorm_fwd_pd(dnnl_engine_t engine, const bench_problem *p,
+                                      const bench_dnnl_md *data_md, unsigned flags,
+                                      dnnl_primitive_desc_t *pd, const char **what);
 /* The end of create: BENCH_OK with the note when st is dnnl_success; else the message of the
  * call `what` that failed, BENCH_SKIP for a primitive descriptor (pd_failed) oneDNN does not
  * implement at f16/bf16 (bench_dnnl_pd_fail), BENCH_FAIL otherwise. */

@@ -14,39 +14,64 @@ static const bench_shape default_shapes[] = {
     {32, 4096},  {262144, 64}, {16, 1048576}, {1000, 1000}, {257, 768},
 };
 /* --quick: a latency shape and two odd ones, all small; without --op, --dtype and --shape,
- * also one backward case and one f16 case on the middle one. */
+ * also a backward case, an f16 case and a fused residual case on the middle one. */
 static const bench_shape quick_shapes[] = {{1, 768}, {257, 768}, {1000, 1000}};
-static const bench_case quick_extra[] = {
-    {BENCH_OP_BACKWARD, CLNORM_F32, {257, 768}},
-    {BENCH_OP_LAYER, CLNORM_F16, {257, 768}},
+static const struct {
+    clnorm_kind kind;
+    clnorm_direction dir;
+    clnorm_dtype dtype;
+    bench_shape shape;
+} quick_extra[] = {
+    {CLNORM_LAYER, CLNORM_BACKWARD, CLNORM_F32, {257, 768}},
+    {CLNORM_LAYER, CLNORM_FORWARD, CLNORM_F16, {257, 768}},
+    {CLNORM_ADD_LAYER, CLNORM_FORWARD, CLNORM_F32, {257, 768}},
 };
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 static void usage(FILE *out)
 {
+    /* The op names, wrapped to the help's width. */
+    char names[512], ops[600];
+    bench_op_names(names, sizeof names);
+    size_t used = 0, line = 0;
+    for (const char *c = names; *c && used + 32 < sizeof ops; c++) {
+        if (*c == ' ' && line > 48) {
+            used += (size_t)snprintf(ops + used, sizeof ops - used, "\n%24s", "");
+            line = 0;
+            continue;
+        }
+        ops[used++] = *c;
+        line++;
+    }
+    ops[used] = '\0';
     fprintf(out,
         "usage: clnorm-bench [options]\n"
-        "Layer normalization, forward and backward, side by side on the same data: clnorm\n"
-        "(auto and each strategy), a naive one-pass kernel, CLBlast, the CPU reference,\n"
-        "oneDNN, and the copy bandwidth of the device and the host. Median of the reps after\n"
-        "warm-up, rotated buffers larger than the last-level cache, outputs checked against\n"
-        "the reference first. One run covers every op x dtype x shape asked for.\n"
+        "Layer normalization and its relatives, forward and backward, side by side on the same\n"
+        "data: clnorm (auto and each strategy), a naive one-pass kernel, CLBlast, the CPU\n"
+        "reference, oneDNN, the unfused pairs of the fused residual ops, and the copy bandwidth\n"
+        "of the device and the host. Median of the reps after warm-up, rotated buffers larger\n"
+        "than the last-level cache, outputs checked against the reference first. One run\n"
+        "covers every op x dtype x shape asked for.\n"
         "  --shape RxC         a shape to run (repeatable); default: the ten standard shapes\n"
-        "  --op LIST           comma-separated ops (default layer):\n"
-        "                        layer, rms          the forward pass\n"
-        "                        backward, rms-backward  dx, dgamma and dbeta from x, dy, gamma\n"
-        "                                            and mean/rstd saved by a clnorm forward\n"
-        "                      backward contenders: clnorm auto and each strategy\n"
-        "                      (clnorm_backward on cl_mem), the CPU reference, oneDNN;\n"
-        "                      oneDNN's RMS normalization needs oneDNN 3.3+\n"
+        "  --op LIST           comma-separated ops (default layer), one per operation of\n"
+        "                      clnorm's op table and direction:\n"
+        "                        %s\n"
+        "                      layer, rms: the forward pass; add-layer, add-rms: s = x +\n"
+        "                      residual, y = norm(s), y and s written, against the unfused\n"
+        "                      pairs (an add, then the norm: clnorm_unfused, onednn_unfused);\n"
+        "                      backward, rms-backward, ...: dx, dgamma and dbeta from x, dy,\n"
+        "                      gamma and mean/rstd saved by a clnorm forward. clnorm and the\n"
+        "                      CPU reference run every op; oneDNN's RMS normalization needs\n"
+        "                      oneDNN 3.3+\n"
         "  --dtype LIST        comma-separated storage types: f32 (default), f16, bf16, f64;\n"
         "                      parameters are float32 (float64 for f64). The naive and CLBlast\n"
         "                      baselines are f32 only; oneDNN runs f32, and f16/bf16 where the\n"
         "                      installed oneDNN supports them on this CPU; f64 needs cl_khr_fp64\n"
         "  --quick             small shapes, 5 reps, 1 warm-up, 256 MiB rotation; without\n"
         "                      --op, --dtype and --shape: layer f32 on 1x768, 257x768 and\n"
-        "                      1000x1000, backward f32 on 257x768 and layer f16 on 257x768\n"
+        "                      1000x1000, then backward f32, layer f16 and add-layer f32 on\n"
+        "                      257x768\n"
         "  --reps N            timed repetitions per contender (default 30; --quick 5)\n"
         "  --warmup N          untimed repetitions first (default 3; --quick 1)\n"
         "  --device SPEC       OpenCL device as CLNORM_DEVICE takes it: cpu, gpu, P:D, name\n"
@@ -56,18 +81,26 @@ static void usage(FILE *out)
         "                      (default: the number of online cores)\n"
         "  --rotate-mib N      rotated buffers total at least N MiB (default max(256, 2 x LLC))\n"
         "  --tol X             absolute tolerance of the check (default 1e-5; f64 1e-12); f16\n"
-        "                      and bf16 also allow 1 ulp of the format relative (2^-10, 2^-7)\n"
+        "                      and bf16 also allow 1 ulp of the format relative (2^-10, 2^-7);\n"
+        "                      0 asks for results bit-exact to the reference\n"
         "  --csv FILE          write op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy\n"
         "  --plot FILE.png     GB/s per case and contender, through gnuplot\n"
-        "  --list              list the contenders compiled in and exit\n"
+        "  --list              list the contenders compiled in and the ops each runs, and exit\n"
         "  -h, --help          this text\n"
-        "Bytes counted for GB/s: forward x read + y written + gamma + beta; backward x and dy\n"
-        "read + dx written (3 x rows x cols x element) + gamma read + dgamma and dbeta written\n"
-        "(3 x cols x parameter); mean/rstd are not counted.\n"
-        "Check, forward: max abs error of y, WRONG when an element is off by more than the\n"
-        "tolerance; backward: max |err| / max(1, max |ref|) of dx, dgamma and dbeta.\n"
-        "Exit status: 0 when every contender ran (WRONG rows included), 1 when one failed,\n"
-        "2 for a bad option.\n");
+        "Bytes counted for GB/s: every tensor the op reads or writes, once, except mean/rstd:\n"
+        "forward x read + y written + gamma + beta (add-layer, add-rms: x and residual read,\n"
+        "y and s written, 4 x rows x cols x element); backward x and dy read + dx written\n"
+        "(3 x rows x cols x element) + gamma read + dgamma and dbeta written. Each block of the\n"
+        "table says what it counts.\n"
+        "Check, forward: max abs error of each output, WRONG when an element is off by more\n"
+        "than the tolerance; backward: max |err| / max(1, max |ref|) of dx, dgamma and dbeta.\n"
+        "The one-pass baselines (naive_onepass, clblast_gemv) and the unfused pairs at 16-bit\n"
+        "storage are inexact by design: off by more than the tolerance they read \"inexact\n"
+        "baseline (...)\" with their error, not WRONG.\n"
+        "Exit status: 0 when every selected contender ran and every result of clnorm itself\n"
+        "(clnorm_auto, the forced strategies, ref_cpu) is within the tolerance; 1 when a\n"
+        "contender failed, a result of clnorm is WRONG or an output file could not be written;\n"
+        "2 for a bad option.\n", ops);
 }
 
 static int bad(const char *fmt, ...)
@@ -153,36 +186,52 @@ static int parse_set(const char *flag, const char *list, int is_op, unsigned *se
             continue;
         bench_op op;
         clnorm_dtype t;
-        if (is_op ? bench_op_parse(tok, &op) : bench_dtype_parse(tok, &t))
-            return bad(is_op ? "--op '%s': expected layer, rms, backward or rms-backward"
-                             : "--dtype '%s': expected f32, f16, bf16 or f64", tok);
-        *set |= 1u << (is_op ? (int)op : (int)t);
+        if (is_op && bench_op_parse(tok, &op) != 0) {
+            char names[512];
+            bench_op_names(names, sizeof names);
+            return bad("--op '%s': expected one of %s", tok, names);
+        }
+        if (!is_op && bench_dtype_parse(tok, &t) != 0)
+            return bad("--dtype '%s': expected f32, f16, bf16 or f64", tok);
+        *set |= 1u << (is_op ? (unsigned)op : (unsigned)t);
     }
     if (!*set)
         return bad("%s: nothing named", flag);
     return 0;
 }
 
+/* One line per contender name: its side and the ops it (or another of that name) runs. */
 static void list_contenders(void)
 {
     size_t n;
     const bench_contender *const *c = bench_contenders(&n);
     for (size_t i = 0; i < n; i++) {
-        /* One line per name: the passes of every contender of that name. */
-        unsigned passes = 0;
         int seen = 0;
-        for (size_t j = 0; j < n; j++)
-            if (strcmp(c[j]->name, c[i]->name) == 0) {
-                seen |= j < i;
-                passes |= c[j]->passes;
-            }
+        for (size_t j = 0; j < i; j++)
+            seen |= strcmp(c[j]->name, c[i]->name) == 0;
         if (seen)
             continue;
+        char ops[512] = "";
+        size_t used = 0, count = 0;
+        for (bench_op o = 0; o < bench_op_count(); o++) {
+            int runs = 0;
+            for (size_t j = i; j < n; j++)
+                runs |= strcmp(c[j]->name, c[i]->name) == 0 && bench_contender_runs(c[j], o);
+            if (!runs)
+                continue;
+            int w = snprintf(ops + used, sizeof ops - used, "%s%s", count ? ", " : "",
+                             bench_op_name(o));
+            if (w > 0 && (size_t)w < sizeof ops - used)
+                used += (size_t)w;
+            count++;
+        }
+        char what[96] = "";
+        if (c[i]->role & BENCH_ROLE_COPY)
+            snprintf(what, sizeof what, " (bandwidth limit)");
+        else if (c[i]->inexact)
+            snprintf(what, sizeof what, " (inexact baseline: %s)", c[i]->inexact);
         printf("%-18s %-7s %s%s\n", c[i]->name, c[i]->side == BENCH_DEVICE ? "OpenCL" : "host",
-               passes == (BENCH_FWD | BENCH_BWD) ? "forward, backward"
-               : passes == BENCH_BWD             ? "backward"
-                                                 : "forward",
-               c[i]->is_copy ? " (bandwidth limit)" : "");
+               count == bench_op_count() ? "every op" : ops, what);
     }
 }
 
@@ -266,8 +315,8 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
             char *end = NULL;
             errno = 0;
             double t = strtod(val, &end);
-            if (!*val || errno || *end || !(t > 0.0) || t > 1e30)
-                return bad("--tol '%s': expected a positive number", val);
+            if (!*val || errno || *end || !(t >= 0.0) || t > 1e30)
+                return bad("--tol '%s': expected a number >= 0", val);
             opt->tol = t;
         } else if (strcmp(name, "--device") == 0) {
             if (!*val)
@@ -300,17 +349,21 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
         n_shapes = opt->quick ? N_OF(quick_shapes) : N_OF(default_shapes);
         memcpy(shapes, sh, n_shapes * sizeof *sh);
     }
-    if (!ops)
-        ops = 1u << BENCH_OP_LAYER;
+    bench_op layer;
+    if (!ops && bench_op_find(CLNORM_LAYER, CLNORM_FORWARD, &layer) == 0)
+        ops = 1u << layer;
     if (!dtypes)
         dtypes = 1u << CLNORM_F32;
-    for (int o = 0; o < BENCH_N_OPS; o++)
+    for (bench_op o = 0; o < bench_op_count(); o++)
         for (int t = 0; t < BENCH_N_DTYPES; t++)
             for (size_t k = 0; (ops >> o & 1u) && (dtypes >> t & 1u) && k < n_shapes; k++)
-                opt->cases[opt->n_cases++] =
-                    (bench_case){(bench_op)o, (clnorm_dtype)t, shapes[k]};
-    for (size_t k = 0; mix && k < N_OF(quick_extra); k++)
-        opt->cases[opt->n_cases++] = quick_extra[k];
+                opt->cases[opt->n_cases++] = (bench_case){o, (clnorm_dtype)t, shapes[k]};
+    for (size_t k = 0; mix && k < N_OF(quick_extra); k++) {
+        bench_op o;
+        if (bench_op_find(quick_extra[k].kind, quick_extra[k].dir, &o) == 0)
+            opt->cases[opt->n_cases++] =
+                (bench_case){o, quick_extra[k].dtype, quick_extra[k].shape};
+    }
     if (opt->reps < 0)
         opt->reps = opt->quick ? 5 : 30;
     if (opt->warmup < 0)

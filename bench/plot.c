@@ -69,7 +69,7 @@ int bench_write_plot(const char *path, const char *title, const bench_results *r
         return -1;
     for (size_t i = 0; i < r->n; i++) {
         const bench_result *x = &r->v[i];
-        if (x->status != BENCH_R_OK && x->status != BENCH_R_WRONG)
+        if (!bench_result_timed(x))
             continue;
         size_t k = 0;
         while (k < n_impls && strcmp(impls[k], x->impl) != 0)
@@ -107,8 +107,7 @@ int bench_write_plot(const char *path, const char *title, const bench_results *r
         for (size_t k = 0; k < n_impls; k++) {
             double g = -1.0;
             for (size_t j = i; j < r->n && bench_same_case(&r->v[j], x); j++)
-                if (strcmp(r->v[j].impl, impls[k]) == 0 &&
-                    (r->v[j].status == BENCH_R_OK || r->v[j].status == BENCH_R_WRONG))
+                if (strcmp(r->v[j].impl, impls[k]) == 0 && bench_result_timed(&r->v[j]))
                     g = r->v[j].gbps;
             if (g >= 0.0)
                 fprintf(data, "\t%.4f", g);

@@ -1,8 +1,9 @@
 /* The contenders compiled into this build, in the order of the table: the device's copy
- * limit and the OpenCL contenders first, then the host's copy limit and the CPU contenders;
- * forward ones before backward ones, which share their names (the CSV's op column tells them
- * apart). The copies take part in every op. CLBlast and oneDNN are here only when CMake
- * found them. */
+ * limit and the OpenCL contenders first, then the host's copy limit and the CPU contenders.
+ * Which ops a contender takes part in follows from the slots it can pass (bench_contender
+ * .slots, .needs) against the slots each op takes (ops.c): the generic ones (copies, clnorm,
+ * the CPU reference) run every op of the table; the baselines run the ops they implement.
+ * CLBlast and oneDNN are here only when CMake found them. */
 #include "bench.h"
 
 #include <string.h>
@@ -14,22 +15,16 @@ static const bench_contender *const all[] = {
     &bench_clnorm_workgroup,
     &bench_clnorm_split,
     &bench_clnorm_subgroup,
+    &bench_clnorm_unfused,
     &bench_naive_onepass,
 #ifdef CLNORM_HAVE_CLBLAST
     &bench_clblast_gemv,
 #endif
-    &bench_clnorm_bwd_auto,
-    &bench_clnorm_bwd_row,
-    &bench_clnorm_bwd_workgroup,
-    &bench_clnorm_bwd_split,
-    &bench_clnorm_bwd_subgroup,
     &bench_copy_host,
     &bench_ref_cpu,
 #ifdef CLNORM_HAVE_DNNL
     &bench_onednn,
-#endif
-    &bench_ref_cpu_bwd,
-#ifdef CLNORM_HAVE_DNNL
+    &bench_onednn_unfused,
     &bench_onednn_bwd,
 #endif
 };
@@ -55,5 +50,6 @@ int bench_contender_select(const char *name, unsigned long long *mask)
 
 int bench_contender_runs(const bench_contender *c, bench_op op)
 {
-    return (c->passes & (bench_op_is_backward(op) ? BENCH_BWD : BENCH_FWD)) != 0;
+    const bench_op_info *o = bench_op_get(op);
+    return o && (o->given & ~c->slots) == 0 && (c->needs & ~o->given) == 0;
 }

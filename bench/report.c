@@ -1,6 +1,8 @@
 /* Results of a run and the table on stdout. One block of rows per case, printed as soon as
  * the case is done, under a line that says what the op/dtype's GB/s count and how its max_err
- * is measured; frac_of_copy and the ratio to oneDNN are derived within the case. */
+ * is measured; frac_of_copy and the ratio to oneDNN are derived within the case. A case with
+ * unfused pairs (the fused residual ops) ends with a line comparing clnorm's fused run with
+ * the best pair and with the copy. */
 #include "bench.h"
 
 #include <math.h>
@@ -27,9 +29,10 @@ void bench_results_free(bench_results *r)
     memset(r, 0, sizeof *r);
 }
 
-static int timed(const bench_result *x)
+int bench_result_timed(const bench_result *x)
 {
-    return x->status == BENCH_R_OK || x->status == BENCH_R_WRONG;
+    return x->status == BENCH_R_OK || x->status == BENCH_R_WRONG ||
+           x->status == BENCH_R_INEXACT;
 }
 
 void bench_results_derive(bench_results *r, size_t first)
@@ -37,23 +40,57 @@ void bench_results_derive(bench_results *r, size_t first)
     double copy[2] = {-1.0, -1.0}, onednn = -1.0;
     for (size_t i = first; i < r->n; i++) {
         const bench_result *x = &r->v[i];
-        if (!timed(x))
+        if (!bench_result_timed(x))
             continue;
-        if (x->is_copy)
+        if (x->role & BENCH_ROLE_COPY)
             copy[x->side] = x->gbps;
-        else if (strcmp(x->impl, "onednn") == 0)
+        else if (x->role & BENCH_ROLE_ONEDNN)
             onednn = x->gbps;
     }
     for (size_t i = first; i < r->n; i++) {
         bench_result *x = &r->v[i];
-        x->frac_of_copy = timed(x) && copy[x->side] > 0.0 ? x->gbps / copy[x->side] : -1.0;
-        x->vs_onednn = timed(x) && !x->is_copy && onednn > 0.0 ? x->gbps / onednn : -1.0;
+        const int timed = bench_result_timed(x);
+        x->frac_of_copy = timed && copy[x->side] > 0.0 ? x->gbps / copy[x->side] : -1.0;
+        x->vs_onednn = timed && !(x->role & BENCH_ROLE_COPY) && onednn > 0.0 ? x->gbps / onednn
+                                                                              : -1.0;
     }
 }
 
 int bench_same_case(const bench_result *a, const bench_result *b)
 {
     return a->op == b->op && a->dtype == b->dtype && a->rows == b->rows && a->cols == b->cols;
+}
+
+/* Appends text to buf (of size, used so far *used), cutting what does not fit. */
+static void append(char *buf, size_t size, size_t *used, const char *text)
+{
+    if (*used + 1 >= size)
+        return;
+    int w = snprintf(buf + *used, size - *used, "%s", text);
+    if (w > 0)
+        *used += (size_t)w < size - *used ? (size_t)w : size - *used - 1;
+}
+
+/* "x, residual read; y, sum written": the names of the slots in mask, inputs first. */
+static void slot_list(const bench_problem *p, unsigned mask, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int pass = 0; pass < 2; pass++) {
+        const unsigned want = mask & (pass ? p->info->outputs : ~p->info->outputs);
+        if (!want)
+            continue;
+        if (used)
+            append(buf, size, &used, "; ");
+        for (int s = 0, first = 1; s < BENCH_N_SLOTS; s++)
+            if (want & BENCH_SLOT(s)) {
+                if (!first)
+                    append(buf, size, &used, ", ");
+                append(buf, size, &used, clnorm_arg_name((clnorm_arg_slot)s));
+                first = 0;
+            }
+        append(buf, size, &used, pass ? " written" : " read");
+    }
 }
 
 void bench_report_case(FILE *out, const bench_problem *p, const bench_options *opt)
@@ -65,19 +102,28 @@ void bench_report_case(FILE *out, const bench_problem *p, const bench_options *o
         snprintf(tol, sizeof tol, "%.0e + %.1e", atol, rtol);
     else
         snprintf(tol, sizeof tol, "%.0e", atol);
-    const unsigned e = (unsigned)p->elem, ps = (unsigned)p->psize;
-    if (bench_op_is_backward(p->op))
-        fprintf(out,
-                "== %s %s: bytes 3 x rows x cols x %u (x, dy read; dx written) + 3 x cols x %u "
-                "(gamma read; dgamma, dbeta written); max_err: max |err| / max(1, max |ref|) of "
-                "dx, dgamma, dbeta; WRONG above %s (dx), %.0e (dgamma, dbeta)\n",
-                bench_op_name(p->op), bench_dtype_name(p->dtype), e, ps, tol, atol);
+    /* Bytes: the row tensors, then the vectors, of the slots counted (all but mean/rstd). */
+    const unsigned counted = p->info->given & ~(BENCH_SLOT(CLNORM_ARG_MEAN) |
+                                                BENCH_SLOT(CLNORM_ARG_RSTD));
+    const unsigned rows = counted & p->info->row_slots, vecs = counted & ~p->info->row_slots;
+    int n_rows = 0, n_vecs = 0;
+    for (int s = 0; s < BENCH_N_SLOTS; s++) {
+        n_rows += (rows >> s) & 1u;
+        n_vecs += (vecs >> s) & 1u;
+    }
+    char row_names[128], vec_names[128];
+    slot_list(p, rows, row_names, sizeof row_names);
+    slot_list(p, vecs, vec_names, sizeof vec_names);
+    fprintf(out, "== %s %s: bytes %d x rows x cols x %u (%s)", bench_op_name(p->op),
+            bench_dtype_name(p->dtype), n_rows, (unsigned)p->elem, row_names);
+    if (n_vecs)
+        fprintf(out, " + %d x cols x %u (%s)", n_vecs, (unsigned)p->psize, vec_names);
+    if (p->dir == CLNORM_BACKWARD)
+        fprintf(out, "; max_err: max |err| / max(1, max |ref|) of each output; WRONG above %s "
+                "(rows), %.0e (vectors)\n", tol, atol);
     else
-        fprintf(out,
-                "== %s %s: bytes 2 x rows x cols x %u (x read, y written) + 2 x cols x %u "
-                "(gamma, beta); max_err: max abs error of y; WRONG when one is above %s%s\n",
-                bench_op_name(p->op), bench_dtype_name(p->dtype), e, ps, tol,
-                rtol > 0.0 ? " x |ref|" : "");
+        fprintf(out, "; max_err: max abs error of each output; WRONG when one is above %s%s\n",
+                tol, rtol > 0.0 ? " x |ref|" : "");
     fflush(out);
 }
 
@@ -94,7 +140,7 @@ void bench_report_rows(FILE *out, const bench_results *r, size_t first)
         char shape[48], med[24] = "-", gbps[24] = "-", frac[24] = "-", vs[24] = "-",
                         err[24] = "-";
         snprintf(shape, sizeof shape, "%zux%zu", x->rows, x->cols);
-        if (timed(x)) {
+        if (bench_result_timed(x)) {
             snprintf(med, sizeof med, "%.2f", x->median_us);
             snprintf(gbps, sizeof gbps, x->gbps < 1.0 ? "%.3f" : "%.2f", x->gbps);
             if (x->frac_of_copy >= 0.0)
@@ -108,12 +154,45 @@ void bench_report_rows(FILE *out, const bench_results *r, size_t first)
             snprintf(err, sizeof err, "0");
         else if (x->max_err > 0.0)
             snprintf(err, sizeof err, "%.1e", x->max_err);
-        const char *tag = x->status == BENCH_R_WRONG    ? "WRONG "
-                          : x->status == BENCH_R_FAILED ? "FAILED: "
+        const char *tag = x->status == BENCH_R_WRONG     ? "WRONG "
+                          : x->status == BENCH_R_INEXACT ? ""
+                          : x->status == BENCH_R_FAILED  ? "FAILED: "
                           : x->status == BENCH_R_SKIPPED ? "skipped: "
                                                          : "";
         fprintf(out, "%-13s %-16s %11s %9s %9s %8s %9s  %s%s\n", shape, x->impl, med, gbps, frac,
                 vs, err, tag, x->note);
     }
+    fflush(out);
+}
+
+void bench_report_fused(FILE *out, const bench_results *r, size_t first)
+{
+    const bench_result *fused = NULL, *best = NULL;
+    for (size_t i = first; i < r->n; i++) {
+        const bench_result *x = &r->v[i];
+        if (!bench_result_timed(x) || x->status == BENCH_R_WRONG)
+            continue;
+        if ((x->role & BENCH_ROLE_AUTO) && !fused)
+            fused = x;
+        if ((x->role & BENCH_ROLE_UNFUSED) && (!best || x->gbps > best->gbps))
+            best = x;
+    }
+    int any_unfused = 0;
+    for (size_t i = first; i < r->n; i++)
+        any_unfused |= (r->v[i].role & BENCH_ROLE_UNFUSED) != 0;
+    if (!any_unfused)
+        return;
+    if (!fused || !best) {
+        fprintf(out, "   fused vs unfused: no %s to compare with\n",
+                fused ? "unfused pair" : "clnorm_auto");
+        return;
+    }
+    fprintf(out, "   fused vs unfused: %s %.2f GB/s = %.2fx the best unfused pair (%s, %.2f "
+            "GB/s%s)", fused->impl, fused->gbps, fused->gbps / best->gbps, best->impl,
+            best->gbps, best->status == BENCH_R_INEXACT ? ", inexact" : "");
+    if (fused->frac_of_copy >= 0.0)
+        fprintf(out, "; %.2f of the %s copy", fused->frac_of_copy,
+                fused->side == BENCH_DEVICE ? "device" : "host");
+    fputc('\n', out);
     fflush(out);
 }
