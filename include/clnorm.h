@@ -209,6 +209,9 @@ typedef struct {
     unsigned forward_slots;  /* (1u << slot) for every slot the forward may take */
     unsigned backward_slots; /* the same for the backward */
     int has_mean;            /* the statistics include a mean (LayerNorm kinds) */
+    int has_residual;        /* adds a residual first (the ADD kinds) */
+    clnorm_kind base_kind;   /* the kind it normalizes like: itself, or for an ADD kind the
+                                plain kind (CLNORM_ADD_LAYER: CLNORM_LAYER) */
 } clnorm_op_info;
 
 /* The op table entry of `kind`; CLNORM_INVALID_ARGUMENT for a kind that is not one. */
@@ -347,10 +350,11 @@ CLNORM_API clnorm_status clnorm_execute(clnorm_plan *plan, clnorm_direction dir,
                                         const cl_event *wait_events, cl_event *event);
 
 /*
- * LayerNorm / RMSNorm (and their ADD kinds without the residual's slots) in the 0.1 style:
- * thin wrappers over clnorm_execute. gamma/beta must be NULL exactly when the plan says
+ * LayerNorm / RMSNorm in the 0.1 style: thin wrappers over clnorm_execute with positional
+ * arguments (NULL: not given). gamma/beta must be NULL exactly when the plan says
  * NO_GAMMA/NO_BETA; mean/rstd are written when the plan has CLNORM_SAVE_STATS (mean must be
- * NULL for CLNORM_RMS, which has none).
+ * NULL for CLNORM_RMS, which has none). The ADD kinds take a residual, which has no argument
+ * here: they run through clnorm_execute (these calls refuse them, naming the residual).
  */
 CLNORM_API clnorm_status clnorm_forward(clnorm_plan *plan,
                                         cl_mem x, size_t x_offset,

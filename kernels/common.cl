@@ -201,20 +201,35 @@ inline int needs_rescale(A var) { return !isfinite(var); }
  */
 #if defined(CLNORM_STREAM_STORES)
 #define STREAM_STORE 1
-#if defined(CLNORM_X_F16)
-inline void storev_stream(AV v, __global T *p)
+/* A whole vector of results, converted to the format, stored non-temporally; p aligned to
+ * the vector's size. One per format that x/y or the residual/sum use. */
+#if defined(CLNORM_X_F16) || defined(CLNORM_R_F16)
+inline void streamv_f16(AV v, __global half *p)
 {
     ushortv bits; /* vstore_half into registers, then one streaming store of the bits */
     CAT(CAT(vstore_half, VW), _rte)(v, 0, (__private half *)&bits);
     __builtin_nontemporal_store(bits, (__global ushortv *)p);
 }
-#elif defined(CLNORM_X_BF16)
-inline void storev_stream(AV v, __global T *p)
+#endif
+#if defined(CLNORM_X_BF16) || defined(CLNORM_R_BF16)
+inline void streamv_bf16(AV v, __global ushort *p)
 {
     __builtin_nontemporal_store(f32_to_bf16v(v), (__global ushortv *)p);
 }
-#else
-inline void storev_stream(AV v, __global T *p) { __builtin_nontemporal_store(v, (__global AV *)p); }
+#endif
+#if defined(CLNORM_X_F32) || defined(CLNORM_R_F32)
+inline void streamv_f32(AV v, __global float *p) { __builtin_nontemporal_store(v, (__global AV *)p); }
+#endif
+#if defined(CLNORM_X_F64)
+inline void streamv_f64(AV v, __global double *p) { __builtin_nontemporal_store(v, (__global AV *)p); }
+#endif
+#define STREAMV_F16 streamv_f16
+#define STREAMV_BF16 streamv_bf16
+#define STREAMV_F32 streamv_f32
+#define STREAMV_F64 streamv_f64
+inline void storev_stream(AV v, __global T *p) { CAT(STREAMV_, CLNORM_X_FMT)(v, p); }
+#if defined(CLNORM_R_FMT)
+inline void storev_stream_r(AV v, __global R *p) { CAT(STREAMV_, CLNORM_R_FMT)(v, p); }
 #endif
 #ifndef CLNORM_NO_PREFETCH
 #define PREFETCH_NEXT 1

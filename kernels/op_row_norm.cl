@@ -155,6 +155,23 @@ inline void out_sum1(row_out out, row_in in, ulong i)
 #endif
 }
 
+#if defined(STREAM_STORE)
+/* The sum output of the VW columns from i, streamed when its address allows (the sum, like
+ * y, is written once and not read again by this kernel). */
+inline void out_sumv_stream(row_out out, row_in in, ulong i)
+{
+#if defined(CLNORM_RESIDUAL)
+    if (out.s) {
+        const AV v = LOADV(in.x + i) + LOADV_R(in.r + i);
+        if (((ulong)(out.s + i) % (VW * sizeof(R))) == 0)
+            storev_stream_r(v, out.s + i);
+        else
+            STOREV_R(v, out.s + i);
+    }
+#endif
+}
+#endif
+
 /* Everything a row writes at column i, given its statistics. In place (y is x, s is the
  * residual) is safe: every element is read by the work-item that writes it, before it writes
  * it (the sum is formed before y is stored over x). */

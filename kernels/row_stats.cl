@@ -135,7 +135,7 @@ inline void seg_apply(row_out out, row_in in, ulong b, ulong e, uint lid, uint L
             out_apply1(out, in, i, K, m, r, sc);
         for (; i + VW <= e; i += VW) {
             const AV d = IN_DEVV(in, i, K, sc);
-            out_sumv(out, in, i);
+            out_sumv_stream(out, in, i);
             storev_stream(out_yv(out, i, d, m, r), out.y + i);
 #if defined(PREFETCH_NEXT)
             /* While this row is computed from cache, fetch the same columns of the next row

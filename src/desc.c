@@ -171,6 +171,8 @@ clnorm_status clnorm_op_query(clnorm_kind kind, clnorm_op_info *info)
     info->forward_slots = op->fwd_slots;
     info->backward_slots = op->bwd_slots;
     info->has_mean = op->has_mean;
+    info->has_residual = op->residual;
+    info->base_kind = op->base_kind;
     return CLNORM_OK;
 }
 

@@ -104,6 +104,13 @@ static size_t subgroup_seg(const clnorm_device_profile *p, size_t cols, size_t v
     size_t seg = p->simd_width;
     while (seg * vw * SUBGROUP_SPREAD_REG_VECS < cols && seg * 2 <= SUBGROUP_MAX_SEG)
         seg *= 2;
+    /* Short rows on GPUs: no more lanes than the row has vectors (64 columns: 16 lanes, two
+     * rows per warp), but at least VW, since a row's tail elements go one per lane. Not on
+     * CPUs, where this strategy runs only when forced and more segment widths would only
+     * mean more programs to build. */
+    if (!is_cpu(p))
+        while (seg / 2 >= vw && (seg / 2) * vw >= cols)
+            seg /= 2;
     return seg;
 }
 

@@ -10,11 +10,11 @@
 #include "row_norm.h"
 
 const clnorm_op clnorm_op_add_layer_norm =
-    ROW_NORM_OP(CLNORM_ADD_LAYER, "add_layer_norm",
+    ROW_NORM_OP(CLNORM_ADD_LAYER, CLNORM_LAYER, "add_layer_norm",
                 "s = x + residual, y = LayerNorm(s); s written when given", 1, 1,
                 clnorm_add_norm_chain);
 
 const clnorm_op clnorm_op_add_rms_norm =
-    ROW_NORM_OP(CLNORM_ADD_RMS, "add_rms_norm",
+    ROW_NORM_OP(CLNORM_ADD_RMS, CLNORM_RMS, "add_rms_norm",
                 "s = x + residual, y = RMSNorm(s); s written when given", 0, 1,
                 clnorm_add_norm_chain);

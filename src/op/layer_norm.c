@@ -4,6 +4,6 @@
 #include "row_norm.h"
 
 const clnorm_op clnorm_op_layer_norm =
-    ROW_NORM_OP(CLNORM_LAYER, "layer_norm",
+    ROW_NORM_OP(CLNORM_LAYER, CLNORM_LAYER, "layer_norm",
                 "y = (x - mean) / sqrt(var + eps) * gamma + beta over each row", 1, 0,
                 clnorm_row_norm_chain);

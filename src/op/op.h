@@ -90,6 +90,7 @@ typedef struct clnorm_op {
     unsigned fwd_slots, bwd_slots;
     int has_mean; /* LayerNorm statistics (mean and rstd) rather than RMS (rstd only) */
     int residual; /* adds a residual (the ADD kinds) */
+    clnorm_kind base_kind; /* the kind it normalizes like (itself, or the ADD kind's plain one) */
 
     /* Description checks beyond the generic ones (desc.c): msg gets a sentence. */
     clnorm_status (*check_desc)(const clnorm_desc *d, char *msg, size_t msg_size);

@@ -38,9 +38,9 @@ clnorm_status clnorm_row_norm_ref(const clnorm_op *op, const clnorm_desc *d,
                                   clnorm_direction dir, const clnorm_host_ptrs *a);
 
 /* The entry of a member: only its name, summary and two facts differ. */
-#define ROW_NORM_OP(kind_, name_, summary_, has_mean_, residual_, chain_)                   \
+#define ROW_NORM_OP(kind_, base_, name_, summary_, has_mean_, residual_, chain_)            \
     {                                                                                       \
-        .kind = (kind_), .name = (name_), .summary = (summary_),                            \
+        .kind = (kind_), .name = (name_), .summary = (summary_), .base_kind = (base_),      \
         .fwd_slots = ROW_NORM_FWD_SLOTS | ((has_mean_) ? ROW_NORM_MEAN_SLOTS : 0u) |        \
                      ((residual_) ? ROW_NORM_RESIDUAL_FWD_SLOTS : 0u),                      \
         .bwd_slots = ROW_NORM_BWD_SLOTS | ((has_mean_) ? ROW_NORM_MEAN_SLOTS : 0u) |        \
