@@ -18,18 +18,22 @@
  */
 #define SPLIT_ROW_LEN(chunks) (2 + 4 * (ulong)(chunks))
 
-/* A chunk's mean and M2 at scale sc. */
+/* A chunk's mean and M2 at scale sc (its largest input magnitude into *amax). */
 inline A chunk_m2(row_in in, ulong b, ulong e, uint lid, uint L, __local A *scratch, int rms,
                   A2 K, A sc, A *mean, A *amax)
 {
-    A mx = 0;
+    A mx, m2;
     *mean = 0;
-    if (!rms)
-        *mean = wg_sum(seg_sum_dev(in, b, e, lid, L, K, sc, &mx), scratch, lid, L) / (A)(e - b);
-    else
+    if (!rms) {
+        A n, S, M2;
+        seg_moments(in, b, e, lid, L, K, sc, &n, &S, &M2, &mx);
+        m2 = group_m2(n, S, M2, e - b, scratch, lid, L, mean);
+    } else {
         mx = seg_absmax(in, b, e, lid, L);
+        m2 = wg_sum(seg_sum_sq(in, b, e, lid, L, K, 0, sc), scratch, lid, L);
+    }
     *amax = wg_max(mx, scratch, lid, L);
-    return wg_sum(seg_sum_sq(in, b, e, lid, L, K, *mean, sc), scratch, lid, L);
+    return m2;
 }
 
 __kernel void norm_split_stats(IN_PARAMS, __global A *part, ulong rows, ulong cols,

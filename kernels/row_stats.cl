@@ -7,44 +7,6 @@
  * by element, also strided by L.
  */
 
-/* Sum of the deviations v * sc - K over [b, e), and in *amax the largest input magnitude
- * (which callers that do not use it leave to the compiler to drop). */
-inline A seg_sum_dev(row_in in, ulong b, ulong e, uint lid, uint L, A2 K, A sc, A *amax)
-{
-    const ulong nv = (e - b) / VW;
-    A s = 0, c = 0;
-    AV mx = (AV)(0);
-    for (ulong v0 = lid; v0 < nv; v0 += (ulong)L * BLOCK_V) {
-        const ulong vend = min(nv, v0 + (ulong)L * BLOCK_V);
-        /* Four independent accumulators: one would chain every add on the previous one's
-         * latency (4 cycles on x86), leaving a row that sits in L1 compute-bound. */
-        AV a0 = (AV)(0), a1 = (AV)(0), a2 = (AV)(0), a3 = (AV)(0);
-        ulong v = v0;
-        for (; v + 3 * (ulong)L < vend; v += 4 * (ulong)L) {
-            a0 += IN_DEVV(in, b + v * VW, K, sc);
-            a1 += IN_DEVV(in, b + (v + L) * VW, K, sc);
-            a2 += IN_DEVV(in, b + (v + 2 * (ulong)L) * VW, K, sc);
-            a3 += IN_DEVV(in, b + (v + 3 * (ulong)L) * VW, K, sc);
-            mx = fmax(fmax(mx, IN_ABSMAXV(in, b + v * VW)),
-                      fmax(IN_ABSMAXV(in, b + (v + L) * VW), IN_ABSMAXV(in, b + (v + 2 * (ulong)L) * VW)));
-            mx = fmax(mx, IN_ABSMAXV(in, b + (v + 3 * (ulong)L) * VW));
-        }
-        for (; v < vend; v += L) {
-            a0 += IN_DEVV(in, b + v * VW, K, sc);
-            mx = fmax(mx, IN_ABSMAXV(in, b + v * VW));
-        }
-        kahan_add(&s, &c, HSUM((a0 + a1) + (a2 + a3)));
-    }
-    A t = 0, tm = HMAX(mx);
-    for (ulong i = b + nv * VW + lid; i < e; i += L) {
-        t += IN_DEV1(in, i, K, sc);
-        tm = fmax(tm, IN_ABSMAX1(in, i));
-    }
-    kahan_add(&s, &c, t);
-    *amax = tm;
-    return s;
-}
-
 /* Sum of ((v * sc - K) - m)^2 over [b, e); with K = m = 0 and sc = 1 the sum of squares. */
 inline A seg_sum_sq(row_in in, ulong b, ulong e, uint lid, uint L, A2 K, A m, A sc)
 {
@@ -92,17 +54,114 @@ inline A seg_absmax(row_in in, ulong b, ulong e, uint lid, uint L)
     return t;
 }
 
-/* Two-pass statistics of columns [0, cols) at scale sc: the shift K, the mean m of the
- * deviations and their variance. */
+/*
+ * The moments of the item's share of [b, e): its element count n, the sum S of its deviations
+ * v * sc - K (Kahan-compensated over blocks) and M2, the sum of squared deviations from the
+ * share's own mean. Each block of BLOCK_V vectors is read from memory once, then again from
+ * the L1 cache for its own two-pass M2 around its own mean, and the blocks are merged in order
+ * with Chan et al.'s update. So a row is read from memory once for its statistics (not twice:
+ * its mean, then its squares), with the accuracy of a two-pass sum inside every block. *amax
+ * gets the largest input magnitude (the compiler drops it where it is not used).
+ */
+inline void seg_moments(row_in in, ulong b, ulong e, uint lid, uint L, A2 K, A sc, A *n_out,
+                        A *S_out, A *M2_out, A *amax)
+{
+    const ulong nv = (e - b) / VW;
+    A n = 0, S = 0, cs = 0, M2 = 0, cm = 0;
+    AV mx = (AV)(0);
+    for (ulong v0 = lid; v0 < nv; v0 += (ulong)L * BLOCK_V) {
+        const ulong vend = min(nv, v0 + (ulong)L * BLOCK_V);
+        /* Four independent accumulators: one would chain every add on the previous one's
+         * latency (4 cycles on x86), leaving a row that sits in L1 compute-bound. */
+        AV a0 = (AV)(0), a1 = (AV)(0), a2 = (AV)(0), a3 = (AV)(0);
+        ulong v = v0;
+        for (; v + 3 * (ulong)L < vend; v += 4 * (ulong)L) {
+            a0 += IN_DEVV(in, b + v * VW, K, sc);
+            a1 += IN_DEVV(in, b + (v + L) * VW, K, sc);
+            a2 += IN_DEVV(in, b + (v + 2 * (ulong)L) * VW, K, sc);
+            a3 += IN_DEVV(in, b + (v + 3 * (ulong)L) * VW, K, sc);
+            mx = fmax(fmax(mx, IN_ABSMAXV(in, b + v * VW)),
+                      fmax(IN_ABSMAXV(in, b + (v + L) * VW), IN_ABSMAXV(in, b + (v + 2 * (ulong)L) * VW)));
+            mx = fmax(mx, IN_ABSMAXV(in, b + (v + 3 * (ulong)L) * VW));
+        }
+        for (; v < vend; v += L) {
+            a0 += IN_DEVV(in, b + v * VW, K, sc);
+            mx = fmax(mx, IN_ABSMAXV(in, b + v * VW));
+        }
+        const A nb = (A)(((vend - v0) + L - 1) / L * VW);
+        const A Sb = HSUM((a0 + a1) + (a2 + a3));
+        const A mb = Sb / nb;
+        AV q0 = (AV)(0), q1 = (AV)(0);
+        for (v = v0; v + (ulong)L < vend; v += 2 * (ulong)L) {
+            const AV d0 = IN_DEVV(in, b + v * VW, K, sc) - mb;
+            const AV d1 = IN_DEVV(in, b + (v + L) * VW, K, sc) - mb;
+            q0 = fma(d0, d0, q0);
+            q1 = fma(d1, d1, q1);
+        }
+        for (; v < vend; v += L) {
+            const AV d = IN_DEVV(in, b + v * VW, K, sc) - mb;
+            q0 = fma(d, d, q0);
+        }
+        A M2b = HSUM(q0 + q1);
+        if (n > 0) { /* Chan: the block's mean against the mean so far */
+            const A delta = mb - S / n;
+            M2b = fma(delta * delta, n * (nb / (n + nb)), M2b);
+        }
+        kahan_add(&M2, &cm, M2b);
+        kahan_add(&S, &cs, Sb);
+        n += nb;
+    }
+    /* The tail after the last whole vector, one element per item, as one more block. */
+    A nt = 0, St = 0, tm = HMAX(mx);
+    for (ulong i = b + nv * VW + lid; i < e; i += L) {
+        St += IN_DEV1(in, i, K, sc);
+        tm = fmax(tm, IN_ABSMAX1(in, i));
+        nt += 1;
+    }
+    if (nt > 0) {
+        const A mt = St / nt;
+        A M2t = 0;
+        for (ulong i = b + nv * VW + lid; i < e; i += L) {
+            const A d = IN_DEV1(in, i, K, sc) - mt;
+            M2t = fma(d, d, M2t);
+        }
+        if (n > 0) {
+            const A delta = mt - S / n;
+            M2t = fma(delta * delta, n * (nt / (n + nt)), M2t);
+        }
+        kahan_add(&M2, &cm, M2t);
+        kahan_add(&S, &cs, St);
+        n += nt;
+    }
+    *n_out = n;
+    *S_out = S;
+    *M2_out = M2;
+    *amax = tm;
+}
+
+/* The L items' moments merged: the mean of the deviations over [b, e) into *m, and the sum
+ * of squared deviations from it returned. Every item of the group must call it. */
+inline A group_m2(A n, A S, A M2, ulong count, __local A *scratch, uint lid, uint L, A *m)
+{
+    *m = wg_sum(S, scratch, lid, L) / (A)count;
+    if (L == 1)
+        return M2;
+    const A d = n > 0 ? S / n - *m : 0;
+    return wg_sum(fma(d * d, n, M2), scratch, lid, L);
+}
+
+/* Statistics of columns [0, cols) at scale sc: the shift K, the mean m of the deviations and
+ * their variance. RMSNorm has neither shift nor mean: the mean of the squares. */
 inline A row_var(row_in in, ulong cols, uint lid, uint L, __local A *scratch, int rms, A sc,
                  A2 *K, A *m)
 {
     *K = row_shift(in, sc, rms);
     *m = 0;
-    A unused;
-    if (!rms)
-        *m = wg_sum(seg_sum_dev(in, 0, cols, lid, L, *K, sc, &unused), scratch, lid, L) / (A)cols;
-    return wg_sum(seg_sum_sq(in, 0, cols, lid, L, *K, *m, sc), scratch, lid, L) / (A)cols;
+    if (rms)
+        return wg_sum(seg_sum_sq(in, 0, cols, lid, L, *K, 0, sc), scratch, lid, L) / (A)cols;
+    A n, S, M2, unused;
+    seg_moments(in, 0, cols, lid, L, *K, sc, &n, &S, &M2, &unused);
+    return group_m2(n, S, M2, cols, scratch, lid, L, m) / (A)cols;
 }
 
 /*
