@@ -20,7 +20,10 @@
 
 /*
  * A row's statistics as (K, m, r, sc) with xhat = ((v * sc - K) - m) * r; the true rstd is
- * r * sc. Saved statistics give K = (mean, 0), m = 0, sc = 1 (RMS: K = 0). Recomputed ones
+ * r * sc. Saved statistics give K = 0, m = mean, sc = 1 (RMS: m = 0): xhat = ((x + residual)
+ * - mean) * r forms the sum first, exact when large offsets of x and the residual cancel
+ * (x ~ 1e4 + N(0,1), residual ~ -1e4 + N(0,1)), where (x - mean) + residual would round x's
+ * offset to float32 first and lose ~5e-4 of every element. Recomputed ones
  * (norm_bwd_stats, CLNORM_KF_RECOMPUTE) keep the forward's split: K the row's first elements
  * and m the mean of v - K, so that large-mean rows lose nothing to a mean rounded to P (a
  * float32 mean of 1e6 + N(0,1) data is off by up to 0.03), and the forward's rescaling of
@@ -37,8 +40,8 @@ inline void bwd_stats_of(__global const P *mean, ulong m_off, __global const P *
         *r = st[3];
         *sc = st[4];
     } else {
-        *K = (A2)((flags & CLNORM_KF_RMS) ? 0 : mean[m_off + row], 0);
-        *m = 0;
+        *K = (A2)(0, 0);
+        *m = (flags & CLNORM_KF_RMS) ? 0 : mean[m_off + row];
         *r = rstd[r_off + row];
         *sc = 1;
     }

@@ -156,18 +156,20 @@ inline void out_sum1(row_out out, row_in in, ulong i)
 }
 
 #if defined(STREAM_STORE)
-/* The sum output of the VW columns from i, streamed when its address allows (the sum, like
- * y, is written once and not read again by this kernel). */
-inline void out_sumv_stream(row_out out, row_in in, ulong i)
+/* The sum output of the VW columns from i, streamed (stream != 0: out.s + i is aligned to the
+ * vector's size, which holds for every i of a loop stepping by VW once it holds for its
+ * first) or stored plainly. Never streamed for a float16 sum: with the streaming float16
+ * store (vstore_half into registers, then one non-temporal store) in the same function,
+ * PoCL's compiler emitted the plain vstore_half of an unaligned sum as an aligned store,
+ * which faulted (clnorm 0.2.0 development, PoCL 3.1 / LLVM 15). */
+inline void out_sumv_stream(row_out out, row_in in, ulong i, const int stream)
 {
 #if defined(CLNORM_RESIDUAL)
-    if (out.s) {
-        const AV v = LOADV(in.x + i) + LOADV_R(in.r + i);
-        if (((ulong)(out.s + i) % (VW * sizeof(R))) == 0)
-            storev_stream_r(v, out.s + i);
-        else
-            STOREV_R(v, out.s + i);
-    }
+    const AV v = LOADV(in.x + i) + LOADV_R(in.r + i);
+    if (stream)
+        storev_stream_r(v, out.s + i);
+    else
+        STOREV_R(v, out.s + i);
 #endif
 }
 #endif

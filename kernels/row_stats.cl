@@ -182,6 +182,38 @@ inline void row_stats(row_in in, ulong cols, uint lid, uint L, __local A *scratc
     *r = rsqrt(var + eps * *sc * *sc);
 }
 
+#if defined(STREAM_STORE)
+#define SUM_NONE 0
+#define SUM_PLAIN 1
+#define SUM_STREAM 2
+/* The vector part of seg_apply with streaming stores, one work-item: columns from i (y + i
+ * aligned) while a whole vector remains; returns where it stopped. sum_mode says whether and
+ * how the sum is written. */
+inline ulong seg_apply_stream(row_out out, row_in in, ulong i, ulong e, A2 K, A m, A r, A sc,
+                              row_in nxt, int prefetch, const int sum_mode)
+{
+    for (; i + VW <= e; i += VW) {
+        const AV d = IN_DEVV(in, i, K, sc);
+        if (sum_mode != SUM_NONE)
+            out_sumv_stream(out, in, i, sum_mode == SUM_STREAM);
+        storev_stream(out_yv(out, i, d, m, r), out.y + i);
+#if defined(PREFETCH_NEXT)
+        /* While this row is computed from cache, fetch the same columns of the next row the
+         * work-item (or the next work-item of the group, run by the same thread) will read,
+         * so memory is busy during the compute too. A prefetch never faults, so the last
+         * row's look past the end is harmless. */
+        if (prefetch) {
+            __builtin_prefetch(nxt.x + i);
+#if defined(CLNORM_RESIDUAL)
+            __builtin_prefetch(nxt.r + i);
+#endif
+        }
+#endif
+    }
+    return i;
+}
+#endif
+
 /* Applies a row's statistics to columns [b, e). With `prefetch`, the same columns of the row
  * `nxt` are prefetched while this one computes (PoCL CPU devices). */
 inline void seg_apply(row_out out, row_in in, ulong b, ulong e, uint lid, uint L, A2 K, A m,
@@ -192,23 +224,23 @@ inline void seg_apply(row_out out, row_in in, ulong b, ulong e, uint lid, uint L
         ulong i = b;
         for (; i < e && ((ulong)(out.y + i) % (VW * sizeof(T))) != 0; i++)
             out_apply1(out, in, i, K, m, r, sc);
-        for (; i + VW <= e; i += VW) {
-            const AV d = IN_DEVV(in, i, K, sc);
-            out_sumv_stream(out, in, i);
-            storev_stream(out_yv(out, i, d, m, r), out.y + i);
-#if defined(PREFETCH_NEXT)
-            /* While this row is computed from cache, fetch the same columns of the next row
-             * the work-item (or the next work-item of the group, run by the same thread)
-             * will read, so memory is busy during the compute too. A prefetch never faults,
-             * so the last row's look past the end is harmless. */
-            if (prefetch) {
-                __builtin_prefetch(nxt.x + i);
+        /* y + i is aligned from here on; the sum's phase is fixed too (i steps by VW), so
+         * whether the sum can stream is decided once per row. */
 #if defined(CLNORM_RESIDUAL)
-                __builtin_prefetch(nxt.r + i);
+#if defined(CLNORM_R_F16)
+        const int sum_stream = 0; /* see out_sumv_stream */
+#else
+        const int sum_stream = ((ulong)(out.s + i) % (VW * sizeof(R))) == 0;
 #endif
-            }
+        if (out.s == 0)
+            i = seg_apply_stream(out, in, i, e, K, m, r, sc, nxt, prefetch, SUM_NONE);
+        else if (sum_stream)
+            i = seg_apply_stream(out, in, i, e, K, m, r, sc, nxt, prefetch, SUM_STREAM);
+        else
+            i = seg_apply_stream(out, in, i, e, K, m, r, sc, nxt, prefetch, SUM_PLAIN);
+#else
+        i = seg_apply_stream(out, in, i, e, K, m, r, sc, nxt, prefetch, SUM_NONE);
 #endif
-        }
         for (; i < e; i++)
             out_apply1(out, in, i, K, m, r, sc);
         return;

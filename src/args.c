@@ -71,11 +71,11 @@ clnorm_status clnorm_gather_host_args(clnorm_ctx *ctx, const clnorm_op *op,
     return CLNORM_OK;
 }
 
-/* Is a slot a row tensor (strided rows of the description), the only kind an output may
- * share memory with, elementwise? */
-static int is_rows(const clnorm_slot_info *s, const clnorm_desc *d)
+/* Is a slot a row tensor of the op (op->row_slots), the only kind an output may share
+ * memory with, elementwise? */
+static int is_rows(const clnorm_op *op, unsigned slot)
 {
-    return s->rows == d->rows && s->cols == d->cols && d->rows > 0;
+    return (op->row_slots & SLOT_BIT(slot)) != 0;
 }
 
 /* Start and length (in bytes for host pointers, in elements for cl_mem) of a slot. */
@@ -93,7 +93,7 @@ static void span(const clnorm_call_args *a, unsigned s, int is_mem, size_t *star
 
 /* An output s may share memory with a slot t only as the very same tensor: an input row
  * tensor at the same place with the same type and stride (in place). */
-static clnorm_status check_alias(clnorm_ctx *ctx, const clnorm_desc *d,
+static clnorm_status check_alias(clnorm_ctx *ctx, const clnorm_op *op,
                                  const clnorm_call_args *a, unsigned s, unsigned t, int is_mem)
 {
     size_t s0, sn, t0, tn;
@@ -107,7 +107,7 @@ static clnorm_status check_alias(clnorm_ctx *ctx, const clnorm_desc *d,
     const char *sn_ = clnorm_arg_name((clnorm_arg_slot)s), *tn_ = clnorm_arg_name((clnorm_arg_slot)t);
     RETURN_IF(it->is_output, ctx, CLNORM_INVALID_ARGUMENT,
               "%s and %s overlap: two outputs must not share memory", sn_, tn_);
-    RETURN_IF(!is_rows(is, d) || !is_rows(it, d), ctx, CLNORM_INVALID_ARGUMENT,
+    RETURN_IF(!is_rows(op, s) || !is_rows(op, t), ctx, CLNORM_INVALID_ARGUMENT,
               "%s overlaps %s: an output may share memory only with an input row tensor, "
               "exactly (in place)",
               sn_, tn_);
@@ -159,7 +159,7 @@ clnorm_status clnorm_check_args(clnorm_ctx *ctx, const clnorm_op *op, const clno
             continue;
         for (unsigned t = 0; t < CLNORM_ARG_SLOT_COUNT; t++)
             if (t != s && (a->present & SLOT_BIT(t)) && !(a->info[t].is_output && t < s))
-                TRY(check_alias(ctx, d, a, s, t, is_mem));
+                TRY(check_alias(ctx, op, a, s, t, is_mem));
     }
     return CLNORM_OK;
 }

@@ -7,10 +7,21 @@ target_compile_definitions(clnorm_testutil PRIVATE
   TU_GOLDEN_DEFAULT="${CMAKE_CURRENT_SOURCE_DIR}/golden")
 
 clnorm_add_test(test_ref test_ref.c)          # the CPU reference vs hand values and float64
-clnorm_add_test(test_golden test_golden.c)    # PyTorch float64 golden cases, every path
+# Every operation of the registry, from its slot infos: the shape sweep of both directions on
+# every strategy, flags and optional slots, strides, in place, host layer, empty batches.
+clnorm_add_test(test_ops test_ops.c)
+# The error paths of every operation, derived from its slot infos.
+clnorm_add_test(test_ops_errors test_ops_errors.c)
+# The fused residual add: every dtype, in place, mixed types, large offsets vs float64.
+clnorm_add_test(test_add_norm test_add_norm.c)
+clnorm_add_test(test_golden test_golden.c golden_cases.c) # PyTorch float64 golden cases
 target_link_libraries(test_golden PRIVATE clnorm_npy)
-clnorm_add_test(test_forward test_forward.c)  # every strategy vs the reference, layer 1 and 2
+clnorm_add_test(test_forward test_forward.c)  # the 0.1 forward calls on every strategy
 target_link_libraries(test_forward PRIVATE Threads::Threads)
+clnorm_add_test(test_geometry test_geometry.c) # odd work-group sizes, large grids
+# PoCL builds the split kernels for multi-item work-groups ~5x faster with continuations.
+set_tests_properties(test_geometry PROPERTIES ENVIRONMENT
+  "CLNORM_GOLDEN_DIR=${CMAKE_CURRENT_SOURCE_DIR}/golden;POCL_WORK_GROUP_METHOD=cbs")
 clnorm_add_test(test_numerics test_numerics.c) # the 1e-5 target, constant and NaN rows
 clnorm_add_test(test_errors test_errors.c)    # every error path writes nothing
 clnorm_add_test(test_context test_context.c)  # device choice, adoption, cache, threads

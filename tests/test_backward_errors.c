@@ -4,7 +4,7 @@
  * status, leave a message in clnorm_last_error and write nothing (dx, dgamma and dbeta keep
  * their sentinels). After the failures the same arguments, corrected, must succeed.
  */
-#include "grad_util.h"
+#include "tu_problem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +13,23 @@
 #define ALL_GRADS (CLNORM_GRAD_X | CLNORM_GRAD_GAMMA | CLNORM_GRAD_BETA)
 
 static clnorm_ctx *g_ctx;
+
+/* A float32 backward problem, N(0.3, 1) data, statistics of the reference forward. */
+static void make(tu_problem *p, clnorm_kind kind, size_t xs, size_t ys, uint64_t seed)
+{
+    clnorm_desc d;
+    clnorm_desc_init(&d, kind, 5, 33);
+    d.x_stride = xs;
+    d.y_stride = ys;
+    d.flags = CLNORM_WITH_BACKWARD;
+    tu_problem_make(p, &d, CLNORM_BACKWARD, TU_ALL_OPTIONAL, seed, NULL);
+}
+
+#define PX(q) ((q)->in.p[CLNORM_ARG_X])
+#define PDY(q) ((q)->in.p[CLNORM_ARG_DY])
+#define PMEAN(q) ((q)->in.p[CLNORM_ARG_MEAN])
+#define PRSTD(q) ((q)->in.p[CLNORM_ARG_RSTD])
+#define PGAMMA(q) ((q)->in.p[CLNORM_ARG_GAMMA])
 
 /* ------------------------------------------------------------------------------------------ */
 /* cl_mem arguments                                                                            */
@@ -31,7 +48,7 @@ typedef struct {
 
 /* A valid call's buffers: every tensor in its own cl_mem of exactly offset + extent floats. */
 typedef struct {
-    gu_bwd_problem p;
+    tu_problem p;
     size_t n[T_COUNT];      /* extent of each tensor */
     float *host[T_COUNT];   /* its contents (outputs: sentinels) */
     bargs ok;               /* the valid call */
@@ -51,15 +68,18 @@ static cl_mem make_mem(const float *data, size_t off, size_t n, size_t shorten)
 static void fixture_make(fixture *f, clnorm_kind kind, size_t xs, size_t ys)
 {
     memset(f, 0, sizeof *f);
-    gu_bwd_make(&f->p, CLNORM_F32, kind, 5, 33, xs, ys, 0, 42, 0.3, 1.0);
+    make(&f->p, kind, xs, ys, 42);
     const clnorm_desc *d = &f->p.desc;
     const size_t xn = tu_extent(d->rows, d->cols, tu_x_stride(d));
     const size_t yn = tu_extent(d->rows, d->cols, tu_y_stride(d));
     const size_t n[T_COUNT] = {xn, yn, d->rows, d->rows, d->cols, xn, d->cols, d->cols};
-    float *host[T_COUNT] = {f->p.x, f->p.dy, f->p.mean, f->p.rstd, f->p.gamma, NULL, NULL, NULL};
-    const gu_bwd_launch l = gu_bwd_offsets();
-    const size_t off[T_COUNT] = {l.x_off,  l.dy_off, l.m_off,  l.r_off,
-                                 l.g_off, l.dx_off, l.dg_off, l.db_off};
+    float *host[T_COUNT] = {PX(&f->p), PDY(&f->p), PMEAN(&f->p), PRSTD(&f->p), PGAMMA(&f->p),
+                             NULL, NULL, NULL};
+    const tu_launch l = tu_launch_offsets();
+    const size_t off[T_COUNT] = {l.off[CLNORM_ARG_X],      l.off[CLNORM_ARG_DY],
+                                 l.off[CLNORM_ARG_MEAN],   l.off[CLNORM_ARG_RSTD],
+                                 l.off[CLNORM_ARG_GAMMA],  l.off[CLNORM_ARG_DX],
+                                 l.off[CLNORM_ARG_DGAMMA], l.off[CLNORM_ARG_DBETA]};
     f->ok.mask = ALL_GRADS;
     for (int t = 0; t < T_COUNT; t++) {
         f->n[t] = n[t];
@@ -76,7 +96,7 @@ static void fixture_free(fixture *f)
     for (int t = 0; t < T_COUNT; t++)
         if (f->ok.mem[t])
             clReleaseMemObject(f->ok.mem[t]);
-    gu_bwd_free(&f->p);
+    tu_problem_free(&f->p);
 }
 
 static clnorm_status call(clnorm_plan *plan, const bargs *a)
@@ -314,14 +334,14 @@ static void expect_host(clnorm_plan *plan, const clnorm_desc *d, const hargs *a,
 }
 
 /* The same argument errors through the host layer (plan) or the reference (plan NULL). */
-static void host_arguments(clnorm_plan *plan, const gu_bwd_problem *p)
+static void host_arguments(clnorm_plan *plan, const tu_problem *p)
 {
     const clnorm_desc *d = &p->desc;
     const size_t xn = tu_extent(d->rows, d->cols, tu_x_stride(d));
     float *dx = tu_alloc_filled(xn, TU_SENTINEL_OUT_BITS);
     float *dg = tu_alloc_filled(d->cols, TU_SENTINEL_OUT_BITS);
     float *db = tu_alloc_filled(d->cols, TU_SENTINEL_OUT_BITS);
-    const hargs ok = {ALL_GRADS, p->x, p->dy, p->mean, p->rstd, p->gamma, dx, dg, db};
+    const hargs ok = {ALL_GRADS, PX(p), PDY(p), PMEAN(p), PRSTD(p), PGAMMA(p), dx, dg, db};
     hargs a = ok;
     a.mask = 8u;
     expect_host(plan, d, &a, xn, CLNORM_INVALID_ARGUMENT, "unknown mask bit");
@@ -347,7 +367,7 @@ static void host_arguments(clnorm_plan *plan, const gu_bwd_problem *p)
     expect_host(plan, d, &a, xn, CLNORM_INVALID_ARGUMENT, "gamma NULL");
     a = ok;
     if (d->kind == CLNORM_RMS) {
-        a.mean = p->rstd;
+        a.mean = PRSTD(p);
         expect_host(plan, d, &a, xn, CLNORM_INVALID_ARGUMENT, "mean given for RMSNorm");
     } else {
         a.mean = NULL;
@@ -362,15 +382,15 @@ static void test_host_arguments(void **state)
 {
     (void)state;
     for (int kind = 0; kind < 2; kind++) {
-        gu_bwd_problem p;
-        gu_bwd_make(&p, CLNORM_F32, (clnorm_kind)kind, 5, 33, 0, 0, 0, 7, 0.3, 1.0);
+        tu_problem p;
+        make(&p, (clnorm_kind)kind, 0, 0, 7);
         host_arguments(NULL, &p);
         if (g_ctx != NULL) {
             clnorm_plan *plan = plan_for(&p.desc);
             host_arguments(plan, &p);
             clnorm_plan_free(plan);
         }
-        gu_bwd_free(&p);
+        tu_problem_free(&p);
     }
 }
 
@@ -378,17 +398,17 @@ static void test_host_arguments(void **state)
 static void test_host_plans(void **state)
 {
     (void)state;
-    gu_bwd_problem p;
-    gu_bwd_make(&p, CLNORM_F32, CLNORM_LAYER, 5, 33, 40, 36, 0, 9, 0.3, 1.0);
+    tu_problem p;
+    make(&p, CLNORM_LAYER, 40, 36, 9);
     const clnorm_desc *d = &p.desc;
     const size_t xn = tu_extent(d->rows, d->cols, 40);
     float *dx = tu_alloc_filled(xn, TU_SENTINEL_OUT_BITS);
     float *dg = tu_alloc_filled(d->cols, TU_SENTINEL_OUT_BITS);
     float *db = tu_alloc_filled(d->cols, TU_SENTINEL_OUT_BITS);
-    const hargs ok = {ALL_GRADS, p.x, p.dy, p.mean, p.rstd, p.gamma, dx, dg, db};
+    const hargs ok = {ALL_GRADS, PX(&p), PDY(&p), PMEAN(&p), PRSTD(&p), PGAMMA(&p), dx, dg, db};
 
     /* dx in place of dy with x_stride 40 != y_stride 36: the reference and the host layer */
-    float *dy = gu_dup(CLNORM_F32, p.dy, tu_extent(d->rows, d->cols, 36));
+    float *dy = tu_dup(CLNORM_F32, PDY(&p), tu_extent(d->rows, d->cols, 36));
     hargs a = ok;
     a.dy = dy;
     a.dx = dy;
@@ -396,7 +416,7 @@ static void test_host_plans(void **state)
     if (g_ctx != NULL) {
         clnorm_plan *plan = plan_for(d);
         expect_host(plan, d, &a, xn, CLNORM_INVALID_ARGUMENT, "dx in place of dy, other strides");
-        assert_int_equal(gu_cmp_exact(CLNORM_F32, dy, p.dy, tu_extent(d->rows, d->cols, 36),
+        assert_int_equal(tu_cmp_exact(CLNORM_F32, dy, PDY(&p), tu_extent(d->rows, d->cols, 36),
                                       "dy after the failed in-place call"),
                          0);
         clnorm_plan_free(plan);
@@ -437,13 +457,13 @@ static void test_host_plans(void **state)
     free(dx);
     free(dg);
     free(db);
-    gu_bwd_free(&p);
+    tu_problem_free(&p);
 }
 
 static int group_setup(void **state)
 {
     (void)state;
-    g_ctx = gu_context("backward errors");
+    g_ctx = tu_context("backward errors");
     return 0;
 }
 

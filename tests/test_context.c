@@ -6,7 +6,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv, strdup, pthread barriers */
 
-#include "test_util.h"
+#include "tu_runner.h"
 
 #include <ctype.h>
 #include <pthread.h>

@@ -10,7 +10,7 @@
  * Special values (constant rows, NaN / Inf rows, subnormal halves) are in
  * test_dtypes_special.c.
  */
-#include "grad_util.h"
+#include "tu_problem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,17 +30,27 @@ static const size_t shapes[][2] = {{1, 1},    {2, 3},    {17, 7},   {3, 64},
  * device without fp64 (test_fp64_support checks that claim). */
 static clnorm_plan *plan_if(const clnorm_desc *d, clnorm_strategy s)
 {
-    if (d->dtype == CLNORM_F64) {
-        clnorm_plan *plan = NULL;
-        const clnorm_status st = clnorm_plan_create_with(g_ctx, d, s, &plan);
-        if (st == CLNORM_UNSUPPORTED)
-            return NULL;
-        if (st != CLNORM_OK)
-            fail_msg("f64 plan (%s, %zu x %zu) = %d (%s): %s", clnorm_strategy_name(s), d->rows,
-                     d->cols, st, clnorm_status_string(st), clnorm_last_error(g_ctx));
-        return plan;
-    }
     return tu_plan_if(g_ctx, d, s);
+}
+
+/* One run through layer 1 (the 0.1 call) or the host layer, with the outputs of `mask`
+ * (backward) or all of them (forward), checked against the reference. */
+static void run_cl(const tu_problem *p, clnorm_plan *plan, unsigned mask, int in_place)
+{
+    const tu_launch l = tu_launch_v01(p->dir, in_place);
+    tu_problem_run_cl(g_ctx, p, plan, &l, tu_grad_slots(mask), NULL);
+}
+
+static void run_host(const tu_problem *p, clnorm_plan *plan, unsigned mask, int in_place)
+{
+    const tu_launch l = tu_launch_v01(p->dir, in_place);
+    tu_problem_run_host(g_ctx, p, plan, &l, tu_grad_slots(mask), NULL);
+}
+
+static unsigned full_mask(const tu_problem *p)
+{
+    return CLNORM_GRAD_X | (p->desc.flags & CLNORM_NO_GAMMA ? 0u : CLNORM_GRAD_GAMMA) |
+           (p->desc.flags & CLNORM_NO_BETA ? 0u : CLNORM_GRAD_BETA);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -50,18 +60,18 @@ static void forward_strategy(clnorm_strategy strategy)
 {
     if (!tu_has_device(g_ctx))
         skip();
-    const tu_launch launch = tu_launch_offsets();
     for (size_t t = 0; t < COUNT(dtypes); t++) {
         for (size_t s = 0; s < COUNT(shapes); s++) {
             for (int kind = 0; kind < 2; kind++) {
-                gu_fwd_problem p;
-                gu_fwd_make(&p, dtypes[t], (clnorm_kind)kind, shapes[s][0], shapes[s][1], 0, 0,
-                            CLNORM_SAVE_STATS, 100 * t + 2 * s + (uint64_t)kind);
+                tu_problem p;
+                tu_problem_make_rows(&p, CLNORM_FORWARD, dtypes[t], (clnorm_kind)kind, shapes[s][0],
+                                     shapes[s][1], 0, 0, CLNORM_SAVE_STATS,
+                                     100 * t + 2 * s + (uint64_t)kind, NULL);
                 clnorm_plan *plan = plan_if(&p.desc, strategy);
                 if (plan != NULL)
-                    gu_fwd_run_cl(g_ctx, &p, plan, &launch, NULL);
+                    run_cl(&p, plan, 0, 0);
                 clnorm_plan_free(plan);
-                gu_fwd_free(&p);
+                tu_problem_free(&p);
             }
         }
     }
@@ -100,14 +110,14 @@ static void test_forward_layouts(void **state)
     static const size_t lay[][4] = {/* rows, cols, x_stride, y_stride */
                                     {3, 5, 7, 6},   {17, 31, 33, 40}, {4, 1000, 1003, 1001},
                                     {5, 9, 11, 11}, {2, 4097, 0, 0}};
-    tu_launch launch = tu_launch_offsets();
     for (size_t t = 0; t < COUNT(dtypes); t++) {
         for (size_t s = 0; s < COUNT(lay); s++) {
             for (unsigned flags = 0; flags < 8; flags++) {
                 const clnorm_kind kind = (flags + s) & 1 ? CLNORM_RMS : CLNORM_LAYER;
-                gu_fwd_problem p;
-                gu_fwd_make(&p, dtypes[t], kind, lay[s][0], lay[s][1], lay[s][2], lay[s][3],
-                            flags, 500 + 100 * t + 8 * s + flags);
+                tu_problem p;
+                tu_problem_make_rows(&p, CLNORM_FORWARD, dtypes[t], kind, lay[s][0], lay[s][1],
+                                     lay[s][2], lay[s][3], flags, 500 + 100 * t + 8 * s + flags,
+                                     NULL);
                 const int same = tu_x_stride(&p.desc) == tu_y_stride(&p.desc);
                 for (int i = -1; i < TU_NUM_STRATEGIES; i++) {
                     if (i >= 0 && !tu_has_device(g_ctx))
@@ -116,19 +126,17 @@ static void test_forward_layouts(void **state)
                     clnorm_plan *plan = plan_if(&p.desc, st);
                     if (plan == NULL)
                         continue;
-                    gu_fwd_run_host(g_ctx, &p, plan, 0, NULL);
+                    run_host(&p, plan, 0, 0);
                     if (same)
-                        gu_fwd_run_host(g_ctx, &p, plan, 1, NULL);
+                        run_host(&p, plan, 0, 1);
                     if (i >= 0) {
-                        launch.in_place = 0;
-                        gu_fwd_run_cl(g_ctx, &p, plan, &launch, NULL);
-                        launch.in_place = same;
+                        run_cl(&p, plan, 0, 0);
                         if (same)
-                            gu_fwd_run_cl(g_ctx, &p, plan, &launch, NULL);
+                            run_cl(&p, plan, 0, 1);
                     }
                     clnorm_plan_free(plan);
                 }
-                gu_fwd_free(&p);
+                tu_problem_free(&p);
             }
         }
     }
@@ -141,21 +149,21 @@ static void backward_strategy(clnorm_strategy strategy)
 {
     if (!tu_has_device(g_ctx))
         skip();
-    const gu_bwd_launch launch = gu_bwd_offsets();
     for (size_t t = 0; t < COUNT(dtypes); t++) {
         for (size_t s = 0; s < COUNT(shapes); s++) {
             for (int kind = 0; kind < 2; kind++) {
-                gu_bwd_problem p;
-                gu_bwd_make(&p, dtypes[t], (clnorm_kind)kind, shapes[s][0], shapes[s][1], 0, 0,
-                            0, 200 + 100 * t + 2 * s + (uint64_t)kind, 0.3, 1.0);
+                tu_problem p;
+                tu_problem_make_rows(&p, CLNORM_BACKWARD, dtypes[t], (clnorm_kind)kind,
+                                     shapes[s][0], shapes[s][1], 0, 0, 0,
+                                     200 + 100 * t + 2 * s + (uint64_t)kind, NULL);
                 clnorm_plan *plan = plan_if(&p.desc, strategy);
                 if (plan != NULL) {
-                    gu_bwd_run_cl(g_ctx, &p, plan, ALL_GRADS, &launch, NULL, NULL, NULL);
-                    gu_bwd_run_cl(g_ctx, &p, plan, CLNORM_GRAD_X, &launch, NULL, NULL, NULL);
-                    gu_bwd_run_cl(g_ctx, &p, plan, CLNORM_GRAD_GAMMA, &launch, NULL, NULL, NULL);
+                    run_cl(&p, plan, ALL_GRADS, 0);
+                    run_cl(&p, plan, CLNORM_GRAD_X, 0);
+                    run_cl(&p, plan, CLNORM_GRAD_GAMMA, 0);
                 }
                 clnorm_plan_free(plan);
-                gu_bwd_free(&p);
+                tu_problem_free(&p);
             }
         }
     }
@@ -196,15 +204,15 @@ static void test_backward_layouts(void **state)
                                     {5, 9, 11, 11}, {2, 4097, 0, 0}};
     static const unsigned flag_sets[] = {0, CLNORM_NO_GAMMA, CLNORM_NO_BETA,
                                          CLNORM_NO_GAMMA | CLNORM_NO_BETA};
-    gu_bwd_launch launch = gu_bwd_offsets();
     for (size_t t = 0; t < COUNT(dtypes); t++) {
         for (size_t s = 0; s < COUNT(lay); s++) {
             for (size_t f = 0; f < COUNT(flag_sets); f++) {
                 const clnorm_kind kind = (f + s) & 1 ? CLNORM_RMS : CLNORM_LAYER;
-                gu_bwd_problem p;
-                gu_bwd_make(&p, dtypes[t], kind, lay[s][0], lay[s][1], lay[s][2], lay[s][3],
-                            flag_sets[f], 700 + 100 * t + 4 * s + f, 0.3, 1.0);
-                const unsigned mask = gu_bwd_full_mask(&p);
+                tu_problem p;
+                tu_problem_make_rows(&p, CLNORM_BACKWARD, dtypes[t], kind, lay[s][0], lay[s][1],
+                                     lay[s][2], lay[s][3], flag_sets[f], 700 + 100 * t + 4 * s + f,
+                                     NULL);
+                const unsigned mask = full_mask(&p);
                 const int same = tu_x_stride(&p.desc) == tu_y_stride(&p.desc);
                 for (int i = -1; i < TU_NUM_STRATEGIES; i++) {
                     if (i >= 0 && !tu_has_device(g_ctx))
@@ -213,19 +221,17 @@ static void test_backward_layouts(void **state)
                     clnorm_plan *plan = plan_if(&p.desc, st);
                     if (plan == NULL)
                         continue;
-                    gu_bwd_run_host(g_ctx, &p, plan, mask, 0);
+                    run_host(&p, plan, mask, 0);
                     if (same)
-                        gu_bwd_run_host(g_ctx, &p, plan, mask, 1);
+                        run_host(&p, plan, mask, 1);
                     if (i >= 0) {
-                        launch.in_place = 0;
-                        gu_bwd_run_cl(g_ctx, &p, plan, mask, &launch, NULL, NULL, NULL);
-                        launch.in_place = same;
+                        run_cl(&p, plan, mask, 0);
                         if (same)
-                            gu_bwd_run_cl(g_ctx, &p, plan, mask, &launch, NULL, NULL, NULL);
+                            run_cl(&p, plan, mask, 1);
                     }
                     clnorm_plan_free(plan);
                 }
-                gu_bwd_free(&p);
+                tu_problem_free(&p);
             }
         }
     }
@@ -295,7 +301,7 @@ static void test_fp64_support(void **state)
 static int group_setup(void **state)
 {
     (void)state;
-    g_ctx = gu_context("dtypes");
+    g_ctx = tu_context("dtypes");
     return 0;
 }
 

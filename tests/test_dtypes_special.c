@@ -8,9 +8,9 @@
  *     dbeta): the NaN / Inf pattern must be the reference's;
  *   - subnormal float16 inputs are decoded (not flushed), and subnormal float16 outputs are
  *     rounded right (1 ulp, no absolute slack).
- * Tolerances otherwise as in test_dtypes.c (gu_fwd_check / gu_bwd_check).
+ * Tolerances otherwise as in test_dtypes.c (tu_problem.h).
  */
-#include "grad_util.h"
+#include "tu_problem.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -22,21 +22,19 @@
 
 static clnorm_ctx *g_ctx;
 
+/* A problem's tensors by slot: inputs, and the reference's outputs. */
+#define IN(q, S) ((q)->in.p[CLNORM_ARG_##S])
+#define REF(q, S) ((q)->ref.p[CLNORM_ARG_##S])
+
+static tu_launch fwd_launch(void) { return tu_launch_v01(CLNORM_FORWARD, 0); }
+static tu_launch bwd_launch(void) { return tu_launch_v01(CLNORM_BACKWARD, 0); }
+
 static const clnorm_dtype all_dtypes[] = {CLNORM_F32, CLNORM_F16, CLNORM_BF16, CLNORM_F64};
 static const size_t cols_list[] = {1, 7, 64, 1000, 4097};
 
 /* Plan or NULL (subgroup on long rows, F64 without fp64: see test_dtypes.c). */
 static clnorm_plan *plan_if(const clnorm_desc *d, clnorm_strategy s)
 {
-    if (d->dtype == CLNORM_F64) {
-        clnorm_plan *plan = NULL;
-        const clnorm_status st = clnorm_plan_create_with(g_ctx, d, s, &plan);
-        if (st == CLNORM_UNSUPPORTED)
-            return NULL;
-        if (st != CLNORM_OK)
-            fail_msg("f64 plan = %d: %s", st, clnorm_last_error(g_ctx));
-        return plan;
-    }
     return tu_plan_if(g_ctx, d, s);
 }
 
@@ -67,7 +65,7 @@ static double tiny_constant(clnorm_dtype t)
 static void set_row(void *x, clnorm_dtype t, size_t stride, size_t r, size_t cols, double v)
 {
     for (size_t c = 0; c < cols; c++)
-        gu_set(t, x, r * stride + c, v);
+        clnorm_elem_store(t, x, r * stride + c, v);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -75,35 +73,36 @@ static void set_row(void *x, clnorm_dtype t, size_t stride, size_t r, size_t col
 
 /* Checks the constant rows of one answer: y exactly beta in the storage format, mean the
  * constant (normwise), rstd 1/sqrt(eps) (normwise). Returns the number of failures. */
-static size_t check_const(const gu_fwd_problem *p, const void *y, const void *mean,
+static size_t check_const(const tu_problem *p, const void *y, const void *mean,
                           const void *rstd, const size_t *rows, const double *values, size_t n,
                           const char *who)
 {
     const clnorm_desc *d = &p->desc;
-    const clnorm_dtype T = d->dtype, P = gu_param_fmt(d->dtype);
+    const clnorm_dtype T = d->dtype, P = clnorm_elem_param_type(d->dtype);
     const double tol = T == CLNORM_F64 ? 1e-12 : 1e-5;
-    void *want = gu_alloc_sentinel(T, d->cols, 1);
+    void *want = tu_alloc_sentinel(T, d->cols, 1);
     for (size_t c = 0; c < d->cols; c++)
-        gu_set(T, want, c, gu_get(P, p->beta, c)); /* exact for F32 / F64, rounded for 16 bits */
-    void *stat = gu_alloc_sentinel(P, 1, 1);
+        /* exact for F32 / F64, rounded for 16 bits */
+        clnorm_elem_store(T, want, c, clnorm_elem_load(P, IN(p, BETA), c));
+    void *stat = tu_alloc_sentinel(P, 1, 1);
     size_t bad = 0;
     char what[300];
     for (size_t i = 0; i < n; i++) {
         const size_t r = rows[i];
         snprintf(what, sizeof what, "%s: constant row %zu (%g): y", who, r, values[i]);
-        bad += gu_cmp_exact(T, (const char *)y + r * tu_y_stride(d) * gu_size(T), want, d->cols,
-                            what);
+        bad += tu_cmp_exact(T, (const char *)y + r * tu_y_stride(d) * clnorm_elem_size(T), want,
+                            d->cols, what);
         if (mean != NULL && d->kind == CLNORM_LAYER) {
-            gu_set(P, stat, 0, gu_get(T, p->x, r * tu_x_stride(d)));
+            clnorm_elem_store(P, stat, 0, clnorm_elem_load(T, IN(p, X), r * tu_x_stride(d)));
             snprintf(what, sizeof what, "%s: constant row %zu (%g): mean", who, r, values[i]);
-            bad += gu_cmp_norm(P, (const char *)mean + r * gu_size(P), 1, P, stat, 1, 1, 1, tol,
-                               NULL, what);
+            bad += tu_cmp_norm(P, (const char *)mean + r * clnorm_elem_size(P), 1, P, stat, 1, 1, 1,
+                               tol, NULL, what);
         }
         if (rstd != NULL) {
-            gu_set(P, stat, 0, 1.0 / sqrt((double)d->eps));
+            clnorm_elem_store(P, stat, 0, 1.0 / sqrt((double)d->eps));
             snprintf(what, sizeof what, "%s: constant row %zu (%g): rstd", who, r, values[i]);
-            bad += gu_cmp_norm(P, (const char *)rstd + r * gu_size(P), 1, P, stat, 1, 1, 1, tol,
-                               NULL, what);
+            bad += tu_cmp_norm(P, (const char *)rstd + r * clnorm_elem_size(P), 1, P, stat, 1, 1, 1,
+                               tol, NULL, what);
         }
     }
     free(want);
@@ -114,24 +113,24 @@ static size_t check_const(const gu_fwd_problem *p, const void *y, const void *me
 /* Every strategy (layer 1), then the reference: constant rows exactly beta (check_const), the
  * other rows as the reference's. Device failures fail the test at once; the reference's are
  * returned (so that one of them does not hide the devices' other cases). */
-static size_t check_constant_rows(const gu_fwd_problem *p, const size_t *const_rows,
+static size_t check_constant_rows(const tu_problem *p, const size_t *const_rows,
                                 const double *values, size_t n)
 {
     const clnorm_desc *d = &p->desc;
-    const clnorm_dtype T = d->dtype, P = gu_param_fmt(d->dtype);
-    const tu_launch launch = tu_launch_offsets();
+    const clnorm_dtype T = d->dtype, P = clnorm_elem_param_type(d->dtype);
+    const tu_launch launch = fwd_launch();
     const size_t ys = tu_y_stride(d);
     char who[200];
     for (int s = 0; s < TU_NUM_STRATEGIES; s++) {
         clnorm_plan *plan = plan_if(d, tu_strategies[s]);
         if (plan == NULL)
             continue;
-        void *y = gu_alloc_sentinel(T, tu_extent(d->rows, d->cols, ys), 1);
-        void *mean = gu_alloc_sentinel(P, d->rows, 1), *rstd = gu_alloc_sentinel(P, d->rows, 1);
-        gu_forward_cl(g_ctx, plan, &launch, p->x, p->gamma, p->beta, y,
+        void *y = tu_alloc_sentinel(T, tu_extent(d->rows, d->cols, ys), 1);
+        void *mean = tu_alloc_sentinel(P, d->rows, 1), *rstd = tu_alloc_sentinel(P, d->rows, 1);
+        tu_forward_cl(g_ctx, plan, &launch, IN(p, X), IN(p, GAMMA), IN(p, BETA), y,
                       d->kind == CLNORM_LAYER ? mean : NULL, rstd);
         snprintf(who, sizeof who, "%s %s %s %zux%zu", clnorm_strategy_name(tu_strategies[s]),
-                 gu_fmt_name(T), d->kind == CLNORM_RMS ? "rms" : "layer", d->rows, d->cols);
+                 tu_dtype_name(T), d->kind == CLNORM_RMS ? "rms" : "layer", d->rows, d->cols);
         size_t bad = check_const(p, y, mean, rstd, const_rows, values, n, who);
         /* the other rows: each compared alone with the reference */
         for (size_t r = 0; r < d->rows; r++) {
@@ -142,11 +141,11 @@ static size_t check_constant_rows(const gu_fwd_problem *p, const size_t *const_r
                 continue;
             char what[260];
             snprintf(what, sizeof what, "%s: row %zu", who, r);
-            const char *yr = (const char *)y + r * ys * gu_size(T);
-            const char *wr = (const char *)p->y_ref + r * d->cols * gu_size(T);
+            const char *yr = (const char *)y + r * ys * clnorm_elem_size(T);
+            const char *wr = (const char *)REF(p, Y) + r * d->cols * clnorm_elem_size(T);
             bad += T == CLNORM_F16 || T == CLNORM_BF16
-                       ? gu_cmp_ulp(T, yr, d->cols, wr, d->cols, 1, d->cols, 1.0, 1e-5, what)
-                       : gu_cmp_norm(T, yr, d->cols, T, wr, d->cols, 1, d->cols,
+                       ? tu_cmp_ulp(T, yr, d->cols, wr, d->cols, 1, d->cols, 1.0, 1e-5, what)
+                       : tu_cmp_norm(T, yr, d->cols, T, wr, d->cols, 1, d->cols,
                                      T == CLNORM_F64 ? 1e-12 : 1e-5, NULL, what);
         }
         free(y);
@@ -156,13 +155,13 @@ static size_t check_constant_rows(const gu_fwd_problem *p, const size_t *const_r
         if (bad)
             fail_msg("%s: %zu failures on constant rows", who, bad);
     }
-    snprintf(who, sizeof who, "reference %s %s %zux%zu", gu_fmt_name(T),
+    snprintf(who, sizeof who, "reference %s %s %zux%zu", tu_dtype_name(T),
              d->kind == CLNORM_RMS ? "rms" : "layer", d->rows, d->cols);
     clnorm_desc dense = *d;
     dense.y_stride = 0;
-    gu_fwd_problem q = *p;
+    tu_problem q = *p;
     q.desc = dense;
-    return check_const(&q, p->y_ref, p->mean_ref, p->rstd_ref, const_rows, values, n, who);
+    return check_const(&q, REF(p, Y), REF(p, MEAN), REF(p, RSTD), const_rows, values, n, who);
 }
 
 static void test_constant_rows(void **state)
@@ -181,18 +180,18 @@ static void test_constant_rows(void **state)
             for (unsigned g = 0; g <= 1; g++) {
                 /* rows 0, 2, 4, ... constant; odd rows random */
                 const size_t rows = 2 * COUNT(values);
-                gu_fwd_problem p;
-                gu_fwd_make(&p, T, CLNORM_LAYER, rows, cols_list[ci], 0, 0,
+                tu_problem p;
+                tu_problem_make_rows(&p, CLNORM_FORWARD, T, CLNORM_LAYER, rows, cols_list[ci], 0, 0,
                             CLNORM_SAVE_STATS | (g ? 0u : CLNORM_NO_GAMMA),
-                            100 * t + 2 * ci + g);
+                            100 * t + 2 * ci + g, NULL);
                 size_t const_rows[COUNT(values)];
                 for (size_t v = 0; v < COUNT(values); v++) {
                     const_rows[v] = 2 * v;
-                    set_row(p.x, T, cols_list[ci], 2 * v, cols_list[ci], values[v]);
+                    set_row(IN(&p, X), T, cols_list[ci], 2 * v, cols_list[ci], values[v]);
                 }
-                gu_fwd_reference(&p);
+                tu_problem_reference(&p);
                 ref_bad += check_constant_rows(&p, const_rows, values, COUNT(values));
-                gu_fwd_free(&p);
+                tu_problem_free(&p);
             }
         }
     }
@@ -210,16 +209,16 @@ static void test_zero_rows_rms(void **state)
     size_t ref_bad = 0;
     for (size_t t = 0; t < COUNT(all_dtypes); t++) {
         for (size_t ci = 0; ci < COUNT(cols_list); ci++) {
-            gu_fwd_problem p;
-            gu_fwd_make(&p, all_dtypes[t], CLNORM_RMS, 5, cols_list[ci], 0, 0, CLNORM_SAVE_STATS,
-                        300 + 10 * t + ci);
+            tu_problem p;
+            tu_problem_make_rows(&p, CLNORM_FORWARD, all_dtypes[t], CLNORM_RMS, 5, cols_list[ci], 0,
+                                 0, CLNORM_SAVE_STATS, 300 + 10 * t + ci, NULL);
             const size_t zero_rows[] = {0, 3};
             const double zeros[] = {0.0, 0.0};
             for (size_t i = 0; i < COUNT(zero_rows); i++)
-                set_row(p.x, all_dtypes[t], cols_list[ci], zero_rows[i], cols_list[ci], 0.0);
-            gu_fwd_reference(&p);
+                set_row(IN(&p, X), all_dtypes[t], cols_list[ci], zero_rows[i], cols_list[ci], 0.0);
+            tu_problem_reference(&p);
             ref_bad += check_constant_rows(&p, zero_rows, zeros, COUNT(zero_rows));
-            gu_fwd_free(&p);
+            tu_problem_free(&p);
         }
     }
     if (ref_bad)
@@ -232,28 +231,28 @@ static void test_constant_rows_backward(void **state)
     (void)state;
     if (!tu_has_device(g_ctx))
         skip();
-    const gu_bwd_launch launch = gu_bwd_offsets();
+    const tu_launch launch = bwd_launch();
     for (size_t t = 0; t < COUNT(all_dtypes); t++) {
         const clnorm_dtype T = all_dtypes[t];
         for (size_t ci = 0; ci < COUNT(cols_list); ci++) {
-            gu_bwd_problem p;
-            gu_bwd_make(&p, T, CLNORM_LAYER, 4, cols_list[ci], 0, 0, 0, 400 + 10 * t + ci, 0.3,
-                        1.0);
-            set_row(p.x, T, cols_list[ci], 0, cols_list[ci], 1000.0);
-            set_row(p.x, T, cols_list[ci], 2, cols_list[ci], big_constant(T));
-            gu_bwd_reference(&p);
+            tu_problem p;
+            tu_problem_make_rows(&p, CLNORM_BACKWARD, T, CLNORM_LAYER, 4, cols_list[ci], 0, 0, 0,
+                                 400 + 10 * t + ci, NULL);
+            set_row(IN(&p, X), T, cols_list[ci], 0, cols_list[ci], 1000.0);
+            set_row(IN(&p, X), T, cols_list[ci], 2, cols_list[ci], big_constant(T));
+            tu_problem_reference(&p);
             /* the reference's dx of those rows is finite */
             for (size_t c = 0; c < cols_list[ci]; c++)
-                if (!isfinite(gu_get(T, p.dx_ref, c)) ||
-                    !isfinite(gu_get(T, p.dx_ref, 2 * cols_list[ci] + c)))
-                    fail_msg("reference %s dx of a constant row is not finite", gu_fmt_name(T));
+                if (!isfinite(clnorm_elem_load(T, REF(&p, DX), c)) ||
+                    !isfinite(clnorm_elem_load(T, REF(&p, DX), 2 * cols_list[ci] + c)))
+                    fail_msg("reference %s dx of a constant row is not finite", tu_dtype_name(T));
             for (int s = 0; s < TU_NUM_STRATEGIES; s++) {
                 clnorm_plan *plan = plan_if(&p.desc, tu_strategies[s]);
                 if (plan != NULL)
-                    gu_bwd_run_cl(g_ctx, &p, plan, ALL_GRADS, &launch, NULL, NULL, NULL);
+                    tu_problem_run_cl(g_ctx, &p, plan, &launch, tu_grad_slots(ALL_GRADS), NULL);
                 clnorm_plan_free(plan);
             }
-            gu_bwd_free(&p);
+            tu_problem_free(&p);
         }
     }
 }
@@ -266,11 +265,11 @@ static void test_constant_rows_backward(void **state)
 static void poison_x(void *x, clnorm_dtype t, size_t stride, size_t cols, int inf)
 {
     if (inf) {
-        gu_set(t, x, 3 * stride + cols - 1, INFINITY);
-        gu_set(t, x, 4 * stride + 0, -INFINITY);
+        clnorm_elem_store(t, x, 3 * stride + cols - 1, INFINITY);
+        clnorm_elem_store(t, x, 4 * stride + 0, -INFINITY);
     } else {
-        gu_set(t, x, 1 * stride + cols / 2, NAN);
-        gu_set(t, x, 4 * stride + 0, NAN);
+        clnorm_elem_store(t, x, 1 * stride + cols / 2, NAN);
+        clnorm_elem_store(t, x, 4 * stride + 0, NAN);
     }
 }
 
@@ -280,27 +279,29 @@ static void poisoned_forward(int inf, unsigned flags)
 {
     if (!tu_has_device(g_ctx))
         skip();
-    const tu_launch launch = tu_launch_offsets();
+    const tu_launch launch = fwd_launch();
     for (size_t t = 0; t < COUNT(all_dtypes); t++) {
         for (size_t ci = 0; ci < COUNT(cols_list); ci++) {
             for (int kind = 0; kind < 2; kind++) {
-                gu_fwd_problem p;
-                gu_fwd_make(&p, all_dtypes[t], (clnorm_kind)kind, 6, cols_list[ci], 0, 0, flags,
-                            500 + 20 * t + 2 * ci + (uint64_t)kind);
-                poison_x(p.x, all_dtypes[t], cols_list[ci], cols_list[ci], inf);
-                gu_fwd_reference(&p);
+                tu_problem p;
+                tu_problem_make_rows(&p, CLNORM_FORWARD, all_dtypes[t], (clnorm_kind)kind, 6,
+                                     cols_list[ci], 0, 0, flags,
+                                     500 + 20 * t + 2 * ci + (uint64_t)kind, NULL);
+                poison_x(IN(&p, X), all_dtypes[t], cols_list[ci], cols_list[ci], inf);
+                tu_problem_reference(&p);
                 /* the yardstick: rows 0, 2, 5 finite */
                 for (size_t c = 0; c < cols_list[ci]; c++)
                     for (size_t r = 0; r < 6; r += (r == 0 ? 2 : 3))
-                        if (!isfinite(gu_get(all_dtypes[t], p.y_ref, r * cols_list[ci] + c)))
+                        if (!isfinite(
+                                clnorm_elem_load(all_dtypes[t], REF(&p, Y), r * cols_list[ci] + c)))
                             fail_msg("reference: NaN / Inf left its row");
                 for (int s = 0; s < TU_NUM_STRATEGIES; s++) {
                     clnorm_plan *plan = plan_if(&p.desc, tu_strategies[s]);
                     if (plan != NULL)
-                        gu_fwd_run_cl(g_ctx, &p, plan, &launch, NULL);
+                        tu_problem_run_cl(g_ctx, &p, plan, &launch, 0, NULL);
                     clnorm_plan_free(plan);
                 }
-                gu_fwd_free(&p);
+                tu_problem_free(&p);
             }
         }
     }
@@ -339,32 +340,34 @@ static void poisoned_backward(int what)
 {
     if (!tu_has_device(g_ctx))
         skip();
-    const gu_bwd_launch launch = gu_bwd_offsets();
+    const tu_launch launch = bwd_launch();
     for (size_t t = 0; t < COUNT(all_dtypes); t++) {
         for (size_t ci = 0; ci < COUNT(cols_list); ci++) {
             for (int kind = 0; kind < 2; kind++) {
                 const clnorm_dtype T = all_dtypes[t];
                 const size_t cols = cols_list[ci];
-                gu_bwd_problem p;
-                gu_bwd_make(&p, T, (clnorm_kind)kind, 6, cols, 0, 0, 0,
-                            600 + 40 * t + 4 * ci + 2 * (uint64_t)kind, 0.3, 1.0);
+                tu_problem p;
+                tu_problem_make_rows(&p, CLNORM_BACKWARD, T, (clnorm_kind)kind, 6, cols, 0, 0, 0,
+                            600 + 40 * t + 4 * ci + 2 * (uint64_t)kind, NULL);
                 if (what >= 2)
-                    gu_set(T, p.dy, 2 * cols + cols / 3, what == 2 ? NAN : -INFINITY);
+                    clnorm_elem_store(T, IN(&p, DY), 2 * cols + cols / 3,
+                                      what == 2 ? NAN : -INFINITY);
                 else
-                    poison_x(p.x, T, cols, cols, what);
-                gu_bwd_reference(&p);
+                    poison_x(IN(&p, X), T, cols, cols, what);
+                tu_problem_reference(&p);
                 if (what < 2) {
                     for (size_t c = 0; c < cols; c++)
-                        if (!isfinite(gu_get(gu_param_fmt(T), p.db_ref, c)))
+                        if (!isfinite(
+                                clnorm_elem_load(clnorm_elem_param_type(T), REF(&p, DBETA), c)))
                             fail_msg("reference: dbeta poisoned by x");
                 }
                 for (int s = 0; s < TU_NUM_STRATEGIES; s++) {
                     clnorm_plan *plan = plan_if(&p.desc, tu_strategies[s]);
                     if (plan != NULL)
-                        gu_bwd_run_cl(g_ctx, &p, plan, ALL_GRADS, &launch, NULL, NULL, NULL);
+                        tu_problem_run_cl(g_ctx, &p, plan, &launch, tu_grad_slots(ALL_GRADS), NULL);
                     clnorm_plan_free(plan);
                 }
-                gu_bwd_free(&p);
+                tu_problem_free(&p);
             }
         }
     }
@@ -406,35 +409,34 @@ static void test_subnormal_f16(void **state)
     (void)state;
     if (!tu_has_device(g_ctx))
         skip();
-    const tu_launch flaunch = tu_launch_offsets();
-    const gu_bwd_launch blaunch = gu_bwd_offsets();
+    const tu_launch flaunch = fwd_launch(), blaunch = bwd_launch();
     for (size_t ci = 0; ci < COUNT(cols_list); ci++) {
         for (int kind = 0; kind < 2; kind++) {
             tu_rng rng;
             tu_rng_seed(&rng, 700 + 2 * ci + (uint64_t)kind);
-            gu_fwd_problem f;
-            gu_fwd_make(&f, CLNORM_F16, (clnorm_kind)kind, 5, cols_list[ci], 0, 0,
-                        CLNORM_SAVE_STATS, 0);
-            fill_subnormal(&rng, f.x, 5, cols_list[ci], cols_list[ci]);
-            gu_fwd_reference(&f);
-            gu_bwd_problem b;
-            gu_bwd_make(&b, CLNORM_F16, (clnorm_kind)kind, 5, cols_list[ci], 0, 0, 0, 1, 0.3,
-                        1.0);
-            fill_subnormal(&rng, b.x, 5, cols_list[ci], cols_list[ci]);
-            fill_subnormal(&rng, b.dy, 5, cols_list[ci], cols_list[ci]);
-            gu_bwd_reference(&b);
+            tu_problem f;
+            tu_problem_make_rows(&f, CLNORM_FORWARD, CLNORM_F16, (clnorm_kind)kind, 5,
+                                 cols_list[ci], 0, 0, CLNORM_SAVE_STATS, 0, NULL);
+            fill_subnormal(&rng, IN(&f, X), 5, cols_list[ci], cols_list[ci]);
+            tu_problem_reference(&f);
+            tu_problem b;
+            tu_problem_make_rows(&b, CLNORM_BACKWARD, CLNORM_F16, (clnorm_kind)kind, 5,
+                                 cols_list[ci], 0, 0, 0, 1, NULL);
+            fill_subnormal(&rng, IN(&b, X), 5, cols_list[ci], cols_list[ci]);
+            fill_subnormal(&rng, IN(&b, DY), 5, cols_list[ci], cols_list[ci]);
+            tu_problem_reference(&b);
             for (int s = 0; s < TU_NUM_STRATEGIES; s++) {
                 clnorm_plan *plan = tu_plan_if(g_ctx, &f.desc, tu_strategies[s]);
                 if (plan != NULL)
-                    gu_fwd_run_cl(g_ctx, &f, plan, &flaunch, NULL);
+                    tu_problem_run_cl(g_ctx, &f, plan, &flaunch, 0, NULL);
                 clnorm_plan_free(plan);
                 plan = tu_plan_if(g_ctx, &b.desc, tu_strategies[s]);
                 if (plan != NULL)
-                    gu_bwd_run_cl(g_ctx, &b, plan, ALL_GRADS, &blaunch, NULL, NULL, NULL);
+                    tu_problem_run_cl(g_ctx, &b, plan, &blaunch, tu_grad_slots(ALL_GRADS), NULL);
                 clnorm_plan_free(plan);
             }
-            gu_fwd_free(&f);
-            gu_bwd_free(&b);
+            tu_problem_free(&f);
+            tu_problem_free(&b);
         }
     }
 }
@@ -446,38 +448,39 @@ static void test_subnormal_f16_outputs(void **state)
     (void)state;
     if (!tu_has_device(g_ctx))
         skip();
-    const tu_launch launch = tu_launch_offsets();
+    const tu_launch launch = fwd_launch();
     for (size_t ci = 0; ci < COUNT(cols_list); ci++) {
-        gu_fwd_problem p;
-        gu_fwd_make(&p, CLNORM_F16, CLNORM_LAYER, 4, cols_list[ci], 0, 0, CLNORM_NO_BETA,
-                    800 + ci);
+        tu_problem p;
+        tu_problem_make_rows(&p, CLNORM_FORWARD, CLNORM_F16, CLNORM_LAYER, 4, cols_list[ci], 0, 0,
+                             CLNORM_NO_BETA, 800 + ci, NULL);
         for (size_t c = 0; c < cols_list[ci]; c++)
-            ((float *)p.gamma)[c] *= 1e-5f;
-        gu_fwd_reference(&p);
+            ((float *)IN(&p, GAMMA))[c] *= 1e-5f;
+        tu_problem_reference(&p);
         for (int s = 0; s < TU_NUM_STRATEGIES; s++) {
             clnorm_plan *plan = tu_plan_if(g_ctx, &p.desc, tu_strategies[s]);
             if (plan == NULL)
                 continue;
-            void *y = NULL;
-            gu_fwd_run_cl(g_ctx, &p, plan, &launch, &y);
+            tu_args out;
+            tu_problem_run_cl(g_ctx, &p, plan, &launch, 0, &out);
+            void *y = out.p[CLNORM_ARG_Y];
             char what[120];
             snprintf(what, sizeof what, "%s f16 subnormal outputs, %zu columns",
                      clnorm_strategy_name(tu_strategies[s]), cols_list[ci]);
-            const size_t bad = gu_cmp_ulp(CLNORM_F16, y, cols_list[ci], p.y_ref, cols_list[ci],
+            const size_t bad = tu_cmp_ulp(CLNORM_F16, y, cols_list[ci], REF(&p, Y), cols_list[ci],
                                           4, cols_list[ci], 1.0, 0.0, what);
-            free(y);
+            tu_args_free(&out);
             clnorm_plan_free(plan);
             if (bad)
                 fail_msg("%s: %zu elements beyond 1 ulp", what, bad);
         }
-        gu_fwd_free(&p);
+        tu_problem_free(&p);
     }
 }
 
 static int group_setup(void **state)
 {
     (void)state;
-    g_ctx = gu_context("dtypes special");
+    g_ctx = tu_context("dtypes special");
     return 0;
 }
 

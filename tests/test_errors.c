@@ -8,7 +8,6 @@
 
 #include "test_util.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,21 +16,6 @@
 static clnorm_ctx *g_ctx;
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
-/* Case-insensitive substring test, for messages that name a field. */
-static int mentions(const char *text, const char *word)
-{
-    const size_t n = strlen(word);
-    for (; *text; text++) {
-        size_t i = 0;
-        while (i < n && text[i] &&
-               tolower((unsigned char)text[i]) == tolower((unsigned char)word[i]))
-            i++;
-        if (i == n)
-            return 1;
-    }
-    return 0;
-}
 
 /* The call returned `want`; the context's message is non-empty and names `word` (if any). */
 static void expect_status(clnorm_status got, clnorm_status want, const clnorm_ctx *ctx,
@@ -45,7 +29,7 @@ static void expect_status(clnorm_status got, clnorm_status want, const clnorm_ct
     const char *msg = clnorm_last_error(ctx);
     if (msg == NULL || msg[0] == '\0')
         fail_msg("%s: clnorm_last_error() is empty after a failure", what);
-    if (word != NULL && !mentions(msg, word))
+    if (word != NULL && !tu_mentions(msg, word))
         fail_msg("%s: clnorm_last_error() = \"%s\" does not name \"%s\"", what, msg, word);
 }
 
@@ -112,7 +96,7 @@ static void test_desc_check(void **state)
             fail_msg("desc_check(%s) = %d (%s)", bad[i].what, st, clnorm_status_string(st));
         if (msg[0] == '\0')
             fail_msg("desc_check(%s): empty message", bad[i].what);
-        if (bad[i].field != NULL && !mentions(msg, bad[i].field))
+        if (bad[i].field != NULL && !tu_mentions(msg, bad[i].field))
             fail_msg("desc_check(%s): \"%s\" does not name %s", bad[i].what, msg, bad[i].field);
         /* msg may be NULL */
         assert_int_equal(clnorm_desc_check(&bad[i].desc, NULL, 0), CLNORM_INVALID_ARGUMENT);

@@ -5,7 +5,8 @@
  * and Inf stay inside their own row; a 1,048,576-column row of U(1, 5) data (where plain
  * float32 accumulation loses, 1.6e-2 measured) stays within the target too.
  */
-#include "test_util.h"
+#include "tu_oracle.h"
+#include "tu_runner.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * against values computed by hand and against the float64 reference of test_util.c (written
  * independently). No OpenCL here.
  */
-#include "test_util.h"
+#include "tu_oracle.h"
 
 #include <math.h>
 #include <stdlib.h>

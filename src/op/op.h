@@ -91,6 +91,11 @@ typedef struct clnorm_op {
     int has_mean; /* LayerNorm statistics (mean and rstd) rather than RMS (rstd only) */
     int residual; /* adds a residual (the ADD kinds) */
     clnorm_kind base_kind; /* the kind it normalizes like (itself, or the ADD kind's plain one) */
+    /* The row tensors: slots whose element (r, c) is read or written only together with the
+     * same element of the others, so an output of them may be an input of them in place.
+     * Decided here, not from shapes: a parameter of a one-row problem has a row's shape but
+     * is read again by every row. */
+    unsigned row_slots;
 
     /* Description checks beyond the generic ones (desc.c): msg gets a sentence. */
     clnorm_status (*check_desc)(const clnorm_desc *d, char *msg, size_t msg_size);

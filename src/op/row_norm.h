@@ -19,6 +19,12 @@
 #define ROW_NORM_MEAN_SLOTS SLOT_BIT(CLNORM_ARG_MEAN)
 #define ROW_NORM_RESIDUAL_FWD_SLOTS (SLOT_BIT(CLNORM_ARG_RESIDUAL) | SLOT_BIT(CLNORM_ARG_SUM))
 #define ROW_NORM_RESIDUAL_BWD_SLOTS (SLOT_BIT(CLNORM_ARG_RESIDUAL) | SLOT_BIT(CLNORM_ARG_DSUM))
+/* The rows x cols tensors (in place may pair them): everything but parameters, statistics
+ * and parameter gradients. */
+#define ROW_NORM_ROW_SLOTS                                                                  \
+    (SLOT_BIT(CLNORM_ARG_X) | SLOT_BIT(CLNORM_ARG_Y) | SLOT_BIT(CLNORM_ARG_RESIDUAL) |      \
+     SLOT_BIT(CLNORM_ARG_SUM) | SLOT_BIT(CLNORM_ARG_DSUM) | SLOT_BIT(CLNORM_ARG_DY) |       \
+     SLOT_BIT(CLNORM_ARG_DX))
 
 clnorm_status clnorm_row_norm_check_desc(const clnorm_desc *d, char *msg, size_t msg_size);
 void clnorm_row_norm_slot_info(const clnorm_op *op, const clnorm_desc *d, clnorm_direction dir,
@@ -45,7 +51,7 @@ clnorm_status clnorm_row_norm_ref(const clnorm_op *op, const clnorm_desc *d,
                      ((residual_) ? ROW_NORM_RESIDUAL_FWD_SLOTS : 0u),                      \
         .bwd_slots = ROW_NORM_BWD_SLOTS | ((has_mean_) ? ROW_NORM_MEAN_SLOTS : 0u) |        \
                      ((residual_) ? ROW_NORM_RESIDUAL_BWD_SLOTS : 0u),                      \
-        .has_mean = (has_mean_), .residual = (residual_),                                   \
+        .has_mean = (has_mean_), .residual = (residual_), .row_slots = ROW_NORM_ROW_SLOTS,  \
         .check_desc = clnorm_row_norm_check_desc, .slot_info = clnorm_row_norm_slot_info,   \
         .check_present = clnorm_row_norm_check_present,                                     \
         .build_defines = clnorm_row_norm_defines, .kernel_flags = clnorm_row_norm_flags,    \

@@ -1,0 +1,199 @@
+#!/usr/bin/python3
+"""Writes the golden cases of tests/golden: PyTorch autograd in float64 from float32 inputs.
+
+Run with Debian's python3-torch (Debian's /usr/bin/python3 has it), from anywhere:
+
+    /usr/bin/python3 tests/golden/make_golden.py           # (re)write every case, manifest.json
+    /usr/bin/python3 tests/golden/make_golden.py --check   # recompute, compare, write nothing
+
+Each case is one folder of C-order little-endian .npy files (README.md). The inputs of the
+cases made before this script existed ("legacy": their generator is gone) are the committed
+files: the script reads them and recomputes the outputs, which it reproduces bit for bit.
+Every other case draws its inputs from numpy's RandomState(seed) (a stream numpy keeps
+stable across versions), rounded to float32. --check recomputes every case and fails unless
+each output matches the committed file exactly (and the manifest is the one it would write).
+
+The fused residual cases (residual: true) compute s = x + residual in float64 (exact for
+float32 operands), y = norm(s), and the gradients of
+    L = sum(y * dy) + sum(s * dsum)          (the dsum term only where the case has dsum)
+with respect to x (stored as dx; it equals the gradient of the residual, which is checked),
+gamma and beta. RMSNorm is y = s * rsqrt(mean(s^2) + eps) * gamma (+ beta).
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GENERATOR = "PyTorch %s autograd in float64 from the float32 inputs" % torch.__version__
+
+# Every case, in manifest order. Legacy cases (no "seed") keep their committed inputs.
+CASES = [
+    dict(name="seed_example_2x5", shape=[2, 5], nd=1, eps=1e-5, norm="layer", gamma=True,
+         beta=True),
+    dict(name="ln_3x4x8_last2", shape=[3, 4, 8], nd=2, eps=1e-5, norm="layer", gamma=True,
+         beta=True),
+    dict(name="ln_16x100_eps1e-3", shape=[16, 100], nd=1, eps=1e-3, norm="layer", gamma=True,
+         beta=True),
+    dict(name="ln_8x257_noaffine", shape=[8, 257], nd=1, eps=1e-5, norm="layer", gamma=False,
+         beta=False),
+    dict(name="ln_5x33_gamma_only", shape=[5, 33], nd=1, eps=1e-5, norm="layer", gamma=True,
+         beta=False),
+    dict(name="ln_4x1_cols1", shape=[4, 1], nd=1, eps=1e-5, norm="layer", gamma=True,
+         beta=True),
+    dict(name="ln_2x3000_mean1e4", shape=[2, 3000], nd=1, eps=1e-5, norm="layer", gamma=True,
+         beta=True),
+    dict(name="rms_6x64", shape=[6, 64], nd=1, eps=1e-6, norm="rms", gamma=True, beta=False),
+    dict(name="rms_3x2x10_noaffine_last2", shape=[3, 2, 10], nd=2, eps=1e-5, norm="rms",
+         gamma=False, beta=False),
+    # s = x + residual, y = norm(s): with and without gamma / beta and dsum.
+    dict(name="add_ln_4x96", shape=[4, 96], nd=1, eps=1e-5, norm="layer", gamma=True,
+         beta=True, residual=True, dsum=True, seed=101),
+    dict(name="add_ln_6x50_noaffine", shape=[6, 50], nd=1, eps=1e-5, norm="layer",
+         gamma=False, beta=False, residual=True, dsum=False, seed=102),
+    dict(name="add_rms_5x64", shape=[5, 64], nd=1, eps=1e-6, norm="rms", gamma=True,
+         beta=False, residual=True, dsum=True, seed=103),
+    dict(name="add_rms_3x33_noaffine", shape=[3, 33], nd=1, eps=1e-5, norm="rms",
+         gamma=False, beta=False, residual=True, dsum=False, seed=104),
+    dict(name="add_rms_4x48_affine", shape=[4, 48], nd=1, eps=1e-5, norm="rms", gamma=True,
+         beta=True, residual=True, dsum=True, seed=105),
+    # x ~ 1e4 + N(0,1), residual ~ -1e4 + N(0,1): the sum's large common offsets cancel.
+    dict(name="add_ln_2x3000_offset1e4", shape=[2, 3000], nd=1, eps=1e-5, norm="layer",
+         gamma=True, beta=True, residual=True, dsum=True, seed=106, x_offset=1e4,
+         r_offset=-1e4),
+    # 3-D, the last two dims normalized; the C tests lay its row tensors out with row_pad
+    # extra elements per row (a strided layout).
+    dict(name="add_ln_2x3x40_last2_strided", shape=[2, 3, 40], nd=2, eps=1e-5, norm="layer",
+         gamma=True, beta=True, residual=True, dsum=True, seed=107, row_pad=5),
+]
+
+
+def f64(a):
+    return torch.tensor(np.asarray(a, dtype=np.float64), dtype=torch.float64)
+
+
+def load(case, f):
+    return np.load(os.path.join(HERE, case["name"], f + ".npy"))
+
+
+def make_inputs(c):
+    """float32 inputs: the committed ones (legacy) or drawn from the case's seed."""
+    shape, nshape = c["shape"], c["shape"][len(c["shape"]) - c["nd"]:]
+    if "seed" not in c:
+        inp = {"x": load(c, "x"), "dy": load(c, "dy")}
+        for k in ("gamma", "beta"):
+            if c[k]:
+                inp[k] = load(c, k)
+        return inp
+    rs = np.random.RandomState(c["seed"])
+    f32 = lambda a: np.asarray(a, dtype=np.float32)
+    inp = {"x": f32(c.get("x_offset", 0.3) + rs.standard_normal(shape))}
+    if c.get("residual"):
+        inp["residual"] = f32(c.get("r_offset", -0.2) + rs.standard_normal(shape))
+    if c["gamma"]:
+        inp["gamma"] = f32(1.0 + 0.5 * rs.standard_normal(nshape))
+    if c["beta"]:
+        inp["beta"] = f32(0.5 * rs.standard_normal(nshape))
+    inp["dy"] = f32(rs.standard_normal(shape))
+    if c.get("dsum"):
+        inp["dsum"] = f32(rs.standard_normal(shape))
+    return inp
+
+
+def compute(c, inp):
+    """float64 outputs of one case."""
+    nd, eps = c["nd"], c["eps"]
+    x = f64(inp["x"]).requires_grad_(True)
+    r = f64(inp["residual"]).requires_grad_(True) if "residual" in inp else None
+    g = f64(inp["gamma"]).requires_grad_(True) if "gamma" in inp else None
+    b = f64(inp["beta"]).requires_grad_(True) if "beta" in inp else None
+    s = x + r if r is not None else x
+    dims = tuple(range(s.dim() - nd, s.dim()))
+    out = {}
+    if c["norm"] == "layer":
+        y = torch.nn.functional.layer_norm(s, list(s.shape[s.dim() - nd:]), g, b, eps)
+        mu = s.mean(dim=dims, keepdim=True)
+        out["mean"] = mu.reshape(s.shape[:s.dim() - nd])
+        out["rstd"] = torch.rsqrt(((s - mu) ** 2).mean(dim=dims) + eps)
+    else:
+        rs = torch.rsqrt((s * s).mean(dim=dims, keepdim=True) + eps)
+        y = s * rs
+        if g is not None:
+            y = y * g
+        if b is not None:
+            y = y + b
+        out["rstd"] = rs.reshape(s.shape[:s.dim() - nd])
+    loss = (y * f64(inp["dy"])).sum()
+    if "dsum" in inp:
+        loss = loss + (s * f64(inp["dsum"])).sum()
+    loss.backward()
+    out["y"] = y
+    if r is not None:
+        out["sum"] = s
+        if not torch.equal(x.grad, r.grad):
+            raise SystemExit("%s: d/dx and d/dresidual differ" % c["name"])
+    out["dx"] = x.grad
+    if g is not None:
+        out["dgamma"] = g.grad
+    if b is not None:
+        out["dbeta"] = b.grad
+    return {k: v.detach().numpy().astype(np.float64) for k, v in out.items()}
+
+
+def manifest_entry(c):
+    e = {"name": c["name"], "shape": c["shape"], "normalized_dims": c["nd"], "eps": c["eps"],
+         "norm": c["norm"], "gamma": c["gamma"], "beta": c["beta"]}
+    if c.get("residual"):
+        e["residual"] = True
+        e["dsum"] = bool(c.get("dsum"))
+        e["seed"] = c["seed"]
+    if c.get("row_pad"):
+        e["row_pad"] = c["row_pad"]
+    return e
+
+
+def main():
+    check = "--check" in sys.argv[1:]
+    bad = 0
+    for c in CASES:
+        inp = make_inputs(c)
+        out = compute(c, inp)
+        folder = os.path.join(HERE, c["name"])
+        files = dict(inp)
+        files.update(out)
+        if check:
+            for k, v in sorted(files.items()):
+                ref = np.load(os.path.join(folder, k + ".npy"))
+                if ref.dtype != v.dtype or ref.shape != v.shape or not np.array_equal(ref, v):
+                    print("%s/%s.npy differs" % (c["name"], k))
+                    bad += 1
+            present = {f[:-4] for f in os.listdir(folder) if f.endswith(".npy")}
+            if present != set(files):
+                print("%s: files %s, expected %s" % (c["name"], sorted(present), sorted(files)))
+                bad += 1
+            continue
+        os.makedirs(folder, exist_ok=True)
+        for f in os.listdir(folder):
+            if f.endswith(".npy") and f[:-4] not in files:
+                os.remove(os.path.join(folder, f))
+        for k, v in files.items():
+            np.save(os.path.join(folder, k + ".npy"), v)
+    manifest = json.dumps({"generator": GENERATOR, "cases": [manifest_entry(c) for c in CASES]},
+                          indent=1) + "\n"
+    path = os.path.join(HERE, "manifest.json")
+    if check:
+        with open(path) as f:
+            if f.read() != manifest:
+                print("manifest.json differs")
+                bad += 1
+        print("%d cases checked, %d differences" % (len(CASES), bad))
+        sys.exit(1 if bad else 0)
+    with open(path, "w") as f:
+        f.write(manifest)
+    print("wrote %d cases" % len(CASES))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,242 @@
+/*
+ * golden_cases.c - see golden_cases.h.
+ */
+#include "golden_cases.h"
+
+#include "npy.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SLOTS CLNORM_ARG_SLOT_COUNT
+
+const golden_case golden_cases[] = {
+    {"seed_example_2x5", CLNORM_LAYER, 1, 1e-5, 1, 1, 0, 0},
+    {"ln_3x4x8_last2", CLNORM_LAYER, 2, 1e-5, 1, 1, 0, 0},
+    {"ln_16x100_eps1e-3", CLNORM_LAYER, 1, 1e-3, 1, 1, 0, 0},
+    {"ln_8x257_noaffine", CLNORM_LAYER, 1, 1e-5, 0, 0, 0, 0},
+    {"ln_5x33_gamma_only", CLNORM_LAYER, 1, 1e-5, 1, 0, 0, 0},
+    {"ln_4x1_cols1", CLNORM_LAYER, 1, 1e-5, 1, 1, 0, 0},
+    {"ln_2x3000_mean1e4", CLNORM_LAYER, 1, 1e-5, 1, 1, 0, 0},
+    {"rms_6x64", CLNORM_RMS, 1, 1e-6, 1, 0, 0, 0},
+    {"rms_3x2x10_noaffine_last2", CLNORM_RMS, 2, 1e-5, 0, 0, 0, 0},
+    {"add_ln_4x96", CLNORM_ADD_LAYER, 1, 1e-5, 1, 1, 1, 0},
+    {"add_ln_6x50_noaffine", CLNORM_ADD_LAYER, 1, 1e-5, 0, 0, 0, 0},
+    {"add_rms_5x64", CLNORM_ADD_RMS, 1, 1e-6, 1, 0, 1, 0},
+    {"add_rms_3x33_noaffine", CLNORM_ADD_RMS, 1, 1e-5, 0, 0, 0, 0},
+    {"add_rms_4x48_affine", CLNORM_ADD_RMS, 1, 1e-5, 1, 1, 1, 0},
+    {"add_ln_2x3000_offset1e4", CLNORM_ADD_LAYER, 1, 1e-5, 1, 1, 1, 0},
+    {"add_ln_2x3x40_last2_strided", CLNORM_ADD_LAYER, 2, 1e-5, 1, 1, 1, 5},
+};
+const size_t golden_case_count = sizeof golden_cases / sizeof golden_cases[0];
+
+static int is_residual(clnorm_kind k) { return k == CLNORM_ADD_LAYER || k == CLNORM_ADD_RMS; }
+static int is_layer(clnorm_kind k) { return k == CLNORM_LAYER || k == CLNORM_ADD_LAYER; }
+
+/* ------------------------------------------------------------------------------------------ */
+/* Loading                                                                                     */
+
+static void path_of(const golden_case *gc, const char *file, char *buf, size_t size)
+{
+    const char *dir = tu_golden_dir();
+    if (dir == NULL)
+        fail_msg("CLNORM_GOLDEN_DIR is not set");
+    snprintf(buf, size, "%s/%s/%s", dir, gc->name, file);
+}
+
+/* slot.npy of the case: `count` float32 (input) or float64 (output) values, as doubles. */
+static double *load(const golden_case *gc, clnorm_arg_slot s, size_t count, int output)
+{
+    char file[64], path[1024], err[256] = "";
+    snprintf(file, sizeof file, "%s.npy", clnorm_arg_name(s));
+    path_of(gc, file, path, sizeof path);
+    npy_array a;
+    if (npy_load(path, &a, err, sizeof err) != 0)
+        fail_msg("cannot load %s: %s", path, err);
+    const npy_dtype want = output ? NPY_F64 : NPY_F32;
+    if (a.count != count || a.dtype != want) {
+        npy_free(&a);
+        fail_msg("%s: expected %zu %s values", path, count, output ? "float64" : "float32");
+    }
+    double *d = malloc(count * sizeof *d + 1);
+    assert_non_null(d);
+    for (size_t i = 0; i < count; i++)
+        d[i] = output ? ((const double *)a.data)[i] : (double)((const float *)a.data)[i];
+    npy_free(&a);
+    return d;
+}
+
+void golden_load(const golden_case *gc, golden_data *g)
+{
+    memset(g, 0, sizeof *g);
+    g->gc = gc;
+    /* rows = product of the leading dims, cols = of the normalized ones */
+    char path[1024], err[256] = "";
+    path_of(gc, "x.npy", path, sizeof path);
+    npy_array xa;
+    if (npy_load(path, &xa, err, sizeof err) != 0)
+        fail_msg("cannot load %s: %s", path, err);
+    if (xa.ndim < gc->normalized_dims) {
+        npy_free(&xa);
+        fail_msg("%s: x has fewer dims than %d normalized", gc->name, gc->normalized_dims);
+    }
+    g->rows = g->cols = 1;
+    for (int i = 0; i < xa.ndim; i++) {
+        if (i < xa.ndim - gc->normalized_dims)
+            g->rows *= xa.shape[i];
+        else
+            g->cols *= xa.shape[i];
+    }
+    npy_free(&xa);
+    const size_t n = g->rows * g->cols, rows = g->rows, cols = g->cols;
+    const int res = is_residual(gc->kind);
+    /* inputs (float32) */
+    g->a[CLNORM_ARG_X] = load(gc, CLNORM_ARG_X, n, 0);
+    g->a[CLNORM_ARG_DY] = load(gc, CLNORM_ARG_DY, n, 0);
+    if (res)
+        g->a[CLNORM_ARG_RESIDUAL] = load(gc, CLNORM_ARG_RESIDUAL, n, 0);
+    if (gc->dsum)
+        g->a[CLNORM_ARG_DSUM] = load(gc, CLNORM_ARG_DSUM, n, 0);
+    if (gc->gamma)
+        g->a[CLNORM_ARG_GAMMA] = load(gc, CLNORM_ARG_GAMMA, cols, 0);
+    if (gc->beta)
+        g->a[CLNORM_ARG_BETA] = load(gc, CLNORM_ARG_BETA, cols, 0);
+    /* outputs (float64) */
+    g->a[CLNORM_ARG_Y] = load(gc, CLNORM_ARG_Y, n, 1);
+    g->a[CLNORM_ARG_RSTD] = load(gc, CLNORM_ARG_RSTD, rows, 1);
+    g->a[CLNORM_ARG_DX] = load(gc, CLNORM_ARG_DX, n, 1);
+    if (is_layer(gc->kind))
+        g->a[CLNORM_ARG_MEAN] = load(gc, CLNORM_ARG_MEAN, rows, 1);
+    if (res)
+        g->a[CLNORM_ARG_SUM] = load(gc, CLNORM_ARG_SUM, n, 1);
+    if (gc->gamma)
+        g->a[CLNORM_ARG_DGAMMA] = load(gc, CLNORM_ARG_DGAMMA, cols, 1);
+    if (gc->beta)
+        g->a[CLNORM_ARG_DBETA] = load(gc, CLNORM_ARG_DBETA, cols, 1);
+}
+
+void golden_free(golden_data *g)
+{
+    for (unsigned s = 0; s < SLOTS; s++)
+        free(g->a[s]);
+    memset(g, 0, sizeof *g);
+}
+
+clnorm_desc golden_desc(const golden_data *g, clnorm_dtype t, unsigned flags)
+{
+    const golden_case *gc = g->gc;
+    clnorm_desc d;
+    clnorm_desc_init(&d, gc->kind, g->rows, g->cols);
+    d.dtype = t;
+    d.eps = gc->eps;
+    d.flags = flags | (gc->gamma ? 0u : CLNORM_NO_GAMMA) | (gc->beta ? 0u : CLNORM_NO_BETA);
+    if (gc->row_pad) {
+        /* different pads per tensor, so a stride mixed up shows */
+        d.x_stride = g->cols + gc->row_pad;
+        d.y_stride = g->cols + gc->row_pad + 1;
+        d.residual_stride = g->cols + gc->row_pad + 2;
+        d.sum_stride = g->cols + gc->row_pad + 3;
+    }
+    return d;
+}
+
+void *golden_tensor(const golden_data *g, clnorm_arg_slot s, const clnorm_slot_info *info)
+{
+    const double *src = g->a[s];
+    if (src == NULL)
+        fail_msg("%s: the case has no %s", g->gc->name, clnorm_arg_name(s));
+    void *p = tu_alloc_sentinel(info->dtype, info->extent, 0);
+    for (size_t r = 0; r < info->rows; r++)
+        for (size_t c = 0; c < info->cols; c++)
+            clnorm_elem_store(info->dtype, p, r * info->stride + c, src[r * info->cols + c]);
+    return p;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The manifest                                                                                */
+
+/* The text of the JSON object that holds "name": "<name>" (from its '{' to its '}'). */
+static int find_object(const char *text, const char *name, const char **start,
+                       const char **end)
+{
+    char key[160];
+    snprintf(key, sizeof key, "\"name\": \"%s\"", name);
+    const char *p = strstr(text, key);
+    if (p == NULL)
+        return 0;
+    const char *a = p, *b = p;
+    while (a > text && *a != '{')
+        a--;
+    while (*b && *b != '}')
+        b++;
+    *start = a;
+    *end = b;
+    return 1;
+}
+
+/* The text after "key": inside [start, end), or NULL. */
+static const char *field(const char *start, const char *end, const char *key)
+{
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *p = strstr(start, k);
+    if (p == NULL || p >= end)
+        return NULL;
+    p += strlen(k);
+    while (*p == ' ')
+        p++;
+    return p;
+}
+
+static int field_bool(const char *start, const char *end, const char *key)
+{
+    const char *v = field(start, end, key);
+    return v != NULL && strncmp(v, "true", 4) == 0;
+}
+
+static double field_num(const char *start, const char *end, const char *key)
+{
+    const char *v = field(start, end, key);
+    return v != NULL ? strtod(v, NULL) : -1.0;
+}
+
+void golden_check_manifest(void)
+{
+    const char *dir = tu_golden_dir();
+    assert_non_null(dir);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        fail_msg("cannot open %s", path);
+    static char text[1 << 17];
+    const size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    if (n == sizeof text - 1)
+        fail_msg("%s is larger than this check reads", path);
+
+    size_t names = 0;
+    for (const char *p = text; (p = strstr(p, "\"name\"")) != NULL; p++)
+        names++;
+    if (names != golden_case_count)
+        fail_msg("manifest.json has %zu cases, the tests know %zu", names, golden_case_count);
+    for (size_t i = 0; i < golden_case_count; i++) {
+        const golden_case *gc = &golden_cases[i];
+        const char *a = NULL, *b = NULL;
+        if (!find_object(text, gc->name, &a, &b))
+            fail_msg("%s is not in manifest.json", gc->name);
+        const char *norm = field(a, b, "norm");
+        const char *want_norm = is_layer(gc->kind) ? "\"layer\"" : "\"rms\"";
+        if (norm == NULL || strncmp(norm, want_norm, strlen(want_norm)) != 0 ||
+            field_bool(a, b, "residual") != is_residual(gc->kind) ||
+            field_bool(a, b, "gamma") != gc->gamma || field_bool(a, b, "beta") != gc->beta ||
+            field_bool(a, b, "dsum") != gc->dsum ||
+            field_num(a, b, "normalized_dims") != (double)gc->normalized_dims ||
+            field_num(a, b, "eps") != gc->eps ||
+            (size_t)fmax(0.0, field_num(a, b, "row_pad")) != gc->row_pad)
+            fail_msg("%s: manifest.json and golden_cases.c disagree on its fields", gc->name);
+    }
+}
