@@ -22,21 +22,6 @@
 static clnorm_device_info g_devs[MAX_DEVICES];
 static size_t g_ndev;
 
-/* Case-insensitive substring test. */
-static int contains_ci(const char *text, const char *word)
-{
-    const size_t n = strlen(word);
-    for (; *text; text++) {
-        size_t i = 0;
-        while (i < n && text[i] &&
-               tolower((unsigned char)text[i]) == tolower((unsigned char)word[i]))
-            i++;
-        if (i == n)
-            return 1;
-    }
-    return 0;
-}
-
 static clnorm_ctx *create_ok(const char *spec)
 {
     clnorm_ctx *ctx = NULL;
@@ -115,7 +100,7 @@ static void test_create_default(void **state)
         assert_non_null(clnorm_get_cl_context(ctx));
         /* The default device of the list is the one chosen. */
         for (size_t i = 0; i < g_ndev; i++)
-            if (g_devs[i].is_default && !contains_ci(name, g_devs[i].device_name))
+            if (g_devs[i].is_default && !tu_mentions(name, g_devs[i].device_name))
                 fail_msg("default context on \"%s\", the list's default is \"%s\"", name,
                          g_devs[i].device_name);
     } else {
@@ -161,7 +146,7 @@ static void test_create_specs(void **state)
         char spec[32];
         snprintf(spec, sizeof spec, "%u:%u", g_devs[i].platform_index, g_devs[i].device_index);
         ctx = create_ok(spec);
-        if (!contains_ci(clnorm_device_name(ctx), g_devs[i].device_name))
+        if (!tu_mentions(clnorm_device_name(ctx), g_devs[i].device_name))
             fail_msg("\"%s\" opened \"%s\", the list says \"%s\"", spec,
                      clnorm_device_name(ctx), g_devs[i].device_name);
         clnorm_free(ctx);
@@ -177,7 +162,7 @@ static void test_create_specs(void **state)
         piece[i] = (char)toupper((unsigned char)g_devs[0].device_name[i]);
     piece[take] = '\0';
     ctx = create_ok(piece);
-    assert_true(contains_ci(clnorm_device_name(ctx), piece));
+    assert_true(tu_mentions(clnorm_device_name(ctx), piece));
     clnorm_free(ctx);
 
     /* CLNORM_DEVICE is what clnorm_create(NULL) honours; put the caller's value back. */
@@ -193,7 +178,7 @@ static void test_create_specs(void **state)
     }
     for (size_t i = 0; i < g_ndev; i++)
         if (g_devs[i].platform_index == 0 && g_devs[i].device_index == 0 &&
-            !contains_ci(clnorm_device_name(ctx), g_devs[i].device_name))
+            !tu_mentions(clnorm_device_name(ctx), g_devs[i].device_name))
             fail_msg("CLNORM_DEVICE=0:0 opened \"%s\", not \"%s\"", clnorm_device_name(ctx),
                      g_devs[i].device_name);
     clnorm_free(ctx);
