@@ -77,8 +77,19 @@ typedef enum {
     CLNORM_LAYER = 0,     /* y = (x - mean) / sqrt(var + eps) * gamma + beta, biased variance */
     CLNORM_RMS = 1,       /* y = x / sqrt(mean(x^2) + eps) * gamma (+ beta) */
     CLNORM_ADD_LAYER = 2, /* s = x + residual, y = LayerNorm(s); s optionally written */
-    CLNORM_ADD_RMS = 3    /* s = x + residual, y = RMSNorm(s); s optionally written */
+    CLNORM_ADD_RMS = 3,   /* s = x + residual, y = RMSNorm(s); s optionally written */
+    CLNORM_GROUP = 4      /* GroupNorm (torch.nn.functional.group_norm): x is (N, C, *spatial)
+                             or (N, *spatial, C); statistics per sample and group of C / G
+                             channels, gamma and beta per channel. InstanceNorm is G = C,
+                             LayerNorm over (C, *spatial) is G = 1. Optional fused SiLU. */
 } clnorm_kind;
+
+/* Memory layout of a CLNORM_GROUP tensor. */
+typedef enum {
+    CLNORM_NCHW = 0, /* channels first, (N, C, *spatial): a group is one contiguous block */
+    CLNORM_NHWC = 1  /* channels last, (N, *spatial, C): a group is C / G channels strided by C
+                        (diffusion UNets' fast path, Apex's group_norm_nhwc) */
+} clnorm_layout;
 
 /* The number of operations: kinds are 0 .. clnorm_op_count() - 1. */
 CLNORM_API size_t clnorm_op_count(void);
@@ -103,8 +114,11 @@ enum {
                                       1/sqrt(var+eps) per row */
     CLNORM_WITH_BACKWARD = 1u << 3, /* the plan also prepares the backward pass (its programs are
                                        built at plan creation, like the forward's) */
-    CLNORM_RESIDUAL_F32 = 1u << 4  /* ADD kinds with F16/BF16 storage: residual and sum are
+    CLNORM_RESIDUAL_F32 = 1u << 4, /* ADD kinds with F16/BF16 storage: residual and sum are
                                       float32 (FlashAttention's residual_in_fp32) */
+    CLNORM_SILU = 1u << 5          /* CLNORM_GROUP: y = silu(z) = z * sigmoid(z) of the
+                                      normalized z = xhat * gamma + beta (a diffusion UNet's
+                                      GroupNorm + SiLU); the backward goes through it */
 };
 
 /* Output mask of clnorm_backward: which gradients to compute (PyTorch's output_mask). */
@@ -115,10 +129,15 @@ enum {
 };
 
 /*
- * A problem. Every kind normalizes `rows` rows of `cols` elements; the row tensors (x, y,
- * residual, sum and their gradients) are strided by rows, the parameters (gamma, beta, their
- * gradients) hold `cols` elements and the statistics (mean, rstd) `rows`. clnorm_slot_query()
- * gives the exact extent of every argument for a description.
+ * A problem. The row kinds (LAYER, RMS, ADD_*) normalize `rows` rows of `cols` elements; the
+ * row tensors (x, y, residual, sum and their gradients) are strided by rows, the parameters
+ * (gamma, beta, their gradients) hold `cols` elements and the statistics (mean, rstd) `rows`.
+ * CLNORM_GROUP reads them as PyTorch's group_norm does: `rows` is the batch N, `cols` the
+ * channels C, `spatial` the product of the spatial dims (1 when there are none) and `groups`
+ * G, which divides C. A sample of x holds cols * spatial elements in `layout`; x_stride and
+ * y_stride are the elements between consecutive samples (0: cols * spatial); gamma and beta
+ * hold C, mean and rstd N x G (sample-major). clnorm_slot_query() gives the exact extent of
+ * every argument for a description.
  */
 typedef struct {
     clnorm_kind kind;
@@ -132,12 +151,18 @@ typedef struct {
                         as float for F32/F16/BF16 (it must not round to 0 there), as double
                         for F64 */
     unsigned flags;  /* CLNORM_NO_GAMMA | CLNORM_NO_BETA | CLNORM_SAVE_STATS |
-                        CLNORM_WITH_BACKWARD | CLNORM_RESIDUAL_F32 */
+                        CLNORM_WITH_BACKWARD | CLNORM_RESIDUAL_F32 | CLNORM_SILU */
     size_t residual_stride; /* ADD kinds: the same for residual; 0 means cols */
     size_t sum_stride;      /* ADD kinds: the same for sum (and dsum); 0 means cols */
+    /* CLNORM_GROUP only (the other kinds need groups and spatial 0 or 1, layout NCHW): */
+    size_t groups;          /* G >= 1, dividing cols */
+    size_t spatial;         /* elements per channel of a sample (H * W, D * H * W, 1 for
+                               (N, C)); 0 means 1 */
+    clnorm_layout layout;   /* CLNORM_NCHW or CLNORM_NHWC */
 } clnorm_desc;
 
-/* Fills a description with the defaults: F32, dense rows, eps = 1e-5, affine, no stats. */
+/* Fills a description with the defaults: F32, dense rows, eps = 1e-5, affine, no stats; for
+ * CLNORM_GROUP one group, spatial 1, NCHW (set groups and spatial after). */
 CLNORM_API void clnorm_desc_init(clnorm_desc *desc, clnorm_kind kind, size_t rows, size_t cols);
 
 /* Checks a description alone (no device): CLNORM_OK or CLNORM_INVALID_ARGUMENT. When msg is
@@ -151,9 +176,10 @@ CLNORM_API clnorm_status clnorm_desc_check(const clnorm_desc *desc, char *msg, s
 typedef enum {
     CLNORM_ARG_X = 0,        /* input rows */
     CLNORM_ARG_Y = 1,        /* forward output rows */
-    CLNORM_ARG_GAMMA = 2,    /* scale, cols */
+    CLNORM_ARG_GAMMA = 2,    /* scale, cols (GROUP: per channel) */
     CLNORM_ARG_BETA = 3,     /* shift, cols */
-    CLNORM_ARG_MEAN = 4,     /* per-row mean: written by the forward, read by the backward */
+    CLNORM_ARG_MEAN = 4,     /* per-row (GROUP: per sample and group) mean: written by the
+                                forward, read by the backward */
     CLNORM_ARG_RSTD = 5,     /* per-row 1/sqrt(var + eps): likewise */
     CLNORM_ARG_RESIDUAL = 6, /* ADD kinds: the residual added to x */
     CLNORM_ARG_SUM = 7,      /* ADD kinds: s = x + residual, written when given (may be the
@@ -204,7 +230,8 @@ CLNORM_API clnorm_status clnorm_slot_query(const clnorm_desc *desc, clnorm_direc
 
 /* What an operation is, as its op table entry says. */
 typedef struct {
-    const char *name;        /* "layer_norm", "rms_norm", "add_layer_norm", "add_rms_norm" */
+    const char *name;        /* "layer_norm", "rms_norm", "add_layer_norm", "add_rms_norm",
+                                "group_norm" */
     const char *summary;     /* one line */
     unsigned forward_slots;  /* (1u << slot) for every slot the forward may take */
     unsigned backward_slots; /* the same for the backward */

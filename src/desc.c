@@ -21,6 +21,14 @@ void clnorm_desc_init(clnorm_desc *desc, clnorm_kind kind, size_t rows, size_t c
     desc->flags = 0;
     desc->residual_stride = 0;
     desc->sum_stride = 0;
+    desc->groups = 1;
+    desc->spatial = 1;
+    desc->layout = CLNORM_NCHW;
+}
+
+size_t clnorm_row_len(const clnorm_desc *d)
+{
+    return d->cols * (d->spatial ? d->spatial : 1);
 }
 
 size_t clnorm_dtype_size(clnorm_dtype dtype)
@@ -91,14 +99,17 @@ double clnorm_arith_eps(const clnorm_desc *d)
         }                                                                                   \
     } while (0)
 
-/* A row stride (0: cols) that holds a row and whose extent fits size_t in bytes. */
+/* A row stride (0: the row's length) that holds a row and whose extent fits size_t in
+ * bytes. A row is cols elements, or for CLNORM_GROUP a sample of cols x spatial. */
 static int stride_ok(const clnorm_desc *d, size_t stride, size_t elem, const char *name,
                      char *msg, size_t msg_size)
 {
-    const size_t s = stride ? stride : d->cols;
-    CHECK(s >= d->cols, "desc.%s = %zu is smaller than desc.cols = %zu", name, s, d->cols);
+    const size_t len = clnorm_row_len(d);
+    const size_t s = stride ? stride : len;
+    CHECK(s >= len, "desc.%s = %zu is smaller than a row (%zu elements%s)", name, s, len,
+          len != d->cols ? ", cols x spatial" : "");
     size_t ex;
-    CHECK(clnorm_extent(d->rows, d->cols, s, &ex) && ex <= SIZE_MAX / elem,
+    CHECK(clnorm_extent(d->rows, len, s, &ex) && ex <= SIZE_MAX / elem,
           "desc: rows = %zu x %s = %zu overflows size_t", d->rows, name, s);
     return CLNORM_OK;
 }
@@ -115,6 +126,8 @@ clnorm_status clnorm_desc_check(const clnorm_desc *d, char *msg, size_t msg_size
               d->dtype == CLNORM_F64,
           "desc.dtype = %d is not a clnorm_dtype", (int)d->dtype);
     CHECK(d->cols > 0, "desc.cols is 0: a row must have at least one element");
+    CHECK(d->spatial <= SIZE_MAX / d->cols, "desc: cols = %zu x spatial = %zu overflows size_t",
+          d->cols, d->spatial);
     const size_t es = clnorm_dtype_size(d->dtype);
     if (stride_ok(d, d->x_stride, es, "x_stride", msg, msg_size) != CLNORM_OK ||
         stride_ok(d, d->y_stride, es, "y_stride", msg, msg_size) != CLNORM_OK)
@@ -126,7 +139,7 @@ clnorm_status clnorm_desc_check(const clnorm_desc *d, char *msg, size_t msg_size
           "finite and greater than 0",
           d->eps, clnorm_arith_eps(d), clnorm_dtype_name(d->dtype));
     const unsigned known = CLNORM_NO_GAMMA | CLNORM_NO_BETA | CLNORM_SAVE_STATS |
-                           CLNORM_WITH_BACKWARD | CLNORM_RESIDUAL_F32;
+                           CLNORM_WITH_BACKWARD | CLNORM_RESIDUAL_F32 | CLNORM_SILU;
     CHECK((d->flags & ~known) == 0, "desc.flags = 0x%x has unknown bits 0x%x", d->flags,
           d->flags & ~known);
     return op->check_desc ? op->check_desc(d, msg, msg_size) : CLNORM_OK;
@@ -141,10 +154,12 @@ int clnorm_ranges_overlap(size_t a, size_t na, size_t b, size_t nb)
 clnorm_desc clnorm_desc_normalized(const clnorm_desc *d)
 {
     clnorm_desc n = *d;
+    if (n.spatial == 0)
+        n.spatial = 1;
     if (n.x_stride == 0)
-        n.x_stride = n.cols;
+        n.x_stride = clnorm_row_len(&n);
     if (n.y_stride == 0)
-        n.y_stride = n.cols;
+        n.y_stride = clnorm_row_len(&n);
     if (n.residual_stride == 0)
         n.residual_stride = n.cols;
     if (n.sum_stride == 0)

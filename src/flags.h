@@ -23,6 +23,7 @@
 #define CLNORM_KF_RECOMPUTE (1u << 9)  /* backward: statistics from the stats scratch (computed
                                           from x by the chain's first kernel), not mean/rstd */
 #define CLNORM_KF_DSUM (1u << 10)      /* backward: dsum is given and added to dx */
+#define CLNORM_KF_SILU (1u << 11)      /* GroupNorm: y = silu(z), the backward through it */
 
 /* Row statistics in the backward's stats scratch: five values of the arithmetic type per
  * row, (K of x, K of the residual, m, r, sc) with xhat = ((v * sc - K) - m) * r

@@ -37,7 +37,8 @@ typedef struct {
     int no_prefetch;          /* CLNORM_NO_PREFETCH */
 } clnorm_tuning;
 
-#define CLNORM_MAX_SCRATCH 3
+#define CLNORM_MAX_SCRATCH 4
+#define CLNORM_MAX_KERNELS 6 /* steps of one chain */
 
 /* Launch geometry of a plan: a pure function of (device profile, description, strategy,
  * tuning, kernels' work-group limits), policy.c. */
@@ -58,6 +59,9 @@ typedef struct clnorm_geometry {
     size_t bwd_chunk_len;      /* columns per chunk */
     size_t bwd_stats_groups;   /* work-groups of the statistics kernel */
     size_t bwd_sums_groups;    /* work-groups along rows of the chunk sums kernel */
+    size_t param_items;        /* work-items of the parameter kernel (parameters) */
+    size_t items, items_local; /* GEOM_ITEMS: a work-group of items_local per item (an op's
+                                  own use) */
 } clnorm_geometry;
 
 /* The last error message of one thread on a context (see clnorm_last_error). */
@@ -103,7 +107,7 @@ struct clnorm_ctx {
  * another queue, or an out-of-order one, the device would otherwise let two executions share
  * the scratch. */
 typedef struct {
-    cl_kernel kernels[4];
+    cl_kernel kernels[CLNORM_MAX_KERNELS];
     cl_mem scratch[CLNORM_MAX_SCRATCH];
     cl_event last;
     cl_command_queue last_queue; /* where `last` was enqueued (retained) */
@@ -123,6 +127,7 @@ struct clnorm_plan {
     clnorm_ctx *ctx;
     const struct clnorm_op *op;
     clnorm_desc desc; /* strides filled in (never 0) */
+    clnorm_desc view; /* the rows x cols problem the kernels see (op.h, kernel_view) */
     clnorm_strategy strategy;
     clnorm_geometry geo;
     clnorm_direction_kernels dir[2]; /* CLNORM_FORWARD, CLNORM_BACKWARD */
@@ -172,6 +177,8 @@ clnorm_dtype clnorm_param_dtype(clnorm_dtype dtype);
 clnorm_dtype clnorm_residual_dtype(const clnorm_desc *d);
 const char *clnorm_dtype_name(clnorm_dtype dtype);
 const char *clnorm_kind_name(clnorm_kind kind);
+/* Elements of one row of x: cols, or for CLNORM_GROUP a sample, cols x spatial. */
+size_t clnorm_row_len(const clnorm_desc *d);
 /* Extent in elements of a strided tensor: (rows - 1) * stride + cols; 0 when rows == 0.
  * Returns 0 on overflow too, which callers separate by checking rows first. */
 int clnorm_extent(size_t rows, size_t cols, size_t stride, size_t *extent);
@@ -224,6 +231,10 @@ clnorm_status clnorm_get_program(clnorm_ctx *ctx, const char *const *files,
 void clnorm_release_programs(clnorm_ctx *ctx);
 
 /* ---- policy (policy.c): pure functions of their arguments ---- */
+size_t clnorm_div_up(size_t a, size_t b);
+size_t clnorm_clamp(size_t v, size_t lo, size_t hi);
+/* A work-group size within the kernels' limit kmax (0: none) and the device's. */
+size_t clnorm_fit_local(size_t local, size_t kmax, const clnorm_device_profile *p);
 clnorm_status clnorm_read_tuning(clnorm_ctx *ctx, clnorm_tuning *t);
 clnorm_strategy clnorm_policy_strategy(const clnorm_device_profile *p, const clnorm_desc *d,
                                        const clnorm_tuning *t);

@@ -135,7 +135,7 @@ static cl_int bind(const clnorm_plan *plan, clnorm_direction dir, const clnorm_i
                    size_t local)
 {
     const clnorm_kstep *step = &((const clnorm_chain *)plan->dir[dir].chain)->steps[k];
-    const clnorm_desc *d = &plan->desc;
+    const clnorm_desc *d = &plan->view; /* rows and cols as the kernels see them */
     const clnorm_geometry *g = &plan->geo;
     const int fwd_chunks = step->geom == GEOM_SPLIT;
     argset s = {in->kernels[k], 0, CL_SUCCESS};
@@ -175,6 +175,7 @@ static cl_int bind(const clnorm_plan *plan, clnorm_direction dir, const clnorm_i
         case KA_ROWS_PER_GROUP: arg_u64(&s, g->bwd_rows_per_group); break;
         case KA_GROUPS: arg_u64(&s, g->bwd_groups); break;
         case KA_LOCAL_ACC: arg(&s, local * clnorm_param_size(d->dtype), NULL); break;
+        case KA_OP: arg_u64(&s, plan->op->scalar(&plan->desc, ka->arg)); break;
         case KA_END: break;
         }
     }
@@ -223,7 +224,7 @@ static clnorm_status enqueue_steps(clnorm_plan *plan, clnorm_direction dir, clno
         const clnorm_kstep *step = &chain->steps[k];
         cl_uint dims;
         size_t global[2], local[2];
-        clnorm_policy_ndrange(&plan->geo, &plan->desc, step->geom, &dims, global, local);
+        clnorm_policy_ndrange(&plan->geo, &plan->view, step->geom, &dims, global, local);
         cl_int err = bind(plan, dir, in, k, a, flags, warm, local[0]);
         cl_event ev = NULL;
         if (err == CL_SUCCESS)
@@ -257,7 +258,7 @@ clnorm_status clnorm_launch(clnorm_plan *plan, clnorm_direction dir, const clnor
         const clnorm_kstep *step = &chain->steps[k];
         cl_uint dims;
         size_t global[2], local[2];
-        clnorm_policy_ndrange(&plan->geo, &plan->desc, step->geom, &dims, global, local);
+        clnorm_policy_ndrange(&plan->geo, &plan->view, step->geom, &dims, global, local);
         if ((warm || (step->run_if & run) == step->run_if) && global[0] > 0 && global[1] > 0)
             steps[nsteps++] = k;
     }

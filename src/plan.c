@@ -60,7 +60,8 @@ clnorm_status clnorm_prepare_plan(clnorm_plan *plan, const clnorm_tuning *t)
 {
     clnorm_ctx *ctx = plan->ctx;
     const clnorm_op *op = plan->op;
-    const clnorm_desc *d = &plan->desc;
+    const clnorm_desc *od = &plan->desc; /* the op's description */
+    const clnorm_desc *d = &plan->view;  /* the rows x cols its kernels see */
     char msg[256] = "";
     clnorm_status st = clnorm_policy_build(&ctx->profile, d, plan->strategy, t, &plan->geo, msg,
                                            sizeof msg);
@@ -68,13 +69,13 @@ clnorm_status clnorm_prepare_plan(clnorm_plan *plan, const clnorm_tuning *t)
     char options[512];
     clnorm_policy_options(&ctx->profile, d, &plan->geo, t, options, sizeof options);
     const size_t used = strlen(options);
-    op->build_defines(op, d, options + used, sizeof options - used);
+    op->build_defines(op, od, options + used, sizeof options - used);
 
     const int ndir = (d->flags & CLNORM_WITH_BACKWARD) ? 2 : 1;
     size_t kmax[2] = {0, 0};
     for (int dir = 0; dir < ndir; dir++) {
         clnorm_direction_kernels *dk = &plan->dir[dir];
-        const clnorm_chain *chain = op->chain(plan->strategy, (clnorm_direction)dir);
+        const clnorm_chain *chain = op->chain(od, plan->strategy, (clnorm_direction)dir);
         RETURN_IF(!chain, ctx, CLNORM_UNSUPPORTED, "%s has no %s kernels for strategy %s",
                   op->name, dir ? "backward" : "forward", clnorm_strategy_name(plan->strategy));
         dk->chain = chain;
@@ -84,9 +85,11 @@ clnorm_status clnorm_prepare_plan(clnorm_plan *plan, const clnorm_tuning *t)
     st = clnorm_policy_geometry(&ctx->profile, d, plan->strategy, t, kmax, &plan->geo, msg,
                                 sizeof msg);
     RETURN_IF(st != CLNORM_OK, ctx, st, "%s", msg);
+    if (op->geometry)
+        op->geometry(&ctx->profile, od, t, kmax, &plan->geo);
     for (int dir = 0; dir < ndir; dir++) {
         clnorm_direction_kernels *dk = &plan->dir[dir];
-        op->scratch_bytes(d, &plan->geo, (clnorm_direction)dir, dk->scratch_bytes);
+        op->scratch_bytes(od, &plan->geo, (clnorm_direction)dir, dk->scratch_bytes);
         for (int i = 0; i < CLNORM_MAX_SCRATCH; i++)
             RETURN_IF(dk->scratch_bytes[i] > ctx->profile.max_alloc_bytes, ctx,
                       CLNORM_UNSUPPORTED,
@@ -118,14 +121,29 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
     clnorm_tuning tuning;
     TRY(clnorm_read_tuning(ctx, &tuning));
     const clnorm_desc d = clnorm_desc_normalized(desc);
+    const clnorm_op *op = clnorm_op_of(d.kind);
+    clnorm_desc view = d;
+    if (op->kernel_view)
+        op->kernel_view(&d, &view);
 
     if (ctx->backend == CLNORM_BACKEND_REFERENCE) {
         RETURN_IF(strategy != CLNORM_STRATEGY_AUTO && strategy != CLNORM_STRATEGY_REFERENCE, ctx,
                   CLNORM_NO_DEVICE, "strategy %s needs an OpenCL device; this context has none",
                   clnorm_strategy_name(strategy));
         strategy = CLNORM_STRATEGY_REFERENCE; /* CLNORM_STRATEGY is for devices: ignored */
-    } else if (strategy == CLNORM_STRATEGY_AUTO) {
-        strategy = clnorm_policy_strategy(&ctx->profile, &d, &tuning);
+    } else {
+        /* An op may have a single strategy for a description (GroupNorm in NHWC: its tiles) */
+        const clnorm_strategy fixed =
+            op->fixed_strategy ? op->fixed_strategy(&d) : CLNORM_STRATEGY_AUTO;
+        const clnorm_strategy asked = strategy != CLNORM_STRATEGY_AUTO ? strategy : tuning.strategy;
+        RETURN_IF(fixed != CLNORM_STRATEGY_AUTO && asked != CLNORM_STRATEGY_AUTO && asked != fixed,
+                  ctx, CLNORM_UNSUPPORTED, "%s runs this description only with strategy %s (%s "
+                  "was asked for)", op->name, clnorm_strategy_name(fixed),
+                  clnorm_strategy_name(asked));
+        if (fixed != CLNORM_STRATEGY_AUTO)
+            strategy = fixed;
+        else if (strategy == CLNORM_STRATEGY_AUTO)
+            strategy = clnorm_policy_strategy(&ctx->profile, &view, &tuning);
     }
     RETURN_IF(strategy != CLNORM_STRATEGY_REFERENCE && d.dtype == CLNORM_F64 &&
                   !ctx->profile.has_fp64,
@@ -140,8 +158,9 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
         return clnorm_fail(ctx, CLNORM_OUT_OF_MEMORY, "creating the plan's lock failed");
     }
     plan->ctx = ctx;
-    plan->op = clnorm_op_of(d.kind);
+    plan->op = op;
     plan->desc = d;
+    plan->view = view;
     plan->strategy = strategy;
     if (strategy != CLNORM_STRATEGY_REFERENCE) {
         const size_t builds = clnorm_program_builds(ctx);

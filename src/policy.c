@@ -26,12 +26,12 @@ static int is_cpu(const clnorm_device_profile *p)
     return (p->type & CL_DEVICE_TYPE_CPU) != 0;
 }
 
-static size_t clamp_sz(size_t v, size_t lo, size_t hi)
+size_t clnorm_clamp(size_t v, size_t lo, size_t hi)
 {
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-static size_t div_up(size_t a, size_t b)
+size_t clnorm_div_up(size_t a, size_t b)
 {
     return a / b + (a % b != 0);
 }
@@ -190,11 +190,11 @@ static size_t cooperative_local(const clnorm_device_profile *p, const clnorm_des
     size_t need = 1;
     while (need < want && need * vw < d->cols)
         need *= 2;
-    return is_cpu(p) ? want : clamp_sz(need, 32, want);
+    return is_cpu(p) ? want : clnorm_clamp(need, 32, want);
 }
 
 /* The most items a group of these kernels may have on this device. */
-static size_t fit(size_t local, size_t kmax, const clnorm_device_profile *p)
+size_t clnorm_fit_local(size_t local, size_t kmax, const clnorm_device_profile *p)
 {
     if (kmax > 0 && local > kmax)
         local = kmax;
@@ -206,7 +206,7 @@ static size_t fit(size_t local, size_t kmax, const clnorm_device_profile *p)
 /* Work-groups along the row axis: at most `most`, and the test cap CLNORM_MAX_GROUPS. */
 static size_t row_groups(size_t want, size_t most, const clnorm_tuning *t)
 {
-    size_t g = clamp_sz(want, 1, most);
+    size_t g = clnorm_clamp(want, 1, most);
     return t->max_groups && g > t->max_groups ? t->max_groups : g;
 }
 
@@ -219,19 +219,19 @@ static clnorm_status forward_geometry(const clnorm_device_profile *p, const clno
     case CLNORM_STRATEGY_ROW:
         /* Enough work-groups to keep every compute unit busy several times over, few enough
          * that a CPU runtime's per-group cost stays small next to a group's rows. */
-        g->local = fit(t->local_size ? t->local_size : clamp_sz(d->rows / (4 * cu), 1, 64), kmax,
+        g->local = clnorm_fit_local(t->local_size ? t->local_size : clnorm_clamp(d->rows / (4 * cu), 1, 64), kmax,
                        p);
-        g->groups = row_groups(div_up(d->rows, g->local), (size_t)1 << 20, t);
+        g->groups = row_groups(clnorm_div_up(d->rows, g->local), (size_t)1 << 20, t);
         return CLNORM_OK;
     case CLNORM_STRATEGY_WORKGROUP:
-        g->local = fit(cooperative_local(p, d, s, t, vw), kmax, p);
+        g->local = clnorm_fit_local(cooperative_local(p, d, s, t, vw), kmax, p);
         g->groups = row_groups(d->rows, (size_t)1 << 20, t);
         return CLNORM_OK;
     case CLNORM_STRATEGY_SUBGROUP: {
         /* 256 items per work-group on GPUs (8 rows of 32-lane segments, 1 row of 256), 2
          * rows on CPUs, where this strategy only runs when forced (tests). */
         const size_t seg = g->seg;
-        g->local = fit(seg * (is_cpu(p) ? 2 : (256 / seg > 0 ? 256 / seg : 1)), kmax, p);
+        g->local = clnorm_fit_local(seg * (is_cpu(p) ? 2 : (256 / seg > 0 ? 256 / seg : 1)), kmax, p);
         if (g->local < seg) {
             snprintf(msg, msg_size,
                      "the subgroup strategy needs work-groups of %zu items; the kernel allows %zu",
@@ -239,25 +239,25 @@ static clnorm_status forward_geometry(const clnorm_device_profile *p, const clno
             return CLNORM_UNSUPPORTED;
         }
         g->local -= g->local % seg;
-        g->groups = row_groups(div_up(d->rows, g->local / seg), (size_t)1 << 20, t);
+        g->groups = row_groups(clnorm_div_up(d->rows, g->local / seg), (size_t)1 << 20, t);
         return CLNORM_OK;
     }
     case CLNORM_STRATEGY_SPLIT: {
-        g->local = fit(cooperative_local(p, d, s, t, vw), kmax, p);
+        g->local = clnorm_fit_local(cooperative_local(p, d, s, t, vw), kmax, p);
         /* Chunks per row: enough groups in all for the device, no chunk shorter than what
          * amortizes a group's start, at most 1024 (the merge loop reads them all). */
         const size_t target = (is_cpu(p) ? 4 : 8) * cu;
         const size_t min_len = is_cpu(p) ? 4096 : g->local * vw * 4;
-        size_t chunks = div_up(target, d->rows ? d->rows : 1);
+        size_t chunks = clnorm_div_up(target, d->rows ? d->rows : 1);
         /* On CPUs also keep a chunk within a core's L2 (the stats pass reads it twice):
          * 32768 elements, 128 KiB of float32. */
         const size_t max_len = 32768;
-        if (is_cpu(p) && chunks < div_up(d->cols, max_len))
-            chunks = div_up(d->cols, max_len);
-        chunks = clamp_sz(chunks, 1, 1024);
-        chunks = clamp_sz(chunks, 1, div_up(d->cols, min_len));
-        g->chunk_len = div_up(div_up(d->cols, chunks), vw) * vw;
-        g->chunks = div_up(d->cols, g->chunk_len);
+        if (is_cpu(p) && chunks < clnorm_div_up(d->cols, max_len))
+            chunks = clnorm_div_up(d->cols, max_len);
+        chunks = clnorm_clamp(chunks, 1, 1024);
+        chunks = clnorm_clamp(chunks, 1, clnorm_div_up(d->cols, min_len));
+        g->chunk_len = clnorm_div_up(clnorm_div_up(d->cols, chunks), vw) * vw;
+        g->chunks = clnorm_div_up(d->cols, g->chunk_len);
         g->groups = row_groups(d->rows, (size_t)1 << 16, t);
         return CLNORM_OK;
     }
@@ -276,8 +276,8 @@ static void backward_geometry(const clnorm_device_profile *p, const clnorm_desc 
                               clnorm_geometry *g)
 {
     const size_t vw = g->vw, cu = p->compute_units;
-    g->bwd_local = fit(s == CLNORM_STRATEGY_ROW ? 1 : cooperative_local(p, d, s, t, vw), kmax, p);
-    g->bwd_param_local = fit(64, kmax, p);
+    g->bwd_local = clnorm_fit_local(s == CLNORM_STRATEGY_ROW ? 1 : cooperative_local(p, d, s, t, vw), kmax, p);
+    g->bwd_param_local = clnorm_fit_local(64, kmax, p);
     const size_t min_groups = (is_cpu(p) ? 4 : 8) * cu;
     /* Work-groups: blocks of rows x column chunks, about min_groups of them. Each block
      * writes one partial row of dgamma and one of dbeta, so a block of r rows adds 2/(3r) to
@@ -287,24 +287,25 @@ static void backward_geometry(const clnorm_device_profile *p, const clnorm_desc 
     const size_t min_len = is_cpu(p) ? 4096 : g->bwd_local * vw * 4;
     size_t chunks = 1;
     if (d->rows >= 16 * min_groups) {
-        g->bwd_rows_per_group = clamp_sz(div_up(d->rows, min_groups), 16, 256);
+        g->bwd_rows_per_group = clnorm_clamp(clnorm_div_up(d->rows, min_groups), 16, 256);
     } else {
-        chunks = clamp_sz(min_groups, 1, clamp_sz(d->cols / min_len, 1, 1024));
+        chunks = clnorm_clamp(min_groups, 1, clnorm_clamp(d->cols / min_len, 1, 1024));
         /* Blocks of >= 16 rows, unless that leaves compute units idle. */
         const size_t busy = d->rows < cu ? d->rows : cu;
         const size_t most = d->rows / 16 > busy ? d->rows / 16 : busy;
-        const size_t blocks = clamp_sz(div_up(min_groups, chunks), 1, most ? most : 1);
-        g->bwd_rows_per_group = clamp_sz(div_up(d->rows, blocks), 1, 256);
+        const size_t blocks = clnorm_clamp(clnorm_div_up(min_groups, chunks), 1, most ? most : 1);
+        g->bwd_rows_per_group = clnorm_clamp(clnorm_div_up(d->rows, blocks), 1, 256);
     }
-    g->bwd_groups = div_up(d->rows, g->bwd_rows_per_group);
+    g->bwd_groups = clnorm_div_up(d->rows, g->bwd_rows_per_group);
     /* Statistics recomputed from x (mean/rstd not given): a row per group, groups striding
      * over rows; with one item per group (CPU) few enough groups to keep a runtime's
      * per-group cost small. */
     g->bwd_stats_groups =
         row_groups(d->rows, g->bwd_local == 1 ? 64 * cu : 65536, t);
     g->bwd_sums_groups = row_groups(d->rows, (size_t)1 << 16, t);
-    g->bwd_chunk_len = div_up(div_up(d->cols, chunks), vw) * vw;
-    g->bwd_chunks = div_up(d->cols, g->bwd_chunk_len);
+    g->bwd_chunk_len = clnorm_div_up(clnorm_div_up(d->cols, chunks), vw) * vw;
+    g->bwd_chunks = clnorm_div_up(d->cols, g->bwd_chunk_len);
+    g->param_items = d->cols;
 }
 
 clnorm_status clnorm_policy_geometry(const clnorm_device_profile *p, const clnorm_desc *d,
@@ -351,8 +352,12 @@ void clnorm_policy_ndrange(const clnorm_geometry *g, const clnorm_desc *d, int g
         global[1] = g->bwd_groups;
         return;
     case GEOM_BWD_PARAMS:
-        global[0] = div_up(d->cols, g->bwd_param_local) * g->bwd_param_local;
+        global[0] = clnorm_div_up(g->param_items, g->bwd_param_local) * g->bwd_param_local;
         local[0] = g->bwd_param_local;
+        return;
+    case GEOM_ITEMS:
+        global[0] = g->items * g->items_local;
+        local[0] = g->items_local;
         return;
     case GEOM_COUNT:
         break;

@@ -14,6 +14,8 @@ clnorm_add_test(test_ops test_ops.c)
 clnorm_add_test(test_ops_errors test_ops_errors.c)
 # The fused residual add: every dtype, in place, mixed types, large offsets vs float64.
 clnorm_add_test(test_add_norm test_add_norm.c)
+# GroupNorm: both layouts, SiLU, every dtype, strides, in place, gradcheck, errors.
+clnorm_add_test(test_group_norm test_group_norm.c)
 clnorm_add_test(test_golden test_golden.c golden_cases.c) # PyTorch float64 golden cases
 target_link_libraries(test_golden PRIVATE clnorm_npy)
 clnorm_add_test(test_forward test_forward.c)  # the 0.1 forward calls on every strategy

@@ -42,13 +42,7 @@ static const clnorm_strategy all_strategies[] = {
 static size_t strategies_for(clnorm_dtype t, unsigned flags, clnorm_strategy out[5])
 {
     static const clnorm_strategy cpu_few[] = {CLNORM_STRATEGY_AUTO, CLNORM_STRATEGY_SPLIT};
-    cl_device_id dev = NULL;
-    cl_device_type type = 0;
-    assert_int_equal(clGetCommandQueueInfo(clnorm_get_queue(g_ctx), CL_QUEUE_DEVICE, sizeof dev,
-                                           &dev, NULL),
-                     CL_SUCCESS);
-    assert_int_equal(clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof type, &type, NULL), CL_SUCCESS);
-    const int all = !(type & CL_DEVICE_TYPE_CPU) || t == CLNORM_F32 ||
+    const int all = !tu_device_is_cpu(g_ctx) || t == CLNORM_F32 ||
                     (t == CLNORM_F16 && !(flags & CLNORM_RESIDUAL_F32));
     const clnorm_strategy *list = all ? all_strategies : cpu_few;
     const size_t n = all ? TU_COUNT(all_strategies) : TU_COUNT(cpu_few);

@@ -76,7 +76,7 @@ static size_t make_bad_descs(bad_desc *out)
     BAD("kind = -1", "kind", d->kind = (clnorm_kind)-1);
     BAD("dtype = 9", "dtype", d->dtype = (clnorm_dtype)9);
     BAD("dtype = -1", "dtype", d->dtype = (clnorm_dtype)-1);
-    BAD("unknown flag bit 5", "flag", d->flags = 1u << 5);
+    BAD("unknown flag bit 30", "flag", d->flags = 1u << 30);
     BAD("unknown flag bit 31", "flag", d->flags = CLNORM_SAVE_STATS | (1u << 31));
 #undef BAD
     return n;

@@ -146,6 +146,9 @@ clnorm_ctx *tu_context(const char *suite);
 int tu_has_device(const clnorm_ctx *ctx);
 /* Whether the context's device reports cl_khr_fp64 (what F64 plans need). */
 int tu_device_has_fp64(const clnorm_ctx *ctx);
+/* Whether the context's device is a CPU (where each program costs PoCL 10-20 s to build, so
+ * suites run fewer strategies for types other than float32). */
+int tu_device_is_cpu(const clnorm_ctx *ctx);
 /* The strategies every device test runs: each is compiled and tested on every device, whether
  * clnorm would choose it there or not. */
 #define TU_NUM_STRATEGIES 4

@@ -21,6 +21,19 @@ int tu_has_device(const clnorm_ctx *ctx)
     return ctx != NULL && clnorm_get_backend(ctx) == CLNORM_BACKEND_OPENCL;
 }
 
+int tu_device_is_cpu(const clnorm_ctx *ctx)
+{
+    if (!tu_has_device(ctx))
+        return 0;
+    cl_device_id dev = NULL;
+    cl_device_type type = 0;
+    if (clGetCommandQueueInfo(clnorm_get_queue(ctx), CL_QUEUE_DEVICE, sizeof dev, &dev, NULL) !=
+            CL_SUCCESS ||
+        clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof type, &type, NULL) != CL_SUCCESS)
+        fail_msg("cannot query the device's type");
+    return (type & CL_DEVICE_TYPE_CPU) != 0;
+}
+
 int tu_device_has_fp64(const clnorm_ctx *ctx)
 {
     if (!tu_has_device(ctx))
@@ -60,7 +73,12 @@ clnorm_plan *tu_plan_if(clnorm_ctx *ctx, const clnorm_desc *desc, clnorm_strateg
     clnorm_plan *plan = NULL;
     const clnorm_status st = clnorm_plan_create_with(ctx, desc, strategy, &plan);
     if (st == CLNORM_UNSUPPORTED && plan == NULL) {
-        if (strategy == CLNORM_STRATEGY_SUBGROUP && desc->cols > TU_SUBGROUP_ALWAYS_COLS)
+        /* rows longer than the subgroup strategy's registers (a GroupNorm's rows are its
+         * groups, parts of x's rows: x's row length bounds them) */
+        clnorm_slot_info x;
+        if (strategy == CLNORM_STRATEGY_SUBGROUP &&
+            clnorm_slot_query(desc, CLNORM_FORWARD, CLNORM_ARG_X, &x) == CLNORM_OK &&
+            x.cols > TU_SUBGROUP_ALWAYS_COLS)
             return NULL;
         if (desc->dtype == CLNORM_F64 && !tu_device_has_fp64(ctx))
             return NULL;

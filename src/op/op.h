@@ -29,7 +29,9 @@ typedef enum {
     KA_CHUNKS,         /* uint: chunks per row */
     KA_ROWS_PER_GROUP, /* ulong: backward row block */
     KA_GROUPS,         /* ulong: backward row blocks (partials to add) */
-    KA_LOCAL_ACC       /* __local A[local size] */
+    KA_LOCAL_ACC,      /* __local A[local size] */
+    KA_OP              /* ulong: the op's own scalar number `arg` (clnorm_op.scalar), e.g. a
+                          GroupNorm's groups and spatial size */
 } clnorm_karg_kind;
 
 typedef struct {
@@ -44,7 +46,8 @@ typedef enum {
     GEOM_BWD_STATS,  /* 1D: stats groups x bwd local */
     GEOM_BWD_CHUNKS, /* 2D: (bwd chunks x bwd local, rows) */
     GEOM_BWD_ROWS,   /* 2D: (bwd chunks x bwd local, row blocks) */
-    GEOM_BWD_PARAMS, /* 1D: cols rounded up to the params local size */
+    GEOM_BWD_PARAMS, /* 1D: param_items rounded up to the params local size */
+    GEOM_ITEMS,      /* 1D: items work-groups of items_local (a work-group per item) */
     GEOM_COUNT
 } clnorm_geom_kind;
 
@@ -65,7 +68,7 @@ typedef struct {
     unsigned run_if;          /* RUN_* bits */
 } clnorm_kstep;
 
-#define CLNORM_MAX_STEPS 4
+#define CLNORM_MAX_STEPS CLNORM_MAX_KERNELS
 #define CLNORM_MAX_FILES 6
 
 /* The kernels of one strategy in one direction: the program's files (after flags.h) and the
@@ -112,7 +115,19 @@ typedef struct clnorm_op {
     unsigned (*kernel_flags)(const struct clnorm_op *op, const clnorm_desc *d,
                              clnorm_direction dir, unsigned present);
     /* The kernel chain of a strategy and direction; NULL when the op has none there. */
-    const clnorm_chain *(*chain)(clnorm_strategy strategy, clnorm_direction dir);
+    const clnorm_chain *(*chain)(const clnorm_desc *d, clnorm_strategy strategy,
+                                 clnorm_direction dir);
+    /* The rows x cols problem the policy sizes and the kernels' KA_ROWS / KA_COLS see (the
+     * description itself when NULL): a GroupNorm in NCHW is N x G rows of C/G x spatial. */
+    void (*kernel_view)(const clnorm_desc *d, clnorm_desc *view);
+    /* The strategy the op must run for a description (CLNORM_STRATEGY_AUTO: the policy's
+     * choice); NULL: always the policy's. */
+    clnorm_strategy (*fixed_strategy)(const clnorm_desc *d);
+    /* Geometry of the op's own kernels, after the policy's for the view; NULL: none. */
+    void (*geometry)(const clnorm_device_profile *p, const clnorm_desc *d,
+                     const clnorm_tuning *t, const size_t kmax[2], clnorm_geometry *g);
+    /* The KA_OP scalars; NULL when the op has none. */
+    size_t (*scalar)(const clnorm_desc *d, unsigned k);
     /* Scratch buffers (bytes) an execution needs, from the geometry; up to CLNORM_MAX_SCRATCH */
     void (*scratch_bytes)(const clnorm_desc *d, const clnorm_geometry *g,
                           clnorm_direction dir, size_t bytes[]);
@@ -120,6 +135,13 @@ typedef struct clnorm_op {
     clnorm_status (*ref)(const struct clnorm_op *op, const clnorm_desc *d, clnorm_direction dir,
                          const clnorm_host_ptrs *a);
 } clnorm_op;
+
+/* ---- what slot layouts and scratch sizes share (op_util.c) ---- */
+/* info's type and layout: rows x cols strided by stride, with its extent. */
+void clnorm_slot_layout(clnorm_slot_info *info, clnorm_dtype t, size_t rows, size_t cols,
+                        size_t stride);
+/* a * b * c bytes; SIZE_MAX when that overflows (the plan then refuses the allocation). */
+size_t clnorm_bytes3(size_t a, size_t b, size_t c);
 
 /* ---- registry (registry.c) ---- */
 /* The op of a kind, or NULL. */
@@ -130,5 +152,10 @@ extern const clnorm_op clnorm_op_layer_norm;
 extern const clnorm_op clnorm_op_rms_norm;
 extern const clnorm_op clnorm_op_add_layer_norm;
 extern const clnorm_op clnorm_op_add_rms_norm;
+extern const clnorm_op clnorm_op_group_norm;
+
+/* GroupNorm's CPU reference (ref/ref_group_norm.c). */
+clnorm_status clnorm_group_norm_ref(const clnorm_op *op, const clnorm_desc *d,
+                                    clnorm_direction dir, const clnorm_host_ptrs *a);
 
 #endif

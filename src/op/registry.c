@@ -7,6 +7,7 @@ static const clnorm_op *const ops[] = {
     [CLNORM_RMS] = &clnorm_op_rms_norm,
     [CLNORM_ADD_LAYER] = &clnorm_op_add_layer_norm,
     [CLNORM_ADD_RMS] = &clnorm_op_add_rms_norm,
+    [CLNORM_GROUP] = &clnorm_op_group_norm,
 };
 
 const clnorm_op *clnorm_op_of(clnorm_kind kind)

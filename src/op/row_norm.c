@@ -15,6 +15,18 @@
 clnorm_status clnorm_row_norm_check_desc(const clnorm_desc *d, char *msg, size_t msg_size)
 {
     const clnorm_op *op = clnorm_op_of(d->kind);
+    if ((d->groups > 1 || d->spatial > 1 || d->layout != CLNORM_NCHW)) {
+        snprintf(msg, msg_size,
+                 "desc.groups, desc.spatial and desc.layout are for CLNORM_GROUP; %s needs "
+                 "groups and spatial 0 or 1 and layout CLNORM_NCHW",
+                 op->name);
+        return CLNORM_INVALID_ARGUMENT;
+    }
+    if (d->flags & CLNORM_SILU) {
+        snprintf(msg, msg_size, "CLNORM_SILU is for CLNORM_GROUP; %s has no fused SiLU",
+                 op->name);
+        return CLNORM_INVALID_ARGUMENT;
+    }
     if (d->flags & CLNORM_RESIDUAL_F32) {
         if (!op->residual) {
             snprintf(msg, msg_size, "CLNORM_RESIDUAL_F32 is for the ADD kinds; %s has no residual",
@@ -51,17 +63,6 @@ clnorm_status clnorm_row_norm_check_desc(const clnorm_desc *d, char *msg, size_t
     return CLNORM_OK;
 }
 
-/* rows x cols strided by stride. */
-static void layout(clnorm_slot_info *info, clnorm_dtype t, size_t rows, size_t cols,
-                   size_t stride)
-{
-    info->dtype = t;
-    info->rows = rows;
-    info->cols = cols;
-    info->stride = stride;
-    clnorm_extent(rows, cols, stride, &info->extent);
-}
-
 void clnorm_row_norm_slot_info(const clnorm_op *op, const clnorm_desc *d, clnorm_direction dir,
                                clnorm_arg_slot slot, clnorm_slot_info *info)
 {
@@ -74,65 +75,65 @@ void clnorm_row_norm_slot_info(const clnorm_op *op, const clnorm_desc *d, clnorm
                           none = CLNORM_SLOT_UNUSED;
     info->is_output = 0;
     info->use = none;
-    layout(info, t, 0, 0, 0);
+    clnorm_slot_layout(info, t, 0, 0, 0);
     if (!(takes & SLOT_BIT(slot)))
         return;
     switch (slot) {
     case CLNORM_ARG_X:
         info->use = req;
-        layout(info, t, d->rows, d->cols, d->x_stride);
+        clnorm_slot_layout(info, t, d->rows, d->cols, d->x_stride);
         return;
     case CLNORM_ARG_Y:
         info->use = req;
         info->is_output = 1;
-        layout(info, t, d->rows, d->cols, d->y_stride);
+        clnorm_slot_layout(info, t, d->rows, d->cols, d->y_stride);
         return;
     case CLNORM_ARG_GAMMA:
         info->use = has_g ? req : none;
-        layout(info, pt, 1, d->cols, d->cols);
+        clnorm_slot_layout(info, pt, 1, d->cols, d->cols);
         return;
     case CLNORM_ARG_BETA:
         info->use = has_b ? req : none;
-        layout(info, pt, 1, d->cols, d->cols);
+        clnorm_slot_layout(info, pt, 1, d->cols, d->cols);
         return;
     case CLNORM_ARG_MEAN:
     case CLNORM_ARG_RSTD:
         /* written by a forward with SAVE_STATS; read, when given, by the backward */
         info->use = fwd ? (stats ? req : none) : opt;
         info->is_output = fwd;
-        layout(info, pt, d->rows ? 1 : 0, d->rows, d->rows);
+        clnorm_slot_layout(info, pt, d->rows ? 1 : 0, d->rows, d->rows);
         return;
     case CLNORM_ARG_RESIDUAL:
         info->use = req;
-        layout(info, rt, d->rows, d->cols, d->residual_stride);
+        clnorm_slot_layout(info, rt, d->rows, d->cols, d->residual_stride);
         return;
     case CLNORM_ARG_SUM:
         info->use = opt;
         info->is_output = 1;
-        layout(info, rt, d->rows, d->cols, d->sum_stride);
+        clnorm_slot_layout(info, rt, d->rows, d->cols, d->sum_stride);
         return;
     case CLNORM_ARG_DSUM:
         info->use = opt;
-        layout(info, rt, d->rows, d->cols, d->sum_stride);
+        clnorm_slot_layout(info, rt, d->rows, d->cols, d->sum_stride);
         return;
     case CLNORM_ARG_DY:
         info->use = req;
-        layout(info, t, d->rows, d->cols, d->y_stride);
+        clnorm_slot_layout(info, t, d->rows, d->cols, d->y_stride);
         return;
     case CLNORM_ARG_DX:
         info->use = opt;
         info->is_output = 1;
-        layout(info, t, d->rows, d->cols, d->x_stride);
+        clnorm_slot_layout(info, t, d->rows, d->cols, d->x_stride);
         return;
     case CLNORM_ARG_DGAMMA:
         info->use = has_g ? opt : none;
         info->is_output = 1;
-        layout(info, pt, 1, d->cols, d->cols);
+        clnorm_slot_layout(info, pt, 1, d->cols, d->cols);
         return;
     case CLNORM_ARG_DBETA:
         info->use = has_b ? opt : none;
         info->is_output = 1;
-        layout(info, pt, 1, d->cols, d->cols);
+        clnorm_slot_layout(info, pt, 1, d->cols, d->cols);
         return;
     }
 }
@@ -251,8 +252,10 @@ static const clnorm_karg bwd_params_args[] = {{KA_SCRATCH, 1}, {KA_GROUPS, 0}, {
          {"norm_bwd_params", B(DGAMMA) | B(DBETA), bwd_params_args, GEOM_BWD_PARAMS,        \
           RUN_PARAM_GRADS}},                                                                \
         4};                                                                                 \
-    const clnorm_chain *name##_chain(clnorm_strategy s, clnorm_direction dir)               \
+    const clnorm_chain *name##_chain(const clnorm_desc *d, clnorm_strategy s,               \
+                                     clnorm_direction dir)                                  \
     {                                                                                       \
+        (void)d;                                                                            \
         if (dir == CLNORM_BACKWARD)                                                         \
             return &name##_backward;                                                        \
         switch (s) {                                                                        \
@@ -267,16 +270,6 @@ static const clnorm_karg bwd_params_args[] = {{KA_SCRATCH, 1}, {KA_GROUPS, 0}, {
 CHAINS(clnorm_row_norm, 0u, 0u, 0u)
 CHAINS(clnorm_add_norm, B(RESIDUAL), B(RESIDUAL) | B(SUM), B(RESIDUAL) | B(DSUM))
 
-/* a * b * c bytes, SIZE_MAX when that overflows (the plan then refuses the allocation). */
-static size_t bytes3(size_t a, size_t b, size_t c)
-{
-    if (a == 0 || b == 0 || c == 0)
-        return 0;
-    if (a > SIZE_MAX / b || a * b > SIZE_MAX / c)
-        return SIZE_MAX;
-    return a * b * c;
-}
-
 void clnorm_row_norm_scratch(const clnorm_desc *d, const clnorm_geometry *g,
                              clnorm_direction dir, size_t bytes[])
 {
@@ -285,11 +278,11 @@ void clnorm_row_norm_scratch(const clnorm_desc *d, const clnorm_geometry *g,
         bytes[i] = 0;
     if (dir == CLNORM_FORWARD) {
         if (g->chunks) /* split: per row K (two), then (mean, M2, scale, max) per chunk */
-            bytes[0] = bytes3(d->rows, 2 + 4 * g->chunks, acc);
+            bytes[0] = clnorm_bytes3(d->rows, 2 + 4 * g->chunks, acc);
         return;
     }
-    bytes[0] = bytes3(d->rows, CLNORM_STATS_PER_ROW, acc);
-    bytes[1] = bytes3(g->bwd_groups, 2 * d->cols, acc);
+    bytes[0] = clnorm_bytes3(d->rows, CLNORM_STATS_PER_ROW, acc);
+    bytes[1] = clnorm_bytes3(g->bwd_groups, 2 * d->cols, acc);
     if (g->bwd_chunks > 1)
-        bytes[2] = bytes3(d->rows, 2 * g->bwd_chunks, acc);
+        bytes[2] = clnorm_bytes3(d->rows, 2 * g->bwd_chunks, acc);
 }

@@ -35,8 +35,10 @@ clnorm_status clnorm_row_norm_check_present(clnorm_ctx *ctx, const clnorm_op *op
 void clnorm_row_norm_defines(const clnorm_op *op, const clnorm_desc *d, char *buf, size_t size);
 unsigned clnorm_row_norm_flags(const clnorm_op *op, const clnorm_desc *d, clnorm_direction dir,
                                unsigned present);
-const clnorm_chain *clnorm_row_norm_chain(clnorm_strategy s, clnorm_direction dir);
-const clnorm_chain *clnorm_add_norm_chain(clnorm_strategy s, clnorm_direction dir);
+const clnorm_chain *clnorm_row_norm_chain(const clnorm_desc *d, clnorm_strategy s,
+                                          clnorm_direction dir);
+const clnorm_chain *clnorm_add_norm_chain(const clnorm_desc *d, clnorm_strategy s,
+                                          clnorm_direction dir);
 void clnorm_row_norm_scratch(const clnorm_desc *d, const clnorm_geometry *g,
                              clnorm_direction dir, size_t bytes[]);
 /* The CPU reference of the family (ref/ref_row_norm.c). */

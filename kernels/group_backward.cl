@@ -1,0 +1,291 @@
+/*
+ * group_backward.cl - GroupNorm's gradients, both layouts. With xhat = ((x * sc - K) - m) * r
+ * (gn_stats_of), z = xhat * gamma_c + beta_c and dz = dy, or dy * s(z) * (1 + z (1 - s(z)))
+ * through the SiLU (s the sigmoid):
+ *   dgamma_c = sum over samples and positions of dz * xhat,  dbeta_c = the same of dz;
+ *   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dz * gamma_c, means over the group.
+ * The group's sums of g and g * xhat are sum_c gamma_c * (sum of dz) and sum_c gamma_c *
+ * (sum of dz * xhat) over its channels, so one set of per-(sample, tile, channel) sums serves
+ * both:
+ *   gn_*_bwd_sums  per (n, tile, c): dz * xhat and dz summed (NCHW: one tile, the channel's
+ *                  contiguous positions; NHWC: group_nhwc.cl's tiles). Layout per (n, tile):
+ *                  2 C values, the dz * xhat sums of every channel, then the dz sums;
+ *   gn_bwd_coef    per (n, g): mean(g) and mean(g * xhat) into coef;
+ *   gn_bwd_params  per c: dgamma, dbeta, adding samples and tiles in order (Kahan): fixed
+ *                  order, so the same bits run after run;
+ *   gn_*_bwd_dx    dx, elementwise.
+ * gn_nchw_stats recomputes the statistics when mean/rstd are not given (NCHW; NHWC uses
+ * group_nhwc.cl's moments and merge).
+ * Needs common.cl, op_group_norm.cl and row_stats.cl (and for NHWC group_nhwc.cl) before it.
+ */
+
+/* Backward tensors, in slot order: X, GAMMA, BETA, MEAN, RSTD, DY (and DX). */
+#define GN_BWD_IN_PARAMS                                                                    \
+    __global const T *x, ulong x_off, ulong x_stride, __global const P *gamma,              \
+        ulong gamma_off, ulong gamma_stride, __global const P *beta, ulong beta_off,         \
+        ulong beta_stride, __global const P *mean, ulong mean_off, ulong mean_stride,        \
+        __global const P *rstd, ulong rstd_off, ulong rstd_stride, __global const T *dy,     \
+        ulong dy_off, ulong dy_stride
+#define GN_BWD_PARAMS GN_BWD_IN_PARAMS, __global T *dx, ulong dx_off, ulong dx_stride
+
+/* The statistics and parameters of one channel of one sample. */
+typedef struct {
+    A K, m, r, sc; /* xhat = ((x * sc - K) - m) * r */
+    A gam, bet;
+    int silu;
+} gn_chan;
+
+inline gn_chan gn_chan_of(__global const P *gamma, ulong gamma_off, __global const P *beta,
+                          ulong beta_off, __global const P *mean, ulong mean_off,
+                          __global const P *rstd, ulong rstd_off, __global const A *stats,
+                          ulong n, ulong c, ulong groups, ulong cpg, uint flags)
+{
+    gn_chan ch;
+    gn_stats_of(mean, mean_off, rstd, rstd_off, stats, n * groups + c / cpg, flags, &ch.K,
+                &ch.m, &ch.r, &ch.sc);
+    ch.gam = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c] : (A)1;
+    ch.bet = (flags & CLNORM_KF_BETA) ? beta[beta_off + c] : (A)0;
+    ch.silu = (flags & CLNORM_KF_SILU) != 0;
+    return ch;
+}
+#define GN_CHAN(n, c)                                                                       \
+    gn_chan_of(gamma, gamma_off, beta, beta_off, mean, mean_off, rstd, rstd_off, stats, n,   \
+               c, gn_groups, gn_cpg, flags)
+
+inline A gn_xhat(gn_chan ch, A v) { return ((v * ch.sc - ch.K) - ch.m) * ch.r; }
+
+/* dz of one element with its xhat. */
+inline A gn_dz(gn_chan ch, A dyv, A xh)
+{
+    if (!ch.silu)
+        return dyv;
+    const A z = fma(xh, ch.gam, ch.bet);
+    const A s = (A)1 / ((A)1 + exp(-z));
+    return dyv * s * fma(z, (A)1 - s, (A)1);
+}
+
+/* dx of one element, given its group's (mean(g), mean(g * xhat)) in cf. */
+inline A gn_dx(gn_chan ch, __global const A *cf, A v, A dyv)
+{
+#pragma OPENCL FP_CONTRACT OFF
+    const A xh = gn_xhat(ch, v);
+    /* g rounded on its own (a statement, so it is not contracted into an fma with - mean(g)):
+     * a one-element group has g == mean(g) exactly, and dx must come out 0 there, not the
+     * product's rounding error times rstd = 1 / sqrt(eps). */
+    const A g = gn_dz(ch, dyv, xh) * ch.gam;
+    return (ch.r * ch.sc) * ((g - cf[0]) - xh * cf[1]);
+}
+
+/* Statistics of every group row, as the NCHW forward computes them. */
+__kernel void gn_nchw_stats(IN_PARAMS, __global A *stats, ulong rows, ulong cols, A eps,
+                            uint flags, __local A *scratch)
+{
+    const uint lid = get_local_id(0), L = get_local_size(0);
+    for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0)) {
+        A2 K;
+        A m, r, sc;
+        row_stats(make_row_in(IN_ARGS, row), cols, lid, L, scratch, 0, eps, &K, &m, &r, &sc);
+        if (lid == 0)
+            gn_put_stats(stats, row, K.s0, m, r, sc);
+    }
+}
+
+/* A work-group per channel row (n, c) of hw contiguous positions. */
+__kernel void gn_nchw_bwd_sums(GN_BWD_IN_PARAMS GN_PARAMS, __global const A *stats,
+                               __global A *sums, ulong rows, uint flags, __local A *scratch)
+{
+    const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg, N = rows / G;
+    const uint lid = get_local_id(0), L = get_local_size(0);
+    for (ulong nc = get_group_id(0); nc < N * C; nc += get_num_groups(0)) {
+        const ulong n = nc / C, c = nc % C;
+        const gn_chan ch = GN_CHAN(n, c);
+        __global const T *xc = x + x_off + n * x_stride + c * hw;
+        __global const T *dc = dy + dy_off + n * dy_stride + c * hw;
+        A s1 = 0, s2 = 0;
+        for (ulong p = lid; p < hw; p += L) {
+            const A xh = gn_xhat(ch, LOAD1(xc + p));
+            const A dz = gn_dz(ch, LOAD1(dc + p), xh);
+            s1 = fma(dz, xh, s1);
+            s2 += dz;
+        }
+        s1 = wg_sum(s1, scratch, lid, L);
+        s2 = wg_sum(s2, scratch, lid, L);
+        if (lid == 0) {
+            sums[n * 2 * C + c] = s1;
+            sums[n * 2 * C + C + c] = s2;
+        }
+    }
+}
+
+/* A work-group per tile of positions x all channels of a sample (group_nhwc.cl). */
+__kernel void gn_nhwc_bwd_sums(GN_BWD_IN_PARAMS GN_PARAMS, __global const A *stats,
+                               __global A *sums, ulong rows, ulong chunk_len, uint chunks,
+                               uint flags)
+{
+    const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg, N = rows / G;
+    const uint t = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
+    const ulong p0 = (ulong)t * chunk_len, p1 = min(hw, p0 + chunk_len);
+    for (ulong n = get_group_id(1); n < N; n += get_num_groups(1)) {
+        __global const T *xs = x + x_off + n * x_stride;
+        __global const T *ds = dy + dy_off + n * dy_stride;
+        __global A *st = sums + (n * chunks + t) * 2 * C;
+        if (L == 1) {
+            for (ulong c = 0; c < 2 * C; c++)
+                st[c] = 0;
+            for (ulong p = p0; p < p1; p++)
+                for (ulong c = 0; c < C; c += cpg) {
+                    const gn_chan ch0 = GN_CHAN(n, c);
+                    for (ulong k = 0; k < cpg; k++) {
+                        gn_chan ch = ch0;
+                        ch.gam = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c + k] : (A)1;
+                        ch.bet = (flags & CLNORM_KF_BETA) ? beta[beta_off + c + k] : (A)0;
+                        const A xh = gn_xhat(ch, LOAD1(xs + p * C + c + k));
+                        const A dz = gn_dz(ch, LOAD1(ds + p * C + c + k), xh);
+                        st[c + k] = fma(dz, xh, st[c + k]);
+                        st[C + c + k] += dz;
+                    }
+                }
+            continue;
+        }
+        for (ulong c = lid; c < C; c += L) {
+            const gn_chan ch = GN_CHAN(n, c);
+            A s1 = 0, s2 = 0;
+            for (ulong p = p0; p < p1; p++) {
+                const A xh = gn_xhat(ch, LOAD1(xs + p * C + c));
+                const A dz = gn_dz(ch, LOAD1(ds + p * C + c), xh);
+                s1 = fma(dz, xh, s1);
+                s2 += dz;
+            }
+            st[c] = s1;
+            st[C + c] = s2;
+        }
+    }
+}
+
+/* A work-group per group row n * G + g: coef[row] = (mean(g), mean(g * xhat)). */
+__kernel void gn_bwd_coef(__global const P *gamma, ulong gamma_off, ulong gamma_stride GN_PARAMS,
+                          __global const A *sums, __global A *coef, ulong rows, uint chunks,
+                          uint flags, __local A *scratch)
+{
+    const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg;
+    const uint lid = get_local_id(0), L = get_local_size(0);
+    const ulong entries = (ulong)chunks * cpg;
+    const A total = (A)(cpg * hw);
+    for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0)) {
+        const ulong n = row / G, c0 = (row % G) * cpg;
+        __global const A *sn = sums + n * chunks * 2 * C + c0;
+        A sg = 0, cg = 0, sgx = 0, cgx = 0;
+        for (ulong j = lid; j < entries; j += L) {
+            const ulong k = j % cpg;
+            __global const A *e = sn + (j / cpg) * 2 * C + k;
+            const A gam = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c0 + k] : (A)1;
+            kahan_add(&sgx, &cgx, gam * e[0]);
+            kahan_add(&sg, &cg, gam * e[C]);
+        }
+        sg = wg_sum(sg, scratch, lid, L);
+        sgx = wg_sum(sgx, scratch, lid, L);
+        if (lid == 0) {
+            coef[row * 2] = sg / total;
+            coef[row * 2 + 1] = sgx / total;
+        }
+    }
+}
+
+/* One column of sums (which: 0 dz * xhat, 1 dz) of channel c over the tiles of slice sl,
+ * then the S slices added in slice order; the total to items of slice 0. Every item of the
+ * group must call it. */
+inline A gn_param_sum(__global const A *sums, ulong C, ulong c, int valid, ulong tiles,
+                      uint which, uint sl, uint S, uint cl, uint CB, __local A *scratch,
+                      uint lid, uint L)
+{
+    A s = 0, k = 0;
+    if (valid)
+        for (ulong i = sl; i < tiles; i += S)
+            kahan_add(&s, &k, sums[i * 2 * C + (ulong)which * C + c]);
+    if (L == 1)
+        return s;
+    scratch[lid] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (sl == 0) {
+        k = 0;
+        for (uint j = 1; j < S; j++)
+            kahan_add(&s, &k, scratch[j * CB + cl]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return s;
+}
+
+/* dgamma and dbeta: work-group b takes channels [b * CB, (b + 1) * CB), its L = CB x S items
+ * each adding every S-th tile of one channel (Kahan), the S slices then added in slice order
+ * in local memory (CB = 8 on GPUs, where a channel's tiles are many; L = 1 on CPU devices). */
+__kernel void gn_bwd_params(__global P *dgamma, ulong dgamma_off, ulong dgamma_stride,
+                            __global P *dbeta, ulong dbeta_off, ulong dbeta_stride GN_PARAMS,
+                            __global const A *sums, ulong rows, uint chunks, uint flags,
+                            __local A *scratch)
+{
+    const ulong C = gn_groups * gn_cpg, N = rows / gn_groups;
+    const uint lid = get_local_id(0), L = get_local_size(0);
+    const uint S = L >= 8 ? L / 8 : 1, CB = L / S;
+    const uint cl = lid % CB, sl = lid / CB;
+    const ulong c = get_group_id(0) * CB + cl;
+    const int valid = c < C;
+    const ulong tiles = N * chunks;
+    /* the flags are the same for every item: every item reaches the same barriers */
+    if ((flags & CLNORM_KF_GRAD_GAMMA) != 0) {
+        const A s = gn_param_sum(sums, C, c, valid, tiles, 0, sl, S, cl, CB, scratch, lid, L);
+        if (sl == 0 && valid)
+            dgamma[dgamma_off + c] = s;
+    }
+    if ((flags & CLNORM_KF_GRAD_BETA) != 0) {
+        const A s = gn_param_sum(sums, C, c, valid, tiles, 1, sl, S, cl, CB, scratch, lid, L);
+        if (sl == 0 && valid)
+            dbeta[dbeta_off + c] = s;
+    }
+}
+
+/* In place (dx is x or dy) is safe in both dx kernels: each element is read by the item
+ * that writes it, just before. */
+__kernel void gn_nchw_bwd_dx(GN_BWD_PARAMS GN_PARAMS, __global const A *stats,
+                             __global const A *coef, ulong rows, uint flags)
+{
+    const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg, N = rows / G;
+    const uint lid = get_local_id(0), L = get_local_size(0);
+    for (ulong nc = get_group_id(0); nc < N * C; nc += get_num_groups(0)) {
+        const ulong n = nc / C, c = nc % C;
+        const gn_chan ch = GN_CHAN(n, c);
+        __global const A *cf = coef + (n * G + c / cpg) * 2;
+        __global const T *xc = x + x_off + n * x_stride + c * hw;
+        __global const T *dc = dy + dy_off + n * dy_stride + c * hw;
+        __global T *oc = dx + dx_off + n * dx_stride + c * hw;
+        for (ulong p = lid; p < hw; p += L)
+            STORE1(gn_dx(ch, cf, LOAD1(xc + p), LOAD1(dc + p)), oc + p);
+    }
+}
+
+__kernel void gn_nhwc_bwd_dx(GN_BWD_PARAMS GN_PARAMS, __global const A *stats,
+                             __global const A *coef, ulong rows, ulong chunk_len, uint flags)
+{
+    const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg, N = rows / G;
+    const uint t = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
+    const ulong p0 = (ulong)t * chunk_len, p1 = min(hw, p0 + chunk_len);
+    for (ulong n = get_group_id(1); n < N; n += get_num_groups(1)) {
+        __global const T *xs = x + x_off + n * x_stride;
+        __global const T *ds = dy + dy_off + n * dy_stride;
+        __global T *os = dx + dx_off + n * dx_stride;
+        if (L == 1) {
+            for (ulong p = p0; p < p1; p++)
+                for (ulong c = 0; c < C; c++) {
+                    const gn_chan ch = GN_CHAN(n, c);
+                    __global const A *cf = coef + (n * G + c / cpg) * 2;
+                    STORE1(gn_dx(ch, cf, LOAD1(xs + p * C + c), LOAD1(ds + p * C + c)), os + p * C + c);
+                }
+            continue;
+        }
+        for (ulong c = lid; c < C; c += L) {
+            const gn_chan ch = GN_CHAN(n, c);
+            __global const A *cf = coef + (n * G + c / cpg) * 2;
+            for (ulong p = p0; p < p1; p++)
+                STORE1(gn_dx(ch, cf, LOAD1(xs + p * C + c), LOAD1(ds + p * C + c)), os + p * C + c);
+        }
+    }
+}

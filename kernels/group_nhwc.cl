@@ -1,0 +1,295 @@
+/*
+ * group_nhwc.cl - GroupNorm forward in channels-last layout, (N, *spatial, C). A group is
+ * C/G channels strided by C, so reading one group alone would use a fraction of every cache
+ * line or memory transaction; instead a work-group takes a tile of chunk_len positions x all
+ * C channels of one sample, whose rows of C channels are contiguous (Apex's group_norm_nhwc
+ * does the same). Three steps:
+ *   gn_nhwc_moments: per (sample, tile, channel) the sum S of x - K_c (K_c: the channel's
+ *                    first element, x[n, 0, c], so that a row of shifts is one vector load)
+ *                    and M2, the sum of squared deviations from the tile's own mean
+ *                    (two-pass over the tile, the second pass from cache); then per (sample,
+ *                    tile, group) the same of the group's channels, around the group's first
+ *                    element K: with S'_c = S_c + n (K_c - K), S = sum S'_c and
+ *                    M2 = sum (M2_c + n (S'_c / n - S / (n cpg))^2) (exact, fixed order);
+ *   gn_nhwc_merge:   per group, its tiles' moments merged the same way; statistics (K, m, r)
+ *                    into the stats scratch and the saved mean/rstd, and (forward) every
+ *                    channel's K, a = r * gamma_c and b = beta_c - m * a into the table;
+ *   gn_nhwc_apply:   y = (x - K) * a_c + b_c, then the SiLU.
+ * On GPUs the work-items of a group take consecutive channels (coalesced), each walking the
+ * tile's positions; on CPU devices (one work-item per group) the loops run position by
+ * position over the contiguous channels in vectors of VW.
+ * On GPUs a work-group holds whole groups (cpg x groups-per-round items, group_norm.c), whose
+ * channel moments meet in local memory, the group's first item adding them in channel order.
+ * Moments per (n, tile): GN_TILE_LEN values of A: the S and M2 of every channel (CPU devices;
+ * scratch space on GPUs), then the S and M2 of every group. The table per sample: 3 C
+ * values, the K of every channel, then the a, then the b.
+ * Needs common.cl and op_group_norm.cl before it.
+ */
+
+#define GN_TILE_LEN(C, G) (2 * (C) + 2 * (G))
+
+/* Channel c's moments over positions [p0, p1) (cnt of them) around its first element: the
+ * sum of x - K_c, then (the positions again, from cache) the sum of squared deviations from
+ * the tile's own mean. Two accumulators each, for the loads' latency. */
+inline void gn_channel_moments_private(__global const T *xs, ulong c, ulong C, ulong p0,
+                                       ulong p1, A cnt, A *s_out, A *q_out)
+{
+    const A K = LOAD1(xs + c);
+    A s0 = 0, s1 = 0;
+    ulong p = p0;
+    for (; p + 1 < p1; p += 2) {
+        s0 += LOAD1(xs + p * C + c) - K;
+        s1 += LOAD1(xs + (p + 1) * C + c) - K;
+    }
+    if (p < p1)
+        s0 += LOAD1(xs + p * C + c) - K;
+    const A s = s0 + s1, mc = s / cnt;
+    A q0 = 0, q1 = 0;
+    for (p = p0; p + 1 < p1; p += 2) {
+        const A d0 = (LOAD1(xs + p * C + c) - K) - mc;
+        const A d1 = (LOAD1(xs + (p + 1) * C + c) - K) - mc;
+        q0 = fma(d0, d0, q0);
+        q1 = fma(d1, d1, q1);
+    }
+    if (p < p1) {
+        const A d0 = (LOAD1(xs + p * C + c) - K) - mc;
+        q0 = fma(d0, d0, q0);
+    }
+    *s_out = s;
+    *q_out = q0 + q1;
+}
+inline void gn_channel_moments(__global const T *xs, ulong c, ulong C, ulong p0, ulong p1,
+                               A cnt, __global A *s_out, __global A *q_out)
+{
+    A s, q;
+    gn_channel_moments_private(xs, c, C, p0, p1, cnt, &s, &q);
+    *s_out = s;
+    *q_out = q;
+}
+
+/* The moments (S, M2) of one tile of the group of channels [c0, c0 + cpg) into out, from its
+ * channels' (S_c at sc[c], M2_c at sc[C + c]; K_c at position 0), cnt positions: one
+ * work-item, channels in order. */
+inline void gn_group_moments(__global const T *xs, __global A *sc, ulong c0, ulong cpg,
+                             ulong C, A cnt, __global A *out)
+{
+    const A K = LOAD1(xs + c0);
+    A s = 0;
+    for (ulong k = 0; k < cpg; k++)
+        s += fma(cnt, LOAD1(xs + c0 + k) - K, sc[c0 + k]);
+    const A mg = s / (cnt * (A)cpg);
+    A q = 0;
+    for (ulong k = 0; k < cpg; k++) {
+        const A d = (sc[c0 + k] / cnt + (LOAD1(xs + c0 + k) - K)) - mg;
+        q += fma(d * d, cnt, sc[C + c0 + k]);
+    }
+    out[0] = s;
+    out[1] = q;
+}
+
+__kernel void gn_nhwc_moments(IN_PARAMS, __global A *part, ulong rows, ulong chunk_len,
+                              uint chunks, __local A *scratch)
+{
+    const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg, N = rows / G;
+    const uint t = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
+    const ulong p0 = (ulong)t * chunk_len, p1 = min(hw, p0 + chunk_len);
+    const A cnt = (A)(p1 - p0);
+    const ulong cv = C / VW * VW; /* channels in whole vectors */
+    for (ulong n = get_group_id(1); n < N; n += get_num_groups(1)) {
+        __global const T *xs = x + x_off + n * x_stride; /* position 0: the shifts K_c */
+        __global A *pt = part + (n * chunks + t) * GN_TILE_LEN(C, G);
+        if (L == 1) {
+            /* A vector of channels at a time down the tile's positions (stride C): the sums
+             * stay in registers, and the vector's lines are still in L1 for the second pass. */
+            for (ulong c = 0; c < cv; c += VW) {
+                const AV K = LOADV(xs + c);
+                AV s0 = (AV)(0), s1 = (AV)(0);
+                ulong p = p0;
+                for (; p + 1 < p1; p += 2) {
+                    s0 += LOADV(xs + p * C + c) - K;
+                    s1 += LOADV(xs + (p + 1) * C + c) - K;
+                }
+                if (p < p1)
+                    s0 += LOADV(xs + p * C + c) - K;
+                const AV s = s0 + s1, mc = s / cnt;
+                AV q0 = (AV)(0), q1 = (AV)(0);
+                for (p = p0; p + 1 < p1; p += 2) {
+                    const AV d0 = (LOADV(xs + p * C + c) - K) - mc;
+                    const AV d1 = (LOADV(xs + (p + 1) * C + c) - K) - mc;
+                    q0 = fma(d0, d0, q0);
+                    q1 = fma(d1, d1, q1);
+                }
+                if (p < p1) {
+                    const AV d0 = (LOADV(xs + p * C + c) - K) - mc;
+                    q0 = fma(d0, d0, q0);
+                }
+                CAT(vstore, VW)(s, 0, pt + c);
+                CAT(vstore, VW)(q0 + q1, 0, pt + C + c);
+            }
+            for (ulong c = cv; c < C; c++)
+                gn_channel_moments(xs, c, C, p0, p1, cnt, pt + c, pt + C + c);
+            for (ulong g = 0; g < G; g++)
+                gn_group_moments(xs, pt, g * cpg, cpg, C, cnt, pt + 2 * C + 2 * g);
+            continue;
+        }
+        /* GPUs: L is a multiple of cpg dividing C (group_norm.c), so each round of L
+         * channels holds whole groups; item lid's group starts at item lid - lid % cpg. */
+        const uint lead = lid - lid % (uint)cpg;
+        for (ulong c0 = 0; c0 < C; c0 += L) {
+            const ulong c = c0 + lid;
+            const A K = LOAD1(xs + c);
+            A s, q;
+            gn_channel_moments_private(xs, c, C, p0, p1, cnt, &s, &q);
+            /* the group's S: S'_c added in channel order by the group's first item */
+            const A Kg = LOAD1(xs + c0 + lead);
+            const A sh = fma(cnt, K - Kg, s); /* S'_c */
+            scratch[lid] = sh;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            A Sg = 0;
+            if (lid == lead)
+                for (uint k = 0; k < cpg; k++)
+                    Sg += scratch[lid + k];
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (lid == lead)
+                scratch[lid] = Sg;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            const A d = sh / cnt - scratch[lead] / (cnt * (A)cpg);
+            barrier(CLK_LOCAL_MEM_FENCE);
+            scratch[lid] = fma(d * d, cnt, q);
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (lid == lead) {
+                A M2 = 0;
+                for (uint k = 0; k < cpg; k++)
+                    M2 += scratch[lid + k];
+                const ulong g = (c0 + lid) / cpg;
+                pt[2 * C + 2 * g] = Sg;
+                pt[2 * C + 2 * g + 1] = M2;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+    }
+}
+
+/* Work-group per group row = n * G + g. The moments of the group: entries j = tile * cpg + k,
+ * channel g * cpg + k. table: NULL in the backward (statistics only). */
+__kernel void gn_nhwc_merge(__global const T *x, ulong x_off, ulong x_stride,
+                            __global const P *gamma, ulong gamma_off, ulong gamma_stride,
+                            __global const P *beta, ulong beta_off, ulong beta_stride,
+                            __global P *mean, ulong mean_off, ulong mean_stride,
+                            __global P *rstd, ulong rstd_off, ulong rstd_stride GN_PARAMS,
+                            __global const A *part, __global A *stats, __global A *table,
+                            ulong rows, ulong chunk_len, uint chunks, A eps, uint flags,
+                            __local A *scratch)
+{
+    const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg;
+    const uint lid = get_local_id(0), L = get_local_size(0);
+    const A total = (A)(cpg * hw);
+    for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0)) {
+        const ulong n = row / G, c0 = (row % G) * cpg;
+        __global const T *xs = x + x_off + n * x_stride;
+        const A K = LOAD1(xs + c0);
+        /* the group's moments of tile t: pn[t * GN_TILE_LEN] (S, then M2), all around K */
+        __global const A *pn = part + n * chunks * GN_TILE_LEN(C, G) + 2 * C + 2 * (row % G);
+        A s = 0, cs = 0;
+        for (uint t = lid; t < chunks; t += L)
+            kahan_add(&s, &cs, pn[t * GN_TILE_LEN(C, G)]);
+        const A m = wg_sum(s, scratch, lid, L) / total;
+        A q = 0, cq = 0;
+        for (uint t = lid; t < chunks; t += L) {
+            const A nt = (A)((min(hw, (t + 1) * chunk_len) - t * chunk_len) * cpg);
+            __global const A *e = pn + t * GN_TILE_LEN(C, G);
+            const A d = e[0] / nt - m;
+            kahan_add(&q, &cq, fma(d * d, nt, e[1]));
+        }
+        const A var = wg_sum(q, scratch, lid, L) / total;
+        const A r = rsqrt(var + eps);
+        if (lid == 0) {
+            gn_put_stats(stats, row, K, m, r, 1);
+            if ((flags & CLNORM_KF_MEAN) != 0)
+                mean[mean_off + row] = K + m;
+            if ((flags & CLNORM_KF_RSTD) != 0)
+                rstd[rstd_off + row] = r;
+        }
+        if (table)
+            for (ulong k = lid; k < cpg; k += L) {
+                const ulong c = c0 + k;
+                const A a = (flags & CLNORM_KF_GAMMA) ? r * gamma[gamma_off + c] : r;
+                const A b = (flags & CLNORM_KF_BETA) ? beta[beta_off + c] : (A)0;
+                __global A *tn = table + n * 3 * C;
+                tn[c] = K;
+                tn[C + c] = a;
+                tn[2 * C + c] = fma(-m, a, b);
+            }
+    }
+}
+
+/* y of one element from its channel's K, a and b. */
+inline A gn_apply1(A v, A K, A a, A b, int silu)
+{
+    A z = fma(v - K, a, b);
+    if (silu)
+        z = gn_silu1(z);
+    return z;
+}
+
+/* Positions [p0, p1) of a sample, one work-item, in vectors along the channels. In place (y
+ * is x) is safe: each element is read just before it is written. */
+inline void gn_apply_positions(__global const T *xs, __global T *ys, __global const A *tk,
+                               ulong p0, ulong p1, ulong C, const int silu)
+{
+    __global const A *ta = tk + C, *tb = ta + C;
+    const ulong cv = C / VW * VW;
+    for (ulong p = p0; p < p1; p++) {
+        __global const T *xp = xs + p * C;
+        __global T *yp = ys + p * C;
+        for (ulong c = 0; c < cv; c += VW) {
+            AV z = fma(LOADV(xp + c) - CAT(vload, VW)(0, tk + c), CAT(vload, VW)(0, ta + c),
+                       CAT(vload, VW)(0, tb + c));
+            if (silu)
+                z = gn_siluv(z);
+#if defined(STREAM_STORE)
+            if (((ulong)(yp + c) % (VW * sizeof(T))) == 0)
+                storev_stream(z, yp + c);
+            else
+#endif
+                STOREV(z, yp + c);
+        }
+        for (ulong c = cv; c < C; c++)
+            STORE1(gn_apply1(LOAD1(xp + c), tk[c], ta[c], tb[c], silu), yp + c);
+    }
+}
+
+__kernel void gn_nhwc_apply(__global const T *x, ulong x_off, ulong x_stride, __global T *y,
+                            ulong y_off, ulong y_stride GN_PARAMS, __global const A *table,
+                            ulong rows, ulong chunk_len, uint flags)
+{
+    const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg, N = rows / G;
+    const uint t = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
+    const ulong p0 = (ulong)t * chunk_len, p1 = min(hw, p0 + chunk_len);
+    const int silu = (flags & CLNORM_KF_SILU) != 0;
+    for (ulong n = get_group_id(1); n < N; n += get_num_groups(1)) {
+        __global const T *xs = x + x_off + n * x_stride;
+        __global T *ys = y + y_off + n * y_stride;
+        __global const A *tk = table + n * 3 * C, *ta = tk + C, *tb = ta + C;
+        if (L == 1) {
+            /* The SiLU decided once per sample, not per vector: a select would compute the
+             * exponentials either way. */
+            if (silu)
+                gn_apply_positions(xs, ys, tk, p0, p1, C, 1);
+            else
+                gn_apply_positions(xs, ys, tk, p0, p1, C, 0);
+            continue;
+        }
+        for (ulong c = lid; c < C; c += L) {
+            const A K = tk[c], a = ta[c], b = tb[c];
+            ulong p = p0;
+            for (; p + 1 < p1; p += 2) {
+                const A v0 = LOAD1(xs + p * C + c), v1 = LOAD1(xs + (p + 1) * C + c);
+                STORE1(gn_apply1(v0, K, a, b, silu), ys + p * C + c);
+                STORE1(gn_apply1(v1, K, a, b, silu), ys + (p + 1) * C + c);
+            }
+            if (p < p1)
+                STORE1(gn_apply1(LOAD1(xs + p * C + c), K, a, b, silu), ys + p * C + c);
+        }
+    }
+}

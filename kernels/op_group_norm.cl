@@ -1,0 +1,177 @@
+/*
+ * op_group_norm.cl - GroupNorm: what one group row reads and writes, as the hooks the row
+ * strategies call (the same interface as op_row_norm.cl, which README "Adding an operation"
+ * describes), plus what GroupNorm's own kernels (group_nhwc.cl, group_backward.cl) share.
+ *
+ * The kernels see N x G rows, row = n * G + g, of (C/G) x spatial elements. In NCHW a group
+ * row is contiguous: it starts at n * x_stride + g * (C/G) * spatial, and column i of it is
+ * channel g * C/G + i / spatial. Every kernel takes the op's scalars (G, C/G, spatial) right
+ * after its tensor parameters (src/op/group_norm.c binds them as KA_OP 0, 1, 2).
+ */
+#define GN_PARAMS , ulong gn_groups, ulong gn_cpg, ulong gn_hw
+#define GN_ARGS , gn_groups, gn_cpg, gn_hw
+
+/* Offset of group row `row` in a tensor whose samples are `stride` apart (NCHW). */
+inline ulong gn_row_offset(ulong row, ulong stride, ulong groups, ulong cpg, ulong hw)
+{
+    return (row / groups) * stride + (row % groups) * cpg * hw;
+}
+
+/* silu(z) = z * sigmoid(z), as z / (1 + exp(-z)): exp(-z) overflowing to Inf for very
+ * negative z gives -0, the limit. */
+inline A gn_silu1(A z) { return z / ((A)1 + exp(-z)); }
+inline AV gn_siluv(AV z) { return z / ((AV)(1) + exp(-z)); }
+
+/* ---- the input of a row ---- */
+typedef struct {
+    __global const T *x;
+} row_in;
+
+#define IN_DEVV(in, i, K, sc) (LOADV((in).x + (i)) * (sc) - (K).s0)
+#define IN_DEV1(in, i, K, sc) (LOAD1((in).x + (i)) * (sc) - (K).s0)
+#define IN_ABSMAXV(in, i) fabs(LOADV((in).x + (i)))
+#define IN_ABSMAX1(in, i) fabs(LOAD1((in).x + (i)))
+
+#define IN_PARAMS __global const T *x, ulong x_off, ulong x_stride GN_PARAMS
+#define IN_ARGS x, x_off, x_stride GN_ARGS
+
+inline row_in make_row_in(IN_PARAMS, ulong row)
+{
+    row_in in;
+    in.x = x + x_off + gn_row_offset(row, x_stride, gn_groups, gn_cpg, gn_hw);
+    return in;
+}
+
+/* The shift of a group: its first element (scaled). */
+inline A2 row_shift(row_in in, A sc, int rms)
+{
+    A2 K = (A2)(0);
+    if (!rms)
+        K.s0 = LOAD1(in.x) * sc;
+    return K;
+}
+
+/* ---- the forward's outputs of a row ---- */
+typedef struct {
+    __global T *y;
+    __global const P *gamma; /* the group's first channel; 0 when absent */
+    __global const P *beta;
+    uint hw;                 /* columns per channel */
+    int silu;
+} row_out;
+
+#define FWD_PARAMS                                                                          \
+    __global const T *x, ulong x_off, ulong x_stride, __global T *y, ulong y_off,           \
+        ulong y_stride, __global const P *gamma, ulong gamma_off, ulong gamma_stride,        \
+        __global const P *beta, ulong beta_off, ulong beta_stride, __global P *mean,         \
+        ulong mean_off, ulong mean_stride, __global P *rstd, ulong rstd_off,                 \
+        ulong rstd_stride GN_PARAMS
+#define FWD_OUT_PARAMS                                                                      \
+    __global T *y, ulong y_off, ulong y_stride, __global const P *gamma, ulong gamma_off,    \
+        __global const P *beta, ulong beta_off GN_PARAMS
+#define FWD_OUT_ARGS y, y_off, y_stride, gamma, gamma_off, beta, beta_off GN_ARGS
+#define FWD_MEAN ((flags & CLNORM_KF_MEAN) ? mean + mean_off : 0)
+#define FWD_RSTD ((flags & CLNORM_KF_RSTD) ? rstd + rstd_off : 0)
+
+inline row_out make_row_out(FWD_OUT_PARAMS, ulong row, uint flags)
+{
+    row_out out;
+    const ulong c0 = (row % gn_groups) * gn_cpg;
+    out.y = y + y_off + gn_row_offset(row, y_stride, gn_groups, gn_cpg, gn_hw);
+    out.gamma = (flags & CLNORM_KF_GAMMA) ? gamma + gamma_off + c0 : 0;
+    out.beta = (flags & CLNORM_KF_BETA) ? beta + beta_off + c0 : 0;
+    out.hw = (uint)gn_hw;
+    out.silu = (flags & CLNORM_KF_SILU) != 0;
+    return out;
+}
+
+/* y of the VW columns from i: ((d - m) * r) * gamma_c + beta_c, then the SiLU. The columns
+ * share one channel unless they cross the end of one (spatial not a multiple of VW, or a
+ * peeled start): then each lane takes its own channel's parameters. */
+inline AV out_yv(row_out out, ulong i, AV d, A m, A r)
+{
+    AV t = (d - m) * r;
+    if (out.gamma || out.beta) {
+        const uint c = (uint)i / out.hw;
+        if ((uint)i - c * out.hw + VW <= out.hw) {
+            if (out.gamma)
+                t *= out.gamma[c];
+            if (out.beta)
+                t += out.beta[c];
+        } else {
+            A gl[VW], bl[VW];
+            for (uint k = 0; k < VW; k++) {
+                const uint ck = ((uint)i + k) / out.hw;
+                gl[k] = out.gamma ? out.gamma[ck] : (A)1;
+                bl[k] = out.beta ? out.beta[ck] : (A)0;
+            }
+            t = t * CAT(vload, VW)(0, gl) + CAT(vload, VW)(0, bl);
+        }
+    }
+    /* a branch, not a select: the exponentials only when asked for */
+    if (out.silu)
+        t = gn_siluv(t);
+    return t;
+}
+inline A out_y1(row_out out, ulong i, A d, A m, A r)
+{
+    A t = (d - m) * r;
+    const uint c = (uint)i / out.hw;
+    if (out.gamma)
+        t *= out.gamma[c];
+    if (out.beta)
+        t += out.beta[c];
+    if (out.silu)
+        t = gn_silu1(t);
+    return t;
+}
+
+/* GroupNorm writes no sum. */
+inline void out_sumv(row_out out, row_in in, ulong i) {}
+inline void out_sum1(row_out out, row_in in, ulong i) {}
+#if defined(STREAM_STORE)
+inline void out_sumv_stream(row_out out, row_in in, ulong i, const int stream) {}
+#endif
+
+inline void out_applyv(row_out out, row_in in, ulong i, A2 K, A m, A r, A sc)
+{
+    STOREV(out_yv(out, i, IN_DEVV(in, i, K, sc), m, r), out.y + i);
+}
+inline void out_apply1(row_out out, row_in in, ulong i, A2 K, A m, A r, A sc)
+{
+    STORE1(out_y1(out, i, IN_DEV1(in, i, K, sc), m, r), out.y + i);
+}
+
+/* ---- what GroupNorm's own kernels share ---- */
+
+/* A group's statistics (K, m, r, sc), xhat = ((x * sc - K) - m) * r, r * sc the true rstd:
+ * from the saved mean and rstd (K = 0, m = mean, sc = 1), or from the stats scratch the chain
+ * recomputed (CLNORM_KF_RECOMPUTE; CLNORM_STATS_PER_ROW values per group: K, 0, m, r, sc). */
+inline void gn_stats_of(__global const P *mean, ulong m_off, __global const P *rstd,
+                        ulong r_off, __global const A *stats, ulong row, uint flags, A *K,
+                        A *m, A *r, A *sc)
+{
+    if ((flags & CLNORM_KF_RECOMPUTE) != 0) {
+        __global const A *st = stats + row * CLNORM_STATS_PER_ROW;
+        *K = st[0];
+        *m = st[2];
+        *r = st[3];
+        *sc = st[4];
+    } else {
+        *K = 0;
+        *m = mean[m_off + row];
+        *r = rstd[r_off + row];
+        *sc = 1;
+    }
+}
+
+/* The statistics of group `row` into the stats scratch. */
+inline void gn_put_stats(__global A *stats, ulong row, A K, A m, A r, A sc)
+{
+    __global A *st = stats + row * CLNORM_STATS_PER_ROW;
+    st[0] = K;
+    st[1] = 0;
+    st[2] = m;
+    st[3] = r;
+    st[4] = sc;
+}

@@ -1,0 +1,396 @@
+/*
+ * GroupNorm (torch.nn.functional.group_norm): x is (N, C, *spatial) in NCHW or (N, *spatial,
+ * C) in NHWC; statistics per sample n and group g of C/G channels over (C/G) x spatial
+ * elements (biased variance, eps inside the root); gamma and beta per channel; optionally
+ * y = silu(z) of the normalized z. InstanceNorm is G = C, LayerNorm over (C, *spatial) G = 1.
+ *
+ * The kernels see N x G rows of (C/G) x spatial elements (kernel_view), the row n * G + g
+ * being the group, and take G, C/G and spatial as scalars (KA_OP 0, 1, 2):
+ *   NCHW forward: a group is one contiguous block, so the row strategies (row, workgroup,
+ *     subgroup, split: kernels/norm_*.cl) run unchanged with GroupNorm's hooks
+ *     (kernels/op_group_norm.cl: where a group row starts, gamma/beta per channel, SiLU).
+ *   NHWC forward: tiles of positions x all C channels, so that loads coalesce along the
+ *     channels (kernels/group_nhwc.cl): per-(sample, tile, channel) moments, their merge per
+ *     group into a per-channel table (K, scale, shift), the apply. The one strategy is
+ *     "split" (tiles of a row).
+ *   Backward, both layouts (kernels/group_backward.cl): per-(sample, channel) sums of dz * xhat
+ *     and dz (dz = dy, or dy * silu'(z)), which give dgamma and dbeta and, weighted by gamma,
+ *     the group sums of dx; then dx elementwise.
+ * The CPU reference is ref/ref_group_norm.c.
+ */
+#include "op.h"
+#include "row_norm.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define B(s) SLOT_BIT(CLNORM_ARG_##s)
+
+/* Channels-last data with a spatial extent (NHWC with spatial 1 is NCHW in memory). */
+static int is_nhwc(const clnorm_desc *d)
+{
+    return d->layout == CLNORM_NHWC && d->spatial > 1;
+}
+
+static clnorm_status check_desc(const clnorm_desc *d, char *msg, size_t msg_size)
+{
+    if (d->groups == 0) {
+        snprintf(msg, msg_size, "desc.groups is 0: GroupNorm needs at least one group");
+        return CLNORM_INVALID_ARGUMENT;
+    }
+    if (d->cols % d->groups != 0) {
+        snprintf(msg, msg_size,
+                 "desc.groups = %zu does not divide the channels (desc.cols = %zu)", d->groups,
+                 d->cols);
+        return CLNORM_INVALID_ARGUMENT;
+    }
+    if (d->layout != CLNORM_NCHW && d->layout != CLNORM_NHWC) {
+        snprintf(msg, msg_size, "desc.layout = %d is not CLNORM_NCHW or CLNORM_NHWC",
+                 (int)d->layout);
+        return CLNORM_INVALID_ARGUMENT;
+    }
+    if (d->flags & CLNORM_RESIDUAL_F32) {
+        snprintf(msg, msg_size, "CLNORM_RESIDUAL_F32 is for the ADD kinds; group_norm has no "
+                                "residual");
+        return CLNORM_INVALID_ARGUMENT;
+    }
+    const size_t spatial = d->spatial ? d->spatial : 1;
+    /* The kernels index within a group and a sample's channels in 32 bits. */
+    if ((d->cols / d->groups) * spatial > UINT32_MAX || d->cols > UINT32_MAX) {
+        snprintf(msg, msg_size,
+                 "a group of %zu channels x %zu positions is more than 2^32 - 1 elements",
+                 d->cols / d->groups, spatial);
+        return CLNORM_INVALID_ARGUMENT;
+    }
+    if (d->rows > SIZE_MAX / d->groups / 8) {
+        snprintf(msg, msg_size, "desc: rows = %zu x groups = %zu overflows size_t", d->rows,
+                 d->groups);
+        return CLNORM_INVALID_ARGUMENT;
+    }
+    return CLNORM_OK;
+}
+
+static void slot_info(const clnorm_op *op, const clnorm_desc *d, clnorm_direction dir,
+                      clnorm_arg_slot slot, clnorm_slot_info *info)
+{
+    const int fwd = dir == CLNORM_FORWARD;
+    const unsigned takes = fwd ? op->fwd_slots : op->bwd_slots;
+    const int has_g = !(d->flags & CLNORM_NO_GAMMA), has_b = !(d->flags & CLNORM_NO_BETA);
+    const int stats = (d->flags & CLNORM_SAVE_STATS) != 0, silu = (d->flags & CLNORM_SILU) != 0;
+    const clnorm_dtype t = d->dtype, pt = clnorm_param_dtype(t);
+    const size_t len = clnorm_row_len(d);
+    const clnorm_slot_use req = CLNORM_SLOT_REQUIRED, opt = CLNORM_SLOT_OPTIONAL,
+                          none = CLNORM_SLOT_UNUSED;
+    info->is_output = 0;
+    info->use = none;
+    clnorm_slot_layout(info, t, 0, 0, 0);
+    if (!(takes & SLOT_BIT(slot)))
+        return;
+    switch (slot) {
+    case CLNORM_ARG_X:
+    case CLNORM_ARG_DY:
+    case CLNORM_ARG_Y:
+    case CLNORM_ARG_DX:
+        info->use = slot == CLNORM_ARG_DX ? opt : req;
+        info->is_output = slot == CLNORM_ARG_Y || slot == CLNORM_ARG_DX;
+        clnorm_slot_layout(info, t, d->rows, len,
+               (slot == CLNORM_ARG_X || slot == CLNORM_ARG_DX) ? d->x_stride : d->y_stride);
+        return;
+    case CLNORM_ARG_GAMMA:
+        info->use = has_g ? req : none;
+        clnorm_slot_layout(info, pt, 1, d->cols, d->cols);
+        return;
+    case CLNORM_ARG_BETA:
+        /* the backward reads beta only through the SiLU: z = xhat * gamma + beta */
+        info->use = has_b && (fwd || silu) ? req : none;
+        clnorm_slot_layout(info, pt, 1, d->cols, d->cols);
+        return;
+    case CLNORM_ARG_MEAN:
+    case CLNORM_ARG_RSTD:
+        info->use = fwd ? (stats ? req : none) : opt;
+        info->is_output = fwd;
+        clnorm_slot_layout(info, pt, d->rows ? 1 : 0, d->rows * d->groups, d->rows * d->groups);
+        return;
+    case CLNORM_ARG_DGAMMA:
+    case CLNORM_ARG_DBETA:
+        info->use = (slot == CLNORM_ARG_DGAMMA ? has_g : has_b) ? opt : none;
+        info->is_output = 1;
+        clnorm_slot_layout(info, pt, 1, d->cols, d->cols);
+        return;
+    default: return;
+    }
+}
+
+static void build_defines(const clnorm_op *op, const clnorm_desc *d, char *buf, size_t size)
+{
+    (void)op;
+    (void)d;
+    if (size)
+        buf[0] = '\0';
+}
+
+static unsigned kernel_flags(const clnorm_op *op, const clnorm_desc *d, clnorm_direction dir,
+                             unsigned present)
+{
+    unsigned f = clnorm_row_norm_flags(op, d, dir, present);
+    if (present & B(BETA))
+        f |= CLNORM_KF_BETA; /* the backward's SiLU reads it too */
+    if (d->flags & CLNORM_SILU)
+        f |= CLNORM_KF_SILU;
+    return f;
+}
+
+static void kernel_view(const clnorm_desc *d, clnorm_desc *v)
+{
+    *v = *d;
+    v->rows = d->rows * d->groups;
+    v->cols = (d->cols / d->groups) * d->spatial;
+    v->x_stride = v->y_stride = v->residual_stride = v->sum_stride = v->cols;
+    v->groups = v->spatial = 1;
+    v->layout = CLNORM_NCHW;
+}
+
+static clnorm_strategy fixed_strategy(const clnorm_desc *d)
+{
+    return is_nhwc(d) ? CLNORM_STRATEGY_SPLIT : CLNORM_STRATEGY_AUTO;
+}
+
+static size_t scalar(const clnorm_desc *d, unsigned k)
+{
+    switch (k) {
+    case 0: return d->groups;
+    case 1: return d->cols / d->groups;
+    default: return d->spatial;
+    }
+}
+
+/* ---- geometry of the op's own kernels (the NCHW forward's is the policy's, of the view) ---- */
+
+static void geometry(const clnorm_device_profile *p, const clnorm_desc *d,
+                     const clnorm_tuning *t, const size_t kmax[2], clnorm_geometry *g)
+{
+    const int cpu = (p->type & CL_DEVICE_TYPE_CPU) != 0;
+    const size_t cu = p->compute_units, C = d->cols, hw = d->spatial;
+    const size_t km = kmax[CLNORM_BACKWARD] && kmax[CLNORM_BACKWARD] < kmax[CLNORM_FORWARD]
+                          ? kmax[CLNORM_BACKWARD]
+                          : kmax[CLNORM_FORWARD];
+    /* Work-groups of one item on CPU devices (a work-group is a loop there: the kernels then
+     * run their own loops in memory order). On GPUs the NHWC tiles take cpg x (a divisor of
+     * G) items, whole groups, whose channel moments meet in local memory (group_nhwc.cl);
+     * CLNORM_LOCAL_SIZE bounds that (tests put the GPU path on PoCL with it). A group wider
+     * than a work-group takes the one-item path. */
+    const size_t cpg = C / d->groups;
+    size_t limit = t->local_size ? t->local_size : (cpu ? 1 : 1024);
+    limit = clnorm_fit_local(limit, km, p);
+    size_t gpr = 0;
+    for (size_t k = 1; k <= d->groups; k++)
+        if (d->groups % k == 0 && cpg * k <= limit)
+            gpr = k;
+    const size_t local = gpr ? cpg * gpr : 1;
+    g->items = d->rows * d->groups; /* the per-group kernels: one work-group per (n, g) */
+    g->items_local = clnorm_fit_local(t->local_size ? t->local_size : (cpu ? 1 : 256), km, p);
+    if (is_nhwc(d)) {
+        /* Tiles of chunk_len positions x C channels: enough of them for the device, no
+         * shorter than 16 positions (the merges add every tile's moments); on CPUs at most
+         * ~32K elements (two passes over a tile stay in the core's L2). */
+        const size_t target = (cpu ? 4 : 4) * cu;
+        size_t chunks = clnorm_clamp(clnorm_div_up(target, d->rows ? d->rows : 1), 1, clnorm_div_up(hw, 16));
+        if (cpu)
+            chunks = clnorm_clamp(chunks, clnorm_div_up(hw * C, 32768), hw);
+        g->chunk_len = clnorm_div_up(hw, chunks);
+        g->chunks = clnorm_div_up(hw, g->chunk_len);
+        g->local = local;
+        g->groups = clnorm_clamp(d->rows, 1, 65535);
+        if (t->max_groups && g->groups > t->max_groups)
+            g->groups = t->max_groups;
+        g->bwd_chunks = g->chunks;
+        g->bwd_chunk_len = g->chunk_len;
+    } else {
+        g->bwd_chunks = 1;
+        g->bwd_chunk_len = hw;
+    }
+    /* NCHW backward: a work-group per (n, c) channel row (and per group row when the
+     * statistics are recomputed), striding over them. */
+    size_t bl = 1;
+    if (!cpu) {
+        bl = 32;
+        while (bl < 256 && bl * 4 < hw)
+            bl *= 2;
+    }
+    g->bwd_local = clnorm_fit_local(t->local_size ? t->local_size : bl, km, p);
+    g->bwd_stats_groups = clnorm_clamp(d->rows * C, 1, cpu ? 64 * cu : 65536);
+    if (t->max_groups && g->bwd_stats_groups > t->max_groups)
+        g->bwd_stats_groups = t->max_groups;
+    /* parameters: CB = 8 channels x L / 8 slices of the tiles per work-group on GPUs
+     * (group_backward.cl), one item per channel on CPUs */
+    g->bwd_param_local = clnorm_fit_local(t->local_size ? t->local_size : (cpu ? 1 : 256), km, p);
+    g->param_items = g->bwd_param_local >= 8
+                         ? clnorm_div_up(C, g->bwd_param_local / (g->bwd_param_local / 8)) * g->bwd_param_local
+                         : clnorm_div_up(C, g->bwd_param_local) * g->bwd_param_local;
+}
+
+static void scratch_bytes(const clnorm_desc *d, const clnorm_geometry *g, clnorm_direction dir,
+                          size_t bytes[])
+{
+    const size_t acc = clnorm_param_size(d->dtype);
+    const size_t ng = d->rows * d->groups;
+    for (int i = 0; i < CLNORM_MAX_SCRATCH; i++)
+        bytes[i] = 0;
+    if (dir == CLNORM_FORWARD) {
+        if (is_nhwc(d)) { /* moments per (n, tile, c), statistics per (n, g), table per (n, c) */
+            bytes[0] = clnorm_bytes3(d->rows * g->chunks, 2 * (d->cols + d->groups), acc);
+            bytes[1] = clnorm_bytes3(ng, CLNORM_STATS_PER_ROW, acc);
+            bytes[2] = clnorm_bytes3(d->rows, 3 * d->cols, acc);
+        } else {
+            clnorm_desc v;
+            kernel_view(d, &v);
+            clnorm_row_norm_scratch(&v, g, dir, bytes);
+        }
+        return;
+    }
+    /* statistics per (n, g); sums (or recomputed moments) per (n, tile, c); dx's group
+     * coefficients per (n, g) */
+    bytes[0] = clnorm_bytes3(ng, CLNORM_STATS_PER_ROW, acc);
+    bytes[1] = clnorm_bytes3(d->rows * g->bwd_chunks, 2 * (d->cols + d->groups), acc);
+    bytes[2] = clnorm_bytes3(ng, 2, acc);
+}
+
+/* ---- kernel chains ---- */
+
+#define OPS {KA_OP, 0}, {KA_OP, 1}, {KA_OP, 2}
+/* NCHW forward: the row strategies' steps (row_norm.c), with the op's scalars first. */
+static const clnorm_karg fwd_args[] = {OPS, {KA_ROWS, 0}, {KA_COLS, 0}, {KA_EPS, 0},
+                                       {KA_FLAGS, 0}, {KA_END, 0}};
+static const clnorm_karg fwd_local_args[] = {OPS, {KA_ROWS, 0}, {KA_COLS, 0}, {KA_EPS, 0},
+                                             {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
+static const clnorm_karg split_stats_args[] = {OPS, {KA_SCRATCH, 0}, {KA_ROWS, 0},
+                                               {KA_COLS, 0}, {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0},
+                                               {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
+static const clnorm_karg split_apply_args[] = {OPS, {KA_SCRATCH, 0}, {KA_ROWS, 0},
+                                               {KA_COLS, 0}, {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0},
+                                               {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_END, 0}};
+#define FWD_T (B(X) | B(Y) | B(GAMMA) | B(BETA) | B(MEAN) | B(RSTD))
+#define ROW_FILES "common.cl", "op_group_norm.cl", "row_stats.cl"
+
+static const clnorm_chain nchw_row = {{ROW_FILES, "norm_body.cl", "norm_row.cl", NULL},
+                                      {{"norm_row", FWD_T, fwd_args, GEOM_FWD, 0}}, 1};
+static const clnorm_chain nchw_workgroup = {
+    {ROW_FILES, "norm_body.cl", "norm_workgroup.cl", NULL},
+    {{"norm_workgroup", FWD_T, fwd_local_args, GEOM_FWD, 0}}, 1};
+static const clnorm_chain nchw_subgroup = {
+    {ROW_FILES, "norm_subgroup.cl", NULL},
+    {{"norm_subgroup", FWD_T, fwd_local_args, GEOM_FWD, 0}}, 1};
+static const clnorm_chain nchw_split = {
+    {ROW_FILES, "norm_split.cl", NULL},
+    {{"norm_split_stats", B(X), split_stats_args, GEOM_SPLIT, 0},
+     {"norm_split_apply", FWD_T, split_apply_args, GEOM_SPLIT, 0}},
+    2};
+
+/* NHWC (kernels/group_nhwc.cl). Forward scratch: 0 moments, 1 statistics. */
+static const clnorm_karg part_args[] = {OPS, {KA_SCRATCH, 0}, {KA_ROWS, 0}, {KA_CHUNK_LEN, 0},
+                                        {KA_CHUNKS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
+static const clnorm_karg merge_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1}, {KA_SCRATCH, 2},
+                                         {KA_ROWS, 0}, {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0},
+                                         {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
+                                         {KA_END, 0}};
+static const clnorm_karg apply_args[] = {OPS, {KA_SCRATCH, 2}, {KA_ROWS, 0}, {KA_CHUNK_LEN, 0},
+                                         {KA_FLAGS, 0}, {KA_END, 0}};
+#define MERGE_T (B(X) | B(GAMMA) | B(BETA) | B(MEAN) | B(RSTD))
+static const clnorm_chain nhwc_forward = {
+    {"common.cl", "op_group_norm.cl", "group_nhwc.cl", NULL},
+    {{"gn_nhwc_moments", B(X), part_args, GEOM_SPLIT, 0},
+     {"gn_nhwc_merge", MERGE_T, merge_args, GEOM_ITEMS, 0},
+     {"gn_nhwc_apply", B(X) | B(Y), apply_args, GEOM_SPLIT, 0}},
+    3};
+
+/* Backward (kernels/group_backward.cl). Scratch: 0 statistics per (n, g), 1 sums per
+ * (n, tile, c) (first the recomputed moments in NHWC), 2 dx coefficients per (n, g). */
+#define BWD_IN (B(X) | B(GAMMA) | B(BETA) | B(MEAN) | B(RSTD) | B(DY))
+static const clnorm_karg stats_args[] = {OPS, {KA_SCRATCH, 0}, {KA_ROWS, 0}, {KA_COLS, 0},
+                                         {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
+                                         {KA_END, 0}};
+static const clnorm_karg bpart_args[] = {OPS, {KA_SCRATCH, 1}, {KA_ROWS, 0}, {KA_CHUNK_LEN, 0},
+                                         {KA_CHUNKS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
+/* (scratch 3 is never allocated: the merge gets no table) */
+static const clnorm_karg bmerge_args[] = {OPS, {KA_SCRATCH, 1}, {KA_SCRATCH, 0}, {KA_SCRATCH, 3},
+                                          {KA_ROWS, 0}, {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0},
+                                          {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
+                                          {KA_END, 0}};
+static const clnorm_karg sums_nchw_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1},
+                                             {KA_ROWS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
+                                             {KA_END, 0}};
+static const clnorm_karg sums_nhwc_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1},
+                                             {KA_ROWS, 0}, {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0},
+                                             {KA_FLAGS, 0}, {KA_END, 0}};
+static const clnorm_karg coef_args[] = {OPS, {KA_SCRATCH, 1}, {KA_SCRATCH, 2}, {KA_ROWS, 0},
+                                        {KA_CHUNKS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
+                                        {KA_END, 0}};
+static const clnorm_karg params_args[] = {OPS, {KA_SCRATCH, 1}, {KA_ROWS, 0}, {KA_CHUNKS, 0},
+                                          {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
+static const clnorm_karg dx_nchw_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 2}, {KA_ROWS, 0},
+                                           {KA_FLAGS, 0}, {KA_END, 0}};
+static const clnorm_karg dx_nhwc_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 2}, {KA_ROWS, 0},
+                                           {KA_CHUNK_LEN, 0}, {KA_FLAGS, 0}, {KA_END, 0}};
+
+#define COEF_STEP {"gn_bwd_coef", B(GAMMA), coef_args, GEOM_ITEMS, RUN_GRAD_X}
+#define PARAMS_STEP                                                                         \
+    {"gn_bwd_params", B(DGAMMA) | B(DBETA), params_args, GEOM_BWD_PARAMS, RUN_PARAM_GRADS}
+
+static const clnorm_chain nchw_backward = {
+    {"common.cl", "op_group_norm.cl", "row_stats.cl", "group_backward.cl", NULL},
+    {{"gn_nchw_stats", B(X), stats_args, GEOM_BWD_STATS, RUN_RECOMPUTE},
+     {"gn_nchw_bwd_sums", BWD_IN, sums_nchw_args, GEOM_BWD_STATS, 0},
+     COEF_STEP,
+     PARAMS_STEP,
+     {"gn_nchw_bwd_dx", BWD_IN | B(DX), dx_nchw_args, GEOM_BWD_STATS, RUN_GRAD_X}},
+    5};
+static const clnorm_chain nhwc_backward = {
+    {"common.cl", "op_group_norm.cl", "row_stats.cl", "group_nhwc.cl", "group_backward.cl",
+     NULL},
+    {{"gn_nhwc_moments", B(X), bpart_args, GEOM_SPLIT, RUN_RECOMPUTE},
+     {"gn_nhwc_merge", MERGE_T, bmerge_args, GEOM_ITEMS, RUN_RECOMPUTE},
+     {"gn_nhwc_bwd_sums", BWD_IN, sums_nhwc_args, GEOM_SPLIT, 0},
+     COEF_STEP,
+     PARAMS_STEP,
+     {"gn_nhwc_bwd_dx", BWD_IN | B(DX), dx_nhwc_args, GEOM_SPLIT, RUN_GRAD_X}},
+    6};
+
+static const clnorm_chain *chain(const clnorm_desc *d, clnorm_strategy s, clnorm_direction dir)
+{
+    if (dir == CLNORM_BACKWARD)
+        return is_nhwc(d) ? &nhwc_backward : &nchw_backward;
+    if (is_nhwc(d))
+        return s == CLNORM_STRATEGY_SPLIT ? &nhwc_forward : NULL;
+    switch (s) {
+    case CLNORM_STRATEGY_ROW: return &nchw_row;
+    case CLNORM_STRATEGY_WORKGROUP: return &nchw_workgroup;
+    case CLNORM_STRATEGY_SUBGROUP: return &nchw_subgroup;
+    case CLNORM_STRATEGY_SPLIT: return &nchw_split;
+    default: return NULL;
+    }
+}
+
+const clnorm_op clnorm_op_group_norm = {
+    .kind = CLNORM_GROUP,
+    .name = "group_norm",
+    .summary = "y = (x - mean) / sqrt(var + eps) * gamma + beta per sample and group of "
+               "channels (NCHW or NHWC), optionally silu(y)",
+    .base_kind = CLNORM_GROUP,
+    .fwd_slots = FWD_T,
+    .bwd_slots = BWD_IN | B(DX) | B(DGAMMA) | B(DBETA),
+    .has_mean = 1,
+    .residual = 0,
+    .row_slots = B(X) | B(Y) | B(DY) | B(DX),
+    .check_desc = check_desc,
+    .slot_info = slot_info,
+    .check_present = clnorm_row_norm_check_present,
+    .build_defines = build_defines,
+    .kernel_flags = kernel_flags,
+    .chain = chain,
+    .kernel_view = kernel_view,
+    .fixed_strategy = fixed_strategy,
+    .geometry = geometry,
+    .scalar = scalar,
+    .scratch_bytes = scratch_bytes,
+    .ref = clnorm_group_norm_ref,
+};

@@ -1,0 +1,164 @@
+/*
+ * The CPU reference of GroupNorm, forward and backward: the tests' oracle and the fallback of
+ * a context without an OpenCL device. Every element read as double, exact two-pass
+ * statistics per (sample, group) of the group shifted by its first element, one rounding to
+ * the storage type at the end.
+ *
+ * Backward: z = xhat * gamma_c + beta_c, y = z (or silu(z) = z * s(z), s the sigmoid, whose
+ * derivative is s(z) * (1 + z * (1 - s(z)))), dz = dy * y'(z). Within a group xhat is
+ * LayerNorm's over the group's elements, so with g = dz * gamma_c:
+ *   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))   (means over the group),
+ *   dgamma_c = sum over samples and positions of dz * xhat, dbeta_c = the same of dz.
+ * Checked against finite differences and PyTorch's autograd in the tests.
+ */
+#include "../dtype.h"
+#include "../op/op.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* Element (n, c, p) of a tensor whose samples are `stride` apart. */
+static size_t at(const clnorm_desc *d, size_t stride, size_t n, size_t c, size_t p)
+{
+    return n * stride + (d->layout == CLNORM_NHWC ? p * d->cols + c : c * d->spatial + p);
+}
+
+static double sigmoid(double z)
+{
+    return 1.0 / (1.0 + exp(-z));
+}
+
+/* The statistics of group (n, g): xhat = (x - K - m) * r. */
+static void group_stats(const clnorm_desc *d, const void *x, size_t n, size_t g, double eps,
+                        double *K, double *m, double *r)
+{
+    const size_t cpg = d->cols / d->groups, c0 = g * cpg, cnt = cpg * d->spatial;
+    *K = clnorm_elem_load(d->dtype, x, at(d, d->x_stride, n, c0, 0));
+    double s = 0.0;
+    for (size_t c = c0; c < c0 + cpg; c++)
+        for (size_t p = 0; p < d->spatial; p++)
+            s += clnorm_elem_load(d->dtype, x, at(d, d->x_stride, n, c, p)) - *K;
+    *m = s / (double)cnt;
+    double q = 0.0;
+    for (size_t c = c0; c < c0 + cpg; c++)
+        for (size_t p = 0; p < d->spatial; p++) {
+            const double v = (clnorm_elem_load(d->dtype, x, at(d, d->x_stride, n, c, p)) - *K) - *m;
+            q += v * v;
+        }
+    *r = 1.0 / sqrt(q / (double)cnt + eps);
+}
+
+static void forward(const clnorm_desc *d, const clnorm_host_ptrs *a)
+{
+    const clnorm_dtype t = d->dtype, pt = clnorm_param_dtype(t);
+    const void *x = a->p[CLNORM_ARG_X], *gamma = a->p[CLNORM_ARG_GAMMA];
+    const void *beta = a->p[CLNORM_ARG_BETA];
+    void *y = a->p[CLNORM_ARG_Y], *mean = a->p[CLNORM_ARG_MEAN], *rstd = a->p[CLNORM_ARG_RSTD];
+    const size_t cpg = d->cols / d->groups;
+    const int silu = (d->flags & CLNORM_SILU) != 0;
+    const double eps = clnorm_arith_eps(d);
+    for (size_t n = 0; n < d->rows; n++)
+        for (size_t g = 0; g < d->groups; g++) {
+            double K, m, r;
+            group_stats(d, x, n, g, eps, &K, &m, &r);
+            if (mean)
+                clnorm_elem_store(pt, mean, n * d->groups + g, K + m);
+            if (rstd)
+                clnorm_elem_store(pt, rstd, n * d->groups + g, r);
+            /* In place (y is x): each element is read before it is written. */
+            for (size_t c = g * cpg; c < (g + 1) * cpg; c++)
+                for (size_t p = 0; p < d->spatial; p++) {
+                    double z = ((clnorm_elem_load(t, x, at(d, d->x_stride, n, c, p)) - K) - m) * r;
+                    if (gamma)
+                        z *= clnorm_elem_load(pt, gamma, c);
+                    if (beta)
+                        z += clnorm_elem_load(pt, beta, c);
+                    clnorm_elem_store(t, y, at(d, d->y_stride, n, c, p), silu ? z * sigmoid(z) : z);
+                }
+        }
+}
+
+/* dz of one element: dy through the SiLU when there is one. */
+static double dz_of(const clnorm_desc *d, double dyv, double xh, double gam, double bet)
+{
+    if (!(d->flags & CLNORM_SILU))
+        return dyv;
+    const double z = xh * gam + bet, s = sigmoid(z);
+    return dyv * s * (1.0 + z * (1.0 - s));
+}
+
+static clnorm_status backward(const clnorm_desc *d, const clnorm_host_ptrs *a)
+{
+    const clnorm_dtype t = d->dtype, pt = clnorm_param_dtype(t);
+    const void *x = a->p[CLNORM_ARG_X], *dy = a->p[CLNORM_ARG_DY];
+    const void *gamma = a->p[CLNORM_ARG_GAMMA], *beta = a->p[CLNORM_ARG_BETA];
+    const void *mean = a->p[CLNORM_ARG_MEAN], *rstd = a->p[CLNORM_ARG_RSTD];
+    void *dx = a->p[CLNORM_ARG_DX], *dgamma = a->p[CLNORM_ARG_DGAMMA];
+    void *dbeta = a->p[CLNORM_ARG_DBETA];
+    const size_t cpg = d->cols / d->groups, cnt = cpg * d->spatial;
+    double *acc = NULL;
+    if (dgamma || dbeta) {
+        acc = calloc(2 * d->cols, sizeof *acc);
+        if (!acc)
+            return CLNORM_OUT_OF_MEMORY;
+    }
+    const double eps = clnorm_arith_eps(d);
+    for (size_t n = 0; n < d->rows && (acc || dx); n++)
+        for (size_t g = 0; g < d->groups; g++) {
+            double K = 0.0, m = 0.0, r;
+            if (rstd) {
+                K = clnorm_elem_load(pt, mean, n * d->groups + g);
+                r = clnorm_elem_load(pt, rstd, n * d->groups + g);
+            } else {
+                group_stats(d, x, n, g, eps, &K, &m, &r);
+            }
+            double sg = 0.0, sgx = 0.0;
+            for (size_t c = g * cpg; c < (g + 1) * cpg; c++) {
+                const double gam = gamma ? clnorm_elem_load(pt, gamma, c) : 1.0;
+                const double bet = beta ? clnorm_elem_load(pt, beta, c) : 0.0;
+                for (size_t p = 0; p < d->spatial; p++) {
+                    const double xh = ((clnorm_elem_load(t, x, at(d, d->x_stride, n, c, p)) - K) - m) * r;
+                    const double dz = dz_of(d, clnorm_elem_load(t, dy, at(d, d->y_stride, n, c, p)), xh, gam, bet);
+                    sg += dz * gam;
+                    sgx += dz * gam * xh;
+                    if (acc) {
+                        acc[c] += dz * xh;
+                        acc[d->cols + c] += dz;
+                    }
+                }
+            }
+            if (!dx)
+                continue;
+            const double mg = sg / (double)cnt, mgx = sgx / (double)cnt;
+            /* In place (dx is dy or x): each element is read before it is written. */
+            for (size_t c = g * cpg; c < (g + 1) * cpg; c++) {
+                const double gam = gamma ? clnorm_elem_load(pt, gamma, c) : 1.0;
+                const double bet = beta ? clnorm_elem_load(pt, beta, c) : 0.0;
+                for (size_t p = 0; p < d->spatial; p++) {
+                    const size_t xi = at(d, d->x_stride, n, c, p);
+                    const double xh = ((clnorm_elem_load(t, x, xi) - K) - m) * r;
+                    const double dz = dz_of(d, clnorm_elem_load(t, dy, at(d, d->y_stride, n, c, p)), xh, gam, bet);
+                    clnorm_elem_store(t, dx, xi, r * (dz * gam - mg - xh * mgx));
+                }
+            }
+        }
+    for (size_t c = 0; acc && c < d->cols; c++) {
+        if (dgamma)
+            clnorm_elem_store(pt, dgamma, c, acc[c]);
+        if (dbeta)
+            clnorm_elem_store(pt, dbeta, c, acc[d->cols + c]);
+    }
+    free(acc);
+    return CLNORM_OK;
+}
+
+clnorm_status clnorm_group_norm_ref(const clnorm_op *op, const clnorm_desc *d,
+                                    clnorm_direction dir, const clnorm_host_ptrs *a)
+{
+    (void)op;
+    if (dir == CLNORM_FORWARD) {
+        forward(d, a);
+        return CLNORM_OK;
+    }
+    return backward(d, a);
+}

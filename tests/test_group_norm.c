@@ -1,0 +1,421 @@
+/*
+ * test_group_norm.c - GroupNorm (CLNORM_GROUP) in both layouts, against the CPU reference
+ * (tu_problem.h tolerances) unless said otherwise:
+ *   - a sweep of N, C, G and spatial shapes (1x1, odd sizes, 3-D spatial, G = 1, G = C,
+ *     long groups that take the split path) in NCHW and NHWC, with and without the fused
+ *     SiLU, both directions (backward from saved and from recomputed statistics), every
+ *     strategy the layout has; float32 everywhere, f16 / bf16 / f64 on fewer shapes;
+ *   - strided samples, no gamma / no beta, in place (y over x, dx over dy), empty batches;
+ *   - the reference's backward against central finite differences of its forward, in
+ *     float64, with and without SiLU and affine, in both layouts;
+ *   - NHWC of spatial 1 and NCHW are the same memory: the same results;
+ *   - the error paths particular to GroupNorm (the generic ones are test_ops_errors').
+ * The PyTorch golden cases are test_golden's and test_backward_golden's.
+ */
+#include "tu_problem.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static clnorm_ctx *g_ctx;
+
+
+/* The strategies of a layout: NHWC (with a spatial extent) has its own tiles only ("split",
+ * which AUTO chooses); NCHW runs the row strategies. On CPU devices types other than float32
+ * run AUTO only: each program costs PoCL 10-20 s to build on the two-core CI machine, and the
+ * strategies' code is the same in every type (float32 runs them all; GPUs run every type on
+ * every strategy). */
+static size_t strategies_for(const clnorm_desc *d, clnorm_strategy out[5])
+{
+    static const clnorm_strategy all[] = {CLNORM_STRATEGY_AUTO, CLNORM_STRATEGY_ROW,
+                                          CLNORM_STRATEGY_WORKGROUP, CLNORM_STRATEGY_SPLIT,
+                                          CLNORM_STRATEGY_SUBGROUP};
+    out[0] = CLNORM_STRATEGY_AUTO;
+    if (d->dtype != CLNORM_F32 && tu_device_is_cpu(g_ctx))
+        return 1;
+    if (d->layout == CLNORM_NHWC && d->spatial > 1)
+        return 1; /* AUTO is split */
+    memcpy(out, all, sizeof all);
+    return 5;
+}
+
+static void require_device(void)
+{
+    if (!tu_has_device(g_ctx))
+        skip();
+}
+
+typedef struct {
+    size_t n, c, g, hw;
+} shape;
+
+static clnorm_desc make_desc(clnorm_dtype t, shape s, clnorm_layout layout, unsigned flags)
+{
+    clnorm_desc d;
+    clnorm_desc_init(&d, CLNORM_GROUP, s.n, s.c);
+    d.dtype = t;
+    d.groups = s.g;
+    d.spatial = s.hw;
+    d.layout = layout;
+    d.flags = flags | CLNORM_SAVE_STATS | CLNORM_WITH_BACKWARD;
+    return d;
+}
+
+static void all_passed(size_t failed, const char *what)
+{
+    if (failed)
+        fail_msg("%s: %zu runs mismatched (the FAILED CASE lines above)", what, failed);
+}
+
+/* Runs every strategy of the description on both directions: the backward once with the
+ * saved statistics given, once recomputing them. Returns the mismatches. */
+static size_t run_all(const clnorm_desc *d, uint64_t seed, const tu_launch *l)
+{
+    size_t failed = 0;
+    const unsigned no_stats = ~(TU_SLOT(CLNORM_ARG_MEAN) | TU_SLOT(CLNORM_ARG_RSTD));
+    tu_problem p[3];
+    tu_problem_make(&p[0], d, CLNORM_FORWARD, TU_ALL_OPTIONAL, seed, NULL);
+    tu_problem_make(&p[1], d, CLNORM_BACKWARD, TU_ALL_OPTIONAL, seed + 1, NULL);
+    tu_problem_make(&p[2], d, CLNORM_BACKWARD, no_stats, seed + 2, NULL);
+    clnorm_strategy st[5];
+    const size_t ns = strategies_for(d, st);
+    for (size_t i = 0; i < ns; i++) {
+        clnorm_plan *plan = tu_plan_if(g_ctx, d, st[i]);
+        if (plan == NULL)
+            continue; /* subgroup: too long; f64: no fp64 */
+        for (int k = 0; k < 3; k++)
+            failed += tu_problem_try_cl(g_ctx, &p[k], plan, l, 0) != 0;
+        clnorm_plan_free(plan);
+    }
+    for (int k = 0; k < 3; k++)
+        tu_problem_free(&p[k]);
+    return failed;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The sweep                                                                                   */
+
+static const shape sweep_shapes[] = {
+    {2, 4, 2, 1},      /* no spatial extent */
+    {3, 6, 3, 7},      /* odd spatial */
+    {2, 8, 8, 9},      /* InstanceNorm, G = C, 3x3 */
+    {1, 8, 1, 25},     /* G = 1: LayerNorm over (C, H, W) */
+    {2, 12, 4, 105},   /* 3-D spatial 3x5x7 */
+    {1, 64, 64, 1},    /* G = C on 1x1 */
+    {2, 64, 32, 257},  /* 2 channels per group, odd positions */
+    {1, 16, 2, 5000},  /* few long groups: 40000 elements each (split on CPUs) */
+    {4, 40, 8, 33},    /* channels not a multiple of any vector width per group */
+};
+
+static void sweep(clnorm_dtype t, size_t nshapes)
+{
+    require_device();
+    size_t failed = 0;
+    tu_launch l = tu_launch_offsets();
+    for (int lay = 0; lay < 2; lay++)
+        for (size_t i = 0; i < nshapes; i++)
+            for (int silu = 0; silu < 2; silu++) {
+                const clnorm_desc d = make_desc(t, sweep_shapes[i], (clnorm_layout)lay,
+                                                silu ? CLNORM_SILU : 0u);
+                l.explicit_queue = (int)(i & 1);
+                failed += run_all(&d, 1000 * (uint64_t)lay + 10 * i + (uint64_t)silu * 5, &l);
+            }
+    all_passed(failed, tu_dtype_name(t));
+}
+
+static void test_sweep_f32(void **state)
+{
+    (void)state;
+    sweep(CLNORM_F32, TU_COUNT(sweep_shapes));
+}
+
+static void test_sweep_more_f16(void **state)
+{
+    (void)state;
+    sweep(CLNORM_F16, 5);
+}
+
+static void test_sweep_more_bf16(void **state)
+{
+    (void)state;
+    sweep(CLNORM_BF16, 5);
+}
+
+static void test_sweep_more_f64(void **state)
+{
+    (void)state;
+    if (!tu_device_has_fp64(g_ctx))
+        skip();
+    sweep(CLNORM_F64, 5);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Strides, affine flags, in place, empty batches                                              */
+
+static void test_variants(void **state)
+{
+    (void)state;
+    require_device();
+    static const shape shapes[] = {{3, 6, 3, 7}, {2, 8, 2, 33}};
+    static const unsigned flag_sets[] = {CLNORM_NO_GAMMA, CLNORM_NO_BETA,
+                                         CLNORM_NO_GAMMA | CLNORM_NO_BETA,
+                                         CLNORM_NO_BETA | CLNORM_SILU};
+    size_t failed = 0;
+    for (int lay = 0; lay < 2; lay++)
+        for (size_t i = 0; i < TU_COUNT(shapes); i++) {
+            for (size_t f = 0; f < TU_COUNT(flag_sets); f++) {
+                const clnorm_desc d = make_desc(CLNORM_F32, shapes[i], (clnorm_layout)lay,
+                                                flag_sets[f]);
+                tu_launch l = tu_launch_offsets();
+                failed += run_all(&d, 7000 + 100 * (uint64_t)lay + 10 * i + f, &l);
+            }
+            /* samples apart by more than a sample: the gaps must stay untouched */
+            clnorm_desc d = make_desc(CLNORM_F32, shapes[i], (clnorm_layout)lay, CLNORM_SILU);
+            d.x_stride = shapes[i].c * shapes[i].hw + 5;
+            d.y_stride = shapes[i].c * shapes[i].hw + 3;
+            tu_launch l = tu_launch_offsets();
+            failed += run_all(&d, 8000 + 100 * (uint64_t)lay + i, &l);
+            /* in place: y over x, dx over dy and dx over x */
+            d.y_stride = d.x_stride;
+            tu_launch_in_place(&l, CLNORM_ARG_Y, CLNORM_ARG_X);
+            tu_launch_in_place(&l, CLNORM_ARG_DX, CLNORM_ARG_DY);
+            failed += run_all(&d, 8500 + 100 * (uint64_t)lay + i, &l);
+            tu_launch l2 = tu_launch_offsets();
+            tu_launch_in_place(&l2, CLNORM_ARG_DX, CLNORM_ARG_X);
+            failed += run_all(&d, 8700 + 100 * (uint64_t)lay + i, &l2);
+            /* an empty batch is a valid no-op (dgamma, dbeta: zeros) */
+            shape e = shapes[i];
+            e.n = 0;
+            const clnorm_desc de = make_desc(CLNORM_F32, e, (clnorm_layout)lay, 0);
+            failed += run_all(&de, 9000 + 100 * (uint64_t)lay + i, &l2);
+        }
+    all_passed(failed, "variants");
+}
+
+/* NHWC of spatial 1 is NCHW's memory: the same bits, through either layout's description. */
+static void test_nhwc_spatial1_is_nchw(void **state)
+{
+    (void)state;
+    require_device();
+    const shape s = {5, 12, 3, 1};
+    const clnorm_desc a = make_desc(CLNORM_F32, s, CLNORM_NCHW, CLNORM_SILU);
+    clnorm_desc b = a;
+    b.layout = CLNORM_NHWC;
+    tu_problem p;
+    tu_problem_make(&p, &a, CLNORM_FORWARD, TU_ALL_OPTIONAL, 42, NULL);
+    tu_args got[2] = {{{NULL}}, {{NULL}}};
+    clnorm_plan *pa = tu_plan(g_ctx, &a, CLNORM_STRATEGY_AUTO);
+    clnorm_plan *pb = tu_plan(g_ctx, &b, CLNORM_STRATEGY_AUTO);
+    tu_launch l = tu_launch_offsets();
+    tu_problem_run_cl(g_ctx, &p, pa, &l, 0, &got[0]);
+    tu_problem_run_cl(g_ctx, &p, pb, &l, 0, &got[1]);
+    assert_int_equal(tu_cmp_exact(CLNORM_F32, got[0].p[CLNORM_ARG_Y], got[1].p[CLNORM_ARG_Y],
+                                  p.info[CLNORM_ARG_Y].extent, "y"),
+                     0);
+    clnorm_plan_free(pa);
+    clnorm_plan_free(pb);
+    tu_args_free(&got[0]);
+    tu_args_free(&got[1]);
+    tu_problem_free(&p);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The reference's backward against finite differences (float64)                               */
+
+/* L = sum(y * w) of the reference forward. */
+static double loss(const clnorm_desc *d, const double *x, const double *gamma,
+                   const double *beta, const double *w, double *y)
+{
+    clnorm_desc fd = *d;
+    fd.flags &= ~(unsigned)(CLNORM_SAVE_STATS | CLNORM_WITH_BACKWARD);
+    clnorm_host_arg args[4] = {{CLNORM_ARG_X, (void *)x}, {CLNORM_ARG_Y, y}};
+    size_t n = 2;
+    if (gamma)
+        args[n++] = (clnorm_host_arg){CLNORM_ARG_GAMMA, (void *)gamma};
+    if (beta)
+        args[n++] = (clnorm_host_arg){CLNORM_ARG_BETA, (void *)beta};
+    assert_int_equal(clnorm_ref_execute(&fd, CLNORM_FORWARD, args, n), CLNORM_OK);
+    const size_t len = d->rows * d->cols * d->spatial;
+    double L = 0.0;
+    for (size_t i = 0; i < len; i++)
+        L += y[i] * w[i];
+    return L;
+}
+
+/* Central differences of L in p[i], h = 1e-6 max(1, |p_i|), against the analytic g[i]. */
+static double fd_error(const clnorm_desc *d, double *x, double *gamma, double *beta,
+                       const double *w, double *y, double *p, size_t n, const double *g)
+{
+    double err = 0.0, scale = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double v = p[i], h = 1e-6 * fmax(1.0, fabs(v));
+        p[i] = v + h;
+        const double lp = loss(d, x, gamma, beta, w, y);
+        p[i] = v - h;
+        const double lm = loss(d, x, gamma, beta, w, y);
+        p[i] = v;
+        const double num = (lp - lm) / (2 * h);
+        err = fmax(err, fabs(num - g[i]));
+        scale = fmax(scale, fabs(num));
+    }
+    return err / fmax(1.0, scale);
+}
+
+static void test_gradcheck(void **state)
+{
+    (void)state;
+    static const shape shapes[] = {{2, 6, 3, 5}, {1, 4, 4, 3}, {2, 4, 1, 6}};
+    tu_rng rng;
+    tu_rng_seed(&rng, 77);
+    for (int lay = 0; lay < 2; lay++)
+        for (size_t si = 0; si < TU_COUNT(shapes); si++)
+            for (int variant = 0; variant < 3; variant++) {
+                /* 0: affine + SiLU, 1: affine, 2: SiLU without affine */
+                const unsigned flags = variant == 0   ? CLNORM_SILU
+                                       : variant == 1 ? 0u
+                                                      : CLNORM_SILU | CLNORM_NO_GAMMA | CLNORM_NO_BETA;
+                clnorm_desc d = make_desc(CLNORM_F64, shapes[si], (clnorm_layout)lay, flags);
+                d.flags &= ~(unsigned)CLNORM_SAVE_STATS;
+                const shape s = shapes[si];
+                const size_t len = s.n * s.c * s.hw;
+                double *x = malloc(len * sizeof *x), *w = malloc(len * sizeof *w);
+                double *y = malloc(len * sizeof *y), *dx = malloc(len * sizeof *dx);
+                double gamma[8], beta[8], dg[8], db[8];
+                for (size_t i = 0; i < len; i++) {
+                    x[i] = tu_rng_normal(&rng) + 0.3;
+                    w[i] = tu_rng_normal(&rng);
+                }
+                for (size_t c = 0; c < s.c; c++) {
+                    gamma[c] = 1.0 + 0.5 * tu_rng_normal(&rng);
+                    beta[c] = 0.5 * tu_rng_normal(&rng);
+                }
+                const int affine = variant != 2;
+                clnorm_host_arg args[7] = {{CLNORM_ARG_X, x}, {CLNORM_ARG_DY, w},
+                                           {CLNORM_ARG_DX, dx}};
+                size_t n = 3;
+                if (affine) {
+                    args[n++] = (clnorm_host_arg){CLNORM_ARG_GAMMA, gamma};
+                    args[n++] = (clnorm_host_arg){CLNORM_ARG_BETA, beta};
+                    args[n++] = (clnorm_host_arg){CLNORM_ARG_DGAMMA, dg};
+                    args[n++] = (clnorm_host_arg){CLNORM_ARG_DBETA, db};
+                }
+                if (!(flags & CLNORM_SILU) && affine) {
+                    /* without the SiLU the backward does not take beta */
+                    args[4] = args[--n];
+                }
+                assert_int_equal(clnorm_ref_execute(&d, CLNORM_BACKWARD, args, n), CLNORM_OK);
+                double *gp = affine ? gamma : NULL, *bp = affine ? beta : NULL;
+                double e = fd_error(&d, x, gp, bp, w, y, x, len, dx);
+                if (affine) {
+                    e = fmax(e, fd_error(&d, x, gp, bp, w, y, gamma, s.c, dg));
+                    e = fmax(e, fd_error(&d, x, gp, bp, w, y, beta, s.c, db));
+                }
+                if (!(e < 1e-6))
+                    fail_msg("gradcheck %s %zux%zux%zu G=%zu variant %d: error %.3g",
+                             lay ? "nhwc" : "nchw", s.n, s.c, s.hw, s.g, variant, e);
+                free(x);
+                free(w);
+                free(y);
+                free(dx);
+            }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Errors particular to GroupNorm                                                              */
+
+static void expect_invalid(const clnorm_desc *d, const char *needle)
+{
+    char msg[256];
+    assert_int_equal(clnorm_desc_check(d, msg, sizeof msg), CLNORM_INVALID_ARGUMENT);
+    if (!strstr(msg, needle))
+        fail_msg("message \"%s\" does not mention \"%s\"", msg, needle);
+    clnorm_plan *plan = (clnorm_plan *)1;
+    assert_int_equal(clnorm_plan_create(g_ctx, d, &plan), CLNORM_INVALID_ARGUMENT);
+    assert_null(plan);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    const shape s = {2, 6, 3, 4};
+    clnorm_desc d = make_desc(CLNORM_F32, s, CLNORM_NCHW, 0);
+    d.groups = 4;
+    expect_invalid(&d, "does not divide");
+    d.groups = 0;
+    expect_invalid(&d, "groups is 0");
+    d = make_desc(CLNORM_F32, s, (clnorm_layout)7, 0);
+    expect_invalid(&d, "layout");
+    d = make_desc(CLNORM_F16, s, CLNORM_NHWC, CLNORM_RESIDUAL_F32);
+    expect_invalid(&d, "RESIDUAL_F32");
+    d = make_desc(CLNORM_F32, s, CLNORM_NCHW, 0);
+    d.x_stride = s.c * s.hw - 1;
+    expect_invalid(&d, "x_stride");
+    /* the row kinds take none of GroupNorm's fields */
+    clnorm_desc_init(&d, CLNORM_LAYER, 4, 8);
+    d.flags = CLNORM_SILU;
+    expect_invalid(&d, "SILU");
+    clnorm_desc_init(&d, CLNORM_RMS, 4, 8);
+    d.groups = 2;
+    expect_invalid(&d, "CLNORM_GROUP");
+    clnorm_desc_init(&d, CLNORM_LAYER, 4, 8);
+    d.spatial = 3;
+    expect_invalid(&d, "CLNORM_GROUP");
+    /* an NHWC plan runs only its own tiles */
+    if (tu_has_device(g_ctx)) {
+        d = make_desc(CLNORM_F32, s, CLNORM_NHWC, 0);
+        clnorm_plan *plan = NULL;
+        assert_int_equal(clnorm_plan_create_with(g_ctx, &d, CLNORM_STRATEGY_ROW, &plan),
+                         CLNORM_UNSUPPORTED);
+        assert_null(plan);
+        assert_non_null(strstr(clnorm_last_error(g_ctx), "split"));
+    }
+    /* the slots: mean and rstd hold N x G, gamma C; beta is a backward input only with SiLU */
+    d = make_desc(CLNORM_F32, s, CLNORM_NHWC, 0);
+    clnorm_slot_info info;
+    assert_int_equal(clnorm_slot_query(&d, CLNORM_FORWARD, CLNORM_ARG_MEAN, &info), CLNORM_OK);
+    assert_int_equal(info.extent, s.n * s.g);
+    assert_int_equal(clnorm_slot_query(&d, CLNORM_FORWARD, CLNORM_ARG_GAMMA, &info), CLNORM_OK);
+    assert_int_equal(info.extent, s.c);
+    assert_int_equal(clnorm_slot_query(&d, CLNORM_FORWARD, CLNORM_ARG_X, &info), CLNORM_OK);
+    assert_int_equal(info.extent, s.n * s.c * s.hw);
+    assert_int_equal(clnorm_slot_query(&d, CLNORM_BACKWARD, CLNORM_ARG_BETA, &info), CLNORM_OK);
+    assert_int_equal(info.use, CLNORM_SLOT_UNUSED);
+    d.flags |= CLNORM_SILU;
+    assert_int_equal(clnorm_slot_query(&d, CLNORM_BACKWARD, CLNORM_ARG_BETA, &info), CLNORM_OK);
+    assert_int_equal(info.use, CLNORM_SLOT_REQUIRED);
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    g_ctx = tu_context("group norm");
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    clnorm_free(g_ctx);
+    g_ctx = NULL;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    /* an argument: a pattern of tests to leave out (the GPU-geometry repeat runs float32) */
+    if (argc > 1)
+        cmocka_set_skip_filter(argv[1]);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_gradcheck),
+        cmocka_unit_test(test_sweep_f32),
+        cmocka_unit_test(test_variants),
+        cmocka_unit_test(test_nhwc_spatial1_is_nchw),
+        cmocka_unit_test(test_sweep_more_f16),
+        cmocka_unit_test(test_sweep_more_bf16),
+        cmocka_unit_test(test_sweep_more_f64),
+    };
+    return cmocka_run_group_tests_name("group norm", tests, group_setup, group_teardown);
+}
