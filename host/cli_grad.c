@@ -2,16 +2,18 @@
  * cli_grad.c - `clnorm grad`: given X (and a residual R) and the gradient DY of the
  * normalization's output (and DS of the sum's), runs the backward pass for the gradients
  * asked for (dx, which with a residual is also dresidual, dgamma, dbeta), on a device (one
- * plan made with CLNORM_WITH_BACKWARD) or on the CPU reference with --cpu. No saved
- * statistics are passed: the library recomputes them from X, split as the forward splits
- * them (first element + the mean of the rest), which keeps rows with a large mean exact
- * where a float32 saved mean would not be. The same rules as `run`:
- * everything validated first, one error line, the outputs written all-or-nothing.
+ * plan made with CLNORM_WITH_BACKWARD) or on the CPU reference with --cpu; GroupNorm (and its
+ * SiLU) with --groups. Unless the forward's saved statistics are given (--mean / --rstd, as
+ * `run` wrote them), the library recomputes them from X, split as the forward splits them
+ * (first element + the mean of the rest), which keeps rows with a large mean exact where a
+ * float32 saved mean would not be. The same rules as `run`: everything validated first, one
+ * error line, the outputs written all-or-nothing.
  */
 #include "cli_grad.h"
 
 #include "cli_args.h"
 #include "cli_engine.h"
+#include "cli_group.h"
 #include "cli_problem.h"
 
 #include <clnorm.h>
@@ -23,6 +25,7 @@
 typedef struct {
     cli_norm_opts norm;
     const char *grad_output, *grad_sum_output, *grad_input, *grad_gamma, *grad_beta;
+    const char *mean, *rstd; /* the forward's saved statistics, read instead of recomputed */
 } grad_opts;
 
 /* The gradients grad writes, by slot. */
@@ -42,6 +45,9 @@ static const cli_slot_option grad_inputs[] = {
      "is not read by this operation"},
     {"grad-sum-output", CLNORM_ARG_DSUM, offsetof(grad_opts, grad_sum_output),
      "needs --residual: without a residual there is no sum output to have a gradient"},
+    {"mean", CLNORM_ARG_MEAN, offsetof(grad_opts, mean),
+     "cannot be used with --rms: RMSNorm has no mean (--rstd is allowed)"},
+    {"rstd", CLNORM_ARG_RSTD, offsetof(grad_opts, rstd), "is not read by this operation"},
 };
 #define GRAD_INPUTS (sizeof grad_inputs / sizeof grad_inputs[0])
 
@@ -50,13 +56,17 @@ static void grad_usage(FILE *out)
     fputs("usage: clnorm grad --input X.npy [--residual R.npy] --grad-output DY.npy\n"
           "                   [--grad-sum-output DS.npy] [--grad-input DX.npy]\n"
           "                   [--grad-gamma DG.npy] [--grad-beta DB.npy] [options]\n"
+          "       clnorm grad --groups G [--layout nchw|nhwc] [--silu] --input X.npy\n"
+          "                   --grad-output DY.npy [--grad-input DX.npy] [...]\n"
           "\n"
           "The backward pass of normalizing X (or X + R with --residual) over its last K\n"
-          "dims: given DY, the gradient of the loss with respect to the output, writes the\n"
-          "gradients with respect to X, gamma and beta that are asked for (at least one).\n"
-          "The statistics are recomputed from X (and R).\n"
+          "dims, or with --groups per sample and group of channels: given DY, the gradient\n"
+          "of the loss with respect to the output, writes the gradients with respect to X,\n"
+          "gamma and beta that are asked for (at least one). The statistics are recomputed\n"
+          "from X (and R) unless the forward's are given.\n"
           "\n"
-          "  --input X.npy     the forward's input (at least one dimension)\n"
+          "  --input X.npy     the forward's input (at least one dimension, two with\n"
+          "                    --groups)\n"
           "  --grad-output DY.npy\n"
           "                    the gradient of the forward's output, the shape of X\n"
           "  --grad-sum-output DS.npy\n"
@@ -70,15 +80,23 @@ static void grad_usage(FILE *out)
           "                    write dgamma, the sum over rows of dy * xhat (the shape of\n"
           "                    gamma; needs --gamma)\n"
           "  --grad-beta DB.npy\n"
-          "                    write dbeta, the sum over rows of dy (needs --beta)\n",
+          "                    write dbeta, the sum over rows of dy (needs --beta)\n"
+          "  --mean M.npy, --rstd RSTD.npy\n"
+          "                    the statistics the forward saved ('clnorm run --mean --rstd'),\n"
+          "                    used instead of recomputing them from X: both, or with\n"
+          "                    --rms --rstd alone\n"
+          "With --groups --silu the backward goes through the SiLU, which reads beta: pass\n"
+          "the forward's --beta.\n",
           out);
     fputs(cli_norm_opts_help, out);
+    fputs(cli_group_opts_help, out);
     fputs("  -h, --help        this help\n", out);
 }
 
 /* The rules between grad's own options. 0 ok; -1 error printed. */
 static int check_grad_options(const grad_opts *o)
 {
+    clnorm_op_info op;
     if (o->norm.input == NULL || o->grad_output == NULL) {
         cli_error("grad needs --input X.npy and --grad-output DY.npy (see 'clnorm grad --help')");
         return -1;
@@ -95,9 +113,19 @@ static int check_grad_options(const grad_opts *o)
         cli_error("--grad-beta needs --beta: without beta there is no gradient for it");
         return -1;
     }
-    if (cli_check_slot_options(grad_inputs, GRAD_INPUTS, o, cli_norm_kind(&o->norm),
+    if (cli_norm_check_options(&o->norm) != 0 ||
+        cli_check_slot_options(grad_inputs, GRAD_INPUTS, o, cli_norm_kind(&o->norm),
                                CLNORM_BACKWARD) != 0)
         return -1;
+    /* One saved statistic without the other cannot be used (the library recomputes both or
+     * reads both), so refuse it rather than ignore the file. */
+    if (clnorm_op_query(cli_norm_kind(&o->norm), &op) == CLNORM_OK && op.has_mean &&
+        (o->mean == NULL) != (o->rstd == NULL)) {
+        cli_error("--%s needs --%s: pass both saved statistics, or neither to have them "
+                  "recomputed from X",
+                  o->mean != NULL ? "mean" : "rstd", o->mean != NULL ? "rstd" : "mean");
+        return -1;
+    }
     /* ds only adds to dx: taking it without dx would silently ignore the file. */
     if (o->grad_sum_output != NULL && o->grad_input == NULL) {
         cli_error("--grad-sum-output needs --grad-input: DS only adds to the gradient of X and R");
@@ -122,6 +150,11 @@ static int parse_grad_args(int argc, char **argv, grad_opts *o)
         {"eps", 0, offsetof(grad_opts, norm.eps_text)},
         {"axes", 0, offsetof(grad_opts, norm.axes_text)},
         {"dtype", 0, offsetof(grad_opts, norm.dtype_text)},
+        {"mean", 0, offsetof(grad_opts, mean)},
+        {"rstd", 0, offsetof(grad_opts, rstd)},
+        {"groups", 0, offsetof(grad_opts, norm.groups_text)},
+        {"layout", 0, offsetof(grad_opts, norm.layout_text)},
+        {"silu", 1, offsetof(grad_opts, norm.silu)},
         {"device", 0, offsetof(grad_opts, norm.device)},
         {"rms", 1, offsetof(grad_opts, norm.rms)},
         {"cpu", 1, offsetof(grad_opts, norm.cpu)},
@@ -136,10 +169,16 @@ static int parse_grad_args(int argc, char **argv, grad_opts *o)
     return check_grad_options(o) == 0 ? 1 : -1;
 }
 
-/* The backward over the loaded problem and its gradients dy (and ds): no saved statistics
- * (recomputed from x), the gradients asked for, the files written all-or-nothing. */
-static int run_backward(const grad_opts *o, cli_problem *p, const cli_tensor *dy,
-                        const cli_tensor *ds, cli_engine *e)
+/* The files grad reads besides the problem's: dy, ds and the saved statistics (each NULL
+ * data when not given). */
+typedef struct {
+    cli_tensor dy, ds, mean, rstd;
+} grad_inputs_loaded;
+
+/* The backward over the loaded problem and its inputs: the saved statistics when given (else
+ * recomputed from x), the gradients asked for, the files written all-or-nothing. */
+static int run_backward(const grad_opts *o, cli_problem *p, const grad_inputs_loaded *in,
+                        cli_engine *e)
 {
     cli_call c;
     int rc = CLI_EXIT_FAIL;
@@ -150,8 +189,11 @@ static int run_backward(const grad_opts *o, cli_problem *p, const cli_tensor *dy
     cli_call_input(&c, CLNORM_ARG_X, p->x.data);
     cli_call_input(&c, CLNORM_ARG_RESIDUAL, p->residual.data);
     cli_call_input(&c, CLNORM_ARG_GAMMA, p->gamma.data);
-    cli_call_input(&c, CLNORM_ARG_DY, dy->data);
-    cli_call_input(&c, CLNORM_ARG_DSUM, ds->data);
+    cli_call_input_if_read(&c, CLNORM_ARG_BETA, p->beta.data); /* GroupNorm's SiLU */
+    cli_call_input(&c, CLNORM_ARG_MEAN, in->mean.data);
+    cli_call_input(&c, CLNORM_ARG_RSTD, in->rstd.data);
+    cli_call_input(&c, CLNORM_ARG_DY, in->dy.data);
+    cli_call_input(&c, CLNORM_ARG_DSUM, in->ds.data);
     if (cli_call_slot_outputs(&c, grad_outputs, GRAD_OUTPUTS, o) == 0 &&
         cli_call_execute(&c, e) == 0 &&
         cli_write_slot_outputs(p, &c, grad_outputs, GRAD_OUTPUTS, o) == 0)
@@ -164,28 +206,35 @@ int cli_grad(int argc, char **argv)
 {
     grad_opts o;
     cli_problem p;
-    cli_tensor dy, ds;
+    grad_inputs_loaded in;
     cli_engine e;
     int r, rc;
 
     memset(&e, 0, sizeof e);
-    memset(&dy, 0, sizeof dy);
-    memset(&ds, 0, sizeof ds);
+    memset(&in, 0, sizeof in);
     r = parse_grad_args(argc, argv, &o);
     if (r <= 0)
         return r == 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     rc = cli_problem_load(&o.norm, &p);
     if (rc == CLI_EXIT_OK) {
-        if (cli_problem_load_like_x(&p, o.norm.input, "grad-output", o.grad_output, &dy) != 0 ||
+        const char *x = o.norm.input;
+        if (cli_problem_load_like_x(&p, x, "grad-output", o.grad_output, &in.dy) != 0 ||
             (o.grad_sum_output != NULL &&
-             cli_problem_load_like_residual(&p, "grad-sum-output", o.grad_sum_output, &ds) != 0))
+             cli_problem_load_like_residual(&p, "grad-sum-output", o.grad_sum_output, &in.ds) !=
+                 0) ||
+            (o.mean != NULL &&
+             cli_problem_load_param(&p, x, CLNORM_ARG_MEAN, "mean", o.mean, &in.mean) != 0) ||
+            (o.rstd != NULL &&
+             cli_problem_load_param(&p, x, CLNORM_ARG_RSTD, "rstd", o.rstd, &in.rstd) != 0))
             rc = CLI_EXIT_FAIL;
         else
-            rc = run_backward(&o, &p, &dy, &ds, &e);
+            rc = run_backward(&o, &p, &in, &e);
     }
     cli_engine_close(&e);
-    cli_tensor_free(&dy);
-    cli_tensor_free(&ds);
+    cli_tensor_free(&in.dy);
+    cli_tensor_free(&in.ds);
+    cli_tensor_free(&in.mean);
+    cli_tensor_free(&in.rstd);
     cli_problem_free(&p);
     return rc;
 }

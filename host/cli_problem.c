@@ -6,6 +6,7 @@
 #include "cli_problem.h"
 
 #include "cli_args.h"
+#include "cli_group.h"
 #include "cli_outputs.h"
 
 #include <stdint.h>
@@ -36,9 +37,16 @@ const char cli_norm_opts_help[] =
 
 clnorm_kind cli_norm_kind(const cli_norm_opts *o)
 {
+    if (o->groups_text != NULL)
+        return CLNORM_GROUP;
     if (o->residual != NULL)
         return o->rms ? CLNORM_ADD_RMS : CLNORM_ADD_LAYER;
     return o->rms ? CLNORM_RMS : CLNORM_LAYER;
+}
+
+int cli_norm_check_options(const cli_norm_opts *o)
+{
+    return cli_group_check_options(o);
 }
 
 void *cli_alloc(size_t n, size_t size)
@@ -48,23 +56,41 @@ void *cli_alloc(size_t n, size_t size)
     return malloc(n ? n * size : size);
 }
 
-/* gamma/beta: exactly the shape of x's last `axes` dims, then converted to the parameters. */
-static int load_param(const cli_problem *p, const char *x_path, const char *what,
-                      const char *path, cli_tensor *t)
+/* Where the shape of a parameter-typed slot comes from, for the message of a bad file. */
+static void param_shape_source(const cli_problem *p, clnorm_arg_slot slot,
+                               const char *input_path, char *buf, size_t size)
 {
-    const size_t *want = p->x.arr.shape + p->lead;
-    int ok, i;
+    const int stats = slot == CLNORM_ARG_MEAN || slot == CLNORM_ARG_RSTD;
+    if (p->desc.kind == CLNORM_GROUP && stats)
+        snprintf(buf, size, "the samples of input %s by --groups %zu", input_path,
+                 p->desc.groups);
+    else if (p->desc.kind == CLNORM_GROUP)
+        snprintf(buf, size, "the channels of input %s", input_path);
+    else if (stats)
+        snprintf(buf, size, "the leading dim%s of input %s", p->lead == 1 ? "" : "s",
+                 input_path);
+    else
+        snprintf(buf, size, "the last %d dim%s of input %s", p->axes, p->axes == 1 ? "" : "s",
+                 input_path);
+}
+
+int cli_problem_load_param(const cli_problem *p, const char *input_path, clnorm_arg_slot slot,
+                           const char *what, const char *path, cli_tensor *t)
+{
+    const size_t *want;
+    int ndim, ok, i;
+    cli_problem_slot_shape(p, slot, &ndim, &want);
     if (cli_tensor_load(path, t) != 0)
         return -1;
-    ok = t->arr.ndim == p->axes;
-    for (i = 0; ok && i < p->axes; i++)
+    ok = t->arr.ndim == ndim;
+    for (i = 0; ok && i < ndim; i++)
         ok = t->arr.shape[i] == want[i];
     if (!ok) {
-        char got_s[CLI_SHAPE_CHARS], want_s[CLI_SHAPE_CHARS];
+        char got_s[CLI_SHAPE_CHARS], want_s[CLI_SHAPE_CHARS], source[1024];
         cli_shape_string(t->arr.ndim, t->arr.shape, got_s, sizeof got_s);
-        cli_shape_string(p->axes, want, want_s, sizeof want_s);
-        cli_error("%s %s has shape %s, expected %s (the last %d dim%s of input %s)", what, path,
-                  got_s, want_s, p->axes, p->axes == 1 ? "" : "s", x_path);
+        cli_shape_string(ndim, want, want_s, sizeof want_s);
+        param_shape_source(p, slot, input_path, source, sizeof source);
+        cli_error("%s %s has shape %s, expected %s (%s)", what, path, got_s, want_s, source);
         return -1;
     }
     return cli_tensor_to_params(t, what, path, p->desc.dtype);
@@ -131,12 +157,37 @@ static int load_residual(cli_problem *p, const char *input_path, const char *pat
     return cli_tensor_to_storage(&p->residual, "residual", path, residual_dtype(&p->desc));
 }
 
+/* The row kinds' geometry: rows of x's leading dims, cols of its last `axes` dims. */
+static int row_geometry(const cli_norm_opts *o, size_t axes, cli_problem *p, size_t *rows,
+                        size_t *cols)
+{
+    int i;
+    if ((int)axes > p->x.arr.ndim) {
+        cli_error("--axes %zu exceeds the %d dimension%s of input %s", axes, p->x.arr.ndim,
+                  p->x.arr.ndim == 1 ? "" : "s", o->input);
+        return -1;
+    }
+    p->axes = (int)axes;
+    p->lead = p->x.arr.ndim - p->axes;
+    for (i = 0; i < p->lead; i++)
+        *rows *= p->x.arr.shape[i];
+    for (i = p->lead; i < p->x.arr.ndim; i++)
+        *cols *= p->x.arr.shape[i];
+    if (*cols == 0) {
+        cli_error("input %s: the normalized dims hold no elements (a trailing dim is 0)",
+                  o->input);
+        return -1;
+    }
+    return 0;
+}
+
 int cli_problem_load(const cli_norm_opts *o, cli_problem *p)
 {
     float eps = 1e-5f;
-    size_t axes = 1, rows = 1, cols = 1;
+    size_t axes = 1, rows = 1, cols = 1, groups = 1, spatial = 1;
+    clnorm_layout layout = CLNORM_NCHW;
     clnorm_dtype dtype = CLNORM_F32;
-    int i;
+    const int group = o->groups_text != NULL;
 
     memset(p, 0, sizeof *p);
     if (o->cpu && o->device != NULL) {
@@ -146,38 +197,33 @@ int cli_problem_load(const cli_norm_opts *o, cli_problem *p)
     if ((o->eps_text != NULL && cli_parse_eps(o->eps_text, &eps) != 0) ||
         (o->axes_text != NULL &&
          cli_parse_size("axes", o->axes_text, 1, NPY_MAX_DIMS, &axes) != 0) ||
-        (o->dtype_text != NULL && cli_dtype_parse(o->dtype_text, &dtype) != 0))
+        (o->dtype_text != NULL && cli_dtype_parse(o->dtype_text, &dtype) != 0) ||
+        (group && cli_group_parse(o, &groups, &layout) != 0))
         return CLI_EXIT_USAGE;
 
     if (cli_tensor_load(o->input, &p->x) != 0)
         return CLI_EXIT_FAIL;
-    if (p->x.arr.ndim == 0) {
+    if (p->x.arr.ndim == 0 && !group) { /* GroupNorm's geometry asks for two dims itself */
         cli_error("input %s is a 0-d array (a scalar); it needs at least one dimension",
                   o->input);
         return CLI_EXIT_FAIL;
     }
-    if ((int)axes > p->x.arr.ndim) {
-        cli_error("--axes %zu exceeds the %d dimension%s of input %s", axes, p->x.arr.ndim,
-                  p->x.arr.ndim == 1 ? "" : "s", o->input);
+    if (group ? cli_group_geometry(o, groups, layout, p, &rows, &cols, &spatial) != 0
+              : row_geometry(o, axes, p, &rows, &cols) != 0)
         return CLI_EXIT_FAIL;
-    }
-    p->axes = (int)axes;
-    p->lead = p->x.arr.ndim - p->axes;
-    for (i = 0; i < p->lead; i++)
-        rows *= p->x.arr.shape[i];
-    for (i = p->lead; i < p->x.arr.ndim; i++)
-        cols *= p->x.arr.shape[i];
-    if (cols == 0) {
-        cli_error("input %s: the normalized dims hold no elements (a trailing dim is 0)",
-                  o->input);
-        return CLI_EXIT_FAIL;
-    }
     if (o->dtype_text == NULL && cli_dtype_of_file(&p->x, o->input, &dtype) != 0)
         return CLI_EXIT_FAIL;
 
     clnorm_desc_init(&p->desc, cli_norm_kind(o), rows, cols);
     p->desc.dtype = dtype;
     p->desc.eps = eps;
+    if (group) {
+        p->desc.groups = groups;
+        p->desc.spatial = spatial;
+        p->desc.layout = layout;
+        if (o->silu)
+            p->desc.flags |= CLNORM_SILU;
+    }
     if (o->gamma == NULL)
         p->desc.flags |= CLNORM_NO_GAMMA;
     if (o->beta == NULL)
@@ -185,8 +231,11 @@ int cli_problem_load(const cli_norm_opts *o, cli_problem *p)
 
     if (cli_tensor_to_storage(&p->x, "input", o->input, dtype) != 0 ||
         (o->residual != NULL && load_residual(p, o->input, o->residual) != 0) ||
-        (o->gamma != NULL && load_param(p, o->input, "gamma", o->gamma, &p->gamma) != 0) ||
-        (o->beta != NULL && load_param(p, o->input, "beta", o->beta, &p->beta) != 0))
+        (o->gamma != NULL &&
+         cli_problem_load_param(p, o->input, CLNORM_ARG_GAMMA, "gamma", o->gamma, &p->gamma) !=
+             0) ||
+        (o->beta != NULL &&
+         cli_problem_load_param(p, o->input, CLNORM_ARG_BETA, "beta", o->beta, &p->beta) != 0))
         return CLI_EXIT_FAIL;
     return CLI_EXIT_OK;
 }
@@ -225,18 +274,19 @@ void cli_problem_free(cli_problem *p)
 void cli_problem_slot_shape(const cli_problem *p, clnorm_arg_slot slot, int *ndim,
                             const size_t **shape)
 {
+    const int group = p->desc.kind == CLNORM_GROUP;
     switch (slot) {
     case CLNORM_ARG_MEAN:
     case CLNORM_ARG_RSTD:
-        *ndim = p->lead;
-        *shape = p->x.arr.shape;
+        *ndim = group ? 2 : p->lead;
+        *shape = group ? p->group_stats : p->x.arr.shape;
         return;
     case CLNORM_ARG_GAMMA:
     case CLNORM_ARG_BETA:
     case CLNORM_ARG_DGAMMA:
     case CLNORM_ARG_DBETA:
-        *ndim = p->axes;
-        *shape = p->x.arr.shape + p->lead;
+        *ndim = group ? 1 : p->axes;
+        *shape = p->x.arr.shape + (group ? p->channel_dim : p->lead);
         return;
     default:
         *ndim = p->x.arr.ndim;
@@ -261,6 +311,14 @@ void cli_call_input(cli_call *c, clnorm_arg_slot slot, const void *data)
     c->args[c->nargs].slot = slot;
     c->args[c->nargs].ptr = (void *)(uintptr_t)data; /* the library only reads inputs */
     c->nargs++;
+}
+
+void cli_call_input_if_read(cli_call *c, clnorm_arg_slot slot, const void *data)
+{
+    clnorm_slot_info info;
+    if (clnorm_slot_query(&c->desc, c->dir, slot, &info) == CLNORM_OK &&
+        info.use != CLNORM_SLOT_UNUSED && !info.is_output)
+        cli_call_input(c, slot, data);
 }
 
 int cli_call_output(cli_call *c, clnorm_arg_slot slot)

@@ -17,12 +17,18 @@
 /* The options common to run and grad (NULL / 0: not given). */
 typedef struct {
     const char *input, *residual, *gamma, *beta, *eps_text, *axes_text, *dtype_text, *device;
-    int rms, cpu;
+    const char *groups_text, *layout_text; /* GroupNorm (cli_group.h) */
+    int rms, cpu, silu;
 } cli_norm_opts;
 
-/* The operation the options choose: LayerNorm or RMSNorm (--rms), with the residual added
- * first when --residual is given. */
+/* The operation the options choose: GroupNorm (--groups), else LayerNorm or RMSNorm (--rms),
+ * with the residual added first when --residual is given. */
 clnorm_kind cli_norm_kind(const cli_norm_opts *o);
+
+/* The rules between the common options that need no file (GroupNorm's with the others). Run
+ * before the commands check their slot options, so that the message names the real
+ * conflict. 0 ok; -1 error printed (a usage error). */
+int cli_norm_check_options(const cli_norm_opts *o);
 
 /* The help lines of the common options after --input (--residual ... --cpu). */
 extern const char cli_norm_opts_help[];
@@ -34,9 +40,15 @@ typedef struct {
     const char *residual_path;
     cli_tensor gamma; /* data in the parameter type; NULL when not given */
     cli_tensor beta;
-    clnorm_desc desc; /* kind, dtype, rows, cols, eps; NO_GAMMA / NO_BETA / RESIDUAL_F32 */
+    clnorm_desc desc; /* kind, dtype, rows, cols, eps; NO_GAMMA / NO_BETA / RESIDUAL_F32;
+                         GroupNorm's groups, spatial, layout and SILU */
+    /* The row kinds: */
     int lead;         /* x's leading dims, the shape of mean and rstd: x.arr.shape[0 .. lead) */
     int axes;         /* x's normalized dims, the shape of gamma: x.arr.shape[lead .. ndim) */
+    /* CLNORM_GROUP: */
+    int channel_dim;        /* x's dim of the channels, the shape of gamma: 1 (NCHW) or the
+                               last (NHWC) */
+    size_t group_stats[2];  /* (N, G): the shape of mean and rstd */
 } cli_problem;
 
 /* Parses the option values (exit code CLI_EXIT_USAGE when bad), then loads and checks the
@@ -51,6 +63,12 @@ int cli_problem_load(const cli_norm_opts *o, cli_problem *p);
 int cli_problem_load_like_x(const cli_problem *p, const char *input_path, const char *what,
                             const char *path, cli_tensor *t);
 
+/* Loads a parameter-typed input of a slot (gamma, beta, or the saved mean / rstd the
+ * backward reads) that must have the slot's shape (cli_problem_slot_shape), converted to the
+ * parameter type. 0 ok; -1 error printed. */
+int cli_problem_load_param(const cli_problem *p, const char *input_path, clnorm_arg_slot slot,
+                           const char *what, const char *path, cli_tensor *t);
+
 /* Loads a tensor that must have the residual's shape and kind (dsum): R's .npy type or the
  * residual's own, converted to the residual's type. 0 ok; -1 error printed. */
 int cli_problem_load_like_residual(const cli_problem *p, const char *what, const char *path,
@@ -59,7 +77,8 @@ int cli_problem_load_like_residual(const cli_problem *p, const char *what, const
 void cli_problem_free(cli_problem *p);
 
 /* The shape of a slot's file: x's for the row tensors, x's leading dims for the statistics,
- * its normalized dims for the parameters and their gradients. */
+ * its normalized dims for the parameters and their gradients; for GroupNorm (N, G) for the
+ * statistics and (C,) for the parameters. */
 void cli_problem_slot_shape(const cli_problem *p, clnorm_arg_slot slot, int *ndim,
                             const size_t **shape);
 
@@ -82,6 +101,11 @@ void cli_call_init(cli_call *c, const clnorm_desc *desc, clnorm_direction dir);
 
 /* Adds an input; NULL data (an option not given) adds nothing. */
 void cli_call_input(cli_call *c, clnorm_arg_slot slot, const void *data);
+
+/* Adds an input only when the operation reads the slot in the call's direction (the op table
+ * says; e.g. GroupNorm's backward reads beta only through its SiLU): a file the user gives
+ * for the forward's sake is then not refused by the library. */
+void cli_call_input_if_read(cli_call *c, clnorm_arg_slot slot, const void *data);
 
 /* Allocates and adds an output. 0 ok; -1 error printed. */
 int cli_call_output(cli_call *c, clnorm_arg_slot slot);

@@ -1,6 +1,7 @@
 /*
  * cli_run.c - `clnorm run`: reads a C-order .npy, normalizes over its last K dims (LayerNorm or
- * RMSNorm, after adding a residual with --residual) on an OpenCL device through the
+ * RMSNorm, after adding a residual with --residual) or per sample and group of channels
+ * (GroupNorm with --groups, optionally + SiLU) on an OpenCL device through the
  * host-pointer API, or on the CPU reference with --cpu, in the storage type of --dtype, and
  * writes the .npy outputs. The command names files by argument slot; the operation's slots,
  * types and extents come from the op table. Everything is validated before anything is
@@ -10,6 +11,7 @@
 
 #include "cli_args.h"
 #include "cli_engine.h"
+#include "cli_group.h"
 #include "cli_problem.h"
 
 #include <clnorm.h>
@@ -37,16 +39,19 @@ static const cli_slot_option run_outputs[] = {
 static void run_usage(FILE *out)
 {
     fputs("usage: clnorm run --input X.npy [--residual R.npy] --output Y.npy [options]\n"
+          "       clnorm run --groups G [--layout nchw|nhwc] [--silu] --input X.npy\n"
+          "                  --output Y.npy [options]\n"
           "\n"
-          "Normalizes X (or X + R with --residual) over its last K dims and writes Y (the\n"
-          "shape of X, in the --dtype). X, R, gamma and beta may be float32, float64 or\n"
-          "float16 .npy files (C order); X and R may be raw bfloat16 bits (uint16) with\n"
-          "--dtype bf16.\n"
+          "Normalizes X (or X + R with --residual) over its last K dims, or with --groups\n"
+          "per sample and group of channels, and writes Y (the shape of X, in the\n"
+          "--dtype). X, R, gamma and beta may be float32, float64 or float16 .npy files\n"
+          "(C order); X and R may be raw bfloat16 bits (uint16) with --dtype bf16.\n"
           "\n"
-          "  --input X.npy     the input (at least one dimension)\n"
+          "  --input X.npy     the input (at least one dimension, two with --groups)\n"
           "  --output Y.npy    the normalized output\n"
-          "  --mean M.npy      save the per-row mean (the leading dims' shape; LayerNorm)\n"
-          "  --rstd RSTD.npy   save the per-row 1/sqrt(var + eps)\n"
+          "  --mean M.npy      save the per-row mean (the leading dims' shape, (N, G) with\n"
+          "                    --groups; not with --rms)\n"
+          "  --rstd RSTD.npy   save the per-row 1/sqrt(var + eps) (the same shape)\n"
           "  --sum-output S.npy\n"
           "                    save the sum s = x + r that was normalized (needs\n"
           "                    --residual; the shape and type of the residual: float32\n"
@@ -54,6 +59,7 @@ static void run_usage(FILE *out)
           "                    itself, updated in place\n",
           out);
     fputs(cli_norm_opts_help, out);
+    fputs(cli_group_opts_help, out);
     fputs("  -h, --help        this help\n", out);
 }
 
@@ -72,6 +78,9 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
         {"eps", 0, offsetof(run_opts, norm.eps_text)},
         {"axes", 0, offsetof(run_opts, norm.axes_text)},
         {"dtype", 0, offsetof(run_opts, norm.dtype_text)},
+        {"groups", 0, offsetof(run_opts, norm.groups_text)},
+        {"layout", 0, offsetof(run_opts, norm.layout_text)},
+        {"silu", 1, offsetof(run_opts, norm.silu)},
         {"device", 0, offsetof(run_opts, norm.device)},
         {"rms", 1, offsetof(run_opts, norm.rms)},
         {"cpu", 1, offsetof(run_opts, norm.cpu)},
@@ -87,7 +96,8 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
         cli_error("run needs --input X.npy and --output Y.npy (see 'clnorm run --help')");
         return -1;
     }
-    if (cli_check_slot_options(run_outputs, RUN_OUTPUTS, o, cli_norm_kind(&o->norm),
+    if (cli_norm_check_options(&o->norm) != 0 ||
+        cli_check_slot_options(run_outputs, RUN_OUTPUTS, o, cli_norm_kind(&o->norm),
                                CLNORM_FORWARD) != 0 ||
         cli_check_distinct_slots(run_outputs, RUN_OUTPUTS, o) != 0)
         return -1;

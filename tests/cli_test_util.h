@@ -31,6 +31,7 @@ int cli_grad_tests(void);
 int cli_dtype_tests(void);
 int cli_bench_tests(void);
 int cli_residual_tests(void);
+int cli_group_tests(void);
 
 /* ---- files and processes ---------------------------------------------------------------- */
 

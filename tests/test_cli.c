@@ -5,8 +5,8 @@
  * non-zero with exactly one "clnorm: " line on stderr and create no output file.
  *
  * This file: the top level and `clnorm run` in float32, and main(), which runs every suite of
- * the tool (test_cli_grad.c, test_cli_dtype.c, test_cli_bench.c, test_cli_residual.c) as
- * cmocka groups.
+ * the tool (test_cli_grad.c, test_cli_dtype.c, test_cli_bench.c, test_cli_residual.c,
+ * test_cli_group.c) as cmocka groups.
  *
  * usage: test_cli PATH_TO_CLNORM_BINARY [PATH_TO_CLNORM_BENCH_BINARY]
  */
@@ -504,6 +504,7 @@ int main(int argc, char **argv)
     failed += cli_dtype_tests();
     failed += cli_bench_tests();
     failed += cli_residual_tests();
+    failed += cli_group_tests();
     cli_test_done();
     return failed;
 }
