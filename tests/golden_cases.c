@@ -13,27 +13,46 @@
 #define SLOTS CLNORM_ARG_SLOT_COUNT
 
 const golden_case golden_cases[] = {
-    {"seed_example_2x5", CLNORM_LAYER, 1, 1e-5, 1, 1, 0, 0},
-    {"ln_3x4x8_last2", CLNORM_LAYER, 2, 1e-5, 1, 1, 0, 0},
-    {"ln_16x100_eps1e-3", CLNORM_LAYER, 1, 1e-3, 1, 1, 0, 0},
-    {"ln_8x257_noaffine", CLNORM_LAYER, 1, 1e-5, 0, 0, 0, 0},
-    {"ln_5x33_gamma_only", CLNORM_LAYER, 1, 1e-5, 1, 0, 0, 0},
-    {"ln_4x1_cols1", CLNORM_LAYER, 1, 1e-5, 1, 1, 0, 0},
-    {"ln_2x3000_mean1e4", CLNORM_LAYER, 1, 1e-5, 1, 1, 0, 0},
-    {"rms_6x64", CLNORM_RMS, 1, 1e-6, 1, 0, 0, 0},
-    {"rms_3x2x10_noaffine_last2", CLNORM_RMS, 2, 1e-5, 0, 0, 0, 0},
-    {"add_ln_4x96", CLNORM_ADD_LAYER, 1, 1e-5, 1, 1, 1, 0},
-    {"add_ln_6x50_noaffine", CLNORM_ADD_LAYER, 1, 1e-5, 0, 0, 0, 0},
-    {"add_rms_5x64", CLNORM_ADD_RMS, 1, 1e-6, 1, 0, 1, 0},
-    {"add_rms_3x33_noaffine", CLNORM_ADD_RMS, 1, 1e-5, 0, 0, 0, 0},
-    {"add_rms_4x48_affine", CLNORM_ADD_RMS, 1, 1e-5, 1, 1, 1, 0},
-    {"add_ln_2x3000_offset1e4", CLNORM_ADD_LAYER, 1, 1e-5, 1, 1, 1, 0},
-    {"add_ln_2x3x40_last2_strided", CLNORM_ADD_LAYER, 2, 1e-5, 1, 1, 1, 5},
+    {"seed_example_2x5", CLNORM_LAYER, 1, 1e-5, 1, 1, 0, 0, 0, CLNORM_NCHW, 0},
+    {"ln_3x4x8_last2", CLNORM_LAYER, 2, 1e-5, 1, 1, 0, 0, 0, CLNORM_NCHW, 0},
+    {"ln_16x100_eps1e-3", CLNORM_LAYER, 1, 1e-3, 1, 1, 0, 0, 0, CLNORM_NCHW, 0},
+    {"ln_8x257_noaffine", CLNORM_LAYER, 1, 1e-5, 0, 0, 0, 0, 0, CLNORM_NCHW, 0},
+    {"ln_5x33_gamma_only", CLNORM_LAYER, 1, 1e-5, 1, 0, 0, 0, 0, CLNORM_NCHW, 0},
+    {"ln_4x1_cols1", CLNORM_LAYER, 1, 1e-5, 1, 1, 0, 0, 0, CLNORM_NCHW, 0},
+    {"ln_2x3000_mean1e4", CLNORM_LAYER, 1, 1e-5, 1, 1, 0, 0, 0, CLNORM_NCHW, 0},
+    {"rms_6x64", CLNORM_RMS, 1, 1e-6, 1, 0, 0, 0, 0, CLNORM_NCHW, 0},
+    {"rms_3x2x10_noaffine_last2", CLNORM_RMS, 2, 1e-5, 0, 0, 0, 0, 0, CLNORM_NCHW, 0},
+    {"add_ln_4x96", CLNORM_ADD_LAYER, 1, 1e-5, 1, 1, 1, 0, 0, CLNORM_NCHW, 0},
+    {"add_ln_6x50_noaffine", CLNORM_ADD_LAYER, 1, 1e-5, 0, 0, 0, 0, 0, CLNORM_NCHW, 0},
+    {"add_rms_5x64", CLNORM_ADD_RMS, 1, 1e-6, 1, 0, 1, 0, 0, CLNORM_NCHW, 0},
+    {"add_rms_3x33_noaffine", CLNORM_ADD_RMS, 1, 1e-5, 0, 0, 0, 0, 0, CLNORM_NCHW, 0},
+    {"add_rms_4x48_affine", CLNORM_ADD_RMS, 1, 1e-5, 1, 1, 1, 0, 0, CLNORM_NCHW, 0},
+    {"add_ln_2x3000_offset1e4", CLNORM_ADD_LAYER, 1, 1e-5, 1, 1, 1, 0, 0, CLNORM_NCHW, 0},
+    {"add_ln_2x3x40_last2_strided", CLNORM_ADD_LAYER, 2, 1e-5, 1, 1, 1, 5, 0, CLNORM_NCHW, 0},
+    /* GroupNorm: name, kind, -, eps, gamma, beta, -, row_pad, groups, layout, silu */
+    {"gn_2x6x4x5_g3", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 3, CLNORM_NCHW, 0},
+    {"gn_2x6x4x5_g3_nhwc", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 3, CLNORM_NHWC, 0},
+    {"gn_2x6x4x5_g1", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 1, CLNORM_NCHW, 0},
+    {"gn_3x4x3x5_g4_instance", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 4, CLNORM_NCHW, 0},
+    {"gn_3x4x3x5_g4_instance_nhwc", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 4, CLNORM_NHWC, 0},
+    {"gn_2x4x3x4x5_g2_3d", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 2, CLNORM_NCHW, 0},
+    {"gn_2x4x3x4x5_g2_3d_nhwc", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 2, CLNORM_NHWC, 0},
+    {"gn_3x8_g4_nospatial", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 4, CLNORM_NCHW, 0},
+    {"gn_2x6x5x5_g2_noaffine_strided", CLNORM_GROUP, 0, 1e-5, 0, 0, 0, 7, 2, CLNORM_NCHW, 0},
+    {"gn_2x6x5x5_g2_noaffine_nhwc", CLNORM_GROUP, 0, 1e-5, 0, 0, 0, 0, 2, CLNORM_NHWC, 0},
+    {"gn_2x8x4x4_g4_silu", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 4, CLNORM_NCHW, 1},
+    {"gn_2x8x4x4_g4_silu_nhwc", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 4, CLNORM_NHWC, 1},
+    {"gn_2x8x4x4_g2_silu_noaffine", CLNORM_GROUP, 0, 1e-5, 0, 0, 0, 0, 2, CLNORM_NCHW, 1},
+    {"gn_2x8x4x4_g2_silu_noaffine_nhwc", CLNORM_GROUP, 0, 1e-5, 0, 0, 0, 0, 2, CLNORM_NHWC, 1},
+    {"gn_2x6x3x3_g3_eps1e-2", CLNORM_GROUP, 0, 1e-2, 1, 1, 0, 0, 3, CLNORM_NCHW, 0},
+    {"gn_2x6x8x8_g3_mean1e3", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 3, CLNORM_NCHW, 0},
+    {"gn_2x6x8x8_g3_mean1e3_nhwc", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 3, CLNORM_NHWC, 0},
 };
 const size_t golden_case_count = sizeof golden_cases / sizeof golden_cases[0];
 
 static int is_residual(clnorm_kind k) { return k == CLNORM_ADD_LAYER || k == CLNORM_ADD_RMS; }
 static int is_layer(clnorm_kind k) { return k == CLNORM_LAYER || k == CLNORM_ADD_LAYER; }
+static int has_mean(clnorm_kind k) { return is_layer(k) || k == CLNORM_GROUP; }
 
 /* ------------------------------------------------------------------------------------------ */
 /* Loading                                                                                     */
@@ -72,25 +91,41 @@ void golden_load(const golden_case *gc, golden_data *g)
 {
     memset(g, 0, sizeof *g);
     g->gc = gc;
-    /* rows = product of the leading dims, cols = of the normalized ones */
+    /* rows = product of the leading dims, cols = of the normalized ones; GroupNorm: N, C and
+     * the spatial dims' product */
     char path[1024], err[256] = "";
     path_of(gc, "x.npy", path, sizeof path);
     npy_array xa;
     if (npy_load(path, &xa, err, sizeof err) != 0)
         fail_msg("cannot load %s: %s", path, err);
-    if (xa.ndim < gc->normalized_dims) {
-        npy_free(&xa);
-        fail_msg("%s: x has fewer dims than %d normalized", gc->name, gc->normalized_dims);
-    }
-    g->rows = g->cols = 1;
-    for (int i = 0; i < xa.ndim; i++) {
-        if (i < xa.ndim - gc->normalized_dims)
-            g->rows *= xa.shape[i];
-        else
-            g->cols *= xa.shape[i];
+    g->rows = g->cols = g->spatial = g->groups = 1;
+    if (gc->kind == CLNORM_GROUP) {
+        /* (N, C, *spatial), or (N, *spatial, C) channels-last */
+        if (xa.ndim < 2) {
+            npy_free(&xa);
+            fail_msg("%s: x has fewer than 2 dims (N, C)", gc->name);
+        }
+        const int c_dim = gc->layout == CLNORM_NHWC ? xa.ndim - 1 : 1;
+        g->rows = xa.shape[0];
+        g->cols = xa.shape[c_dim];
+        for (int i = 1; i < xa.ndim; i++)
+            if (i != c_dim)
+                g->spatial *= xa.shape[i];
+        g->groups = gc->groups;
+    } else {
+        if (xa.ndim < gc->normalized_dims) {
+            npy_free(&xa);
+            fail_msg("%s: x has fewer dims than %d normalized", gc->name, gc->normalized_dims);
+        }
+        for (int i = 0; i < xa.ndim; i++) {
+            if (i < xa.ndim - gc->normalized_dims)
+                g->rows *= xa.shape[i];
+            else
+                g->cols *= xa.shape[i];
+        }
     }
     npy_free(&xa);
-    const size_t n = g->rows * g->cols, rows = g->rows, cols = g->cols;
+    const size_t n = golden_row_count(g), stats = g->rows * g->groups, cols = g->cols;
     const int res = is_residual(gc->kind);
     /* inputs (float32) */
     g->a[CLNORM_ARG_X] = load(gc, CLNORM_ARG_X, n, 0);
@@ -105,10 +140,10 @@ void golden_load(const golden_case *gc, golden_data *g)
         g->a[CLNORM_ARG_BETA] = load(gc, CLNORM_ARG_BETA, cols, 0);
     /* outputs (float64) */
     g->a[CLNORM_ARG_Y] = load(gc, CLNORM_ARG_Y, n, 1);
-    g->a[CLNORM_ARG_RSTD] = load(gc, CLNORM_ARG_RSTD, rows, 1);
+    g->a[CLNORM_ARG_RSTD] = load(gc, CLNORM_ARG_RSTD, stats, 1);
     g->a[CLNORM_ARG_DX] = load(gc, CLNORM_ARG_DX, n, 1);
-    if (is_layer(gc->kind))
-        g->a[CLNORM_ARG_MEAN] = load(gc, CLNORM_ARG_MEAN, rows, 1);
+    if (has_mean(gc->kind))
+        g->a[CLNORM_ARG_MEAN] = load(gc, CLNORM_ARG_MEAN, stats, 1);
     if (res)
         g->a[CLNORM_ARG_SUM] = load(gc, CLNORM_ARG_SUM, n, 1);
     if (gc->gamma)
@@ -124,6 +159,11 @@ void golden_free(golden_data *g)
     memset(g, 0, sizeof *g);
 }
 
+size_t golden_row_count(const golden_data *g)
+{
+    return g->rows * g->cols * g->spatial;
+}
+
 clnorm_desc golden_desc(const golden_data *g, clnorm_dtype t, unsigned flags)
 {
     const golden_case *gc = g->gc;
@@ -131,15 +171,41 @@ clnorm_desc golden_desc(const golden_data *g, clnorm_dtype t, unsigned flags)
     clnorm_desc_init(&d, gc->kind, g->rows, g->cols);
     d.dtype = t;
     d.eps = gc->eps;
-    d.flags = flags | (gc->gamma ? 0u : CLNORM_NO_GAMMA) | (gc->beta ? 0u : CLNORM_NO_BETA);
+    d.flags = flags | (gc->gamma ? 0u : CLNORM_NO_GAMMA) | (gc->beta ? 0u : CLNORM_NO_BETA) |
+              (gc->silu ? CLNORM_SILU : 0u);
+    const size_t len = g->cols * g->spatial; /* of a row (a sample) */
+    if (gc->kind == CLNORM_GROUP) {
+        d.groups = g->groups;
+        d.spatial = g->spatial;
+        d.layout = gc->layout;
+    }
     if (gc->row_pad) {
         /* different pads per tensor, so a stride mixed up shows */
-        d.x_stride = g->cols + gc->row_pad;
-        d.y_stride = g->cols + gc->row_pad + 1;
-        d.residual_stride = g->cols + gc->row_pad + 2;
-        d.sum_stride = g->cols + gc->row_pad + 3;
+        d.x_stride = len + gc->row_pad;
+        d.y_stride = len + gc->row_pad + 1;
+        if (is_residual(gc->kind)) {
+            d.residual_stride = len + gc->row_pad + 2;
+            d.sum_stride = len + gc->row_pad + 3;
+        }
     }
     return d;
+}
+
+int golden_strategy_applies(clnorm_ctx *ctx, const clnorm_desc *d, clnorm_strategy strategy)
+{
+    if (d->kind != CLNORM_GROUP || d->layout != CLNORM_NHWC || d->spatial <= 1 ||
+        strategy == CLNORM_STRATEGY_AUTO || strategy == CLNORM_STRATEGY_SPLIT ||
+        strategy == CLNORM_STRATEGY_REFERENCE)
+        return 1;
+    /* NHWC's tiles are the split strategy's; the others must be refused as unsupported */
+    clnorm_plan *plan = NULL;
+    const clnorm_status st = clnorm_plan_create_with(ctx, d, strategy, &plan);
+    clnorm_plan_free(plan);
+    if (st != CLNORM_UNSUPPORTED || plan != NULL)
+        fail_msg("group_norm NHWC %zu x %zu x %zu on strategy %s: plan creation gave %d (%s), "
+                 "expected CLNORM_UNSUPPORTED", d->rows, d->cols, d->spatial,
+                 clnorm_strategy_name(strategy), st, clnorm_status_string(st));
+    return 0;
 }
 
 void *golden_tensor(const golden_data *g, clnorm_arg_slot s, const clnorm_slot_info *info)
@@ -152,6 +218,14 @@ void *golden_tensor(const golden_data *g, clnorm_arg_slot s, const clnorm_slot_i
         for (size_t c = 0; c < info->cols; c++)
             clnorm_elem_store(info->dtype, p, r * info->stride + c, src[r * info->cols + c]);
     return p;
+}
+
+int golden_device_run_left_out(clnorm_ctx *ctx, const clnorm_desc *d, clnorm_strategy strategy)
+{
+    if (d->kind != CLNORM_GROUP || d->dtype != CLNORM_F64 || strategy == CLNORM_STRATEGY_AUTO ||
+        strategy == CLNORM_STRATEGY_SPLIT || strategy == CLNORM_STRATEGY_REFERENCE)
+        return 0;
+    return tu_device_is_cpu(ctx);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -229,12 +303,24 @@ void golden_check_manifest(void)
         if (!find_object(text, gc->name, &a, &b))
             fail_msg("%s is not in manifest.json", gc->name);
         const char *norm = field(a, b, "norm");
-        const char *want_norm = is_layer(gc->kind) ? "\"layer\"" : "\"rms\"";
+        const int group = gc->kind == CLNORM_GROUP;
+        const char *want_norm = group                ? "\"group\""
+                                : is_layer(gc->kind) ? "\"layer\""
+                                                     : "\"rms\"";
+        const char *layout = field(a, b, "layout");
+        const char *want_layout = gc->layout == CLNORM_NHWC ? "\"nhwc\"" : "\"nchw\"";
+        /* GroupNorm entries have groups, layout and silu, and no normalized_dims */
+        if (group != (layout != NULL) ||
+            (group && strncmp(layout, want_layout, strlen(want_layout)) != 0) ||
+            field_bool(a, b, "silu") != gc->silu ||
+            (size_t)fmax(0.0, field_num(a, b, "groups")) != gc->groups)
+            fail_msg("%s: manifest.json and golden_cases.c disagree on its GroupNorm fields",
+                     gc->name);
         if (norm == NULL || strncmp(norm, want_norm, strlen(want_norm)) != 0 ||
             field_bool(a, b, "residual") != is_residual(gc->kind) ||
             field_bool(a, b, "gamma") != gc->gamma || field_bool(a, b, "beta") != gc->beta ||
             field_bool(a, b, "dsum") != gc->dsum ||
-            field_num(a, b, "normalized_dims") != (double)gc->normalized_dims ||
+            field_num(a, b, "normalized_dims") != (group ? -1.0 : (double)gc->normalized_dims) ||
             field_num(a, b, "eps") != gc->eps ||
             (size_t)fmax(0.0, field_num(a, b, "row_pad")) != gc->row_pad)
             fail_msg("%s: manifest.json and golden_cases.c disagree on its fields", gc->name);

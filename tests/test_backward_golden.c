@@ -3,7 +3,10 @@
  * dbeta of every case, from the golden's own x, residual, dy, dsum, gamma and its float64
  * mean / rstd) through the CPU reference, the host layer on clnorm's choice and every device
  * strategy through layer 1 (the 0.1 call for LayerNorm / RMSNorm, the generic one for the
- * residual kinds).
+ * residual kinds and GroupNorm; GroupNorm in NHWC has only clnorm's choice and split, the
+ * others must refuse it as unsupported; in float64 on a CPU device it runs on split only,
+ * golden_device_run_left_out). Each twice: from the saved statistics, and with them
+ * recomputed from x (mean / rstd not given).
  *
  * float32 (F32 dtype): the statistics are the golden ones rounded to float32, as the API takes
  * them. That rounding alone moves the exact answer: at a mean of 1e4 (ln_2x3000_mean1e4) the
@@ -14,7 +17,12 @@
  *   - within 1e-5 + (what the rounding of the statistics moves the exact answer) of the golden.
  * float64 (F64 dtype, when the device has fp64): the golden statistics as they are; every
  * result within 1e-10 of the golden.
- * The oracle itself must reproduce the golden within 1e-10 from the exact statistics.
+ * Recomputed statistics: every result within 1e-5 (F32) or 1e-10 (F64) of the golden.
+ * The oracle itself must reproduce the golden within 1e-10 from the exact statistics. For
+ * GroupNorm it is the one below: per (sample, group) xhat = (x - mean) * rstd,
+ * z = xhat * gamma_c + beta_c, dz = dy (silu: dy * s(z) * (1 + z * (1 - s(z))), s the
+ * sigmoid), g = dz * gamma_c, dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) over the
+ * group, dgamma_c = sum of dz * xhat, dbeta_c = sum of dz.
  */
 #include "golden_cases.h"
 #include "tu_oracle.h"
@@ -53,20 +61,65 @@ static double normwise(const double *got, const double *want, size_t n)
 
 static size_t grad_count(const golden_data *g, clnorm_arg_slot s)
 {
-    return s == CLNORM_ARG_DX ? g->rows * g->cols : g->cols;
+    return s == CLNORM_ARG_DX ? golden_row_count(g) : g->cols;
+}
+
+/* GroupNorm's gradients from the statistics mean / rstd (N x G), in float64: dense row
+ * tensors in the case's layout. */
+static void group_oracle(const golden_data *g, const double *mean, const double *rstd,
+                         double *dx, double *dgamma, double *dbeta)
+{
+    const golden_case *gc = g->gc;
+    const size_t C = g->cols, HW = g->spatial, G = g->groups, cpg = C / G, len = C * HW;
+    const double *x = g->a[CLNORM_ARG_X], *dy = g->a[CLNORM_ARG_DY];
+    const double *gamma = g->a[CLNORM_ARG_GAMMA], *beta = g->a[CLNORM_ARG_BETA];
+    for (size_t c = 0; c < C; c++)
+        dgamma[c] = dbeta[c] = 0.0;
+    for (size_t n = 0; n < g->rows; n++)
+        for (size_t k = 0; k < G; k++) {
+            const double mu = mean[n * G + k], r = rstd[n * G + k];
+            double sg = 0.0, sgx = 0.0;
+            for (int pass = 0; pass < 2; pass++)
+                for (size_t c = k * cpg; c < (k + 1) * cpg; c++)
+                    for (size_t p = 0; p < HW; p++) {
+                        const size_t i =
+                            n * len + (gc->layout == CLNORM_NHWC ? p * C + c : c * HW + p);
+                        const double gam = gamma ? gamma[c] : 1.0, bet = beta ? beta[c] : 0.0;
+                        const double xh = (x[i] - mu) * r;
+                        double dz = dy[i];
+                        if (gc->silu) {
+                            const double z = xh * gam + bet, sig = 1.0 / (1.0 + exp(-z));
+                            dz *= sig * (1.0 + z * (1.0 - sig));
+                        }
+                        if (pass == 0) {
+                            sg += dz * gam;
+                            sgx += dz * gam * xh;
+                            dgamma[c] += dz * xh;
+                            dbeta[c] += dz;
+                        } else {
+                            const double cnt = (double)(cpg * HW);
+                            dx[i] = r * (dz * gam - sg / cnt - xh * sgx / cnt);
+                        }
+                    }
+        }
 }
 
 /* The oracle's gradients from statistics mean / rstd. */
 static void oracle(const golden_data *g, const double *mean, const double *rstd,
                    double *out[SLOTS])
 {
-    const tu_oracle_in in = {tu_kind_is_rms(g->gc->kind), g->rows, g->cols, g->gc->eps,
-                             g->a[CLNORM_ARG_X], g->a[CLNORM_ARG_RESIDUAL],
-                             g->a[CLNORM_ARG_GAMMA], NULL};
     for (size_t k = 0; k < TU_COUNT(grads); k++) {
         out[grads[k]] = malloc(grad_count(g, grads[k]) * sizeof(double) + 1);
         assert_non_null(out[grads[k]]);
     }
+    if (g->gc->kind == CLNORM_GROUP) {
+        group_oracle(g, mean, rstd, out[CLNORM_ARG_DX], out[CLNORM_ARG_DGAMMA],
+                     out[CLNORM_ARG_DBETA]);
+        return;
+    }
+    const tu_oracle_in in = {tu_kind_is_rms(g->gc->kind), g->rows, g->cols, g->gc->eps,
+                             g->a[CLNORM_ARG_X], g->a[CLNORM_ARG_RESIDUAL],
+                             g->a[CLNORM_ARG_GAMMA], NULL};
     tu_oracle_backward(&in, g->a[CLNORM_ARG_DY], mean, rstd, g->a[CLNORM_ARG_DSUM],
                        out[CLNORM_ARG_DX], out[CLNORM_ARG_DGAMMA], out[CLNORM_ARG_DBETA]);
 }
@@ -90,13 +143,14 @@ static void golden_open(const golden_case *gc, golden *o)
         fail_msg("%s: the float64 oracle is %.3g from the golden gradients", gc->name, e);
 
     /* The oracle from the float32 statistics, and how far that alone moves the answer. */
-    double *m = NULL, *r = malloc(g->rows * sizeof *r + 1);
+    const size_t nstats = g->rows * g->groups;
+    double *m = NULL, *r = malloc(nstats * sizeof *r + 1);
     assert_non_null(r);
     if (g->a[CLNORM_ARG_MEAN] != NULL) {
-        m = malloc(g->rows * sizeof *m + 1);
+        m = malloc(nstats * sizeof *m + 1);
         assert_non_null(m);
     }
-    for (size_t i = 0; i < g->rows; i++) {
+    for (size_t i = 0; i < nstats; i++) {
         if (m)
             m[i] = (float)g->a[CLNORM_ARG_MEAN][i];
         r[i] = (float)g->a[CLNORM_ARG_RSTD][i];
@@ -119,24 +173,31 @@ static void golden_close(golden *o)
 }
 
 /* Runs the case's backward in storage type t through `strategy` (REFERENCE:
- * clnorm_ref_execute; AUTO: the host layer; a device strategy: layer 1) and returns the
- * arguments with the outputs filled (NULL when the strategy cannot take the case). */
-static int run(const golden *o, clnorm_strategy strategy, clnorm_dtype t,
+ * clnorm_ref_execute; AUTO: the host layer; a device strategy: layer 1), from the golden
+ * statistics or (recompute) without them, and returns the arguments with the outputs filled
+ * (0 when the strategy cannot take the case; the caller frees a->p either way). */
+static int run(const golden *o, clnorm_strategy strategy, clnorm_dtype t, int recompute,
                clnorm_slot_info info[SLOTS], tu_args *a)
 {
     const golden_data *g = &o->g;
     const clnorm_desc d = golden_desc(g, t, CLNORM_WITH_BACKWARD);
     tu_slot_infos(&d, CLNORM_BACKWARD, info);
     memset(a, 0, sizeof *a);
+    if (strategy != CLNORM_STRATEGY_REFERENCE && !golden_strategy_applies(g_ctx, &d, strategy))
+        return 0; /* NHWC GroupNorm on a strategy other than split: refused, as it must be */
+    if (strategy != CLNORM_STRATEGY_REFERENCE && golden_device_run_left_out(g_ctx, &d, strategy))
+        return 0; /* GroupNorm f64 on a CPU device: split only (program builds) */
     for (unsigned s = 0; s < SLOTS; s++) {
         if (info[s].use == CLNORM_SLOT_UNUSED || g->a[s] == NULL)
             continue; /* dsum where the case has none */
+        if (recompute && (s == CLNORM_ARG_MEAN || s == CLNORM_ARG_RSTD))
+            continue;
         /* the statistics as the API takes them: rounded once to the parameter type */
         a->p[s] = info[s].is_output ? tu_alloc_sentinel(info[s].dtype, info[s].extent, 1)
                                     : golden_tensor(g, (clnorm_arg_slot)s, &info[s]);
     }
     tu_launch l = tu_launch_offsets();
-    l.v01 = a->p[CLNORM_ARG_RESIDUAL] == NULL;
+    l.v01 = g->gc->kind == CLNORM_LAYER || g->gc->kind == CLNORM_RMS;
     if (strategy == CLNORM_STRATEGY_REFERENCE) {
         tu_run_host(NULL, NULL, &d, CLNORM_BACKWARD, &l, a);
         return 1;
@@ -152,13 +213,14 @@ static int run(const golden *o, clnorm_strategy strategy, clnorm_dtype t,
     return 1;
 }
 
-static void run32(const golden *o, clnorm_strategy strategy)
+static void run32(const golden *o, clnorm_strategy strategy, int recompute)
 {
     clnorm_slot_info info[SLOTS];
     tu_args a;
     char who[200];
-    snprintf(who, sizeof who, "f32 %s %s", clnorm_strategy_name(strategy), o->g.gc->name);
-    const int ran = run(o, strategy, CLNORM_F32, info, &a);
+    snprintf(who, sizeof who, "f32 %s %s%s", clnorm_strategy_name(strategy), o->g.gc->name,
+             recompute ? " (statistics recomputed)" : "");
+    const int ran = run(o, strategy, CLNORM_F32, recompute, info, &a);
     size_t bad = 0;
     for (size_t k = 0; ran && k < TU_COUNT(grads); k++) {
         const clnorm_arg_slot s = grads[k];
@@ -166,6 +228,12 @@ static void run32(const golden *o, clnorm_strategy strategy)
             continue;
         const clnorm_slot_info *i = &info[s];
         char what[300];
+        if (recompute) {
+            snprintf(what, sizeof what, "%s: %s vs the golden", who, clnorm_arg_name(s));
+            bad += tu_cmp_norm(CLNORM_F32, a.p[s], i->stride, CLNORM_F64, o->g.a[s], i->cols,
+                               i->rows, i->cols, TOL32, NULL, what);
+            continue;
+        }
         snprintf(what, sizeof what, "%s: %s vs the float64 oracle", who, clnorm_arg_name(s));
         bad += tu_cmp_norm(CLNORM_F32, a.p[s], i->stride, CLNORM_F64, o->oracle[s], i->cols,
                            i->rows, i->cols, TOL32, NULL, what);
@@ -180,13 +248,14 @@ static void run32(const golden *o, clnorm_strategy strategy)
         fail_msg("%s: %zu mismatches", who, bad);
 }
 
-static void run64(const golden *o, clnorm_strategy strategy)
+static void run64(const golden *o, clnorm_strategy strategy, int recompute)
 {
     clnorm_slot_info info[SLOTS];
     tu_args a;
     char who[200];
-    snprintf(who, sizeof who, "f64 %s %s", clnorm_strategy_name(strategy), o->g.gc->name);
-    const int ran = run(o, strategy, CLNORM_F64, info, &a);
+    snprintf(who, sizeof who, "f64 %s %s%s", clnorm_strategy_name(strategy), o->g.gc->name,
+             recompute ? " (statistics recomputed)" : "");
+    const int ran = run(o, strategy, CLNORM_F64, recompute, info, &a);
     size_t bad = 0;
     for (size_t k = 0; ran && k < TU_COUNT(grads); k++) {
         const clnorm_arg_slot s = grads[k];
@@ -212,9 +281,11 @@ static void run_all(clnorm_strategy strategy)
     for (size_t i = 0; i < golden_case_count; i++) {
         golden o;
         golden_open(&golden_cases[i], &o);
-        run32(&o, strategy);
-        if (strategy != CLNORM_STRATEGY_AUTO)
-            run64(&o, strategy);
+        for (int recompute = 0; recompute < 2; recompute++) {
+            run32(&o, strategy, recompute);
+            if (strategy != CLNORM_STRATEGY_AUTO)
+                run64(&o, strategy, recompute);
+        }
         golden_close(&o);
     }
 }

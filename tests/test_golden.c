@@ -2,8 +2,11 @@
  * test_golden.c - the forward of the PyTorch float64 golden cases of tests/golden (see its
  * README.md; golden_cases.c loads them) through the CPU reference and through the device
  * (host-pointer API: the 0.1 call for LayerNorm / RMSNorm, the generic one for the residual
- * kinds; every strategy and clnorm's own choice). y and the sum output must be within 1e-5
- * abs + 1e-5 rel of the golden ones, mean likewise, rstd within 1e-5 relative; in float64
+ * kinds and GroupNorm; every strategy and clnorm's own choice; GroupNorm in NHWC has only
+ * clnorm's choice and split, the others must refuse it as unsupported; GroupNorm in float64
+ * on a CPU device runs on split only, golden_device_run_left_out). y and the sum output must
+ * be within 1e-5 abs + 1e-5 rel of the golden ones, mean likewise (GroupNorm's mean and rstd
+ * are per sample and group), rstd within 1e-5 relative; in float64
  * (F64, from the same inputs widened), everything within 1e-10. Strided cases are laid out
  * with their row_pad; sentinels after every output and in every gap (tu_run_host).
  * The gradients are test_backward_golden's.
@@ -50,11 +53,16 @@ static void golden_run_as(const golden_case *gc, clnorm_strategy strategy, clnor
                                    : golden_tensor(&g, (clnorm_arg_slot)s, &info[s]);
     }
     tu_launch l = tu_launch_offsets();
-    l.v01 = a.p[CLNORM_ARG_RESIDUAL] == NULL; /* the 0.1 call where it takes the arguments */
+    /* the 0.1 call where it takes the arguments */
+    l.v01 = gc->kind == CLNORM_LAYER || gc->kind == CLNORM_RMS;
     clnorm_plan *plan = NULL;
     int ran = 1;
     if (strategy == CLNORM_STRATEGY_REFERENCE) {
         tu_run_host(NULL, NULL, &d, CLNORM_FORWARD, &l, &a);
+    } else if (!golden_strategy_applies(g_ctx, &d, strategy)) {
+        ran = 0; /* NHWC GroupNorm on a strategy other than split: refused, as it must be */
+    } else if (golden_device_run_left_out(g_ctx, &d, strategy)) {
+        ran = 0; /* GroupNorm f64 on a CPU device: split only (program builds) */
     } else {
         plan = tu_plan_if(g_ctx, &d, strategy); /* NULL: subgroup too short, or no fp64 */
         if (plan != NULL)

@@ -18,6 +18,14 @@ float32 operands), y = norm(s), and the gradients of
     L = sum(y * dy) + sum(s * dsum)          (the dsum term only where the case has dsum)
 with respect to x (stored as dx; it equals the gradient of the residual, which is checked),
 gamma and beta. RMSNorm is y = s * rsqrt(mean(s^2) + eps) * gamma (+ beta).
+
+The GroupNorm cases (norm: "group") are F.group_norm of x (N, C, *spatial) with `groups`
+groups, gamma / beta of shape (C,), and with silu y = F.silu(F.group_norm(...)); the
+gradients are those of L = sum(y * dy). mean and rstd are stored as (N, G). Their inputs are
+drawn and computed in NCHW; the layout "nhwc" cases store x, y, dy and dx channels-last,
+(N, *spatial, C). The script checks G = 1 against F.layer_norm over (C, *spatial) with the
+per-channel affine broadcast, G = C against F.instance_norm, and every case's statistics
+against aten's native_group_norm.
 """
 import json
 import os
@@ -67,6 +75,50 @@ CASES = [
     # extra elements per row (a strided layout).
     dict(name="add_ln_2x3x40_last2_strided", shape=[2, 3, 40], nd=2, eps=1e-5, norm="layer",
          gamma=True, beta=True, residual=True, dsum=True, seed=107, row_pad=5),
+    # GroupNorm: shape is PyTorch's (N, C, *spatial); layout "nhwc" stores the row tensors
+    # channels-last. row_pad as above (extra elements per sample).
+    dict(name="gn_2x6x4x5_g3", shape=[2, 6, 4, 5], groups=3, layout="nchw", eps=1e-5,
+         norm="group", gamma=True, beta=True, silu=False, seed=201),
+    dict(name="gn_2x6x4x5_g3_nhwc", shape=[2, 6, 4, 5], groups=3, layout="nhwc", eps=1e-5,
+         norm="group", gamma=True, beta=True, silu=False, seed=202),
+    # G = 1: LayerNorm over (C, H, W) with a per-channel affine (checked).
+    dict(name="gn_2x6x4x5_g1", shape=[2, 6, 4, 5], groups=1, layout="nchw", eps=1e-5,
+         norm="group", gamma=True, beta=True, silu=False, seed=203),
+    # G = C: InstanceNorm (checked).
+    dict(name="gn_3x4x3x5_g4_instance", shape=[3, 4, 3, 5], groups=4, layout="nchw",
+         eps=1e-5, norm="group", gamma=True, beta=True, silu=False, seed=204),
+    dict(name="gn_3x4x3x5_g4_instance_nhwc", shape=[3, 4, 3, 5], groups=4, layout="nhwc",
+         eps=1e-5, norm="group", gamma=True, beta=True, silu=False, seed=205),
+    # 3-D spatial (N, C, D, H, W)
+    dict(name="gn_2x4x3x4x5_g2_3d", shape=[2, 4, 3, 4, 5], groups=2, layout="nchw", eps=1e-5,
+         norm="group", gamma=True, beta=True, silu=False, seed=206),
+    dict(name="gn_2x4x3x4x5_g2_3d_nhwc", shape=[2, 4, 3, 4, 5], groups=2, layout="nhwc",
+         eps=1e-5, norm="group", gamma=True, beta=True, silu=False, seed=207),
+    # no spatial dims: (N, C)
+    dict(name="gn_3x8_g4_nospatial", shape=[3, 8], groups=4, layout="nchw", eps=1e-5,
+         norm="group", gamma=True, beta=True, silu=False, seed=208),
+    # no gamma / beta, samples laid out with row_pad extra elements
+    dict(name="gn_2x6x5x5_g2_noaffine_strided", shape=[2, 6, 5, 5], groups=2, layout="nchw",
+         eps=1e-5, norm="group", gamma=False, beta=False, silu=False, seed=209, row_pad=7),
+    dict(name="gn_2x6x5x5_g2_noaffine_nhwc", shape=[2, 6, 5, 5], groups=2, layout="nhwc",
+         eps=1e-5, norm="group", gamma=False, beta=False, silu=False, seed=210),
+    # GroupNorm + SiLU (a diffusion UNet's block), with and without gamma / beta
+    dict(name="gn_2x8x4x4_g4_silu", shape=[2, 8, 4, 4], groups=4, layout="nchw", eps=1e-5,
+         norm="group", gamma=True, beta=True, silu=True, seed=211),
+    dict(name="gn_2x8x4x4_g4_silu_nhwc", shape=[2, 8, 4, 4], groups=4, layout="nhwc",
+         eps=1e-5, norm="group", gamma=True, beta=True, silu=True, seed=212),
+    dict(name="gn_2x8x4x4_g2_silu_noaffine", shape=[2, 8, 4, 4], groups=2, layout="nchw",
+         eps=1e-5, norm="group", gamma=False, beta=False, silu=True, seed=213),
+    dict(name="gn_2x8x4x4_g2_silu_noaffine_nhwc", shape=[2, 8, 4, 4], groups=2,
+         layout="nhwc", eps=1e-5, norm="group", gamma=False, beta=False, silu=True,
+         seed=214),
+    dict(name="gn_2x6x3x3_g3_eps1e-2", shape=[2, 6, 3, 3], groups=3, layout="nchw",
+         eps=1e-2, norm="group", gamma=True, beta=True, silu=False, seed=215),
+    # x ~ 1e3 + N(0, 1): the float32 statistics of a large mean
+    dict(name="gn_2x6x8x8_g3_mean1e3", shape=[2, 6, 8, 8], groups=3, layout="nchw", eps=1e-5,
+         norm="group", gamma=True, beta=True, silu=False, seed=216, x_offset=1e3),
+    dict(name="gn_2x6x8x8_g3_mean1e3_nhwc", shape=[2, 6, 8, 8], groups=3, layout="nhwc",
+         eps=1e-5, norm="group", gamma=True, beta=True, silu=False, seed=217, x_offset=1e3),
 ]
 
 
@@ -80,7 +132,9 @@ def load(case, f):
 
 def make_inputs(c):
     """float32 inputs: the committed ones (legacy) or drawn from the case's seed."""
-    shape, nshape = c["shape"], c["shape"][len(c["shape"]) - c["nd"]:]
+    shape = c["shape"]
+    # the parameters' shape: the normalized dims, GroupNorm's channels
+    nshape = shape[1:2] if c["norm"] == "group" else shape[len(shape) - c["nd"]:]
     if "seed" not in c:
         inp = {"x": load(c, "x"), "dy": load(c, "dy")}
         for k in ("gamma", "beta"):
@@ -102,8 +156,68 @@ def make_inputs(c):
     return inp
 
 
+def channels_last(a):
+    """(N, C, *spatial) -> (N, *spatial, C), C-contiguous."""
+    return np.ascontiguousarray(np.moveaxis(np.asarray(a), 1, -1))
+
+
+def check_close(c, what, got, want):
+    if not torch.allclose(got, want, rtol=1e-12, atol=1e-12):
+        raise SystemExit("%s: %s differs by %.3g" % (c["name"], what,
+                                                      (got - want).abs().max().item()))
+
+
+def compute_group(c, inp):
+    """float64 outputs of a GroupNorm case from its NCHW inputs; for layout "nhwc" the row
+    tensors (y and dx here, x and dy of inp in place) are turned channels-last, as stored."""
+    F = torch.nn.functional
+    G, eps = c["groups"], c["eps"]
+    x = f64(inp["x"]).requires_grad_(True)
+    g = f64(inp["gamma"]).requires_grad_(True) if "gamma" in inp else None
+    b = f64(inp["beta"]).requires_grad_(True) if "beta" in inp else None
+    N, C = x.shape[0], x.shape[1]
+    z = F.group_norm(x, G, g, b, eps)
+    y = F.silu(z) if c["silu"] else z
+    xg = x.detach().reshape(N, G, -1)
+    mu = xg.mean(dim=2)
+    rstd = torch.rsqrt(((xg - mu.unsqueeze(2)) ** 2).mean(dim=2) + eps)
+    with torch.no_grad():
+        # the statistics as aten's own GroupNorm saves them
+        hw = xg.shape[2] * G // C
+        _, amu, arstd = torch.native_group_norm(x, g, b, N, C, hw, G, eps)
+        check_close(c, "mean vs native_group_norm", amu.reshape(N, G), mu)
+        check_close(c, "rstd vs native_group_norm", arstd.reshape(N, G), rstd)
+        bshape = [C] + [1] * (x.dim() - 2)
+        if G == 1:
+            ln = F.layer_norm(x, list(x.shape[1:]), None, None, eps)
+            if g is not None:
+                ln = ln * g.reshape(bshape)
+            if b is not None:
+                ln = ln + b.reshape(bshape)
+            check_close(c, "G = 1 vs layer_norm over (C, *spatial)", z, ln)
+        if G == C and x.dim() > 2:
+            check_close(c, "G = C vs instance_norm", z,
+                        F.instance_norm(x, weight=g, bias=b, use_input_stats=True, eps=eps))
+    loss = (y * f64(inp["dy"])).sum()
+    loss.backward()
+    out = {"y": y, "mean": mu, "rstd": rstd, "dx": x.grad}
+    if g is not None:
+        out["dgamma"] = g.grad
+    if b is not None:
+        out["dbeta"] = b.grad
+    out = {k: v.detach().numpy().astype(np.float64) for k, v in out.items()}
+    if c["layout"] == "nhwc":
+        for k in ("y", "dx"):
+            out[k] = channels_last(out[k])
+        for k in ("x", "dy"):
+            inp[k] = channels_last(inp[k])
+    return out
+
+
 def compute(c, inp):
     """float64 outputs of one case."""
+    if c["norm"] == "group":
+        return compute_group(c, inp)
     nd, eps = c["nd"], c["eps"]
     x = f64(inp["x"]).requires_grad_(True)
     r = f64(inp["residual"]).requires_grad_(True) if "residual" in inp else None
@@ -143,6 +257,15 @@ def compute(c, inp):
 
 
 def manifest_entry(c):
+    if c["norm"] == "group":
+        e = {"name": c["name"], "shape": c["shape"], "groups": c["groups"],
+             "layout": c["layout"], "eps": c["eps"], "norm": "group", "gamma": c["gamma"],
+             "beta": c["beta"], "silu": c["silu"], "seed": c["seed"]}
+        if c.get("x_offset"):
+            e["x_offset"] = c["x_offset"]
+        if c.get("row_pad"):
+            e["row_pad"] = c["row_pad"]
+        return e
     e = {"name": c["name"], "shape": c["shape"], "normalized_dims": c["nd"], "eps": c["eps"],
          "norm": c["norm"], "gamma": c["gamma"], "beta": c["beta"]}
     if c.get("residual"):
