@@ -39,6 +39,28 @@
 typedef unsigned bench_op;
 enum { BENCH_MAX_OPS = 16 };
 
+/* The form of an op's data, and so of its shapes: rows x cols (LayerNorm and its relatives),
+ * or a batch of channels x spatial positions in groups, in a layout (GroupNorm). ops.c tells
+ * them apart by asking the library whether the kind takes groups; contenders say which forms
+ * they run (bench_contender.forms). */
+enum {
+    BENCH_FORM_ROWS = 1u << 0,
+    BENCH_FORM_GROUPS = 1u << 1,
+    BENCH_ANY_FORM = BENCH_FORM_ROWS | BENCH_FORM_GROUPS
+};
+
+/* A shape. Rows form: rows x cols. Groups form: rows = N (batch), cols = C (channels), the
+ * spatial dims (H, W, ...; none for (N, C)) and groups = G; written NxCxHxW:G. */
+enum { BENCH_MAX_SPATIAL = 3 };
+typedef struct {
+    size_t rows, cols;
+    size_t spatial[BENCH_MAX_SPATIAL]; /* groups form: the spatial dims, n_spatial of them */
+    int n_spatial;
+    size_t groups;                     /* groups form: G (0 in the rows form) */
+} bench_shape;
+
+#define BENCH_SHAPE_LABEL 48
+
 #define BENCH_SLOT(s) (1u << (unsigned)(s))
 #define BENCH_ANY_SLOT (~0u)
 
@@ -55,6 +77,14 @@ typedef struct {
     clnorm_arg_slot out;  /* the first row output (y, or dx): where the copies write */
     int has_unfused;      /* a forward with a residual whose op without it exists ... */
     clnorm_kind unfused_kind; /* ... as this kind: the norm of the unfused pairs */
+    unsigned form;        /* BENCH_FORM_ROWS or BENCH_FORM_GROUPS */
+    /* The shapes the op runs on without --shape, and under --quick: the form's table */
+    const bench_shape *shapes, *quick_shapes;
+    size_t n_shapes, n_quick_shapes;
+    /* A backward whose target is stated against the CPU reference: clnorm_auto's GB/s >= this
+     * x ref_cpu's GB/s x the thread count (0: none). The table's summary line says whether
+     * it is met. */
+    double ref_cores_target;
 } bench_op_info;
 
 size_t bench_op_count(void);
@@ -80,18 +110,24 @@ double bench_param_get(clnorm_dtype t, const void *base, size_t i);
 void bench_param_put(clnorm_dtype t, void *base, size_t i, double v);
 
 /* ---- command line (options.c) ---------------------------------------------------------- */
-typedef struct {
-    size_t rows, cols;
-} bench_shape;
-
-/* One block of the table: an op at a storage dtype on a shape. */
+/* One block of the table: an op at a storage dtype on a shape (in a layout: the groups
+ * form; CLNORM_NCHW for the rows form). */
 typedef struct {
     bench_op op;
     clnorm_dtype dtype;
     bench_shape shape;
+    clnorm_layout layout;
 } bench_case;
 
-#define BENCH_MAX_CASES (BENCH_MAX_OPS * BENCH_N_DTYPES * BENCH_MAX_SHAPES)
+/* The product of the spatial dims (1 when there are none). */
+size_t bench_shape_spatial(const bench_shape *s);
+/* "8192x768", or for the groups form "8x320x64x64:32 nhwc" (layout named when form is
+ * BENCH_FORM_GROUPS). */
+void bench_shape_label(const bench_shape *s, unsigned form, clnorm_layout layout, char *buf,
+                       size_t size);
+const char *bench_layout_name(clnorm_layout layout); /* "nchw", "nhwc" */
+
+#define BENCH_MAX_CASES (BENCH_MAX_OPS * BENCH_N_DTYPES * BENCH_MAX_SHAPES * 2) /* 2 layouts */
 
 typedef struct {
     bench_case cases[BENCH_MAX_CASES];    /* --op x --dtype x --shape, in run order */
@@ -107,6 +143,7 @@ typedef struct {
     double tol;                           /* --tol: absolute tolerance (0: bit-exact);
                                              < 0: the dtype's */
     double ref_seconds;                   /* time budget of the CPU reference per shape */
+    int shape_width;                      /* the table's shape column: the longest label */
 } bench_options;
 
 /* Parses argv. Returns 0 to run, 1 when --help/--list printed what was asked (exit 0), and
@@ -134,6 +171,9 @@ typedef struct {
     clnorm_direction dir;
     clnorm_dtype dtype;
     size_t rows, cols;
+    bench_shape shape;  /* the case's shape (rows, cols as above) */
+    clnorm_layout layout; /* groups form: the layout of the row tensors */
+    size_t n_elems;     /* elements of a dense row tensor: rows x cols (x spatial) */
     size_t elem, psize; /* bytes of a storage element (x), of a parameter */
     float eps;
     clnorm_desc desc;   /* kind, dtype, shape, eps; CLNORM_WITH_BACKWARD for a backward op */
@@ -165,7 +205,7 @@ int bench_problem_stats(bench_problem *p, clnorm_ctx *ctx, char *msg, size_t msg
 /* ---- rotated buffer sets (buffers.c) --------------------------------------------------- */
 /* n_sets copies of every row tensor the op reads and writes (x, residual, dy; y, sum, dx),
  * whose total exceeds the last-level cache. Set i lives in chunk i / per_chunk at element
- * offset (i % per_chunk) * stride, in elements of each slot's own type; stride is rows*cols
+ * offset (i % per_chunk) * stride, in elements of each slot's own type; stride is the elements
  * rounded up to 64 elements, so every set starts as aligned as the chunk. The vectors
  * (gamma, beta, mean, rstd, dgamma, dbeta) are shared by all sets. */
 typedef struct {
@@ -243,6 +283,8 @@ typedef struct {
     unsigned needs;     /* ... and include all of these */
     const char *inexact; /* not NULL for a baseline inexact by design: a result off by more
                             than the tolerance reads "inexact baseline (<this>)", not WRONG */
+    unsigned forms;     /* the forms of the ops it runs (BENCH_FORM_*); 0 reads as
+                           BENCH_FORM_ROWS, what a baseline of the row ops takes */
     int is_slow;        /* single-threaded: a time budget instead of all the reps */
     /* Prepares everything a run needs for the problem (programs, plans, scratch). Returns
      * BENCH_OK, BENCH_SKIP (not applicable; msg says why) or BENCH_FAIL (msg says why).
@@ -272,7 +314,8 @@ extern const bench_contender bench_clblast_gemv;
 void bench_clblast_release_cache(void);
 #endif
 #ifdef CLNORM_HAVE_DNNL
-extern const bench_contender bench_onednn, bench_onednn_bwd, bench_onednn_unfused;
+extern const bench_contender bench_onednn, bench_onednn_bwd, bench_onednn_unfused,
+    bench_onednn_groups;
 #endif
 /* clnorm_case.c: what the clnorm contenders and the CPU reference set up. */
 /* The case's descriptor with flags (CLNORM_WITH_BACKWARD added for a backward op). */
@@ -376,6 +419,8 @@ typedef struct {
     bench_op op;
     clnorm_dtype dtype;
     size_t rows, cols;
+    bench_shape shape;    /* the case's shape (spatial dims and groups of the groups form) */
+    clnorm_layout layout;
     const char *impl;
     bench_side side;
     unsigned role;        /* the contender's BENCH_ROLE_* */
@@ -402,10 +447,14 @@ void bench_results_derive(bench_results *r, size_t first);
 /* Whether two results belong to the same case (op, dtype, shape). */
 int bench_same_case(const bench_result *a, const bench_result *b);
 
-void bench_report_header(FILE *out);
+void bench_report_header(FILE *out, const bench_options *opt);
 /* The line above the rows of a new op/dtype: bytes counted, error measure, tolerance. */
 void bench_report_case(FILE *out, const bench_problem *p, const bench_options *opt);
-void bench_report_rows(FILE *out, const bench_results *r, size_t first);
+void bench_report_rows(FILE *out, const bench_results *r, size_t first, const bench_options *opt);
+/* Under a case of an op with a target against the CPU reference (ref_cores_target):
+ * clnorm_auto's GB/s against ref_cpu's x threads. */
+void bench_report_ref_target(FILE *out, const bench_results *r, size_t first,
+                             const bench_threads *th);
 /* Under a case with unfused pairs: clnorm's fused GB/s against the best pair and the copy. */
 void bench_report_fused(FILE *out, const bench_results *r, size_t first);
 int bench_write_csv(const char *path, const bench_results *r);

@@ -53,7 +53,7 @@ static size_t set_bytes(const bench_problem *p, size_t stride)
 
 size_t bench_sets_needed(const bench_problem *p, size_t target_bytes)
 {
-    const size_t one = set_bytes(p, bench_round_up(p->rows * p->cols, SET_ALIGN));
+    const size_t one = set_bytes(p, bench_round_up(p->n_elems, SET_ALIGN));
     size_t n = (target_bytes + one - 1) / one;
     return n < 4 ? 4 : n;
 }
@@ -111,7 +111,7 @@ static cl_int fill_chunk(cl_command_queue queue, cl_mem mem, const void *src, si
 static cl_int make_rows(bench_dev_sets *s, cl_context context, cl_command_queue queue,
                         const bench_problem *p, clnorm_arg_slot slot, const char **what)
 {
-    const size_t es = bench_slot_esize(p, slot), n = p->rows * p->cols;
+    const size_t es = bench_slot_esize(p, slot), n = p->n_elems;
     const int output = (p->info->outputs & BENCH_SLOT(slot)) != 0;
     const cl_uint zero = 0;
     cl_int err = CL_SUCCESS;
@@ -141,7 +141,7 @@ int bench_dev_sets_create(bench_dev_sets *s, cl_context context, cl_command_queu
 {
     memset(s, 0, sizeof *s);
     s->out = p->info->out;
-    s->stride = bench_round_up(p->rows * p->cols, SET_ALIGN);
+    s->stride = bench_round_up(p->n_elems, SET_ALIGN);
     const size_t one = set_bytes(p, s->stride);
     size_t widest = 0; /* the largest row array of a set: what one allocation must hold */
     for (int a = 0; a < BENCH_N_SLOTS; a++)
@@ -225,7 +225,7 @@ int bench_host_sets_create(bench_host_sets *s, const bench_problem *p, size_t n_
                            char *msg, size_t msg_size)
 {
     memset(s, 0, sizeof *s);
-    const size_t n = p->rows * p->cols;
+    const size_t n = p->n_elems;
     s->n_sets = n_sets;
     s->out = p->info->out;
     s->stride = bench_round_up(n, SET_ALIGN);

@@ -10,6 +10,11 @@ void bench_case_desc(const bench_problem *p, unsigned flags, clnorm_desc *d)
     d->dtype = p->dtype;
     d->eps = p->eps;
     d->flags = flags | (p->dir == CLNORM_BACKWARD ? CLNORM_WITH_BACKWARD : 0u);
+    if (p->info->form == BENCH_FORM_GROUPS) {
+        d->groups = p->shape.groups;
+        d->spatial = bench_shape_spatial(&p->shape);
+        d->layout = p->layout;
+    }
 }
 
 int bench_clnorm_plan(const bench_env *env, const clnorm_desc *desc, clnorm_strategy strategy,

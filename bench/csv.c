@@ -1,8 +1,11 @@
-/* The CSV file: exactly the header op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy and
- * one line per timed result (WRONG and inexact ones included: the table says which; failed
- * and skipped contenders have no line). op is a name of ops.c (layer, rms, add-layer,
- * add-rms, backward, rms-backward, ...), dtype f32, f16, bf16 or f64. frac_of_copy is empty
- * when the copy row of its side is missing. */
+/* The CSV file: exactly the header
+ * op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy,spatial,groups,layout and one line per
+ * timed result (WRONG and inexact ones included: the table says which; failed and skipped
+ * contenders have no line). op is a name of ops.c (layer, rms, add-layer, add-rms, group,
+ * backward, rms-backward, ..., group-backward), dtype f32, f16, bf16 or f64. frac_of_copy is
+ * empty when the copy row of its side is missing. The first eight columns are those of the
+ * row ops' runs before GroupNorm; the last three are GroupNorm's (rows = N, cols = C):
+ * spatial as HxW (1 without spatial dims), G, nchw or nhwc, and empty for the row ops. */
 #include "bench.h"
 
 #include <errno.h>
@@ -15,7 +18,7 @@ int bench_write_csv(const char *path, const bench_results *r)
         fprintf(stderr, "clnorm-bench: cannot write %s: %s\n", path, strerror(errno));
         return -1;
     }
-    fprintf(f, "op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy\n");
+    fprintf(f, "op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy,spatial,groups,layout\n");
     for (size_t i = 0; i < r->n; i++) {
         const bench_result *x = &r->v[i];
         if (!bench_result_timed(x))
@@ -24,7 +27,16 @@ int bench_write_csv(const char *path, const bench_results *r)
                 x->rows, x->cols, x->impl, x->median_us, x->gbps);
         if (x->frac_of_copy >= 0.0)
             fprintf(f, "%.4f", x->frac_of_copy);
-        fputc('\n', f);
+        if (bench_op_get(x->op)->form == BENCH_FORM_GROUPS) {
+            fputc(',', f);
+            for (int k = 0; k < x->shape.n_spatial; k++)
+                fprintf(f, "%s%zu", k ? "x" : "", x->shape.spatial[k]);
+            if (x->shape.n_spatial == 0)
+                fputc('1', f);
+            fprintf(f, ",%zu,%s\n", x->shape.groups, bench_layout_name(x->layout));
+        } else {
+            fputs(",,,\n", f);
+        }
     }
     if (fclose(f) != 0) {
         fprintf(stderr, "clnorm-bench: writing %s failed: %s\n", path, strerror(errno));

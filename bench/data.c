@@ -60,13 +60,14 @@ static int given(const bench_problem *p, clnorm_arg_slot s)
     return (p->info->given & BENCH_SLOT(s)) != 0;
 }
 
-/* rows of N(0, 1) plus a per-row offset from U(-10, 10), into slot s. */
+/* rows of N(0, 1) plus a per-row offset from U(-10, 10), into slot s (GroupNorm: a row is a
+ * sample, cols x spatial elements). */
 static void offset_rows(bench_problem *p, clnorm_arg_slot s, uint64_t *seed)
 {
     const clnorm_slot_info *si = &p->slot[s];
-    for (size_t r = 0; r < p->rows; r++) {
+    for (size_t r = 0; r < si->rows; r++) {
         const double offset = 20.0 * unit(seed) - 10.0;
-        for (size_t j = 0; j < p->cols; j++)
+        for (size_t j = 0; j < si->cols; j++)
             bench_put(si->dtype, p->t[s], r * si->stride + j, offset + normal(seed));
     }
 }
@@ -104,10 +105,18 @@ int bench_problem_init(bench_problem *p, const bench_case *c, clnorm_ctx *ctx, c
     p->dtype = c->dtype;
     p->rows = rows;
     p->cols = cols;
+    p->shape = c->shape;
+    p->layout = c->layout;
+    p->n_elems = rows * cols * (info->form == BENCH_FORM_GROUPS ? bench_shape_spatial(&c->shape)
+                                                                 : 1);
     p->elem = bench_elem_size(c->dtype);
     p->psize = bench_param_size(c->dtype);
     p->eps = 1e-5f;
     bench_case_desc(p, 0, &p->desc);
+    if (clnorm_desc_check(&p->desc, msg, msg_size) != CLNORM_OK) {
+        bench_problem_free(p);
+        return -1;
+    }
 
     for (int s = 0; s < BENCH_N_SLOTS; s++) {
         const clnorm_arg_slot slot = (clnorm_arg_slot)s;
@@ -122,7 +131,8 @@ int bench_problem_init(bench_problem *p, const bench_case *c, clnorm_ctx *ctx, c
             continue;
         const size_t bytes = bench_slot_elems(p, slot) * bench_slot_esize(p, slot);
         if (!(p->t[s] = malloc(bytes ? bytes : 1))) {
-            snprintf(msg, msg_size, "out of host memory for the %zux%zu inputs", rows, cols);
+            snprintf(msg, msg_size, "out of host memory for the %zu-element inputs",
+                     p->n_elems);
             bench_problem_free(p);
             return -1;
         }
@@ -132,9 +142,11 @@ int bench_problem_init(bench_problem *p, const bench_case *c, clnorm_ctx *ctx, c
         if (slot != CLNORM_ARG_MEAN && slot != CLNORM_ARG_RSTD)
             p->bytes += (double)bytes;
     }
-    p->copy_bytes = 2.0 * (double)(rows * cols * p->elem);
+    p->copy_bytes = 2.0 * (double)(p->n_elems * p->elem);
 
     uint64_t seed = 0x636c6e6f726dull ^ (uint64_t)rows * 1000003u ^ (uint64_t)cols;
+    if (info->form == BENCH_FORM_GROUPS) /* both layouts draw the same numbers */
+        seed ^= (uint64_t)bench_shape_spatial(&c->shape) * 0x9E3779B1u;
     offset_rows(p, CLNORM_ARG_X, &seed);
     const clnorm_dtype pt = p->slot[CLNORM_ARG_GAMMA].dtype;
     for (size_t j = 0; j < cols; j++) {
@@ -147,7 +159,7 @@ int bench_problem_init(bench_problem *p, const bench_case *c, clnorm_ctx *ctx, c
     }
     if (given(p, CLNORM_ARG_DY)) {
         const clnorm_slot_info *si = &p->slot[CLNORM_ARG_DY];
-        for (size_t i = 0; i < rows * cols; i++)
+        for (size_t i = 0; i < p->n_elems; i++)
             bench_put(si->dtype, p->t[CLNORM_ARG_DY], i, normal(&seed));
     }
     if (given(p, CLNORM_ARG_RESIDUAL))

@@ -38,8 +38,8 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
     }                                                                                        \
     const bench_contender bench_clnorm_##suffix = {                                          \
         .name = "clnorm_" #suffix, .side = BENCH_DEVICE, .role = BENCH_ROLE_CLNORM | (roles), \
-        .slots = BENCH_ANY_SLOT, .create = create_##suffix, .run = run,                      \
-        .destroy = bench_clnorm_destroy};
+        .slots = BENCH_ANY_SLOT, .forms = BENCH_ANY_FORM, .create = create_##suffix,         \
+        .run = run, .destroy = bench_clnorm_destroy};
 
 CLNORM_CONTENDER(auto, CLNORM_STRATEGY_AUTO, BENCH_ROLE_AUTO)
 CLNORM_CONTENDER(row, CLNORM_STRATEGY_ROW, 0)

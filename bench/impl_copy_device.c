@@ -53,7 +53,7 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
     }
     s->env = env;
     const bench_problem *p = env->p;
-    const cl_ulong n = ((cl_ulong)p->rows * p->cols * p->elem + 3) / 4; /* words */
+    const cl_ulong n = ((cl_ulong)p->n_elems * p->elem + 3) / 4; /* words */
     s->global = bench_round_up((size_t)(n / 4 + 1), 64);
     int rc = bench_cl_program(env->context, env->device, copy_source, NULL, &s->program,
                           msg, msg_size);
@@ -93,4 +93,5 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
 
 const bench_contender bench_copy_device = {.name = "copy_device", .side = BENCH_DEVICE,
                                            .role = BENCH_ROLE_COPY, .slots = BENCH_ANY_SLOT,
-                                           .create = create, .run = run, .destroy = destroy};
+                                           .forms = BENCH_ANY_FORM, .create = create,
+                                           .run = run, .destroy = destroy};

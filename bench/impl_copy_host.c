@@ -1,5 +1,5 @@
 /* The host's bandwidth limit, measured in the same run: memcpy of x into y (the output array
- * of the sets: dx for a backward op), rows x cols elements of the case's dtype, split over the
+ * of the sets: dx for a backward op), the elements of x at the case's dtype, split over the
  * same number of threads as everyone else (POCL_CPU_MAX_CU_COUNT after threads.c). The
  * threads live for the whole shape in a small pool, as oneDNN's OpenMP threads and PoCL's
  * workers do, so a repetition pays a wake-up, not a pthread_create. frac_of_copy of the CPU
@@ -96,7 +96,7 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
     }
     p->env = env;
     p->threads = env->threads->threads > 0 ? env->threads->threads : 1;
-    p->bytes = env->p->rows * env->p->cols * env->p->elem;
+    p->bytes = env->p->n_elems * env->p->elem;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->go, NULL);
     pthread_cond_init(&p->done, NULL);
@@ -146,4 +146,5 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
 
 const bench_contender bench_copy_host = {.name = "copy_host", .side = BENCH_HOST,
                                          .role = BENCH_ROLE_COPY, .slots = BENCH_ANY_SLOT,
-                                         .create = create, .run = run, .destroy = destroy};
+                                         .forms = BENCH_ANY_FORM, .create = create,
+                                         .run = run, .destroy = destroy};

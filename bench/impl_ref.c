@@ -27,5 +27,6 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
 
 const bench_contender bench_ref_cpu = {.name = "ref_cpu", .side = BENCH_HOST,
                                        .role = BENCH_ROLE_CLNORM, .slots = BENCH_ANY_SLOT,
-                                       .is_slow = 1, .create = bench_ref_create, .run = run,
+                                       .forms = BENCH_ANY_FORM, .is_slow = 1,
+                                       .create = bench_ref_create, .run = run,
                                        .destroy = free};

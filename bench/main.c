@@ -77,6 +77,8 @@ static void run_contender(bench_run *run, const bench_contender *c, const bench_
     r.dtype = p->dtype;
     r.rows = p->rows;
     r.cols = p->cols;
+    r.shape = p->shape;
+    r.layout = p->layout;
     r.impl = c->name;
     r.side = c->side;
     r.role = c->role;
@@ -127,7 +129,7 @@ static void run_contender(bench_run *run, const bench_contender *c, const bench_
     int reps = opt->reps, warmup = opt->warmup;
     if (c->is_slow) {
         /* Single-threaded: a time budget instead of the full count on big shapes. */
-        if (opt->quick && p->rows * p->cols > ((size_t)1 << 20)) {
+        if (opt->quick && p->n_elems > ((size_t)1 << 20)) {
             r.status = BENCH_R_SKIPPED;
             if (verdict == BENCH_R_WRONG)
                 note_append(r.note, sizeof r.note, "WRONG");
@@ -187,6 +189,8 @@ static void run_side(bench_run *run, bench_side side, const unsigned char *selec
             r.dtype = env->p->dtype;
             r.rows = env->p->rows;
             r.cols = env->p->cols;
+            r.shape = env->p->shape;
+            r.layout = env->p->layout;
             r.impl = all[i]->name;
             r.side = side;
             r.role = all[i]->role;
@@ -356,16 +360,17 @@ int main(int argc, char **argv)
         }
     }
     printf("\n");
-    bench_report_header(stdout);
+    bench_report_header(stdout, &opt);
 
     char last_stats[sizeof ((bench_problem *)0)->stats_from] = "";
     for (size_t k = 0; k < opt.n_cases; k++) {
         const bench_case *c = &opt.cases[k];
-        const size_t rows = c->shape.rows, cols = c->shape.cols;
+        char label[BENCH_SHAPE_LABEL];
+        bench_shape_label(&c->shape, bench_op_get(c->op)->form, c->layout, label, sizeof label);
         bench_problem p;
         if (bench_problem_init(&p, c, have_device ? ctx : NULL, msg, sizeof msg) != 0) {
-            printf("%s %s %zux%zu: FAILED: %s\n", bench_op_name(c->op),
-                   bench_dtype_name(c->dtype), rows, cols, msg);
+            printf("%s %s %s: FAILED: %s\n", bench_op_name(c->op), bench_dtype_name(c->dtype),
+                   label, msg);
             run.failures++;
             continue;
         }
@@ -397,8 +402,8 @@ int main(int argc, char **argv)
                                       sizeof msg) != BENCH_OK)
                 err = msg;
             else if (dev.n_sets < n_sets)
-                printf("note: %zux%zu: only %zu of %zu device buffer sets fit in the device "
-                       "memory; the rotation may stay in the cache\n", rows, cols, dev.n_sets,
+                printf("note: %s: only %zu of %zu device buffer sets fit in the device "
+                       "memory; the rotation may stay in the cache\n", label, dev.n_sets,
                        n_sets);
             run_side(&run, BENCH_DEVICE, selected, &env, err ? 0 : dev.n_sets, err);
             if (!err)
@@ -416,8 +421,9 @@ int main(int argc, char **argv)
             env.host = NULL;
         }
         bench_results_derive(&run.results, first);
-        bench_report_rows(stdout, &run.results, first);
+        bench_report_rows(stdout, &run.results, first, &opt);
         bench_report_fused(stdout, &run.results, first);
+        bench_report_ref_target(stdout, &run.results, first, &th);
         bench_problem_free(&p);
     }
 

@@ -1,11 +1,108 @@
 /* The bench ops: clnorm's op table (clnorm_op_count, clnorm_op_query, clnorm_slot_query) in
  * each direction, forward ops first. Names come from the op's own name ("add_rms_norm" ->
  * "add-rms", its backward "add-rms-backward"); the slots the bench passes, and which are rows
- * or outputs, come from clnorm_slot_query. A new operation in the library shows up here with
- * no code; only a name kept for compatibility needs a line in `renamed`. */
+ * or outputs, come from clnorm_slot_query; the form of the data (rows x cols, or channels x
+ * spatial positions in groups) from whether clnorm_desc_check takes groups for the kind.
+ * Each form has its table of shapes (the standard ones and the --quick ones) and an op takes
+ * its form's. A new operation in the library shows up here with no code; only a name kept
+ * for compatibility needs a line in `renamed`. */
 #include "bench.h"
 
 #include <string.h>
+
+/* The rows form: the shapes of ARCHITECTURE.md "Benchmark rules": transformers, latency,
+ * tall-thin, wide, odd; --quick: a latency shape and two odd ones, all small. */
+#define RC(r, c) {.rows = r, .cols = c}
+static const bench_shape rows_shapes[] = {
+    RC(8192, 768), RC(8192, 1024), RC(4096, 4096),  RC(2048, 12288), RC(1, 768),
+    RC(32, 4096),  RC(262144, 64), RC(16, 1048576), RC(1000, 1000),  RC(257, 768),
+};
+static const bench_shape rows_quick[] = {RC(1, 768), RC(257, 768), RC(1000, 1000)};
+#undef RC
+
+/* The groups form (GroupNorm, issue #10): a diffusion UNet's GroupNorms (batch 1 and 8, the
+ * channel counts 320, 640 and 1280 of its stages, at 64x64, 32x32 and 16x16 latents, 32
+ * groups) and a ResNet-50 stage (batch 32, 256 channels, 56x56, 32 groups). Every shape runs
+ * in both layouts unless --layout says otherwise. --quick: one small UNet-like shape. */
+#define NCHW(n, c, h, w) {.rows = n, .cols = c, .spatial = {h, w}, .n_spatial = 2, .groups = 32}
+#define UNET(n, c, hw) NCHW(n, c, hw, hw)
+static const bench_shape groups_shapes[] = {
+    UNET(1, 320, 64),  UNET(1, 320, 32),  UNET(1, 320, 16),  UNET(1, 640, 64),
+    UNET(1, 640, 32),  UNET(1, 640, 16),  UNET(1, 1280, 64), UNET(1, 1280, 32),
+    UNET(1, 1280, 16), UNET(8, 320, 64),  UNET(8, 320, 32),  UNET(8, 320, 16),
+    UNET(8, 640, 64),  UNET(8, 640, 32),  UNET(8, 640, 16),  UNET(8, 1280, 64),
+    UNET(8, 1280, 32), UNET(8, 1280, 16), NCHW(32, 256, 56, 56),
+};
+static const bench_shape groups_quick[] = {UNET(2, 320, 16)};
+#undef UNET
+#undef NCHW
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Targets stated against the CPU reference (issue #10: GroupNorm's backward >= 1.2x the
+ * reference's bandwidth times the core count). */
+static const struct {
+    unsigned form;
+    clnorm_direction dir;
+    double ref_cores;
+} targets[] = {{BENCH_FORM_GROUPS, CLNORM_BACKWARD, 1.2}};
+
+/* The form of a kind's data: the groups form when its descriptor takes groups and spatial
+ * positions (the row kinds refuse them). */
+static unsigned form_of(clnorm_kind kind)
+{
+    clnorm_desc d;
+    clnorm_desc_init(&d, kind, 2, 4);
+    d.groups = 2;
+    d.spatial = 3;
+    return clnorm_desc_check(&d, NULL, 0) == CLNORM_OK ? BENCH_FORM_GROUPS : BENCH_FORM_ROWS;
+}
+
+static void set_shapes(bench_op_info *o)
+{
+    o->form = form_of(o->kind);
+    if (o->form == BENCH_FORM_GROUPS) {
+        o->shapes = groups_shapes;
+        o->n_shapes = N_OF(groups_shapes);
+        o->quick_shapes = groups_quick;
+        o->n_quick_shapes = N_OF(groups_quick);
+    } else {
+        o->shapes = rows_shapes;
+        o->n_shapes = N_OF(rows_shapes);
+        o->quick_shapes = rows_quick;
+        o->n_quick_shapes = N_OF(rows_quick);
+    }
+    o->ref_cores_target = 0.0;
+    for (size_t i = 0; i < N_OF(targets); i++)
+        if (targets[i].form == o->form && targets[i].dir == o->dir)
+            o->ref_cores_target = targets[i].ref_cores;
+}
+
+size_t bench_shape_spatial(const bench_shape *s)
+{
+    size_t n = 1;
+    for (int i = 0; i < s->n_spatial; i++)
+        n *= s->spatial[i];
+    return n;
+}
+
+const char *bench_layout_name(clnorm_layout layout)
+{
+    return layout == CLNORM_NHWC ? "nhwc" : "nchw";
+}
+
+void bench_shape_label(const bench_shape *s, unsigned form, clnorm_layout layout, char *buf,
+                       size_t size)
+{
+    int used = snprintf(buf, size, "%zux%zu", s->rows, s->cols);
+    if (form != BENCH_FORM_GROUPS)
+        return;
+    for (int i = 0; i < s->n_spatial && used > 0 && (size_t)used < size; i++)
+        used += snprintf(buf + used, size - (size_t)used, "x%zu", s->spatial[i]);
+    if (used > 0 && (size_t)used < size)
+        snprintf(buf + used, size - (size_t)used, ":%zu %s", s->groups,
+                 bench_layout_name(layout));
+}
 
 /* Names older CSV files and scripts use: the derived name stays accepted as an alias. */
 static const struct {
@@ -111,6 +208,7 @@ static void build(void)
                     snprintf(o->name, sizeof o->name, "%s", renamed[i].name);
                 }
             find_unfused(o, &info);
+            set_shapes(o);
             n_table++;
         }
 }

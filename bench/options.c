@@ -7,24 +7,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The shapes of ARCHITECTURE.md "Benchmark rules": transformers, latency, tall-thin, wide,
- * odd. */
-static const bench_shape default_shapes[] = {
-    {8192, 768}, {8192, 1024}, {4096, 4096}, {2048, 12288}, {1, 768},
-    {32, 4096},  {262144, 64}, {16, 1048576}, {1000, 1000}, {257, 768},
-};
-/* --quick: a latency shape and two odd ones, all small; without --op, --dtype and --shape,
- * also a backward case, an f16 case and a fused residual case on the middle one. */
-static const bench_shape quick_shapes[] = {{1, 768}, {257, 768}, {1000, 1000}};
+/* The shapes an op runs on without --shape are its form's (ops.c). --quick without --op,
+ * --dtype and --shape: layer f32 on the quick row shapes, then a backward case, an f16 case
+ * and a fused residual case on 257x768, and GroupNorm forward and backward in both layouts on
+ * its quick shape (shape rows 0: the op's first quick shape). */
 static const struct {
     clnorm_kind kind;
     clnorm_direction dir;
     clnorm_dtype dtype;
     bench_shape shape;
+    clnorm_layout layout;
 } quick_extra[] = {
-    {CLNORM_LAYER, CLNORM_BACKWARD, CLNORM_F32, {257, 768}},
-    {CLNORM_LAYER, CLNORM_FORWARD, CLNORM_F16, {257, 768}},
-    {CLNORM_ADD_LAYER, CLNORM_FORWARD, CLNORM_F32, {257, 768}},
+    {CLNORM_LAYER, CLNORM_BACKWARD, CLNORM_F32, {.rows = 257, .cols = 768}, CLNORM_NCHW},
+    {CLNORM_LAYER, CLNORM_FORWARD, CLNORM_F16, {.rows = 257, .cols = 768}, CLNORM_NCHW},
+    {CLNORM_ADD_LAYER, CLNORM_FORWARD, CLNORM_F32, {.rows = 257, .cols = 768}, CLNORM_NCHW},
+    {CLNORM_GROUP, CLNORM_FORWARD, CLNORM_F32, {.rows = 0}, CLNORM_NCHW},
+    {CLNORM_GROUP, CLNORM_FORWARD, CLNORM_F32, {.rows = 0}, CLNORM_NHWC},
+    {CLNORM_GROUP, CLNORM_BACKWARD, CLNORM_F32, {.rows = 0}, CLNORM_NCHW},
+    {CLNORM_GROUP, CLNORM_BACKWARD, CLNORM_F32, {.rows = 0}, CLNORM_NHWC},
 };
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
@@ -53,7 +53,13 @@ static void usage(FILE *out)
         "of the device and the host. Median of the reps after warm-up, rotated buffers larger\n"
         "than the last-level cache, outputs checked against the reference first. One run\n"
         "covers every op x dtype x shape asked for.\n"
-        "  --shape RxC         a shape to run (repeatable); default: the ten standard shapes\n"
+        "  --shape RxC         a shape to run (repeatable); default: each op's own table (the\n"
+        "                      row ops: the ten standard shapes; group: 19 UNet and ResNet\n"
+        "                      shapes). NxCxHxW[:G] (1 to 3 spatial dims, G groups, default\n"
+        "                      32 when it divides C, else 1) is a GroupNorm shape: only the\n"
+        "                      group ops run it; they run RxC as (N, C) without spatial dims\n"
+        "  --layout LIST       group ops: nchw, nhwc or both (default both): each shape runs\n"
+        "                      in each layout\n"
         "  --op LIST           comma-separated ops (default layer), one per operation of\n"
         "                      clnorm's op table and direction:\n"
         "                        %s\n"
@@ -63,15 +69,22 @@ static void usage(FILE *out)
         "                      backward, rms-backward, ...: dx, dgamma and dbeta from x, dy,\n"
         "                      gamma and mean/rstd saved by a clnorm forward. clnorm and the\n"
         "                      CPU reference run every op; oneDNN's RMS normalization needs\n"
-        "                      oneDNN 3.3+\n"
+        "                      oneDNN 3.3+. group, group-backward: GroupNorm (x is N x C x\n"
+        "                      spatial, statistics per sample and group, gamma/beta per\n"
+        "                      channel); oneDNN 2.6 has none: onednn_groups is its layer\n"
+        "                      normalization over the N x G rows of (C/G) x spatial of the\n"
+        "                      NCHW tensor (no affine), a bandwidth peer, not a result\n"
         "  --dtype LIST        comma-separated storage types: f32 (default), f16, bf16, f64;\n"
         "                      parameters are float32 (float64 for f64). The naive and CLBlast\n"
         "                      baselines are f32 only; oneDNN runs f32, and f16/bf16 where the\n"
-        "                      installed oneDNN supports them on this CPU; f64 needs cl_khr_fp64\n"
+        "                      installed oneDNN supports them on this CPU; f64 needs cl_khr_fp64\n",
+        ops);
+    fputs(
         "  --quick             small shapes, 5 reps, 1 warm-up, 256 MiB rotation; without\n"
         "                      --op, --dtype and --shape: layer f32 on 1x768, 257x768 and\n"
         "                      1000x1000, then backward f32, layer f16 and add-layer f32 on\n"
-        "                      257x768\n"
+        "                      257x768, then group and group-backward f32 on 2x320x16x16:32\n"
+        "                      in both layouts\n"
         "  --reps N            timed repetitions per contender (default 30; --quick 5)\n"
         "  --warmup N          untimed repetitions first (default 3; --quick 1)\n"
         "  --device SPEC       OpenCL device as CLNORM_DEVICE takes it: cpu, gpu, P:D, name\n"
@@ -83,14 +96,17 @@ static void usage(FILE *out)
         "  --tol X             absolute tolerance of the check (default 1e-5; f64 1e-12); f16\n"
         "                      and bf16 also allow 1 ulp of the format relative (2^-10, 2^-7);\n"
         "                      0 asks for results bit-exact to the reference\n"
-        "  --csv FILE          write op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy\n"
+        "  --csv FILE          write op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy,\n"
+        "                      spatial,groups,layout (the last three empty for the row ops;\n"
+        "                      spatial as HxW)\n"
         "  --plot FILE.png     GB/s per case and contender, through gnuplot\n"
         "  --list              list the contenders compiled in and the ops each runs, and exit\n"
         "  -h, --help          this text\n"
         "Bytes counted for GB/s: every tensor the op reads or writes, once, except mean/rstd:\n"
         "forward x read + y written + gamma + beta (add-layer, add-rms: x and residual read,\n"
         "y and s written, 4 x rows x cols x element); backward x and dy read + dx written\n"
-        "(3 x rows x cols x element) + gamma read + dgamma and dbeta written. Each block of the\n"
+        "(3 x rows x cols x element) + gamma read + dgamma and dbeta written; group ops count\n"
+        "rows x cols x spatial per row tensor and gamma, beta per channel. Each block of the\n"
         "table says what it counts.\n"
         "Check, forward: max abs error of each output, WRONG when an element is off by more\n"
         "than the tolerance; backward: max |err| / max(1, max |ref|) of dx, dgamma and dbeta.\n"
@@ -100,7 +116,7 @@ static void usage(FILE *out)
         "Exit status: 0 when every selected contender ran and every result of clnorm itself\n"
         "(clnorm_auto, the forced strategies, ref_cpu) is within the tolerance; 1 when a\n"
         "contender failed, a result of clnorm is WRONG or an output file could not be written;\n"
-        "2 for a bad option.\n", ops);
+        "2 for a bad option.\n", out);
 }
 
 static int bad(const char *fmt, ...)
@@ -129,26 +145,53 @@ static int parse_ull(const char *s, unsigned long long lo, unsigned long long hi
     return 0;
 }
 
-/* "RxC" (or "RXC"), both >= 1, rows*cols*8 bytes (f64) of three arrays representable. */
+/* "RxC" (or "RXC"), or "NxCxD1[xD2[xD3]][:G]" (a GroupNorm shape; groups 0 when not
+ * given), every number >= 1, the elements x 8 bytes (f64) of three arrays representable. */
 static int parse_shape(const char *s, bench_shape *out)
 {
-    const char *x = strpbrk(s, "xX");
-    if (!x || x == s)
+    char buf[128];
+    if (strlen(s) >= sizeof buf)
         return -1;
-    char rows[32];
-    size_t n = (size_t)(x - s);
-    if (n >= sizeof rows)
+    strcpy(buf, s);
+    memset(out, 0, sizeof *out);
+    char *colon = strchr(buf, ':');
+    unsigned long long v;
+    if (colon) {
+        *colon = '\0';
+        if (parse_ull(colon + 1, 1, SIZE_MAX, &v))
+            return -1;
+        out->groups = (size_t)v;
+    }
+    size_t dims[2 + BENCH_MAX_SPATIAL];
+    int n = 0;
+    for (char *tok = buf, *next; tok; tok = next) {
+        next = strpbrk(tok, "xX");
+        if (next)
+            *next++ = '\0';
+        if (n == 2 + BENCH_MAX_SPATIAL || parse_ull(tok, 1, SIZE_MAX, &v))
+            return -1;
+        dims[n++] = (size_t)v;
+    }
+    if (n < 2)
         return -1;
-    memcpy(rows, s, n);
-    rows[n] = '\0';
-    unsigned long long r, c;
-    if (parse_ull(rows, 1, SIZE_MAX, &r) || parse_ull(x + 1, 1, SIZE_MAX, &c))
-        return -1;
-    if (r > SIZE_MAX / 32 / c) /* room for x, dy, dx and the padding of the sets */
-        return -1;
-    out->rows = (size_t)r;
-    out->cols = (size_t)c;
+    size_t total = 1;
+    for (int i = 0; i < n; i++) {
+        if (dims[i] > SIZE_MAX / 32 / total) /* room for x, dy, dx and the set padding */
+            return -1;
+        total *= dims[i];
+    }
+    out->rows = dims[0];
+    out->cols = dims[1];
+    out->n_spatial = n - 2;
+    for (int i = 2; i < n; i++)
+        out->spatial[i - 2] = dims[i];
     return 0;
+}
+
+/* A shape given with spatial dims or groups is for the groups form only. */
+static int groups_only(const bench_shape *s)
+{
+    return s->n_spatial > 0 || s->groups > 0;
 }
 
 static int parse_only(const char *list, unsigned long long *mask)
@@ -200,6 +243,42 @@ static int parse_set(const char *flag, const char *list, int is_op, unsigned *se
     return 0;
 }
 
+/* "nchw,nhwc" into a bit set (bit = clnorm_layout). */
+static int parse_layouts(const char *list, unsigned *set)
+{
+    char buf[64];
+    if (strlen(list) >= sizeof buf)
+        return bad("--layout: list too long");
+    strcpy(buf, list);
+    *set = 0;
+    for (char *tok = buf, *next; tok; tok = next) {
+        next = strchr(tok, ',');
+        if (next)
+            *next++ = '\0';
+        if (!*tok)
+            continue;
+        if (strcmp(tok, "nchw") == 0)
+            *set |= 1u << CLNORM_NCHW;
+        else if (strcmp(tok, "nhwc") == 0)
+            *set |= 1u << CLNORM_NHWC;
+        else
+            return bad("--layout '%s': expected nchw or nhwc", tok);
+    }
+    if (!*set)
+        return bad("--layout: nothing named");
+    return 0;
+}
+
+/* The case of op on shape in layout; a groups-form shape gets its default G. */
+static void add_case(bench_options *opt, bench_op op, clnorm_dtype t, const bench_shape *shape,
+                     clnorm_layout layout)
+{
+    bench_case c = {op, t, *shape, layout};
+    if (bench_op_get(op)->form == BENCH_FORM_GROUPS && c.shape.groups == 0)
+        c.shape.groups = c.shape.cols % 32 == 0 ? 32 : 1;
+    opt->cases[opt->n_cases++] = c;
+}
+
 /* One line per contender name: its side and the ops it (or another of that name) runs. */
 static void list_contenders(void)
 {
@@ -243,7 +322,7 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
     opt->tol = -1.0;
     bench_shape shapes[BENCH_MAX_SHAPES];
     size_t n_shapes = 0;
-    unsigned ops = 0, dtypes = 0; /* bit sets; 0: not given */
+    unsigned ops = 0, dtypes = 0, layouts = 0; /* bit sets; 0: not given */
     int rc;
 
     for (int i = 1; i < argc; i++) {
@@ -275,7 +354,7 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
         static const char *const known[] = {"--shape",   "--reps",       "--warmup", "--device",
                                             "--op",      "--dtype",      "--only",   "--csv",
                                             "--plot",    "--threads",    "--rotate-mib",
-                                            "--tol"};
+                                            "--tol",     "--layout"};
         int is_known = 0;
         for (size_t k = 0; k < N_OF(known); k++)
             is_known |= strcmp(name, known[k]) == 0;
@@ -293,7 +372,8 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
             if (n_shapes == BENCH_MAX_SHAPES)
                 return bad("--shape: at most %d shapes", BENCH_MAX_SHAPES);
             if (parse_shape(val, &shapes[n_shapes]))
-                return bad("--shape '%s': expected ROWSxCOLS, both >= 1 (e.g. 8192x768)", val);
+                return bad("--shape '%s': expected ROWSxCOLS (e.g. 8192x768) or NxCxHxW[:G] "
+                           "(e.g. 8x320x64x64:32), every number >= 1", val);
             n_shapes++;
         } else if (strcmp(name, "--reps") == 0) {
             if (parse_ull(val, 1, 1000000, &v))
@@ -325,6 +405,9 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
         } else if (strcmp(name, "--op") == 0) {
             if ((rc = parse_set("--op", val, 1, &ops)) != 0)
                 return rc;
+        } else if (strcmp(name, "--layout") == 0) {
+            if ((rc = parse_layouts(val, &layouts)) != 0)
+                return rc;
         } else if (strcmp(name, "--dtype") == 0) {
             if ((rc = parse_set("--dtype", val, 0, &dtypes)) != 0)
                 return rc;
@@ -342,27 +425,63 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
         }
     }
 
-    /* The cases: op x dtype x shape, in that nesting, so one op/dtype is one block. */
+    /* The cases: op x dtype x shape x layout, in that nesting, so one op/dtype is one block
+     * and the layouts of a shape are neighbours. Without --shape each op runs its own table
+     * (ops.c); with it, the row ops the RxC shapes and the group ops all of them. */
     const int mix = opt->quick && !ops && !dtypes && !n_shapes;
-    if (n_shapes == 0) {
-        const bench_shape *sh = opt->quick ? quick_shapes : default_shapes;
-        n_shapes = opt->quick ? N_OF(quick_shapes) : N_OF(default_shapes);
-        memcpy(shapes, sh, n_shapes * sizeof *sh);
-    }
     bench_op layer;
     if (!ops && bench_op_find(CLNORM_LAYER, CLNORM_FORWARD, &layer) == 0)
         ops = 1u << layer;
     if (!dtypes)
         dtypes = 1u << CLNORM_F32;
-    for (bench_op o = 0; o < bench_op_count(); o++)
+    if (!layouts)
+        layouts = 1u << CLNORM_NCHW | 1u << CLNORM_NHWC;
+    int used[BENCH_MAX_SHAPES] = {0};
+    for (bench_op o = 0; o < bench_op_count(); o++) {
+        if (!(ops >> o & 1u))
+            continue;
+        const bench_op_info *info = bench_op_get(o);
+        const int grouped = info->form == BENCH_FORM_GROUPS;
+        const bench_shape *sh = n_shapes    ? shapes
+                                : opt->quick ? info->quick_shapes
+                                             : info->shapes;
+        const size_t n = n_shapes ? n_shapes : opt->quick ? info->n_quick_shapes : info->n_shapes;
         for (int t = 0; t < BENCH_N_DTYPES; t++)
-            for (size_t k = 0; (ops >> o & 1u) && (dtypes >> t & 1u) && k < n_shapes; k++)
-                opt->cases[opt->n_cases++] = (bench_case){o, (clnorm_dtype)t, shapes[k]};
+            for (size_t k = 0; (dtypes >> t & 1u) && k < n; k++) {
+                if (!grouped && groups_only(&sh[k]))
+                    continue;
+                if (n_shapes)
+                    used[k] = 1;
+                for (int l = 0; l < 2; l++) {
+                    if (grouped ? !(layouts >> l & 1u) : l != CLNORM_NCHW)
+                        continue;
+                    if (opt->n_cases == BENCH_MAX_CASES)
+                        return bad("too many cases (at most %d)", BENCH_MAX_CASES);
+                    add_case(opt, o, (clnorm_dtype)t, &sh[k], (clnorm_layout)l);
+                }
+            }
+    }
+    for (size_t k = 0; k < n_shapes; k++)
+        if (!used[k])
+            return bad("--shape %zux%zu...: a shape with spatial dims or groups is a GroupNorm "
+                       "shape, and no group op was asked for (--op group)", shapes[k].rows,
+                       shapes[k].cols);
     for (size_t k = 0; mix && k < N_OF(quick_extra); k++) {
         bench_op o;
-        if (bench_op_find(quick_extra[k].kind, quick_extra[k].dir, &o) == 0)
-            opt->cases[opt->n_cases++] =
-                (bench_case){o, quick_extra[k].dtype, quick_extra[k].shape};
+        if (bench_op_find(quick_extra[k].kind, quick_extra[k].dir, &o) != 0)
+            continue;
+        const bench_op_info *info = bench_op_get(o);
+        const bench_shape *sh = quick_extra[k].shape.rows ? &quick_extra[k].shape
+                                                          : &info->quick_shapes[0];
+        add_case(opt, o, quick_extra[k].dtype, sh, quick_extra[k].layout);
+    }
+    opt->shape_width = 13;
+    for (size_t k = 0; k < opt->n_cases; k++) {
+        char label[BENCH_SHAPE_LABEL];
+        const bench_case *c = &opt->cases[k];
+        bench_shape_label(&c->shape, bench_op_get(c->op)->form, c->layout, label, sizeof label);
+        if ((int)strlen(label) > opt->shape_width)
+            opt->shape_width = (int)strlen(label);
     }
     if (opt->reps < 0)
         opt->reps = opt->quick ? 5 : 30;

@@ -103,7 +103,9 @@ int bench_write_plot(const char *path, const char *title, const bench_results *r
             continue; /* one line per case, written at its first result */
         if (mixed)
             fprintf(data, "%s %s ", bench_op_name(x->op), bench_dtype_name(x->dtype));
-        fprintf(data, "%zux%zu", x->rows, x->cols);
+        char label[BENCH_SHAPE_LABEL];
+        bench_shape_label(&x->shape, bench_op_get(x->op)->form, x->layout, label, sizeof label);
+        fprintf(data, "%s", label);
         for (size_t k = 0; k < n_impls; k++) {
             double g = -1.0;
             for (size_t j = i; j < r->n && bench_same_case(&r->v[j], x); j++)

@@ -1,8 +1,9 @@
 /* The contenders compiled into this build, in the order of the table: the device's copy
  * limit and the OpenCL contenders first, then the host's copy limit and the CPU contenders.
  * Which ops a contender takes part in follows from the slots it can pass (bench_contender
- * .slots, .needs) against the slots each op takes (ops.c): the generic ones (copies, clnorm,
- * the CPU reference) run every op of the table; the baselines run the ops they implement.
+ * .slots, .needs) against the slots each op takes (ops.c), and from the forms of data it
+ * takes (.forms: rows x cols, GroupNorm's groups): the generic ones (copies, clnorm, the CPU
+ * reference) run every op of the table; the baselines run the ops they implement.
  * CLBlast and oneDNN are here only when CMake found them. */
 #include "bench.h"
 
@@ -26,6 +27,7 @@ static const bench_contender *const all[] = {
     &bench_onednn,
     &bench_onednn_unfused,
     &bench_onednn_bwd,
+    &bench_onednn_groups,
 #endif
 };
 
@@ -51,5 +53,6 @@ int bench_contender_select(const char *name, unsigned long long *mask)
 int bench_contender_runs(const bench_contender *c, bench_op op)
 {
     const bench_op_info *o = bench_op_get(op);
-    return o && (o->given & ~c->slots) == 0 && (c->needs & ~o->given) == 0;
+    const unsigned forms = c->forms ? c->forms : BENCH_FORM_ROWS;
+    return o && (o->form & forms) && (o->given & ~c->slots) == 0 && (c->needs & ~o->given) == 0;
 }

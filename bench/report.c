@@ -58,7 +58,10 @@ void bench_results_derive(bench_results *r, size_t first)
 
 int bench_same_case(const bench_result *a, const bench_result *b)
 {
-    return a->op == b->op && a->dtype == b->dtype && a->rows == b->rows && a->cols == b->cols;
+    return a->op == b->op && a->dtype == b->dtype && a->rows == b->rows && a->cols == b->cols &&
+           a->layout == b->layout && a->shape.groups == b->shape.groups &&
+           a->shape.n_spatial == b->shape.n_spatial &&
+           memcmp(a->shape.spatial, b->shape.spatial, sizeof a->shape.spatial) == 0;
 }
 
 /* Appends text to buf (of size, used so far *used), cutting what does not fit. */
@@ -114,10 +117,13 @@ void bench_report_case(FILE *out, const bench_problem *p, const bench_options *o
     char row_names[128], vec_names[128];
     slot_list(p, rows, row_names, sizeof row_names);
     slot_list(p, vecs, vec_names, sizeof vec_names);
-    fprintf(out, "== %s %s: bytes %d x rows x cols x %u (%s)", bench_op_name(p->op),
-            bench_dtype_name(p->dtype), n_rows, (unsigned)p->elem, row_names);
+    const int grouped = p->info->form == BENCH_FORM_GROUPS;
+    fprintf(out, "== %s %s: bytes %d x %s x %u (%s)", bench_op_name(p->op),
+            bench_dtype_name(p->dtype), n_rows, grouped ? "N x C x spatial" : "rows x cols",
+            (unsigned)p->elem, row_names);
     if (n_vecs)
-        fprintf(out, " + %d x cols x %u (%s)", n_vecs, (unsigned)p->psize, vec_names);
+        fprintf(out, " + %d x %s x %u (%s)", n_vecs, grouped ? "C" : "cols", (unsigned)p->psize,
+                vec_names);
     if (p->dir == CLNORM_BACKWARD)
         fprintf(out, "; max_err: max |err| / max(1, max |ref|) of each output; WRONG above %s "
                 "(rows), %.0e (vectors)\n", tol, atol);
@@ -127,19 +133,19 @@ void bench_report_case(FILE *out, const bench_problem *p, const bench_options *o
     fflush(out);
 }
 
-void bench_report_header(FILE *out)
+void bench_report_header(FILE *out, const bench_options *opt)
 {
-    fprintf(out, "%-13s %-16s %11s %9s %9s %8s %9s  %s\n", "shape", "impl", "median_us",
-            "GB/s", "frac_copy", "x_onednn", "max_err", "note");
+    fprintf(out, "%-*s %-16s %11s %9s %9s %8s %9s  %s\n", opt->shape_width, "shape", "impl",
+            "median_us", "GB/s", "frac_copy", "x_onednn", "max_err", "note");
 }
 
-void bench_report_rows(FILE *out, const bench_results *r, size_t first)
+void bench_report_rows(FILE *out, const bench_results *r, size_t first, const bench_options *opt)
 {
     for (size_t i = first; i < r->n; i++) {
         const bench_result *x = &r->v[i];
-        char shape[48], med[24] = "-", gbps[24] = "-", frac[24] = "-", vs[24] = "-",
-                        err[24] = "-";
-        snprintf(shape, sizeof shape, "%zux%zu", x->rows, x->cols);
+        char shape[BENCH_SHAPE_LABEL], med[24] = "-", gbps[24] = "-", frac[24] = "-",
+                                       vs[24] = "-", err[24] = "-";
+        bench_shape_label(&x->shape, bench_op_get(x->op)->form, x->layout, shape, sizeof shape);
         if (bench_result_timed(x)) {
             snprintf(med, sizeof med, "%.2f", x->median_us);
             snprintf(gbps, sizeof gbps, x->gbps < 1.0 ? "%.3f" : "%.2f", x->gbps);
@@ -159,8 +165,8 @@ void bench_report_rows(FILE *out, const bench_results *r, size_t first)
                           : x->status == BENCH_R_FAILED  ? "FAILED: "
                           : x->status == BENCH_R_SKIPPED ? "skipped: "
                                                          : "";
-        fprintf(out, "%-13s %-16s %11s %9s %9s %8s %9s  %s%s\n", shape, x->impl, med, gbps, frac,
-                vs, err, tag, x->note);
+        fprintf(out, "%-*s %-16s %11s %9s %9s %8s %9s  %s%s\n", opt->shape_width, shape, x->impl,
+                med, gbps, frac, vs, err, tag, x->note);
     }
     fflush(out);
 }
@@ -194,5 +200,35 @@ void bench_report_fused(FILE *out, const bench_results *r, size_t first)
         fprintf(out, "; %.2f of the %s copy", fused->frac_of_copy,
                 fused->side == BENCH_DEVICE ? "device" : "host");
     fputc('\n', out);
+    fflush(out);
+}
+
+void bench_report_ref_target(FILE *out, const bench_results *r, size_t first,
+                             const bench_threads *th)
+{
+    if (first >= r->n)
+        return;
+    const double target = bench_op_get(r->v[first].op)->ref_cores_target;
+    if (target <= 0.0)
+        return;
+    const bench_result *mine = NULL, *ref = NULL;
+    for (size_t i = first; i < r->n; i++) {
+        const bench_result *x = &r->v[i];
+        if (!bench_result_timed(x) || x->status == BENCH_R_WRONG)
+            continue;
+        if ((x->role & BENCH_ROLE_AUTO) && !mine)
+            mine = x;
+        if (x->side == BENCH_HOST && (x->role & BENCH_ROLE_CLNORM) && !ref)
+            ref = x; /* the CPU reference */
+    }
+    if (!mine || !ref) {
+        fprintf(out, "   vs the CPU reference x %d threads: no %s to compare\n", th->threads,
+                mine ? "ref_cpu" : "clnorm_auto");
+        return;
+    }
+    const double ratio = mine->gbps / (ref->gbps * th->threads);
+    fprintf(out, "   vs the CPU reference x %d threads: %s %.2f GB/s = %.2fx (%s %.3f GB/s x %d); "
+            "target >= %.1fx: %s\n", th->threads, mine->impl, mine->gbps, ratio, ref->impl,
+            ref->gbps, th->threads, target, ratio >= target ? "met" : "NOT met");
     fflush(out);
 }
