@@ -170,26 +170,46 @@ static float **result_field(result *r, int i)
 static const char *const result_names[NRESULT] = {"y", "sum", "mean", "rstd", "dx",
                                                   "dgamma", "dbeta", "dx2", "dgamma2"};
 
+/* Elements of a slot of the problem (its extent, clnorm_slot_query). */
+static size_t slot_len(const clnorm_desc *d, clnorm_direction dir, clnorm_arg_slot slot)
+{
+    clnorm_slot_info info;
+    assert_int_equal(clnorm_slot_query(d, dir, slot, &info), CLNORM_OK);
+    return info.extent;
+}
+
 static size_t result_len(const data *in, int i)
 {
-    const size_t n = in->d.rows * in->d.cols;
-    const size_t len[NRESULT] = {n, n, in->d.rows, in->d.rows, n, in->d.cols, in->d.cols, n,
-                                 in->d.cols};
-    return len[i];
+    static const clnorm_arg_slot slots[NRESULT] = {
+        CLNORM_ARG_Y,  CLNORM_ARG_SUM,    CLNORM_ARG_MEAN,  CLNORM_ARG_RSTD,  CLNORM_ARG_DX,
+        CLNORM_ARG_DGAMMA, CLNORM_ARG_DBETA, CLNORM_ARG_DX, CLNORM_ARG_DGAMMA};
+    return slot_len(&in->d, i < 4 ? CLNORM_FORWARD : CLNORM_BACKWARD, slots[i]);
+}
+
+/* Inputs of a description (flags get SAVE_STATS and WITH_BACKWARD), sized from its slots. */
+static void data_make_desc(data *in, const clnorm_desc *d, uint64_t seed)
+{
+    in->d = *d;
+    in->d.flags |= CLNORM_SAVE_STATS | CLNORM_WITH_BACKWARD;
+    clnorm_op_info op;
+    assert_int_equal(clnorm_op_query(d->kind, &op), CLNORM_OK);
+    in->add = op.has_residual;
+    in->mean = op.has_mean;
+    const size_t n = slot_len(&in->d, CLNORM_FORWARD, CLNORM_ARG_X);
+    const size_t c = slot_len(&in->d, CLNORM_FORWARD, CLNORM_ARG_GAMMA);
+    in->x = floats(n, &seed, 2.0, 3.0);
+    in->res = in->add ? floats(n, &seed, -1.0, 1.0) : NULL;
+    in->dy = floats(n, &seed, 0.0, 1.0);
+    in->gamma = floats(c, &seed, 1.0, 0.3);
+    in->beta = floats(c, &seed, 0.0, 0.3);
+    assert_true(in->x && in->dy && in->gamma && in->beta && (!in->add || in->res));
 }
 
 static void data_make(data *in, clnorm_kind kind, size_t rows, size_t cols, uint64_t seed)
 {
-    clnorm_desc_init(&in->d, kind, rows, cols);
-    in->d.flags = CLNORM_SAVE_STATS | CLNORM_WITH_BACKWARD;
-    in->add = kind == CLNORM_ADD_LAYER || kind == CLNORM_ADD_RMS;
-    in->mean = kind == CLNORM_LAYER || kind == CLNORM_ADD_LAYER;
-    in->x = floats(rows * cols, &seed, 2.0, 3.0);
-    in->res = in->add ? floats(rows * cols, &seed, -1.0, 1.0) : NULL;
-    in->dy = floats(rows * cols, &seed, 0.0, 1.0);
-    in->gamma = floats(cols, &seed, 1.0, 0.3);
-    in->beta = floats(cols, &seed, 0.0, 0.3);
-    assert_true(in->x && in->dy && in->gamma && in->beta && (!in->add || in->res));
+    clnorm_desc d;
+    clnorm_desc_init(&d, kind, rows, cols);
+    data_make_desc(in, &d, seed);
 }
 
 static void data_free(data *in)
@@ -291,12 +311,13 @@ static cl_mem upload(cl_context c, const float *p, size_t n)
 static int dev_make(dev_bufs *b, cl_context c, const data *in, result *shape)
 {
     memset(b, 0, sizeof *b);
-    const size_t n = in->d.rows * in->d.cols;
+    const size_t n = slot_len(&in->d, CLNORM_FORWARD, CLNORM_ARG_X);
+    const size_t nc = slot_len(&in->d, CLNORM_FORWARD, CLNORM_ARG_GAMMA);
     b->x = upload(c, in->x, n);
     b->res = upload(c, in->res, n);
     b->dy = upload(c, in->dy, n);
-    b->gamma = upload(c, in->gamma, in->d.cols);
-    b->beta = upload(c, in->beta, in->d.cols);
+    b->gamma = upload(c, in->gamma, nc);
+    b->beta = upload(c, in->beta, nc);
     if (!b->x || !b->dy || !b->gamma || !b->beta || (in->res && !b->res))
         return -1;
     for (int i = 0; i < NRESULT; i++) {
@@ -496,7 +517,7 @@ static void expect(clnorm_ctx *ctx, clnorm_plan *plan, const data *in, result *w
     if (st != CLNORM_OK)
         print_error("single-threaded run: %s\n", clnorm_last_error(ctx));
     assert_int_equal(st, CLNORM_OK);
-    const size_t n = in->d.rows * in->d.cols;
+    const size_t n = slot_len(&in->d, CLNORM_FORWARD, CLNORM_ARG_X);
     float *y = malloc(n * sizeof *y), *sum = malloc(n * sizeof *sum);
     assert_true(y && sum);
     clnorm_host_arg a[6] = {{CLNORM_ARG_X, in->x},
@@ -558,14 +579,14 @@ static void test_own_plans(void **state)
 }
 
 /* (b) 4 threads on one plan of a strategy, in every mode. */
-static void shared_plan(suite *s, clnorm_strategy st, size_t rows, size_t cols)
+static void shared_plan_desc(suite *s, clnorm_strategy st, const clnorm_desc *d)
 {
     enum { N = 4 };
     data in[N][2];
     result want[N][2];
     for (int i = 0; i < N; i++)
         for (int k = 0; k < 2; k++)
-            data_make(&in[i][k], CLNORM_LAYER, rows, cols, 2000 + 10 * (uint64_t)i + (uint64_t)k);
+            data_make_desc(&in[i][k], d, 2000 + 10 * (uint64_t)i + (uint64_t)k);
     clnorm_plan *plan = NULL;
     assert_int_equal(clnorm_plan_create_with(s->ctx, &in[0][0].d, st, &plan), CLNORM_OK);
     for (int i = 0; i < N; i++)
@@ -610,6 +631,13 @@ static void shared_plan(suite *s, clnorm_strategy st, size_t rows, size_t cols)
         }
 }
 
+static void shared_plan(suite *s, clnorm_strategy st, size_t rows, size_t cols)
+{
+    clnorm_desc d;
+    clnorm_desc_init(&d, CLNORM_LAYER, rows, cols);
+    shared_plan_desc(s, st, &d);
+}
+
 /* Few long rows: split runs several column chunks (scratch: per-chunk statistics) and the
  * backward cuts rows into chunks too (scratch: chunk sums, partials, recomputed statistics). */
 static void test_shared_plan_split(void **state)
@@ -631,6 +659,18 @@ static void test_shared_plan_workgroup(void **state)
 static void test_shared_plan_subgroup(void **state)
 {
     shared_plan(device_suite(state), CLNORM_STRATEGY_SUBGROUP, 6, 500);
+}
+
+/* GroupNorm in NHWC: a three-step forward and a six-step backward over three scratch
+ * buffers (moments, statistics, the per-channel table; sums, coefficients), shared. */
+static void test_shared_plan_group_nhwc(void **state)
+{
+    clnorm_desc d;
+    clnorm_desc_init(&d, CLNORM_GROUP, 6, 64);
+    d.groups = 8;
+    d.spatial = 150;
+    d.layout = CLNORM_NHWC;
+    shared_plan_desc(device_suite(state), CLNORM_STRATEGY_SPLIT, &d);
 }
 
 /* ---- (c) CLNORM_VERBOSE with threads ---- */
@@ -908,6 +948,7 @@ int main(void)
         cmocka_unit_test(test_shared_plan_split),
         cmocka_unit_test(test_shared_plan_workgroup),
         cmocka_unit_test(test_shared_plan_subgroup),
+        cmocka_unit_test(test_shared_plan_group_nhwc),
         cmocka_unit_test(test_verbose_threads),
         cmocka_unit_test(test_last_error_per_thread),
         cmocka_unit_test(test_last_error_new_thread),
