@@ -35,6 +35,16 @@ typedef struct {
     int silu;
 } gn_chan;
 
+/* ch with channel c's gamma and beta (the statistics stay those of ch's group). */
+inline gn_chan gn_chan_at(gn_chan ch, __global const P *gamma, ulong gamma_off,
+                          __global const P *beta, ulong beta_off, ulong c, uint flags)
+{
+    ch.gam = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c] : (A)1;
+    ch.bet = (flags & CLNORM_KF_BETA) ? beta[beta_off + c] : (A)0;
+    return ch;
+}
+#define GN_CHAN_AT(ch, c) gn_chan_at(ch, gamma, gamma_off, beta, beta_off, c, flags)
+
 inline gn_chan gn_chan_of(__global const P *gamma, ulong gamma_off, __global const P *beta,
                           ulong beta_off, __global const P *mean, ulong mean_off,
                           __global const P *rstd, ulong rstd_off, __global const A *stats,
@@ -43,10 +53,8 @@ inline gn_chan gn_chan_of(__global const P *gamma, ulong gamma_off, __global con
     gn_chan ch;
     gn_stats_of(mean, mean_off, rstd, rstd_off, stats, n * groups + c / cpg, flags, &ch.K,
                 &ch.m, &ch.r, &ch.sc);
-    ch.gam = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c] : (A)1;
-    ch.bet = (flags & CLNORM_KF_BETA) ? beta[beta_off + c] : (A)0;
     ch.silu = (flags & CLNORM_KF_SILU) != 0;
-    return ch;
+    return gn_chan_at(ch, gamma, gamma_off, beta, beta_off, c, flags);
 }
 #define GN_CHAN(n, c)                                                                       \
     gn_chan_of(gamma, gamma_off, beta, beta_off, mean, mean_off, rstd, rstd_off, stats, n,   \
@@ -133,16 +141,14 @@ __kernel void gn_nhwc_bwd_sums(GN_BWD_IN_PARAMS GN_PARAMS, __global const A *sta
             for (ulong c = 0; c < 2 * C; c++)
                 st[c] = 0;
             for (ulong p = p0; p < p1; p++)
-                for (ulong c = 0; c < C; c += cpg) {
-                    const gn_chan ch0 = GN_CHAN(n, c);
-                    for (ulong k = 0; k < cpg; k++) {
-                        gn_chan ch = ch0;
-                        ch.gam = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c + k] : (A)1;
-                        ch.bet = (flags & CLNORM_KF_BETA) ? beta[beta_off + c + k] : (A)0;
-                        const A xh = gn_xhat(ch, LOAD1(xs + p * C + c + k));
-                        const A dz = gn_dz(ch, LOAD1(ds + p * C + c + k), xh);
-                        st[c + k] = fma(dz, xh, st[c + k]);
-                        st[C + c + k] += dz;
+                for (ulong c0 = 0; c0 < C; c0 += cpg) {
+                    const gn_chan cg = GN_CHAN(n, c0); /* the group's statistics, once */
+                    for (ulong c = c0; c < c0 + cpg; c++) {
+                        const gn_chan ch = GN_CHAN_AT(cg, c);
+                        const A xh = gn_xhat(ch, LOAD1(xs + p * C + c));
+                        const A dz = gn_dz(ch, LOAD1(ds + p * C + c), xh);
+                        st[c] = fma(dz, xh, st[c]);
+                        st[C + c] += dz;
                     }
                 }
             continue;
@@ -274,10 +280,13 @@ __kernel void gn_nhwc_bwd_dx(GN_BWD_PARAMS GN_PARAMS, __global const A *stats,
         __global T *os = dx + dx_off + n * dx_stride;
         if (L == 1) {
             for (ulong p = p0; p < p1; p++)
-                for (ulong c = 0; c < C; c++) {
-                    const gn_chan ch = GN_CHAN(n, c);
-                    __global const A *cf = coef + (n * G + c / cpg) * 2;
-                    STORE1(gn_dx(ch, cf, LOAD1(xs + p * C + c), LOAD1(ds + p * C + c)), os + p * C + c);
+                for (ulong c0 = 0; c0 < C; c0 += cpg) {
+                    const gn_chan cg = GN_CHAN(n, c0); /* the group's statistics, once */
+                    __global const A *cf = coef + (n * G + c0 / cpg) * 2;
+                    for (ulong c = c0; c < c0 + cpg; c++)
+                        STORE1(gn_dx(GN_CHAN_AT(cg, c), cf, LOAD1(xs + p * C + c),
+                                     LOAD1(ds + p * C + c)),
+                               os + p * C + c);
                 }
             continue;
         }

@@ -235,6 +235,8 @@ size_t clnorm_div_up(size_t a, size_t b);
 size_t clnorm_clamp(size_t v, size_t lo, size_t hi);
 /* A work-group size within the kernels' limit kmax (0: none) and the device's. */
 size_t clnorm_fit_local(size_t local, size_t kmax, const clnorm_device_profile *p);
+/* Work-groups along a row axis: want, within [1, most] and the test cap CLNORM_MAX_GROUPS. */
+size_t clnorm_row_groups(size_t want, size_t most, const clnorm_tuning *t);
 clnorm_status clnorm_read_tuning(clnorm_ctx *ctx, clnorm_tuning *t);
 clnorm_strategy clnorm_policy_strategy(const clnorm_device_profile *p, const clnorm_desc *d,
                                        const clnorm_tuning *t);

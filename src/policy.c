@@ -204,7 +204,7 @@ size_t clnorm_fit_local(size_t local, size_t kmax, const clnorm_device_profile *
 }
 
 /* Work-groups along the row axis: at most `most`, and the test cap CLNORM_MAX_GROUPS. */
-static size_t row_groups(size_t want, size_t most, const clnorm_tuning *t)
+size_t clnorm_row_groups(size_t want, size_t most, const clnorm_tuning *t)
 {
     size_t g = clnorm_clamp(want, 1, most);
     return t->max_groups && g > t->max_groups ? t->max_groups : g;
@@ -221,11 +221,11 @@ static clnorm_status forward_geometry(const clnorm_device_profile *p, const clno
          * that a CPU runtime's per-group cost stays small next to a group's rows. */
         g->local = clnorm_fit_local(t->local_size ? t->local_size : clnorm_clamp(d->rows / (4 * cu), 1, 64), kmax,
                        p);
-        g->groups = row_groups(clnorm_div_up(d->rows, g->local), (size_t)1 << 20, t);
+        g->groups = clnorm_row_groups(clnorm_div_up(d->rows, g->local), (size_t)1 << 20, t);
         return CLNORM_OK;
     case CLNORM_STRATEGY_WORKGROUP:
         g->local = clnorm_fit_local(cooperative_local(p, d, s, t, vw), kmax, p);
-        g->groups = row_groups(d->rows, (size_t)1 << 20, t);
+        g->groups = clnorm_row_groups(d->rows, (size_t)1 << 20, t);
         return CLNORM_OK;
     case CLNORM_STRATEGY_SUBGROUP: {
         /* 256 items per work-group on GPUs (8 rows of 32-lane segments, 1 row of 256), 2
@@ -239,7 +239,7 @@ static clnorm_status forward_geometry(const clnorm_device_profile *p, const clno
             return CLNORM_UNSUPPORTED;
         }
         g->local -= g->local % seg;
-        g->groups = row_groups(clnorm_div_up(d->rows, g->local / seg), (size_t)1 << 20, t);
+        g->groups = clnorm_row_groups(clnorm_div_up(d->rows, g->local / seg), (size_t)1 << 20, t);
         return CLNORM_OK;
     }
     case CLNORM_STRATEGY_SPLIT: {
@@ -258,7 +258,7 @@ static clnorm_status forward_geometry(const clnorm_device_profile *p, const clno
         chunks = clnorm_clamp(chunks, 1, clnorm_div_up(d->cols, min_len));
         g->chunk_len = clnorm_div_up(clnorm_div_up(d->cols, chunks), vw) * vw;
         g->chunks = clnorm_div_up(d->cols, g->chunk_len);
-        g->groups = row_groups(d->rows, (size_t)1 << 16, t);
+        g->groups = clnorm_row_groups(d->rows, (size_t)1 << 16, t);
         return CLNORM_OK;
     }
     default:
@@ -301,8 +301,8 @@ static void backward_geometry(const clnorm_device_profile *p, const clnorm_desc 
      * over rows; with one item per group (CPU) few enough groups to keep a runtime's
      * per-group cost small. */
     g->bwd_stats_groups =
-        row_groups(d->rows, g->bwd_local == 1 ? 64 * cu : 65536, t);
-    g->bwd_sums_groups = row_groups(d->rows, (size_t)1 << 16, t);
+        clnorm_row_groups(d->rows, g->bwd_local == 1 ? 64 * cu : 65536, t);
+    g->bwd_sums_groups = clnorm_row_groups(d->rows, (size_t)1 << 16, t);
     g->bwd_chunk_len = clnorm_div_up(clnorm_div_up(d->cols, chunks), vw) * vw;
     g->bwd_chunks = clnorm_div_up(d->cols, g->bwd_chunk_len);
     g->param_items = d->cols;

@@ -193,16 +193,14 @@ static void geometry(const clnorm_device_profile *p, const clnorm_desc *d,
         /* Tiles of chunk_len positions x C channels: enough of them for the device, no
          * shorter than 16 positions (the merges add every tile's moments); on CPUs at most
          * ~32K elements (two passes over a tile stay in the core's L2). */
-        const size_t target = (cpu ? 4 : 4) * cu;
-        size_t chunks = clnorm_clamp(clnorm_div_up(target, d->rows ? d->rows : 1), 1, clnorm_div_up(hw, 16));
+        size_t chunks =
+            clnorm_clamp(clnorm_div_up(4 * cu, d->rows ? d->rows : 1), 1, clnorm_div_up(hw, 16));
         if (cpu)
             chunks = clnorm_clamp(chunks, clnorm_div_up(hw * C, 32768), hw);
         g->chunk_len = clnorm_div_up(hw, chunks);
         g->chunks = clnorm_div_up(hw, g->chunk_len);
         g->local = local;
-        g->groups = clnorm_clamp(d->rows, 1, 65535);
-        if (t->max_groups && g->groups > t->max_groups)
-            g->groups = t->max_groups;
+        g->groups = clnorm_row_groups(d->rows, 65535, t);
         g->bwd_chunks = g->chunks;
         g->bwd_chunk_len = g->chunk_len;
     } else {
@@ -218,15 +216,13 @@ static void geometry(const clnorm_device_profile *p, const clnorm_desc *d,
             bl *= 2;
     }
     g->bwd_local = clnorm_fit_local(t->local_size ? t->local_size : bl, km, p);
-    g->bwd_stats_groups = clnorm_clamp(d->rows * C, 1, cpu ? 64 * cu : 65536);
-    if (t->max_groups && g->bwd_stats_groups > t->max_groups)
-        g->bwd_stats_groups = t->max_groups;
+    g->bwd_stats_groups = clnorm_row_groups(d->rows * C, cpu ? 64 * cu : 65536, t);
     /* parameters: CB = 8 channels x L / 8 slices of the tiles per work-group on GPUs
      * (group_backward.cl), one item per channel on CPUs */
-    g->bwd_param_local = clnorm_fit_local(t->local_size ? t->local_size : (cpu ? 1 : 256), km, p);
-    g->param_items = g->bwd_param_local >= 8
-                         ? clnorm_div_up(C, g->bwd_param_local / (g->bwd_param_local / 8)) * g->bwd_param_local
-                         : clnorm_div_up(C, g->bwd_param_local) * g->bwd_param_local;
+    const size_t pl = clnorm_fit_local(t->local_size ? t->local_size : (cpu ? 1 : 256), km, p);
+    const size_t slices = pl >= 8 ? pl / 8 : 1; /* the kernel's S; pl / slices is its CB */
+    g->bwd_param_local = pl;
+    g->param_items = clnorm_div_up(C, pl / slices) * pl;
 }
 
 static void scratch_bytes(const clnorm_desc *d, const clnorm_geometry *g, clnorm_direction dir,

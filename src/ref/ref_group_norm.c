@@ -78,13 +78,27 @@ static void forward(const clnorm_desc *d, const clnorm_host_ptrs *a)
         }
 }
 
-/* dz of one element: dy through the SiLU when there is one. */
-static double dz_of(const clnorm_desc *d, double dyv, double xh, double gam, double bet)
+/* One element's xhat and dz (dy through the SiLU when there is one), given its group's
+ * statistics (K, m, r) and its channel's gamma and beta. */
+typedef struct {
+    const clnorm_desc *d;
+    const void *x, *dy;
+    double K, m, r;
+} group_ctx;
+
+static void xhat_dz(const group_ctx *gc, size_t n, size_t c, size_t p, double gam, double bet,
+                    double *xh, double *dz)
 {
-    if (!(d->flags & CLNORM_SILU))
-        return dyv;
-    const double z = xh * gam + bet, s = sigmoid(z);
-    return dyv * s * (1.0 + z * (1.0 - s));
+    const clnorm_desc *d = gc->d;
+    *xh = ((clnorm_elem_load(d->dtype, gc->x, at(d, d->x_stride, n, c, p)) - gc->K) - gc->m) *
+          gc->r;
+    const double dyv = clnorm_elem_load(d->dtype, gc->dy, at(d, d->y_stride, n, c, p));
+    if (!(d->flags & CLNORM_SILU)) {
+        *dz = dyv;
+        return;
+    }
+    const double z = *xh * gam + bet, s = sigmoid(z);
+    *dz = dyv * s * (1.0 + z * (1.0 - s));
 }
 
 static clnorm_status backward(const clnorm_desc *d, const clnorm_host_ptrs *a)
@@ -105,20 +119,20 @@ static clnorm_status backward(const clnorm_desc *d, const clnorm_host_ptrs *a)
     const double eps = clnorm_arith_eps(d);
     for (size_t n = 0; n < d->rows && (acc || dx); n++)
         for (size_t g = 0; g < d->groups; g++) {
-            double K = 0.0, m = 0.0, r;
+            group_ctx gc = {d, x, dy, 0.0, 0.0, 0.0};
             if (rstd) {
-                K = clnorm_elem_load(pt, mean, n * d->groups + g);
-                r = clnorm_elem_load(pt, rstd, n * d->groups + g);
+                gc.K = clnorm_elem_load(pt, mean, n * d->groups + g);
+                gc.r = clnorm_elem_load(pt, rstd, n * d->groups + g);
             } else {
-                group_stats(d, x, n, g, eps, &K, &m, &r);
+                group_stats(d, x, n, g, eps, &gc.K, &gc.m, &gc.r);
             }
             double sg = 0.0, sgx = 0.0;
             for (size_t c = g * cpg; c < (g + 1) * cpg; c++) {
                 const double gam = gamma ? clnorm_elem_load(pt, gamma, c) : 1.0;
                 const double bet = beta ? clnorm_elem_load(pt, beta, c) : 0.0;
                 for (size_t p = 0; p < d->spatial; p++) {
-                    const double xh = ((clnorm_elem_load(t, x, at(d, d->x_stride, n, c, p)) - K) - m) * r;
-                    const double dz = dz_of(d, clnorm_elem_load(t, dy, at(d, d->y_stride, n, c, p)), xh, gam, bet);
+                    double xh, dz;
+                    xhat_dz(&gc, n, c, p, gam, bet, &xh, &dz);
                     sg += dz * gam;
                     sgx += dz * gam * xh;
                     if (acc) {
@@ -135,10 +149,10 @@ static clnorm_status backward(const clnorm_desc *d, const clnorm_host_ptrs *a)
                 const double gam = gamma ? clnorm_elem_load(pt, gamma, c) : 1.0;
                 const double bet = beta ? clnorm_elem_load(pt, beta, c) : 0.0;
                 for (size_t p = 0; p < d->spatial; p++) {
-                    const size_t xi = at(d, d->x_stride, n, c, p);
-                    const double xh = ((clnorm_elem_load(t, x, xi) - K) - m) * r;
-                    const double dz = dz_of(d, clnorm_elem_load(t, dy, at(d, d->y_stride, n, c, p)), xh, gam, bet);
-                    clnorm_elem_store(t, dx, xi, r * (dz * gam - mg - xh * mgx));
+                    double xh, dz;
+                    xhat_dz(&gc, n, c, p, gam, bet, &xh, &dz);
+                    clnorm_elem_store(t, dx, at(d, d->x_stride, n, c, p),
+                                      gc.r * (dz * gam - mg - xh * mgx));
                 }
             }
         }
