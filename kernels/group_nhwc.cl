@@ -31,8 +31,8 @@
 /* Channel c's moments over positions [p0, p1) (cnt of them) around its first element: the
  * sum of x - K_c, then (the positions again, from cache) the sum of squared deviations from
  * the tile's own mean. Two accumulators each, for the loads' latency. */
-inline void gn_channel_moments_private(__global const T *xs, ulong c, ulong C, ulong p0,
-                                       ulong p1, A cnt, A *s_out, A *q_out)
+inline void gn_channel_moments(__global const T *xs, ulong c, ulong C, ulong p0, ulong p1,
+                               A cnt, A *s_out, A *q_out)
 {
     const A K = LOAD1(xs + c);
     A s0 = 0, s1 = 0;
@@ -57,14 +57,6 @@ inline void gn_channel_moments_private(__global const T *xs, ulong c, ulong C, u
     }
     *s_out = s;
     *q_out = q0 + q1;
-}
-inline void gn_channel_moments(__global const T *xs, ulong c, ulong C, ulong p0, ulong p1,
-                               A cnt, __global A *s_out, __global A *q_out)
-{
-    A s, q;
-    gn_channel_moments_private(xs, c, C, p0, p1, cnt, &s, &q);
-    *s_out = s;
-    *q_out = q;
 }
 
 /* The moments (S, M2) of one tile of the group of channels [c0, c0 + cpg) into out, from its
@@ -126,8 +118,12 @@ __kernel void gn_nhwc_moments(IN_PARAMS, __global A *part, ulong rows, ulong chu
                 CAT(vstore, VW)(s, 0, pt + c);
                 CAT(vstore, VW)(q0 + q1, 0, pt + C + c);
             }
-            for (ulong c = cv; c < C; c++)
-                gn_channel_moments(xs, c, C, p0, p1, cnt, pt + c, pt + C + c);
+            for (ulong c = cv; c < C; c++) {
+                A sc, q;
+                gn_channel_moments(xs, c, C, p0, p1, cnt, &sc, &q);
+                pt[c] = sc;
+                pt[C + c] = q;
+            }
             for (ulong g = 0; g < G; g++)
                 gn_group_moments(xs, pt, g * cpg, cpg, C, cnt, pt + 2 * C + 2 * g);
             continue;
@@ -139,7 +135,7 @@ __kernel void gn_nhwc_moments(IN_PARAMS, __global A *part, ulong rows, ulong chu
             const ulong c = c0 + lid;
             const A K = LOAD1(xs + c);
             A s, q;
-            gn_channel_moments_private(xs, c, C, p0, p1, cnt, &s, &q);
+            gn_channel_moments(xs, c, C, p0, p1, cnt, &s, &q);
             /* the group's S: S'_c added in channel order by the group's first item */
             const A Kg = LOAD1(xs + c0 + lead);
             const A sh = fma(cnt, K - Kg, s); /* S'_c */
