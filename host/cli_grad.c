@@ -1,19 +1,23 @@
 /*
  * cli_grad.c - `clnorm grad`: given X (and a residual R) and the gradient DY of the
  * normalization's output (and DS of the sum's), runs the backward pass for the gradients
- * asked for (dx, which with a residual is also dresidual, dgamma, dbeta), on a device (one
- * plan made with CLNORM_WITH_BACKWARD) or on the CPU reference with --cpu; GroupNorm (and its
- * SiLU) with --groups. Unless the forward's saved statistics are given (--mean / --rstd, as
- * `run` wrote them), the library recomputes them from X, split as the forward splits them
- * (first element + the mean of the rest), which keeps rows with a large mean exact where a
- * float32 saved mean would not be. The same rules as `run`: everything validated first, one
- * error line, the outputs written all-or-nothing.
+ * asked for (dx, which with a residual is also dresidual, dgamma, dbeta, and with the
+ * per-sample modulation dscale, dshift), on a device (one plan made with
+ * CLNORM_WITH_BACKWARD) or on the CPU reference with --cpu; GroupNorm (and its SiLU) with
+ * --groups. Unless the forward's saved statistics are given (--mean / --rstd, as `run` wrote
+ * them), the library recomputes them from X, split as the forward splits them (first element
+ * + the mean of the rest), which keeps rows with a large mean exact where a float32 saved mean
+ * would not be; precomputed statistics (--mean-input / --rstd-input) are constants of the
+ * backward instead. The same rules as `run`: everything validated first, one error line, the
+ * outputs written all-or-nothing.
  */
 #include "cli_grad.h"
 
 #include "cli_args.h"
 #include "cli_engine.h"
+#include "cli_global_stats.h"
 #include "cli_group.h"
+#include "cli_modulation.h"
 #include "cli_problem.h"
 
 #include <clnorm.h>
@@ -25,6 +29,7 @@
 typedef struct {
     cli_norm_opts norm;
     const char *grad_output, *grad_sum_output, *grad_input, *grad_gamma, *grad_beta;
+    const char *grad_scale, *grad_shift;
     const char *mean, *rstd; /* the forward's saved statistics, read instead of recomputed */
 } grad_opts;
 
@@ -35,6 +40,10 @@ static const cli_slot_option grad_outputs[] = {
     {"grad-gamma", CLNORM_ARG_DGAMMA, offsetof(grad_opts, grad_gamma),
      "is not written by this operation"},
     {"grad-beta", CLNORM_ARG_DBETA, offsetof(grad_opts, grad_beta),
+     "is not written by this operation"},
+    {"grad-scale", CLNORM_ARG_DSCALE, offsetof(grad_opts, grad_scale),
+     "is not written by this operation"},
+    {"grad-shift", CLNORM_ARG_DSHIFT, offsetof(grad_opts, grad_shift),
      "is not written by this operation"},
 };
 #define GRAD_OUTPUTS (sizeof grad_outputs / sizeof grad_outputs[0])
@@ -55,15 +64,19 @@ static void grad_usage(FILE *out)
 {
     fputs("usage: clnorm grad --input X.npy [--residual R.npy] --grad-output DY.npy\n"
           "                   [--grad-sum-output DS.npy] [--grad-input DX.npy]\n"
-          "                   [--grad-gamma DG.npy] [--grad-beta DB.npy] [options]\n"
+          "                   [--grad-gamma DG.npy] [--grad-beta DB.npy]\n"
+          "                   [--scale SCALE.npy [--grad-scale DSCALE.npy]]\n"
+          "                   [--shift SHIFT.npy [--grad-shift DSHIFT.npy]]\n"
+          "                   [--mean-input MEAN.npy --rstd-input RSTD.npy] [options]\n"
           "       clnorm grad --groups G [--layout nchw|nhwc] [--silu] --input X.npy\n"
           "                   --grad-output DY.npy [--grad-input DX.npy] [...]\n"
           "\n"
           "The backward pass of normalizing X (or X + R with --residual) over its last K\n"
-          "dims, or with --groups per sample and group of channels: given DY, the gradient\n"
-          "of the loss with respect to the output, writes the gradients with respect to X,\n"
-          "gamma and beta that are asked for (at least one). The statistics are recomputed\n"
-          "from X (and R) unless the forward's are given.\n"
+          "dims (and modulating it per sample), or with --groups per sample and group of\n"
+          "channels: given DY, the gradient of the loss with respect to the output, writes\n"
+          "the gradients with respect to X, gamma, beta, scale and shift that are asked\n"
+          "for (at least one). The statistics are recomputed from X (and R) unless the\n"
+          "forward's are given.\n"
           "\n"
           "  --input X.npy     the forward's input (at least one dimension, two with\n"
           "                    --groups)\n"
@@ -81,14 +94,24 @@ static void grad_usage(FILE *out)
           "                    gamma; needs --gamma)\n"
           "  --grad-beta DB.npy\n"
           "                    write dbeta, the sum over rows of dy (needs --beta)\n"
+          "  --grad-scale DSCALE.npy\n"
+          "                    write dscale, (B, C): for each sample the sum over its rows\n"
+          "                    of dy * z, z = xhat * gamma + beta (needs --scale; pass the\n"
+          "                    forward's --beta too, z reads it)\n"
+          "  --grad-shift DSHIFT.npy\n"
+          "                    write dshift, (B, C): for each sample the sum over its rows\n"
+          "                    of dy (needs --shift, which the backward reads no further)\n"
           "  --mean M.npy, --rstd RSTD.npy\n"
           "                    the statistics the forward saved ('clnorm run --mean --rstd'),\n"
           "                    used instead of recomputing them from X: both, or with\n"
           "                    --rms --rstd alone\n"
           "With --groups --silu the backward goes through the SiLU, which reads beta: pass\n"
-          "the forward's --beta.\n",
+          "the forward's --beta. With --scale it goes through the modulation (dz = dy *\n"
+          "(1 + scale[b])): pass the forward's --scale.\n",
           out);
     fputs(cli_norm_opts_help, out);
+    fputs(cli_modulation_opts_help, out);
+    fputs(cli_global_stats_opts_help, out);
     fputs(cli_group_opts_help, out);
     fputs("  -h, --help        this help\n", out);
 }
@@ -101,8 +124,10 @@ static int check_grad_options(const grad_opts *o)
         cli_error("grad needs --input X.npy and --grad-output DY.npy (see 'clnorm grad --help')");
         return -1;
     }
-    if (o->grad_input == NULL && o->grad_gamma == NULL && o->grad_beta == NULL) {
-        cli_error("grad writes nothing: ask for --grad-input, --grad-gamma and/or --grad-beta");
+    if (o->grad_input == NULL && o->grad_gamma == NULL && o->grad_beta == NULL &&
+        o->grad_scale == NULL && o->grad_shift == NULL) {
+        cli_error("grad writes nothing: ask for --grad-input, --grad-gamma, --grad-beta, "
+                  "--grad-scale and/or --grad-shift");
         return -1;
     }
     if (o->grad_gamma != NULL && o->norm.gamma == NULL) {
@@ -113,7 +138,18 @@ static int check_grad_options(const grad_opts *o)
         cli_error("--grad-beta needs --beta: without beta there is no gradient for it");
         return -1;
     }
+    if (o->grad_scale != NULL && o->norm.scale == NULL) {
+        cli_error("--grad-scale needs --scale: without a scale there is no gradient for it");
+        return -1;
+    }
+    if (o->grad_shift != NULL && o->norm.shift == NULL) {
+        cli_error("--grad-shift needs --shift: without a shift there is no gradient for it");
+        return -1;
+    }
     if (cli_norm_check_options(&o->norm) != 0 ||
+        cli_global_stats_exclude(&o->norm, o->mean, o->rstd,
+                                 "the backward reads either the forward's saved statistics "
+                                 "or precomputed constants, not both") != 0 ||
         cli_check_slot_options(grad_inputs, GRAD_INPUTS, o, cli_norm_kind(&o->norm),
                                CLNORM_BACKWARD) != 0)
         return -1;
@@ -145,6 +181,8 @@ static int parse_grad_args(int argc, char **argv, grad_opts *o)
         {"grad-input", 0, offsetof(grad_opts, grad_input)},
         {"grad-gamma", 0, offsetof(grad_opts, grad_gamma)},
         {"grad-beta", 0, offsetof(grad_opts, grad_beta)},
+        {"grad-scale", 0, offsetof(grad_opts, grad_scale)},
+        {"grad-shift", 0, offsetof(grad_opts, grad_shift)},
         {"gamma", 0, offsetof(grad_opts, norm.gamma)},
         {"beta", 0, offsetof(grad_opts, norm.beta)},
         {"eps", 0, offsetof(grad_opts, norm.eps_text)},
@@ -152,6 +190,10 @@ static int parse_grad_args(int argc, char **argv, grad_opts *o)
         {"dtype", 0, offsetof(grad_opts, norm.dtype_text)},
         {"mean", 0, offsetof(grad_opts, mean)},
         {"rstd", 0, offsetof(grad_opts, rstd)},
+        {"scale", 0, offsetof(grad_opts, norm.scale)},
+        {"shift", 0, offsetof(grad_opts, norm.shift)},
+        {"mean-input", 0, offsetof(grad_opts, norm.mean_input)},
+        {"rstd-input", 0, offsetof(grad_opts, norm.rstd_input)},
         {"groups", 0, offsetof(grad_opts, norm.groups_text)},
         {"layout", 0, offsetof(grad_opts, norm.layout_text)},
         {"silu", 1, offsetof(grad_opts, norm.silu)},
@@ -175,8 +217,9 @@ typedef struct {
     cli_tensor dy, ds, mean, rstd;
 } grad_inputs_loaded;
 
-/* The backward over the loaded problem and its inputs: the saved statistics when given (else
- * recomputed from x), the gradients asked for, the files written all-or-nothing. */
+/* The backward over the loaded problem and its inputs: the saved or precomputed statistics
+ * when given (else recomputed from x), the gradients asked for, the files written
+ * all-or-nothing. */
 static int run_backward(const grad_opts *o, cli_problem *p, const grad_inputs_loaded *in,
                         cli_engine *e)
 {
@@ -189,9 +232,20 @@ static int run_backward(const grad_opts *o, cli_problem *p, const grad_inputs_lo
     cli_call_input(&c, CLNORM_ARG_X, p->x.data);
     cli_call_input(&c, CLNORM_ARG_RESIDUAL, p->residual.data);
     cli_call_input(&c, CLNORM_ARG_GAMMA, p->gamma.data);
-    cli_call_input_if_read(&c, CLNORM_ARG_BETA, p->beta.data); /* GroupNorm's SiLU */
+    /* beta: GroupNorm's SiLU always reads it (a required slot); the row kinds read it for
+     * dscale alone (z = xhat * gamma + beta) and refuse it without, so it goes in exactly
+     * then. The shift, which the backward does not read, only gives the plan CLNORM_SHIFT
+     * (dshift). */
+    if (o->grad_scale != NULL)
+        cli_call_input(&c, CLNORM_ARG_BETA, p->beta.data);
+    else
+        cli_call_input_if_required(&c, CLNORM_ARG_BETA, p->beta.data);
+    cli_call_input(&c, CLNORM_ARG_SCALE, p->scale.data);
+    cli_call_input_if_read(&c, CLNORM_ARG_SHIFT, p->shift.data);
     cli_call_input(&c, CLNORM_ARG_MEAN, in->mean.data);
     cli_call_input(&c, CLNORM_ARG_RSTD, in->rstd.data);
+    cli_call_input(&c, CLNORM_ARG_MEAN, p->mean_input.data);
+    cli_call_input(&c, CLNORM_ARG_RSTD, p->rstd_input.data);
     cli_call_input(&c, CLNORM_ARG_DY, in->dy.data);
     cli_call_input(&c, CLNORM_ARG_DSUM, in->ds.data);
     if (cli_call_slot_outputs(&c, grad_outputs, GRAD_OUTPUTS, o) == 0 &&

@@ -6,7 +6,9 @@
 #include "cli_problem.h"
 
 #include "cli_args.h"
+#include "cli_global_stats.h"
 #include "cli_group.h"
+#include "cli_modulation.h"
 #include "cli_outputs.h"
 
 #include <stdint.h>
@@ -29,8 +31,8 @@ const char cli_norm_opts_help[] =
     "                    float inputs are rounded to it (to nearest even). With bf16\n"
     "                    the files of X's shape hold raw bfloat16 bits as uint16\n"
     "                    ('<u2'). Tensors of X's shape are written in this type, the\n"
-    "                    others (gamma, beta, mean, rstd, dgamma, dbeta) in float64\n"
-    "                    with f64, else float32\n"
+    "                    others (gamma, beta, mean, rstd, dgamma, dbeta, dscale,\n"
+    "                    dshift) in float64 with f64, else float32\n"
     "  --device SPEC     cpu, gpu, accelerator, P:D (see 'clnorm devices') or a name\n"
     "                    substring; default: CLNORM_DEVICE, else the first GPU\n"
     "  --cpu             use the CPU reference (no OpenCL)\n";
@@ -46,7 +48,10 @@ clnorm_kind cli_norm_kind(const cli_norm_opts *o)
 
 int cli_norm_check_options(const cli_norm_opts *o)
 {
-    return cli_group_check_options(o);
+    if (cli_group_check_options(o) != 0 || cli_modulation_check_options(o) != 0 ||
+        cli_global_stats_check_options(o) != 0)
+        return -1;
+    return 0;
 }
 
 void *cli_alloc(size_t n, size_t size)
@@ -61,7 +66,12 @@ static void param_shape_source(const cli_problem *p, clnorm_arg_slot slot,
                                const char *input_path, char *buf, size_t size)
 {
     const int stats = slot == CLNORM_ARG_MEAN || slot == CLNORM_ARG_RSTD;
-    if (p->desc.kind == CLNORM_GROUP && stats)
+    const int mod = slot == CLNORM_ARG_SCALE || slot == CLNORM_ARG_SHIFT;
+    if (mod)
+        snprintf(buf, size, "(B, C): B the first dim of input %s, C the %zu elements of its "
+                 "last %d dim%s",
+                 input_path, p->desc.cols, p->axes, p->axes == 1 ? "" : "s");
+    else if (p->desc.kind == CLNORM_GROUP && stats)
         snprintf(buf, size, "the samples of input %s by --groups %zu", input_path,
                  p->desc.groups);
     else if (p->desc.kind == CLNORM_GROUP)
@@ -72,6 +82,33 @@ static void param_shape_source(const cli_problem *p, clnorm_arg_slot slot,
     else
         snprintf(buf, size, "the last %d dim%s of input %s", p->axes, p->axes == 1 ? "" : "s",
                  input_path);
+}
+
+/* The library reads a slot's extent (clnorm_slot_query), which a file of the slot's shape
+ * holds, but for one case: an empty batch's scale and shift, (0, C), for which the library
+ * counts samples 0 as 1 sample and reads one row of C. The data are then padded with zeros to
+ * the extent, so that nothing is read beyond the buffer (rows = 0: no value is used). 0 ok;
+ * -1 error printed. */
+static int pad_to_extent(const cli_problem *p, clnorm_arg_slot slot, const char *what,
+                         const char *path, cli_tensor *t)
+{
+    const size_t es = npy_dtype_size(cli_param_npy(p->desc.dtype));
+    clnorm_slot_info info;
+    void *grown;
+    if (clnorm_slot_query(&p->desc, CLNORM_FORWARD, slot, &info) != CLNORM_OK ||
+        info.extent <= t->arr.count)
+        return 0;
+    grown = cli_alloc(info.extent, es);
+    if (grown == NULL) {
+        cli_error("out of memory for %s %s (%zu elements)", what, path, info.extent);
+        return -1;
+    }
+    memset(grown, 0, info.extent * es);
+    if (t->arr.count > 0)
+        memcpy(grown, t->data, t->arr.count * es);
+    free(t->data);
+    t->data = grown;
+    return 0;
 }
 
 int cli_problem_load_param(const cli_problem *p, const char *input_path, clnorm_arg_slot slot,
@@ -93,7 +130,9 @@ int cli_problem_load_param(const cli_problem *p, const char *input_path, clnorm_
         cli_error("%s %s has shape %s, expected %s (%s)", what, path, got_s, want_s, source);
         return -1;
     }
-    return cli_tensor_to_params(t, what, path, p->desc.dtype);
+    if (cli_tensor_to_params(t, what, path, p->desc.dtype) != 0)
+        return -1;
+    return pad_to_extent(p, slot, what, path, t);
 }
 
 /* Loads path, which must have x's shape, with no conversion yet; the message names the file
@@ -235,7 +274,8 @@ int cli_problem_load(const cli_norm_opts *o, cli_problem *p)
          cli_problem_load_param(p, o->input, CLNORM_ARG_GAMMA, "gamma", o->gamma, &p->gamma) !=
              0) ||
         (o->beta != NULL &&
-         cli_problem_load_param(p, o->input, CLNORM_ARG_BETA, "beta", o->beta, &p->beta) != 0))
+         cli_problem_load_param(p, o->input, CLNORM_ARG_BETA, "beta", o->beta, &p->beta) != 0) ||
+        cli_modulation_load(o, p) != 0 || cli_global_stats_load(o, p) != 0)
         return CLI_EXIT_FAIL;
     return CLI_EXIT_OK;
 }
@@ -269,6 +309,10 @@ void cli_problem_free(cli_problem *p)
     cli_tensor_free(&p->residual);
     cli_tensor_free(&p->gamma);
     cli_tensor_free(&p->beta);
+    cli_tensor_free(&p->scale);
+    cli_tensor_free(&p->shift);
+    cli_tensor_free(&p->mean_input);
+    cli_tensor_free(&p->rstd_input);
 }
 
 void cli_problem_slot_shape(const cli_problem *p, clnorm_arg_slot slot, int *ndim,
@@ -287,6 +331,13 @@ void cli_problem_slot_shape(const cli_problem *p, clnorm_arg_slot slot, int *ndi
     case CLNORM_ARG_DBETA:
         *ndim = group ? 1 : p->axes;
         *shape = p->x.arr.shape + (group ? p->channel_dim : p->lead);
+        return;
+    case CLNORM_ARG_SCALE:
+    case CLNORM_ARG_SHIFT:
+    case CLNORM_ARG_DSCALE:
+    case CLNORM_ARG_DSHIFT:
+        *ndim = 2;
+        *shape = p->mod_shape;
         return;
     default:
         *ndim = p->x.arr.ndim;
@@ -318,6 +369,14 @@ void cli_call_input_if_read(cli_call *c, clnorm_arg_slot slot, const void *data)
     clnorm_slot_info info;
     if (clnorm_slot_query(&c->desc, c->dir, slot, &info) == CLNORM_OK &&
         info.use != CLNORM_SLOT_UNUSED && !info.is_output)
+        cli_call_input(c, slot, data);
+}
+
+void cli_call_input_if_required(cli_call *c, clnorm_arg_slot slot, const void *data)
+{
+    clnorm_slot_info info;
+    if (clnorm_slot_query(&c->desc, c->dir, slot, &info) == CLNORM_OK &&
+        info.use == CLNORM_SLOT_REQUIRED && !info.is_output)
         cli_call_input(c, slot, data);
 }
 

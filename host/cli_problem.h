@@ -18,6 +18,8 @@
 typedef struct {
     const char *input, *residual, *gamma, *beta, *eps_text, *axes_text, *dtype_text, *device;
     const char *groups_text, *layout_text; /* GroupNorm (cli_group.h) */
+    const char *scale, *shift;             /* per-sample modulation (cli_modulation.h) */
+    const char *mean_input, *rstd_input;   /* precomputed statistics (cli_global_stats.h) */
     int rms, cpu, silu;
 } cli_norm_opts;
 
@@ -40,11 +42,15 @@ typedef struct {
     const char *residual_path;
     cli_tensor gamma; /* data in the parameter type; NULL when not given */
     cli_tensor beta;
+    cli_tensor scale, shift;          /* the same (--scale, --shift), (B, C) */
+    cli_tensor mean_input, rstd_input; /* the same (--mean-input, --rstd-input) */
     clnorm_desc desc; /* kind, dtype, rows, cols, eps; NO_GAMMA / NO_BETA / RESIDUAL_F32;
-                         GroupNorm's groups, spatial, layout and SILU */
+                         GroupNorm's groups, spatial, layout and SILU; SCALE / SHIFT and
+                         samples; USE_GLOBAL_STATS */
     /* The row kinds: */
     int lead;         /* x's leading dims, the shape of mean and rstd: x.arr.shape[0 .. lead) */
     int axes;         /* x's normalized dims, the shape of gamma: x.arr.shape[lead .. ndim) */
+    size_t mod_shape[2]; /* (B, C): the shape of scale, shift and their gradients */
     /* CLNORM_GROUP: */
     int channel_dim;        /* x's dim of the channels, the shape of gamma: 1 (NCHW) or the
                                last (NHWC) */
@@ -52,7 +58,8 @@ typedef struct {
 } cli_problem;
 
 /* Parses the option values (exit code CLI_EXIT_USAGE when bad), then loads and checks the
- * input, the residual and the parameters (CLI_EXIT_FAIL when bad). The residual has x's shape
+ * input, the residual, the parameters, the modulation and the precomputed statistics
+ * (CLI_EXIT_FAIL when bad). The residual has x's shape
  * and either x's .npy type (converted as x is) or the storage's own; a float32 residual with
  * f16 or bf16 storage stays float32 (CLNORM_RESIDUAL_F32). Returns CLI_EXIT_OK or the exit code,
  * the error printed; *p may be given to cli_problem_free on every path. */
@@ -63,9 +70,9 @@ int cli_problem_load(const cli_norm_opts *o, cli_problem *p);
 int cli_problem_load_like_x(const cli_problem *p, const char *input_path, const char *what,
                             const char *path, cli_tensor *t);
 
-/* Loads a parameter-typed input of a slot (gamma, beta, or the saved mean / rstd the
- * backward reads) that must have the slot's shape (cli_problem_slot_shape), converted to the
- * parameter type. 0 ok; -1 error printed. */
+/* Loads a parameter-typed input of a slot (gamma, beta, scale, shift, or the mean / rstd the
+ * forward or backward reads) that must have the slot's shape (cli_problem_slot_shape),
+ * converted to the parameter type. 0 ok; -1 error printed. */
 int cli_problem_load_param(const cli_problem *p, const char *input_path, clnorm_arg_slot slot,
                            const char *what, const char *path, cli_tensor *t);
 
@@ -77,8 +84,8 @@ int cli_problem_load_like_residual(const cli_problem *p, const char *what, const
 void cli_problem_free(cli_problem *p);
 
 /* The shape of a slot's file: x's for the row tensors, x's leading dims for the statistics,
- * its normalized dims for the parameters and their gradients; for GroupNorm (N, G) for the
- * statistics and (C,) for the parameters. */
+ * its normalized dims for the parameters and their gradients, (B, C) for the modulation and
+ * its gradients; for GroupNorm (N, G) for the statistics and (C,) for the parameters. */
 void cli_problem_slot_shape(const cli_problem *p, clnorm_arg_slot slot, int *ndim,
                             const size_t **shape);
 
@@ -106,6 +113,10 @@ void cli_call_input(cli_call *c, clnorm_arg_slot slot, const void *data);
  * says; e.g. GroupNorm's backward reads beta only through its SiLU): a file the user gives
  * for the forward's sake is then not refused by the library. */
 void cli_call_input_if_read(cli_call *c, clnorm_arg_slot slot, const void *data);
+
+/* Adds an input only when the operation requires the slot in the call's direction: for an
+ * optional input the library reads only alongside some output, which the caller decides. */
+void cli_call_input_if_required(cli_call *c, clnorm_arg_slot slot, const void *data);
 
 /* Allocates and adds an output. 0 ok; -1 error printed. */
 int cli_call_output(cli_call *c, clnorm_arg_slot slot);

@@ -1,7 +1,8 @@
 /*
  * cli_run.c - `clnorm run`: reads a C-order .npy, normalizes over its last K dims (LayerNorm or
- * RMSNorm, after adding a residual with --residual) or per sample and group of channels
- * (GroupNorm with --groups, optionally + SiLU) on an OpenCL device through the
+ * RMSNorm, after adding a residual with --residual, modulated per sample with --scale /
+ * --shift, from precomputed statistics with --mean-input / --rstd-input) or per sample and
+ * group of channels (GroupNorm with --groups, optionally + SiLU) on an OpenCL device through the
  * host-pointer API, or on the CPU reference with --cpu, in the storage type of --dtype, and
  * writes the .npy outputs. The command names files by argument slot; the operation's slots,
  * types and extents come from the op table. Everything is validated before anything is
@@ -11,7 +12,9 @@
 
 #include "cli_args.h"
 #include "cli_engine.h"
+#include "cli_global_stats.h"
 #include "cli_group.h"
+#include "cli_modulation.h"
 #include "cli_problem.h"
 
 #include <clnorm.h>
@@ -38,19 +41,22 @@ static const cli_slot_option run_outputs[] = {
 
 static void run_usage(FILE *out)
 {
-    fputs("usage: clnorm run --input X.npy [--residual R.npy] --output Y.npy [options]\n"
+    fputs("usage: clnorm run --input X.npy [--residual R.npy] --output Y.npy\n"
+          "                  [--scale SCALE.npy] [--shift SHIFT.npy]\n"
+          "                  [--mean-input MEAN.npy --rstd-input RSTD.npy] [options]\n"
           "       clnorm run --groups G [--layout nchw|nhwc] [--silu] --input X.npy\n"
           "                  --output Y.npy [options]\n"
           "\n"
-          "Normalizes X (or X + R with --residual) over its last K dims, or with --groups\n"
-          "per sample and group of channels, and writes Y (the shape of X, in the\n"
-          "--dtype). X, R, gamma and beta may be float32, float64 or float16 .npy files\n"
+          "Normalizes X (or X + R with --residual) over its last K dims, then modulates it\n"
+          "per sample with --scale / --shift, or with --groups per sample and group of\n"
+          "channels, and writes Y (the shape of X, in the --dtype). X, R, gamma, beta,\n"
+          "scale, shift and the statistics may be float32, float64 or float16 .npy files\n"
           "(C order); X and R may be raw bfloat16 bits (uint16) with --dtype bf16.\n"
           "\n"
           "  --input X.npy     the input (at least one dimension, two with --groups)\n"
           "  --output Y.npy    the normalized output\n"
           "  --mean M.npy      save the per-row mean (the leading dims' shape, (N, G) with\n"
-          "                    --groups; not with --rms)\n"
+          "                    --groups; not with --rms or --mean-input)\n"
           "  --rstd RSTD.npy   save the per-row 1/sqrt(var + eps) (the same shape)\n"
           "  --sum-output S.npy\n"
           "                    save the sum s = x + r that was normalized (needs\n"
@@ -59,6 +65,8 @@ static void run_usage(FILE *out)
           "                    itself, updated in place\n",
           out);
     fputs(cli_norm_opts_help, out);
+    fputs(cli_modulation_opts_help, out);
+    fputs(cli_global_stats_opts_help, out);
     fputs(cli_group_opts_help, out);
     fputs("  -h, --help        this help\n", out);
 }
@@ -75,6 +83,10 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
         {"beta", 0, offsetof(run_opts, norm.beta)},
         {"mean", 0, offsetof(run_opts, mean)},
         {"rstd", 0, offsetof(run_opts, rstd)},
+        {"scale", 0, offsetof(run_opts, norm.scale)},
+        {"shift", 0, offsetof(run_opts, norm.shift)},
+        {"mean-input", 0, offsetof(run_opts, norm.mean_input)},
+        {"rstd-input", 0, offsetof(run_opts, norm.rstd_input)},
         {"eps", 0, offsetof(run_opts, norm.eps_text)},
         {"axes", 0, offsetof(run_opts, norm.axes_text)},
         {"dtype", 0, offsetof(run_opts, norm.dtype_text)},
@@ -97,6 +109,9 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
         return -1;
     }
     if (cli_norm_check_options(&o->norm) != 0 ||
+        cli_global_stats_exclude(&o->norm, o->mean, o->rstd,
+                                 "statistics given are not computed, so there are none to "
+                                 "save") != 0 ||
         cli_check_slot_options(run_outputs, RUN_OUTPUTS, o, cli_norm_kind(&o->norm),
                                CLNORM_FORWARD) != 0 ||
         cli_check_distinct_slots(run_outputs, RUN_OUTPUTS, o) != 0)
@@ -104,8 +119,9 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
     return 1;
 }
 
-/* The forward over the loaded problem: every input given, the outputs asked for (and those the
- * operation requires besides), then the files written all-or-nothing. */
+/* The forward over the loaded problem: every input given (the precomputed statistics in the
+ * slots the forward otherwise writes), the outputs asked for (and those the operation requires
+ * besides), then the files written all-or-nothing. */
 static int run_forward(const run_opts *o, cli_problem *p, cli_engine *e)
 {
     cli_call c;
@@ -119,6 +135,10 @@ static int run_forward(const run_opts *o, cli_problem *p, cli_engine *e)
     cli_call_input(&c, CLNORM_ARG_RESIDUAL, p->residual.data);
     cli_call_input(&c, CLNORM_ARG_GAMMA, p->gamma.data);
     cli_call_input(&c, CLNORM_ARG_BETA, p->beta.data);
+    cli_call_input(&c, CLNORM_ARG_SCALE, p->scale.data);
+    cli_call_input(&c, CLNORM_ARG_SHIFT, p->shift.data);
+    cli_call_input(&c, CLNORM_ARG_MEAN, p->mean_input.data);
+    cli_call_input(&c, CLNORM_ARG_RSTD, p->rstd_input.data);
     if (cli_call_slot_outputs(&c, run_outputs, RUN_OUTPUTS, o) == 0 &&
         cli_call_required_outputs(&c) == 0 && cli_call_execute(&c, e) == 0 &&
         cli_write_slot_outputs(p, &c, run_outputs, RUN_OUTPUTS, o) == 0)
