@@ -32,6 +32,7 @@ int cli_dtype_tests(void);
 int cli_bench_tests(void);
 int cli_residual_tests(void);
 int cli_group_tests(void);
+int cli_modulation_tests(void);
 
 /* ---- files and processes ---------------------------------------------------------------- */
 

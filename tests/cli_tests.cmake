@@ -10,8 +10,9 @@ set_tests_properties(npy PROPERTIES
   TIMEOUT 300)
 
 # One executable, one CTest test, several cmocka groups: the top level and run (test_cli.c,
-# which holds main), grad, --dtype, bench, the residual add (--residual) and GroupNorm
-# (--groups).
+# which holds main), grad, --dtype, bench, the residual add (--residual), GroupNorm
+# (--groups) and the per-sample modulation and precomputed statistics (--scale / --shift,
+# --mean-input / --rstd-input).
 add_executable(test_cli
   ${CMAKE_CURRENT_LIST_DIR}/test_cli.c
   ${CMAKE_CURRENT_LIST_DIR}/test_cli_grad.c
@@ -19,6 +20,7 @@ add_executable(test_cli
   ${CMAKE_CURRENT_LIST_DIR}/test_cli_bench.c
   ${CMAKE_CURRENT_LIST_DIR}/test_cli_residual.c
   ${CMAKE_CURRENT_LIST_DIR}/test_cli_group.c
+  ${CMAKE_CURRENT_LIST_DIR}/test_cli_modulation.c
   ${CMAKE_CURRENT_LIST_DIR}/cli_test_util.c)
 target_link_libraries(test_cli PRIVATE clnorm clnorm_npy PkgConfig::CMOCKA m
   $<BUILD_INTERFACE:clnorm_warnings>)

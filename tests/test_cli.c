@@ -6,7 +6,7 @@
  *
  * This file: the top level and `clnorm run` in float32, and main(), which runs every suite of
  * the tool (test_cli_grad.c, test_cli_dtype.c, test_cli_bench.c, test_cli_residual.c,
- * test_cli_group.c) as cmocka groups.
+ * test_cli_group.c, test_cli_modulation.c) as cmocka groups.
  *
  * usage: test_cli PATH_TO_CLNORM_BINARY [PATH_TO_CLNORM_BENCH_BINARY]
  */
@@ -505,6 +505,7 @@ int main(int argc, char **argv)
     failed += cli_bench_tests();
     failed += cli_residual_tests();
     failed += cli_group_tests();
+    failed += cli_modulation_tests();
     cli_test_done();
     return failed;
 }
