@@ -116,9 +116,21 @@ enum {
                                        built at plan creation, like the forward's) */
     CLNORM_RESIDUAL_F32 = 1u << 4, /* ADD kinds with F16/BF16 storage: residual and sum are
                                       float32 (FlashAttention's residual_in_fp32) */
-    CLNORM_SILU = 1u << 5          /* CLNORM_GROUP: y = silu(z) = z * sigmoid(z) of the
+    CLNORM_SILU = 1u << 5,         /* CLNORM_GROUP: y = silu(z) = z * sigmoid(z) of the
                                       normalized z = xhat * gamma + beta (a diffusion UNet's
                                       GroupNorm + SiLU); the backward goes through it */
+    /* Per-sample modulation (row kinds: conditional LayerNorm, FiLM, DiT's adaLN): the rows
+     * are desc.samples samples of rows / samples consecutive rows each, and sample b's rows
+     * are modulated as y = z * (1 + scale[b]) + shift[b], z = xhat * gamma + beta, with scale
+     * and shift (samples, cols), float32 (F64: float64), rows desc.mod_stride apart. */
+    CLNORM_SCALE = 1u << 6,        /* the SCALE argument is given (1 + scale multiplies) */
+    CLNORM_SHIFT = 1u << 7,        /* the SHIFT argument is given (added last) */
+    /* Precomputed statistics (oneDNN's use_global_stats; row kinds): MEAN (LayerNorm kinds)
+     * and RSTD are inputs of the forward, not computed from x: y = (x - mean) * rstd * gamma
+     * + beta. The backward treats them as constants, as oneDNN does: dx = rstd * g, with no
+     * mean(g) and mean(g * xhat) terms (g = dy * gamma, through the modulation). Excludes
+     * CLNORM_SAVE_STATS. */
+    CLNORM_USE_GLOBAL_STATS = 1u << 8
 };
 
 /* Output mask of clnorm_backward: which gradients to compute (PyTorch's output_mask). */
@@ -151,7 +163,8 @@ typedef struct {
                         as float for F32/F16/BF16 (it must not round to 0 there), as double
                         for F64 */
     unsigned flags;  /* CLNORM_NO_GAMMA | CLNORM_NO_BETA | CLNORM_SAVE_STATS |
-                        CLNORM_WITH_BACKWARD | CLNORM_RESIDUAL_F32 | CLNORM_SILU */
+                        CLNORM_WITH_BACKWARD | CLNORM_RESIDUAL_F32 | CLNORM_SILU |
+                        CLNORM_SCALE | CLNORM_SHIFT | CLNORM_USE_GLOBAL_STATS */
     size_t residual_stride; /* ADD kinds: the same for residual; 0 means cols */
     size_t sum_stride;      /* ADD kinds: the same for sum (and dsum); 0 means cols */
     /* CLNORM_GROUP only (the other kinds need groups and spatial 0 or 1, layout NCHW): */
@@ -159,10 +172,20 @@ typedef struct {
     size_t spatial;         /* elements per channel of a sample (H * W, D * H * W, 1 for
                                (N, C)); 0 means 1 */
     clnorm_layout layout;   /* CLNORM_NCHW or CLNORM_NHWC */
+    /* Row kinds with CLNORM_SCALE / CLNORM_SHIFT only (the others need samples 0 or 1): */
+    size_t samples;    /* B >= 1, dividing rows: sample b is rows [b * T, (b + 1) * T), T =
+                          rows / B (x of shape (B, T..., C)); 0 means 1, except with rows 0,
+                          where it is an empty batch of no samples (B > 0 with rows 0 is T =
+                          0: the backward's dscale and dshift are then B rows of zeros) */
+    size_t mod_stride; /* elements between the starts of consecutive samples of scale, shift,
+                          dscale and dshift (>= cols; 0 means cols; read only with
+                          CLNORM_SCALE or CLNORM_SHIFT): the chunks of one (B, 6C)
+                          adaLN projection are (B, C) views with mod_stride 6C */
 } clnorm_desc;
 
-/* Fills a description with the defaults: F32, dense rows, eps = 1e-5, affine, no stats; for
- * CLNORM_GROUP one group, spatial 1, NCHW (set groups and spatial after). */
+/* Fills a description with the defaults: F32, dense rows, eps = 1e-5, affine, no stats, no
+ * modulation (one sample); for CLNORM_GROUP one group, spatial 1, NCHW (set groups and spatial
+ * after). */
 CLNORM_API void clnorm_desc_init(clnorm_desc *desc, clnorm_kind kind, size_t rows, size_t cols);
 
 /* Checks a description alone (no device): CLNORM_OK or CLNORM_INVALID_ARGUMENT. When msg is
@@ -177,9 +200,10 @@ typedef enum {
     CLNORM_ARG_X = 0,        /* input rows */
     CLNORM_ARG_Y = 1,        /* forward output rows */
     CLNORM_ARG_GAMMA = 2,    /* scale, cols (GROUP: per channel) */
-    CLNORM_ARG_BETA = 3,     /* shift, cols */
+    CLNORM_ARG_BETA = 3,     /* shift, cols (backward: read only for dscale) */
     CLNORM_ARG_MEAN = 4,     /* per-row (GROUP: per sample and group) mean: written by the
-                                forward, read by the backward */
+                                forward, read by the backward (CLNORM_USE_GLOBAL_STATS: read
+                                by both) */
     CLNORM_ARG_RSTD = 5,     /* per-row 1/sqrt(var + eps): likewise */
     CLNORM_ARG_RESIDUAL = 6, /* ADD kinds: the residual added to x */
     CLNORM_ARG_SUM = 7,      /* ADD kinds: s = x + residual, written when given (may be the
@@ -188,12 +212,18 @@ typedef enum {
     CLNORM_ARG_DX = 9,       /* backward: gradient of x (for ADD kinds also of residual) */
     CLNORM_ARG_DGAMMA = 10,  /* backward: gradient of gamma */
     CLNORM_ARG_DBETA = 11,   /* backward: gradient of beta */
-    CLNORM_ARG_DSUM = 12     /* ADD kinds, backward: gradient of the sum output from its other
+    CLNORM_ARG_DSUM = 12,    /* ADD kinds, backward: gradient of the sum output from its other
                                 uses downstream (added to dx); optional */
+    CLNORM_ARG_SCALE = 13,   /* CLNORM_SCALE: per-sample scale, (samples, cols); read by the
+                                forward and the backward */
+    CLNORM_ARG_SHIFT = 14,   /* CLNORM_SHIFT: per-sample shift, (samples, cols); forward */
+    CLNORM_ARG_DSCALE = 15,  /* backward: dscale[b] = sum over sample b's rows of dy * z,
+                                z = xhat * gamma + beta (so the backward then needs beta) */
+    CLNORM_ARG_DSHIFT = 16   /* backward: dshift[b] = sum over sample b's rows of dy */
 } clnorm_arg_slot;
 
 /* One more than the largest slot value. */
-#define CLNORM_ARG_SLOT_COUNT 13
+#define CLNORM_ARG_SLOT_COUNT 17
 
 /* "x", "y", "gamma", ... (the names the error messages use), or "?" */
 CLNORM_API const char *clnorm_arg_name(clnorm_arg_slot slot);
@@ -412,7 +442,8 @@ CLNORM_API clnorm_status clnorm_forward(clnorm_plan *plan,
  * more accurate when rows have a large mean, since a mean saved as float32 is rounded by up
  * to |mean| * 2^-24 before x - mean is formed (0.03 at a mean of 1e6); the recomputation
  * keeps the forward's split of the mean into the row's first element plus a small rest.
- * The wrapper over clnorm_execute(CLNORM_BACKWARD) for the kinds without a residual.
+ * The wrapper over clnorm_execute(CLNORM_BACKWARD) for the kinds without a residual or a
+ * modulation (those run through clnorm_execute, which also gives dscale and dshift).
  */
 CLNORM_API clnorm_status clnorm_backward(clnorm_plan *plan, unsigned mask,
                                          cl_mem x, size_t x_offset,

@@ -2,11 +2,21 @@
  * norm_backward.cl - gradients of the row-normalization family. Needs common.cl, an op_*.cl
  * (op_row_norm.cl: the bwd_row hooks) and row_stats.cl before it.
  *
- *   xhat = (v - mean) * rstd   (RMS: v * rstd),   g = dy * gamma,   v = x (+ residual)
+ *   xhat = (v - mean) * rstd   (RMS: v * rstd),   g = dz * gamma,   v = x (+ residual)
+ *   dz   = dy * (1 + scale[b])  (dy without a modulation; b the row's sample)
  *   dx   = rstd * (g - mean(g) - xhat * mean(g * xhat))   (RMS: no mean(g) term)  (+ dsum)
- *   dgamma = sum over rows of dy * xhat,   dbeta = sum over rows of dy
+ *          (global statistics: rstd * g, the statistics being constants)
+ *   dgamma = sum over rows of dz * xhat,   dbeta = sum over rows of dz
+ *   dscale[b] = sum over b's rows of dy * (xhat * gamma + beta),   dshift[b] = sum of dy
  *
- * norm_bwd_rows: work-group b takes the block of rows [b * rpg, (b + 1) * rpg). For each row
+ * The row blocks never straddle two samples, and the partials are sums of the raw dy:
+ * S1 = sum dy * xhat and S0 = sum dy per block and column. Per sample, norm_bwd_params adds
+ * its blocks' S1 and S0, then dscale = gamma S1 + beta S0, dshift = S0, and dgamma and dbeta
+ * add (1 + scale[b]) S1 and (1 + scale[b]) S0 over the samples. Without a modulation there is
+ * one sample and this is the 0.1 sum of the blocks, bit for bit.
+ *
+ * norm_bwd_rows: work-group b takes a block of rows (block_rows below: rpg rows of one
+ * sample, or whole samples of fewer than rpg rows, each then a partial of its own). For each row
  *   its L items (L = 1 on CPUs) reduce mean(g) and mean(g * xhat), then, in a second sweep over
  *   the same (now cached) row, write dx and add dy * xhat and dy into the group's own partial
  *   rows part[b][0..cols) and part[b][cols..2 cols). A column always belongs to the same item
@@ -129,6 +139,27 @@ __kernel void norm_bwd_sums(BWD_IN_PARAMS, __global const A *stats, __global A *
     }
 }
 
+/* The rows [*r0, *r1) of row block grp and the index of its partial (the first of them, when
+ * the block holds several short samples: partial row / sample_rows for each row). */
+inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulong *r0,
+                       ulong *r1, ulong *p0, int *per_sample)
+{
+    if (sample_rows >= rpg) { /* blocks of rpg rows inside a sample */
+        const ulong bps = (sample_rows + rpg - 1) / rpg;
+        const ulong s = grp / bps;
+        *r0 = s * sample_rows + (grp % bps) * rpg;
+        *r1 = min(min(*r0 + rpg, (s + 1) * sample_rows), rows);
+        *p0 = grp;
+        *per_sample = 0;
+    } else { /* whole samples, rpg / sample_rows of them */
+        const ulong spb = rpg / sample_rows;
+        *r0 = grp * spb * sample_rows;
+        *r1 = min(*r0 + spb * sample_rows, rows);
+        *p0 = *r0 / sample_rows;
+        *per_sample = 1;
+    }
+}
+
 /* dx of element i and its share of the parameter partials (one element). */
 #define BWD_ELEM(i)                                                                         \
     do {                                                                                    \
@@ -158,21 +189,29 @@ __kernel void norm_bwd_rows(BWD_PARAMS, __global const A *stats, __global A *par
     const uint L = get_local_size(0);
     const ulong b = (ulong)c * chunk_len;
     const ulong e = min(cols, b + chunk_len);
-    const ulong r0 = grp * rows_per_group;
-    const ulong r1 = min(rows, r0 + rows_per_group);
+    if (sample_rows == 0)
+        return;
+    ulong r0, r1, p0;
+    int per_sample;
+    block_rows(grp, rows, rows_per_group, sample_rows, &r0, &r1, &p0, &per_sample);
+    /* S1 = sum dy * xhat serves dgamma and dscale, S0 = sum dy dbeta, dshift and dscale. */
     const int want_dx = (flags & CLNORM_KF_GRAD_X) != 0,
-              want_dg = (flags & CLNORM_KF_GRAD_GAMMA) != 0,
-              want_db = (flags & CLNORM_KF_GRAD_BETA) != 0, rms = (flags & CLNORM_KF_RMS) != 0;
-    __global A *pg = part + grp * 2 * cols;
-    __global A *pb = pg + cols;
+              want_dg = (flags & (CLNORM_KF_GRAD_GAMMA | CLNORM_KF_GRAD_SCALE)) != 0,
+              want_db = (flags & (CLNORM_KF_GRAD_BETA | CLNORM_KF_GRAD_SHIFT |
+                                  CLNORM_KF_GRAD_SCALE)) != 0,
+              rms = (flags & CLNORM_KF_RMS) != 0,
+              global_stats = (flags & CLNORM_KF_GLOBAL_STATS) != 0;
     for (ulong row = r0; row < r1; row++) {
+        const ulong p = per_sample ? row / sample_rows : p0;
+        __global A *pg = part + p * 2 * cols;
+        __global A *pb = pg + cols;
         A2 K;
         A m, r, sc;
         BWD_STATS(row, flags, &K, &m, &r, &sc);
         const A rs = r * sc; /* the true rstd */
         const bwd_row bw = BWD_ROW(row, flags);
-        A mg = 0, mgx = 0;
-        if (want_dx) {
+        A mg = 0, mgx = 0; /* stay 0 with global statistics: dx = rstd * g */
+        if (want_dx && !global_stats) {
             A sg = 0, sgx = 0;
             if (chunks == 1) {
                 bwd_row_sums(bw, 0, cols, lid, L, K, m, r, sc, &sg, &sgx);
@@ -188,7 +227,8 @@ __kernel void norm_bwd_rows(BWD_PARAMS, __global const A *stats, __global A *par
             mg = rms ? 0 : sg / (A)cols;
             mgx = sgx / (A)cols;
         }
-        const int first = row == r0; /* the group's first row initializes its partials */
+        /* the first row of a partial initializes it */
+        const int first = per_sample ? row % sample_rows == 0 : row == r0;
         ulong i0 = b;
 #if defined(STREAM_STORE)
         /* One item per group (CPU): peel to the alignment the streaming stores need. With one
@@ -228,23 +268,56 @@ __kernel void norm_bwd_rows(BWD_PARAMS, __global const A *stats, __global A *par
     }
 }
 
-__kernel void norm_bwd_params(__global P *dgamma, ulong dgamma_off, ulong dgamma_stride,
+/*
+ * Column j of the parameter gradients: per sample, its partials S1 and S0 added in block
+ * order (Kahan compensated), then dscale and dshift of the sample, and dgamma and dbeta
+ * accumulated over the samples in sample order. A fixed order: the same bits run after run.
+ */
+__kernel void norm_bwd_params(__global const P *gamma, ulong gamma_off, ulong gamma_stride,
+                              __global const P *beta, ulong beta_off, ulong beta_stride,
+                              __global P *dgamma, ulong dgamma_off, ulong dgamma_stride,
                               __global P *dbeta, ulong dbeta_off, ulong dbeta_stride,
-                              __global const A *part, ulong groups, ulong cols, uint flags)
+                              __global const P *scale, ulong scale_off, ulong scale_stride,
+                              __global P *dscale, ulong dscale_off, ulong dscale_stride,
+                              __global P *dshift, ulong dshift_off, ulong dshift_stride,
+                              ulong sample_rows, ulong samples, __global const A *part,
+                              ulong rows_per_group, ulong cols, uint flags)
 {
     const ulong j = get_global_id(0);
     if (j >= cols)
         return;
-    if ((flags & CLNORM_KF_GRAD_GAMMA) != 0) {
-        A s = 0, c = 0;
-        for (ulong g = 0; g < groups; g++)
-            kahan_add(&s, &c, part[g * 2 * cols + j]);
-        dgamma[dgamma_off + j] = s;
+    /* partials per sample: its blocks, or one when a block holds whole samples; none in an
+     * empty batch, whose gradients are zeros */
+    const ulong per = sample_rows == 0 ? 0
+                      : sample_rows >= rows_per_group
+                          ? (sample_rows + rows_per_group - 1) / rows_per_group
+                          : 1;
+    const int s1_read = (flags & (CLNORM_KF_GRAD_GAMMA | CLNORM_KF_GRAD_SCALE)) != 0,
+              s0_read = (flags & (CLNORM_KF_GRAD_BETA | CLNORM_KF_GRAD_SHIFT |
+                                  CLNORM_KF_GRAD_SCALE)) != 0;
+    const A gj = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + j] : (A)1;
+    const A bj = (flags & CLNORM_KF_BETA) ? beta[beta_off + j] : (A)0;
+    A sg = 0, cg = 0, sb = 0, cb = 0;
+    for (ulong s = 0; s < samples; s++) {
+        A s1 = 0, c1 = 0, s0 = 0, c0 = 0;
+        for (ulong k = s * per; k < (s + 1) * per; k++) {
+            if (s1_read)
+                kahan_add(&s1, &c1, part[k * 2 * cols + j]);
+            if (s0_read)
+                kahan_add(&s0, &c0, part[k * 2 * cols + cols + j]);
+        }
+        if ((flags & CLNORM_KF_GRAD_SCALE) != 0)
+            dscale[dscale_off + s * dscale_stride + j] = gj * s1 + bj * s0;
+        if ((flags & CLNORM_KF_GRAD_SHIFT) != 0)
+            dshift[dshift_off + s * dshift_stride + j] = s0;
+        /* dz = dy * (1 + scale): (1 + scale) S1 and (1 + scale) S0 */
+        const A f = (flags & CLNORM_KF_SCALE) ? (A)1 + scale[scale_off + s * scale_stride + j]
+                                              : (A)1;
+        kahan_add(&sg, &cg, s1 * f);
+        kahan_add(&sb, &cb, s0 * f);
     }
-    if ((flags & CLNORM_KF_GRAD_BETA) != 0) {
-        A s = 0, c = 0;
-        for (ulong g = 0; g < groups; g++)
-            kahan_add(&s, &c, part[g * 2 * cols + cols + j]);
-        dbeta[dbeta_off + j] = s;
-    }
+    if ((flags & CLNORM_KF_GRAD_GAMMA) != 0)
+        dgamma[dgamma_off + j] = sg;
+    if ((flags & CLNORM_KF_GRAD_BETA) != 0)
+        dbeta[dbeta_off + j] = sb;
 }

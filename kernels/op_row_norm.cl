@@ -9,11 +9,45 @@
  *   row_out, out_storev/out_store1             y = xhat * gamma + beta, and s when written
  *   bwd_row, bwd hooks                         the backward's per-row inputs and outputs
  *
+ * Per-sample modulation (CLNORM_KF_SCALE / CLNORM_KF_SHIFT, DiT's adaLN): row r belongs to
+ * sample r / sample_rows, and its scale and shift rows are taken once per row, so the apply
+ * y = z * (1 + scale) + shift costs two parameter loads per vector, cached across the
+ * sample's rows. The backward's g = dy * (1 + scale) * gamma; its parameter partials stay
+ * sums of the raw dy (see norm_backward.cl), from which norm_bwd_params forms dgamma, dbeta,
+ * dscale and dshift.
+ *
  * Kernel parameters: every tensor is (pointer, element offset, row stride), in the ascending
  * order of the clnorm_arg_slot values (X, Y, GAMMA, BETA, MEAN, RSTD, RESIDUAL, SUM, DY, DX,
- * DGAMMA, DBETA, DSUM); src/launch.c binds them in that order from the step's slot list.
- * Scratch buffers and scalars follow, as the step's argument list in src/op/row_norm.c says.
+ * DGAMMA, DBETA, DSUM, SCALE, SHIFT, DSCALE, DSHIFT); src/launch.c binds them in that order
+ * from the step's slot list. Kernels that read a modulation take the op's scalar sample_rows
+ * (KA_OP 0) right after their tensors; scratch buffers and scalars follow, as the step's
+ * argument list in src/op/row_norm.c says.
  */
+
+/* The per-sample parameters of a row: column 0 of its sample's row of p (0 when absent). */
+inline __global const P *sample_row(__global const P *p, ulong off, ulong stride, ulong row,
+                                    ulong sample_rows, int given)
+{
+    return given ? p + off + (row / sample_rows) * stride : 0;
+}
+/* z * (1 + scale) + shift, as PyTorch's modulate forms it (not fma(z, scale, z), which
+ * would turn z = Inf with scale 0 into NaN). */
+inline AV modulate_v(AV t, __global const P *scale, __global const P *shift, ulong i)
+{
+    if (scale)
+        t *= (A)1 + LOADP(scale + i);
+    if (shift)
+        t += LOADP(shift + i);
+    return t;
+}
+inline A modulate_1(A t, __global const P *scale, __global const P *shift, ulong i)
+{
+    if (scale)
+        t *= (A)1 + scale[i];
+    if (shift)
+        t += shift[i];
+    return t;
+}
 
 /* ---- the input of a row ---- */
 typedef struct {
@@ -79,12 +113,19 @@ typedef struct {
     __global T *y;
     __global const P *gamma; /* column 0; 0 when absent */
     __global const P *beta;
+    __global const P *scale; /* the row's sample, column 0; 0 when absent */
+    __global const P *shift;
 #if defined(CLNORM_RESIDUAL)
     __global R *s; /* 0 when the sum is not written */
 #endif
 } row_out;
 
-/* Forward kernels: X, Y, GAMMA, BETA, MEAN, RSTD, (RESIDUAL, SUM). */
+/* Forward kernels: X, Y, GAMMA, BETA, MEAN, RSTD, (RESIDUAL, SUM), SCALE, SHIFT, then the
+ * scalar sample_rows. */
+#define MOD_PARAM                                                                           \
+    , __global const P *scale, ulong scale_off, ulong scale_stride, __global const P *shift, \
+        ulong shift_off, ulong shift_stride, ulong sample_rows
+#define MOD_ARG , scale, scale_off, scale_stride, shift, shift_off, shift_stride, sample_rows
 #if defined(CLNORM_RESIDUAL)
 #define SUM_PARAM , __global R *sum, ulong sum_off, ulong sum_stride
 #define SUM_ARG , sum, sum_off, sum_stride
@@ -97,11 +138,11 @@ typedef struct {
         ulong y_stride, __global const P *gamma, ulong gamma_off, ulong gamma_stride,        \
         __global const P *beta, ulong beta_off, ulong beta_stride, __global P *mean,         \
         ulong mean_off, ulong mean_stride, __global P *rstd, ulong rstd_off,                 \
-        ulong rstd_stride RES_PARAM SUM_PARAM
+        ulong rstd_stride RES_PARAM SUM_PARAM MOD_PARAM
 #define FWD_OUT_PARAMS                                                                      \
     __global T *y, ulong y_off, ulong y_stride, __global const P *gamma, ulong gamma_off,    \
-        __global const P *beta, ulong beta_off SUM_PARAM
-#define FWD_OUT_ARGS y, y_off, y_stride, gamma, gamma_off, beta, beta_off SUM_ARG
+        __global const P *beta, ulong beta_off SUM_PARAM MOD_PARAM
+#define FWD_OUT_ARGS y, y_off, y_stride, gamma, gamma_off, beta, beta_off SUM_ARG MOD_ARG
 /* mean and rstd from column 0 (0 when not written) */
 #define FWD_MEAN ((flags & CLNORM_KF_MEAN) ? mean + mean_off : 0)
 #define FWD_RSTD ((flags & CLNORM_KF_RSTD) ? rstd + rstd_off : 0)
@@ -112,6 +153,10 @@ inline row_out make_row_out(FWD_OUT_PARAMS, ulong row, uint flags)
     out.y = y + y_off + row * y_stride;
     out.gamma = (flags & CLNORM_KF_GAMMA) ? gamma + gamma_off : 0;
     out.beta = (flags & CLNORM_KF_BETA) ? beta + beta_off : 0;
+    out.scale = sample_row(scale, scale_off, scale_stride, row, sample_rows,
+                           (flags & CLNORM_KF_SCALE) != 0);
+    out.shift = sample_row(shift, shift_off, shift_stride, row, sample_rows,
+                           (flags & CLNORM_KF_SHIFT) != 0);
 #if defined(CLNORM_RESIDUAL)
     out.s = (flags & CLNORM_KF_SUM) ? sum + sum_off + row * sum_stride : 0;
 #endif
@@ -119,7 +164,7 @@ inline row_out make_row_out(FWD_OUT_PARAMS, ulong row, uint flags)
 }
 
 /* y from the deviation d = v * sc - K of column i (or of the VW columns from i):
- * (d - m) * r * gamma + beta. */
+ * (d - m) * r * gamma + beta, modulated. */
 inline AV out_yv(row_out out, ulong i, AV d, A m, A r)
 {
     AV t = (d - m) * r;
@@ -127,7 +172,7 @@ inline AV out_yv(row_out out, ulong i, AV d, A m, A r)
         t *= LOADP(out.gamma + i);
     if (out.beta)
         t += LOADP(out.beta + i);
-    return t;
+    return modulate_v(t, out.scale, out.shift, i);
 }
 inline A out_y1(row_out out, ulong i, A d, A m, A r)
 {
@@ -136,7 +181,7 @@ inline A out_y1(row_out out, ulong i, A d, A m, A r)
         t *= out.gamma[i];
     if (out.beta)
         t += out.beta[i];
-    return t;
+    return modulate_1(t, out.scale, out.shift, i);
 }
 
 /* The sum output of column i: x + residual, from the inputs (rounded once, to R). */
@@ -191,7 +236,8 @@ inline void out_apply1(row_out out, row_in in, ulong i, A2 K, A m, A r, A sc)
 }
 
 /* ---- the backward of a row ---- */
-/* Backward kernels: X, GAMMA, MEAN, RSTD, (RESIDUAL), DY, DX, (DSUM). */
+/* Backward kernels: X, GAMMA, MEAN, RSTD, (RESIDUAL), DY, DX, (DSUM), SCALE, then the scalar
+ * sample_rows. BWD_IN_PARAMS: the kernels that write no dx. */
 #if defined(CLNORM_RESIDUAL)
 #define DSUM_PARAM , __global const R *dsum, ulong dsum_off, ulong dsum_stride
 #define DSUM_ARG , dsum, dsum_off, dsum_stride
@@ -199,17 +245,22 @@ inline void out_apply1(row_out out, row_in in, ulong i, A2 K, A m, A r, A sc)
 #define DSUM_PARAM
 #define DSUM_ARG
 #endif
-#define BWD_IN_PARAMS                                                                       \
+#define BWD_READ_PARAMS                                                                     \
     __global const T *x, ulong x_off, ulong x_stride, __global const P *gamma,              \
         ulong gamma_off, ulong gamma_stride, __global const P *mean, ulong mean_off,         \
         ulong mean_stride, __global const P *rstd, ulong rstd_off,                           \
         ulong rstd_stride RES_PARAM, __global const T *dy, ulong dy_off, ulong dy_stride
-#define BWD_PARAMS BWD_IN_PARAMS, __global T *dx, ulong dx_off, ulong dx_stride DSUM_PARAM
+#define BWD_SCALE_PARAM                                                                     \
+    , __global const P *scale, ulong scale_off, ulong scale_stride, ulong sample_rows
+#define BWD_IN_PARAMS BWD_READ_PARAMS BWD_SCALE_PARAM
+#define BWD_PARAMS                                                                          \
+    BWD_READ_PARAMS, __global T *dx, ulong dx_off, ulong dx_stride DSUM_PARAM BWD_SCALE_PARAM
 
 typedef struct {
     row_in in;
     __global const T *dy;
     __global const P *gamma; /* column 0; 0 when absent */
+    __global const P *scale; /* the row's sample, column 0; 0 when absent */
     __global T *dx;          /* 0 when not written */
 #if defined(CLNORM_RESIDUAL)
     __global const R *ds; /* 0 when not given */
@@ -217,13 +268,16 @@ typedef struct {
 } bwd_row;
 
 inline bwd_row make_bwd_row(IN_PARAMS, __global const P *gamma, ulong gamma_off,
-                            __global const T *dy, ulong dy_off, ulong dy_stride, ulong row,
-                            uint flags)
+                            __global const T *dy, ulong dy_off, ulong dy_stride,
+                            __global const P *scale, ulong scale_off, ulong scale_stride,
+                            ulong sample_rows, ulong row, uint flags)
 {
     bwd_row b;
     b.in = make_row_in(IN_ARGS, row);
     b.dy = dy + dy_off + row * dy_stride;
     b.gamma = (flags & CLNORM_KF_GAMMA) ? gamma + gamma_off : 0;
+    b.scale = sample_row(scale, scale_off, scale_stride, row, sample_rows,
+                         (flags & CLNORM_KF_SCALE) != 0);
     b.dx = 0;
 #if defined(CLNORM_RESIDUAL)
     b.ds = 0;
@@ -232,7 +286,8 @@ inline bwd_row make_bwd_row(IN_PARAMS, __global const P *gamma, ulong gamma_off,
 }
 /* The row's inputs, in a kernel with BWD_IN_PARAMS */
 #define BWD_ROW_IN(row, flags)                                                              \
-    make_bwd_row(IN_ARGS, gamma, gamma_off, dy, dy_off, dy_stride, row, flags)
+    make_bwd_row(IN_ARGS, gamma, gamma_off, dy, dy_off, dy_stride, scale, scale_off,         \
+                 scale_stride, sample_rows, row, flags)
 /* ... and its outputs too, in a kernel with BWD_PARAMS */
 inline bwd_row bwd_row_outputs(bwd_row b, __global T *dx, ulong dx_off, ulong dx_stride
                                DSUM_PARAM, ulong row, uint flags)
@@ -248,9 +303,17 @@ inline bwd_row bwd_row_outputs(bwd_row b, __global T *dx, ulong dx_off, ulong dx
 #define BWD_ROW(row, flags)                                                                 \
     bwd_row_outputs(BWD_ROW_IN(row, flags), dx, dx_off, dx_stride DSUM_ARG, row, flags)
 
-/* g = dy * gamma */
-inline AV bwd_gv(bwd_row b, ulong i, AV dyv) { return b.gamma ? dyv * LOADP(b.gamma + i) : dyv; }
-inline A bwd_g1(bwd_row b, ulong i, A dyv) { return b.gamma ? dyv * b.gamma[i] : dyv; }
+/* g = dy * (1 + scale) * gamma: the gradient of xhat */
+inline AV bwd_gv(bwd_row b, ulong i, AV dyv)
+{
+    const AV dz = modulate_v(dyv, b.scale, 0, i);
+    return b.gamma ? dz * LOADP(b.gamma + i) : dz;
+}
+inline A bwd_g1(bwd_row b, ulong i, A dyv)
+{
+    const A dz = modulate_1(dyv, b.scale, 0, i);
+    return b.gamma ? dz * b.gamma[i] : dz;
+}
 /* dx = rstd * ((g - mean(g)) - xhat * mean(g * xhat)) (+ dsum) */
 inline AV bwd_dxv(bwd_row b, ulong i, AV g, AV xh, A rs, A mg, A mgx)
 {

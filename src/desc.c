@@ -24,6 +24,8 @@ void clnorm_desc_init(clnorm_desc *desc, clnorm_kind kind, size_t rows, size_t c
     desc->groups = 1;
     desc->spatial = 1;
     desc->layout = CLNORM_NCHW;
+    desc->samples = 1;
+    desc->mod_stride = 0;
 }
 
 size_t clnorm_row_len(const clnorm_desc *d)
@@ -139,9 +141,28 @@ clnorm_status clnorm_desc_check(const clnorm_desc *d, char *msg, size_t msg_size
           "finite and greater than 0",
           d->eps, clnorm_arith_eps(d), clnorm_dtype_name(d->dtype));
     const unsigned known = CLNORM_NO_GAMMA | CLNORM_NO_BETA | CLNORM_SAVE_STATS |
-                           CLNORM_WITH_BACKWARD | CLNORM_RESIDUAL_F32 | CLNORM_SILU;
+                           CLNORM_WITH_BACKWARD | CLNORM_RESIDUAL_F32 | CLNORM_SILU |
+                           CLNORM_SCALE | CLNORM_SHIFT | CLNORM_USE_GLOBAL_STATS;
     CHECK((d->flags & ~known) == 0, "desc.flags = 0x%x has unknown bits 0x%x", d->flags,
           d->flags & ~known);
+    CHECK(!((d->flags & CLNORM_SAVE_STATS) && (d->flags & CLNORM_USE_GLOBAL_STATS)),
+          "CLNORM_SAVE_STATS and CLNORM_USE_GLOBAL_STATS exclude each other: with global "
+          "statistics mean and rstd are inputs");
+    /* Modulation: B samples of rows / B rows, scale and shift rows mod_stride apart. */
+    const int modulated = (d->flags & (CLNORM_SCALE | CLNORM_SHIFT)) != 0;
+    const size_t B = d->samples || d->rows ? (d->samples ? d->samples : 1) : 0;
+    CHECK(modulated || B <= 1,
+          "desc.samples = %zu is for a modulation: set CLNORM_SCALE or CLNORM_SHIFT, or leave "
+          "it 0 or 1", d->samples);
+    CHECK(B == 0 || d->rows % B == 0, "desc.samples = %zu does not divide desc.rows = %zu: each sample "
+          "is the same number of consecutive rows", B, d->rows);
+    /* mod_stride lays out scale and shift only: without them it is not read (a normalized
+     * description, which fills it in, stays valid when cols changes) */
+    const size_t ms = !modulated || d->mod_stride == 0 ? d->cols : d->mod_stride;
+    CHECK(ms >= d->cols, "desc.mod_stride = %zu is smaller than desc.cols = %zu", ms, d->cols);
+    size_t mex;
+    CHECK(clnorm_extent(B, d->cols, ms, &mex) && mex <= SIZE_MAX / 8,
+          "desc: samples = %zu x mod_stride = %zu overflows size_t", B, ms);
     return op->check_desc ? op->check_desc(d, msg, msg_size) : CLNORM_OK;
 }
 
@@ -164,6 +185,10 @@ clnorm_desc clnorm_desc_normalized(const clnorm_desc *d)
         n.residual_stride = n.cols;
     if (n.sum_stride == 0)
         n.sum_stride = n.cols;
+    if (n.samples == 0 && n.rows > 0) /* with rows 0 too: an empty batch of no samples */
+        n.samples = 1;
+    if (n.mod_stride == 0)
+        n.mod_stride = n.cols;
     return n;
 }
 
@@ -207,6 +232,6 @@ const char *clnorm_arg_name(clnorm_arg_slot slot)
 {
     static const char *const names[CLNORM_ARG_SLOT_COUNT] = {
         "x", "y", "gamma", "beta", "mean", "rstd", "residual", "sum", "dy", "dx", "dgamma",
-        "dbeta", "dsum"};
+        "dbeta", "dsum", "scale", "shift", "dscale", "dshift"};
     return (unsigned)slot < CLNORM_ARG_SLOT_COUNT ? names[slot] : "?";
 }

@@ -24,6 +24,12 @@
                                           from x by the chain's first kernel), not mean/rstd */
 #define CLNORM_KF_DSUM (1u << 10)      /* backward: dsum is given and added to dx */
 #define CLNORM_KF_SILU (1u << 11)      /* GroupNorm: y = silu(z), the backward through it */
+#define CLNORM_KF_SCALE (1u << 12)     /* row kinds: per-sample scale given (y = z * (1 + scale)) */
+#define CLNORM_KF_SHIFT (1u << 13)     /* row kinds: per-sample shift given (+ shift) */
+#define CLNORM_KF_GLOBAL_STATS (1u << 14) /* mean/rstd are inputs and constants (the forward
+                                             reads them, the backward drops their terms) */
+#define CLNORM_KF_GRAD_SCALE (1u << 15) /* backward: write dscale */
+#define CLNORM_KF_GRAD_SHIFT (1u << 16) /* backward: write dshift */
 
 /* Row statistics in the backward's stats scratch: five values of the arithmetic type per
  * row, (K of x, K of the residual, m, r, sc) with xhat = ((v * sc - K) - m) * r

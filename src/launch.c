@@ -203,8 +203,11 @@ static unsigned run_conditions(const clnorm_plan *plan, unsigned flags)
         run |= RUN_CHUNKED;
     if (flags & CLNORM_KF_GRAD_X)
         run |= RUN_GRAD_X;
-    if (flags & (CLNORM_KF_GRAD_GAMMA | CLNORM_KF_GRAD_BETA))
+    if (flags & (CLNORM_KF_GRAD_GAMMA | CLNORM_KF_GRAD_BETA | CLNORM_KF_GRAD_SCALE |
+                 CLNORM_KF_GRAD_SHIFT))
         run |= RUN_PARAM_GRADS;
+    if ((flags & CLNORM_KF_GRAD_X) && !(flags & CLNORM_KF_GLOBAL_STATS))
+        run |= RUN_DX_SUMS;
     return run;
 }
 

@@ -16,6 +16,8 @@ clnorm_add_test(test_ops_errors test_ops_errors.c)
 clnorm_add_test(test_add_norm test_add_norm.c)
 # GroupNorm: both layouts, SiLU, every dtype, strides, in place, gradcheck, errors.
 clnorm_add_test(test_group_norm test_group_norm.c)
+# Per-sample modulation (adaLN) and precomputed statistics: every row op, type, strategy.
+clnorm_add_test(test_modulation test_modulation.c)
 clnorm_add_test(test_golden test_golden.c golden_cases.c) # PyTorch float64 golden cases
 target_link_libraries(test_golden PRIVATE clnorm_npy)
 clnorm_add_test(test_forward test_forward.c)  # the 0.1 forward calls on every strategy

@@ -4,11 +4,14 @@
  * scalar loss
  *   L = sum(y * w_y) + sum(s * w_s)      (the second term where the op writes a sum output)
  * with random w, so the backward gets dy = w_y and dsum = w_s, and for every input the
- * backward has a gradient of (x and residual: dx; gamma: dgamma; beta: dbeta)
+ * backward has a gradient of (x and residual: dx; gamma: dgamma; beta: dbeta; the per-sample
+ * modulation's scale and shift: dscale, dshift)
  *   dL/dp_i ~ (L(p + h e_i) - L(p - h e_i)) / 2h,   h = 1e-6 * max(1, |p_i|).
  * Statistics are recomputed by every perturbed forward; the analytic backward takes them from
  * the unperturbed forward (CLNORM_SAVE_STATS) when the op saves any. Normwise relative error
- * < 1e-6, with and without gamma / beta, with and without dsum. No OpenCL device is needed.
+ * < 1e-6, with and without gamma / beta, with and without dsum. Precomputed statistics
+ * (CLNORM_USE_GLOBAL_STATS) are inputs of both passes, held constant by the perturbed forwards
+ * as the backward assumes. No OpenCL device is needed.
  */
 #include "test_util.h"
 
@@ -28,6 +31,10 @@ typedef struct {
     double eps;
     double x_offset, x_scale;
     int dsum; /* the loss has the sum output's term (where the op writes one) */
+    size_t samples;    /* the modulation's samples (0: none) */
+    unsigned mod;      /* 1: a scale, 2: a shift */
+    int global;        /* precomputed statistics */
+    size_t mod_stride; /* of scale, shift, dscale, dshift; 0: dense */
 } gc_case;
 
 /* Which backward slot holds the gradient of a forward slot (the loss's weights for outputs,
@@ -41,6 +48,8 @@ static int grad_slot(unsigned s)
     case CLNORM_ARG_RESIDUAL: return CLNORM_ARG_DX;
     case CLNORM_ARG_GAMMA: return CLNORM_ARG_DGAMMA;
     case CLNORM_ARG_BETA: return CLNORM_ARG_DBETA;
+    case CLNORM_ARG_SCALE: return CLNORM_ARG_DSCALE;
+    case CLNORM_ARG_SHIFT: return CLNORM_ARG_DSHIFT;
     default: return -1;
     }
 }
@@ -145,6 +154,7 @@ static void check_grad(gc_state *g, unsigned s)
                  clnorm_arg_name((clnorm_arg_slot)gs), err, wr, wc, an_w, fd_w, max_an);
 }
 
+/* The modulated and globally normalized cases are for the row kinds: other ops skip them. */
 static void run_case(size_t op, const gc_case *c, uint64_t seed)
 {
     clnorm_op_info oi;
@@ -153,9 +163,11 @@ static void run_case(size_t op, const gc_case *c, uint64_t seed)
     memset(&g, 0, sizeof g);
     char name[200];
     snprintf(name, sizeof name,
-             "%s %zux%zu gamma %d beta %d strides %zu/%zu/%zu/%zu eps %g offset %g dsum %d",
+             "%s %zux%zu gamma %d beta %d strides %zu/%zu/%zu/%zu eps %g offset %g dsum %d "
+             "samples %zu mod %u global %d",
              oi.name, c->rows, c->cols, c->gamma, c->beta, c->stride[0], c->stride[1],
-             c->stride[2], c->stride[3], c->eps, c->x_offset, c->dsum);
+             c->stride[2], c->stride[3], c->eps, c->x_offset, c->dsum, c->samples, c->mod,
+             c->global);
     g.name = name;
     clnorm_desc_init(&g.desc, (clnorm_kind)op, c->rows, c->cols);
     g.desc.dtype = CLNORM_F64;
@@ -164,8 +176,14 @@ static void run_case(size_t op, const gc_case *c, uint64_t seed)
     g.desc.residual_stride = c->stride[2];
     g.desc.sum_stride = c->stride[3];
     g.desc.eps = c->eps;
-    g.desc.flags = CLNORM_SAVE_STATS | CLNORM_WITH_BACKWARD | (c->gamma ? 0u : CLNORM_NO_GAMMA) |
-                   (c->beta ? 0u : CLNORM_NO_BETA);
+    g.desc.flags = (c->global ? CLNORM_USE_GLOBAL_STATS : CLNORM_SAVE_STATS) |
+                   CLNORM_WITH_BACKWARD | (c->gamma ? 0u : CLNORM_NO_GAMMA) |
+                   (c->beta ? 0u : CLNORM_NO_BETA) | ((c->mod & 1) ? CLNORM_SCALE : 0u) |
+                   ((c->mod & 2) ? CLNORM_SHIFT : 0u);
+    g.desc.samples = c->samples;
+    g.desc.mod_stride = c->mod_stride;
+    if ((c->mod || c->global) && clnorm_desc_check(&g.desc, NULL, 0) != CLNORM_OK)
+        return; /* an op without a modulation or precomputed statistics */
     for (unsigned s = 0; s < SLOTS; s++) {
         assert_int_equal(clnorm_slot_query(&g.desc, CLNORM_FORWARD, (clnorm_arg_slot)s, &g.fi[s]),
                          CLNORM_OK);
@@ -185,8 +203,15 @@ static void run_case(size_t op, const gc_case *c, uint64_t seed)
             continue;
         const clnorm_slot_info *i = in_fwd ? &g.fi[s] : &g.bi[s];
         if (in_fwd && !g.fi[s].is_output) {
-            const double off = s == CLNORM_ARG_GAMMA ? 1.0 : s == CLNORM_ARG_X ? c->x_offset : 0.0;
-            const double sc = s == CLNORM_ARG_GAMMA || s == CLNORM_ARG_BETA ? 0.5 : c->x_scale;
+            /* precomputed statistics: a mean near the data's, rstd in [0.6, 1.4] */
+            const double off = s == CLNORM_ARG_GAMMA || s == CLNORM_ARG_RSTD ? 1.0
+                               : s == CLNORM_ARG_X || s == CLNORM_ARG_MEAN ? c->x_offset
+                                                                          : 0.0;
+            const double sc = s == CLNORM_ARG_GAMMA || s == CLNORM_ARG_BETA ||
+                                      s == CLNORM_ARG_SCALE || s == CLNORM_ARG_SHIFT
+                                  ? 0.5
+                              : s == CLNORM_ARG_RSTD ? 0.1
+                                                     : c->x_scale;
             g.t[s] = tu_make_rows(&rng, i->dtype, i->rows, i->cols, i->stride, off, sc);
         } else if (!in_fwd && !g.bi[s].is_output) { /* dy, dsum: the loss's weights */
             g.t[s] = tu_make_rows(&rng, i->dtype, i->rows, i->cols, i->stride, 0.0, 1.0);
@@ -238,7 +263,7 @@ static void test_small_shapes(void **state)
     for (size_t s = 0; s < TU_COUNT(shapes); s++)
         for (int k = 0; k < 8; k++) {
             const gc_case c = {shapes[s][0], shapes[s][1], k & 1, (k >> 1) & 1, {0, 0, 0, 0},
-                               1e-5, 0.3, 1.0, (k >> 2) & 1};
+                               1e-5, 0.3, 1.0, (k >> 2) & 1, 0, 0, 0, 0};
             cases[n++] = c;
         }
     run_all(cases, n, 1000);
@@ -250,8 +275,8 @@ static void test_cols1(void **state)
 {
     (void)state;
     static const gc_case cases[] = {
-        {2, 1, 1, 1, {0, 0, 0, 0}, 1e-5, 0.3, 1.0, 1},
-        {5, 1, 0, 0, {0, 0, 0, 0}, 1e-5, 0.3, 1.0, 0},
+        {2, 1, 1, 1, {0, 0, 0, 0}, 1e-5, 0.3, 1.0, 1, 0, 0, 0, 0},
+        {5, 1, 0, 0, {0, 0, 0, 0}, 1e-5, 0.3, 1.0, 0, 0, 0, 0, 0},
     };
     run_all(cases, TU_COUNT(cases), 77);
 }
@@ -261,10 +286,10 @@ static void test_eps_and_offset(void **state)
 {
     (void)state;
     static const gc_case cases[] = {
-        {3, 9, 1, 1, {0, 0, 0, 0}, 0.5, 0.0, 0.3, 1},
-        {3, 9, 1, 0, {0, 0, 0, 0}, 0.5, 0.0, 0.3, 0},
-        {2, 12, 1, 1, {0, 0, 0, 0}, 1e-5, 100.0, 1.0, 1},
-        {2, 12, 1, 1, {0, 0, 0, 0}, 1e-5, 5.0, 1.0, 1},
+        {3, 9, 1, 1, {0, 0, 0, 0}, 0.5, 0.0, 0.3, 1, 0, 0, 0, 0},
+        {3, 9, 1, 0, {0, 0, 0, 0}, 0.5, 0.0, 0.3, 0, 0, 0, 0, 0},
+        {2, 12, 1, 1, {0, 0, 0, 0}, 1e-5, 100.0, 1.0, 1, 0, 0, 0, 0},
+        {2, 12, 1, 1, {0, 0, 0, 0}, 1e-5, 5.0, 1.0, 1, 0, 0, 0, 0},
     };
     run_all(cases, TU_COUNT(cases), 300);
 }
@@ -274,15 +299,33 @@ static void test_strided(void **state)
 {
     (void)state;
     static const gc_case cases[] = {
-        {3, 7, 1, 1, {10, 9, 11, 8}, 1e-5, 0.3, 1.0, 1},
-        {3, 7, 1, 0, {8, 11, 9, 10}, 1e-5, 0.3, 1.0, 1},
+        {3, 7, 1, 1, {10, 9, 11, 8}, 1e-5, 0.3, 1.0, 1, 0, 0, 0, 0},
+        {3, 7, 1, 0, {8, 11, 9, 10}, 1e-5, 0.3, 1.0, 1, 0, 0, 0, 0},
     };
     run_all(cases, TU_COUNT(cases), 400);
+}
+
+/* A per-sample modulation (scale, shift, both; dense and strided rows of them), with and
+ * without gamma / beta, and precomputed statistics with and without it. */
+static void test_modulation_and_global_stats(void **state)
+{
+    (void)state;
+    static const gc_case cases[] = {
+        {6, 7, 1, 1, {0, 0, 0, 0}, 1e-5, 0.3, 1.0, 1, 3, 3, 0, 0},
+        {6, 7, 0, 0, {0, 0, 0, 0}, 1e-5, 0.3, 1.0, 0, 2, 1, 0, 0},
+        {6, 7, 1, 0, {9, 8, 10, 11}, 1e-5, 0.3, 1.0, 1, 6, 2, 0, 12},
+        {4, 9, 0, 1, {0, 0, 0, 0}, 1e-5, 0.3, 1.0, 0, 1, 3, 0, 10},
+        {5, 6, 1, 1, {0, 0, 0, 0}, 1e-5, 0.3, 1.0, 1, 0, 0, 1, 0},
+        {5, 6, 0, 0, {0, 0, 0, 0}, 1e-5, 0.3, 1.0, 0, 0, 0, 1, 0},
+        {6, 5, 1, 1, {7, 0, 0, 0}, 1e-5, 0.3, 1.0, 1, 3, 3, 1, 0},
+    };
+    run_all(cases, TU_COUNT(cases), 500);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_modulation_and_global_stats),
         cmocka_unit_test(test_small_shapes),
         cmocka_unit_test(test_cols1),
         cmocka_unit_test(test_eps_and_offset),

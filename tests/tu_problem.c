@@ -87,6 +87,8 @@ static void on_grid(const clnorm_slot_info *info, void *p)
  * they do not change what the forward writes for the backward. */
 static void saved_inputs(tu_problem *p)
 {
+    if (p->desc.flags & CLNORM_USE_GLOBAL_STATS)
+        return; /* the statistics are inputs of both directions: random like the others */
     clnorm_desc fd = p->desc;
     fd.flags |= CLNORM_SAVE_STATS;
     clnorm_slot_info fi[SLOTS];

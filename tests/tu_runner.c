@@ -13,7 +13,9 @@
 tu_launch tu_launch_offsets(void)
 {
     /* Distinct, odd and even, none a multiple of a vector width. */
-    static const size_t offs[SLOTS] = {5, 7, 3, 11, 2, 9, 13, 6, 17, 1, 10, 4, 15};
+    static const size_t offs[] = {5, 7, 3, 11, 2, 9, 13, 6, 17, 1, 10, 4, 15, 14, 19, 21, 23};
+    /* a slot added without an offset here would sit at 0, its offset handling untested */
+    _Static_assert(sizeof offs / sizeof offs[0] == SLOTS, "one offset per argument slot");
     tu_launch l;
     memset(&l, 0, sizeof l);
     memcpy(l.off, offs, sizeof offs);
@@ -53,6 +55,8 @@ unsigned tu_row_slots(const clnorm_desc *d, clnorm_direction dir)
     probe.rows = 3;
     probe.cols = 5;
     probe.x_stride = probe.y_stride = probe.residual_stride = probe.sum_stride = 0;
+    probe.samples = 1; /* per-sample tensors are then 1 x cols, never mistaken for rows */
+    probe.mod_stride = 0;
     clnorm_slot_info info[SLOTS];
     tu_slot_infos(&probe, dir, info);
     unsigned m = 0;

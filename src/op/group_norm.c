@@ -54,6 +54,12 @@ static clnorm_status check_desc(const clnorm_desc *d, char *msg, size_t msg_size
                                 "residual");
         return CLNORM_INVALID_ARGUMENT;
     }
+    if (d->flags & (CLNORM_SCALE | CLNORM_SHIFT | CLNORM_USE_GLOBAL_STATS)) {
+        snprintf(msg, msg_size, "CLNORM_SCALE, CLNORM_SHIFT and CLNORM_USE_GLOBAL_STATS are for "
+                                "the row kinds; group_norm has neither a per-sample modulation "
+                                "nor precomputed statistics");
+        return CLNORM_INVALID_ARGUMENT;
+    }
     const size_t spatial = d->spatial ? d->spatial : 1;
     /* The kernels index within a group and a sample's channels in 32 bits. */
     if ((d->cols / d->groups) * spatial > UINT32_MAX || d->cols > UINT32_MAX) {

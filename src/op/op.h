@@ -57,7 +57,10 @@ enum {
     RUN_RECOMPUTE = 1u << 0,  /* CLNORM_KF_RECOMPUTE: statistics computed from x */
     RUN_CHUNKED = 1u << 1,    /* the backward cuts rows into column chunks */
     RUN_GRAD_X = 1u << 2,     /* CLNORM_KF_GRAD_X */
-    RUN_PARAM_GRADS = 1u << 3 /* CLNORM_KF_GRAD_GAMMA or CLNORM_KF_GRAD_BETA */
+    RUN_PARAM_GRADS = 1u << 3, /* a parameter gradient: CLNORM_KF_GRAD_GAMMA, _BETA, _SCALE
+                                  or _SHIFT */
+    RUN_DX_SUMS = 1u << 4      /* dx needs the row sums mean(g), mean(g * xhat): GRAD_X
+                                  without global statistics */
 };
 
 typedef struct {

@@ -70,6 +70,8 @@ void clnorm_row_norm_slot_info(const clnorm_op *op, const clnorm_desc *d, clnorm
     const unsigned takes = fwd ? op->fwd_slots : op->bwd_slots;
     const int has_g = !(d->flags & CLNORM_NO_GAMMA), has_b = !(d->flags & CLNORM_NO_BETA);
     const int stats = (d->flags & CLNORM_SAVE_STATS) != 0;
+    const int global = (d->flags & CLNORM_USE_GLOBAL_STATS) != 0;
+    const int has_scale = (d->flags & CLNORM_SCALE) != 0, has_shift = (d->flags & CLNORM_SHIFT) != 0;
     const clnorm_dtype t = d->dtype, pt = clnorm_param_dtype(t), rt = clnorm_residual_dtype(d);
     const clnorm_slot_use req = CLNORM_SLOT_REQUIRED, opt = CLNORM_SLOT_OPTIONAL,
                           none = CLNORM_SLOT_UNUSED;
@@ -93,15 +95,35 @@ void clnorm_row_norm_slot_info(const clnorm_op *op, const clnorm_desc *d, clnorm
         clnorm_slot_layout(info, pt, 1, d->cols, d->cols);
         return;
     case CLNORM_ARG_BETA:
-        info->use = has_b ? req : none;
+        /* the backward reads beta for dscale = sum dy * (xhat * gamma + beta) alone */
+        info->use = !has_b ? none : fwd ? req : has_scale ? opt : none;
         clnorm_slot_layout(info, pt, 1, d->cols, d->cols);
         return;
     case CLNORM_ARG_MEAN:
     case CLNORM_ARG_RSTD:
-        /* written by a forward with SAVE_STATS; read, when given, by the backward */
-        info->use = fwd ? (stats ? req : none) : opt;
-        info->is_output = fwd;
+        /* global statistics: inputs of both directions; else written by a forward with
+         * SAVE_STATS, read when given by the backward */
+        info->use = global ? req : fwd ? (stats ? req : none) : opt;
+        info->is_output = fwd && !global;
         clnorm_slot_layout(info, pt, d->rows ? 1 : 0, d->rows, d->rows);
+        return;
+    case CLNORM_ARG_SCALE:
+        info->use = has_scale ? req : none;
+        clnorm_slot_layout(info, pt, d->samples, d->cols, d->mod_stride);
+        return;
+    case CLNORM_ARG_SHIFT:
+        info->use = has_shift ? req : none;
+        clnorm_slot_layout(info, pt, d->samples, d->cols, d->mod_stride);
+        return;
+    case CLNORM_ARG_DSCALE:
+        info->use = has_scale ? opt : none;
+        info->is_output = 1;
+        clnorm_slot_layout(info, pt, d->samples, d->cols, d->mod_stride);
+        return;
+    case CLNORM_ARG_DSHIFT:
+        info->use = has_shift ? opt : none;
+        info->is_output = 1;
+        clnorm_slot_layout(info, pt, d->samples, d->cols, d->mod_stride);
         return;
     case CLNORM_ARG_RESIDUAL:
         info->use = req;
@@ -146,6 +168,10 @@ clnorm_status clnorm_row_norm_check_present(clnorm_ctx *ctx, const clnorm_op *op
         return CLNORM_OK;
     RETURN_IF((present & B(DSUM)) && !(present & B(DX)), ctx, CLNORM_INVALID_ARGUMENT,
               "dsum is given without dx: it is only ever added to dx");
+    RETURN_IF((present & B(DSCALE)) && !(d->flags & CLNORM_NO_BETA) && !(present & B(BETA)),
+              ctx, CLNORM_INVALID_ARGUMENT,
+              "dscale is asked for but beta is NULL: dscale = sum dy * (xhat * gamma + beta) "
+              "reads the forward's beta");
     if (!op->has_mean)
         return CLNORM_OK;
     const int m = (present & B(MEAN)) != 0, r = (present & B(RSTD)) != 0;
@@ -172,11 +198,21 @@ unsigned clnorm_row_norm_flags(const clnorm_op *op, const clnorm_desc *d, clnorm
     unsigned f = op->has_mean ? 0u : CLNORM_KF_RMS;
     if (present & B(GAMMA))
         f |= CLNORM_KF_GAMMA;
-    if (present & B(MEAN))
-        f |= CLNORM_KF_MEAN;
-    if (present & B(RSTD))
-        f |= CLNORM_KF_RSTD;
+    if (present & B(SCALE))
+        f |= CLNORM_KF_SCALE;
+    if (d->flags & CLNORM_USE_GLOBAL_STATS) {
+        f |= CLNORM_KF_GLOBAL_STATS; /* inputs: never written, never recomputed */
+        if (dir == CLNORM_BACKWARD)
+            f |= (present & B(MEAN) ? CLNORM_KF_MEAN : 0u) | CLNORM_KF_RSTD;
+    } else {
+        if (present & B(MEAN))
+            f |= CLNORM_KF_MEAN;
+        if (present & B(RSTD))
+            f |= CLNORM_KF_RSTD;
+    }
     if (dir == CLNORM_FORWARD) {
+        if (present & B(SHIFT))
+            f |= CLNORM_KF_SHIFT;
         if (present & B(BETA))
             f |= CLNORM_KF_BETA;
         if (present & B(SUM))
@@ -191,6 +227,12 @@ unsigned clnorm_row_norm_flags(const clnorm_op *op, const clnorm_desc *d, clnorm
         f |= CLNORM_KF_GRAD_BETA;
     if (present & B(DSUM))
         f |= CLNORM_KF_DSUM;
+    if (present & B(BETA))
+        f |= CLNORM_KF_BETA;
+    if (present & B(DSCALE))
+        f |= CLNORM_KF_GRAD_SCALE;
+    if (present & B(DSHIFT))
+        f |= CLNORM_KF_GRAD_SHIFT;
     if (!(present & B(RSTD)))
         f |= CLNORM_KF_RECOMPUTE;
     return f;
@@ -198,36 +240,49 @@ unsigned clnorm_row_norm_flags(const clnorm_op *op, const clnorm_desc *d, clnorm
 
 /* ---- kernel chains ---- */
 
-static const clnorm_karg fwd_args[] = {{KA_ROWS, 0}, {KA_COLS, 0}, {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_END, 0}};
-static const clnorm_karg fwd_local_args[] = {{KA_ROWS, 0}, {KA_COLS, 0}, {KA_EPS, 0},
-                                             {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
+/* The kernels that apply or differentiate a modulation take the rows per sample (KA_OP 0)
+ * right after their tensors (kernels/op_row_norm.cl, MOD_PARAM and BWD_SCALE_PARAM). */
+#define SAMPLE_ROWS {KA_OP, 0}
+static const clnorm_karg fwd_args[] = {SAMPLE_ROWS, {KA_ROWS, 0}, {KA_COLS, 0}, {KA_EPS, 0},
+                                       {KA_FLAGS, 0}, {KA_END, 0}};
+static const clnorm_karg fwd_local_args[] = {SAMPLE_ROWS, {KA_ROWS, 0}, {KA_COLS, 0},
+                                             {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
+                                             {KA_END, 0}};
 static const clnorm_karg split_stats_args[] = {{KA_SCRATCH, 0}, {KA_ROWS, 0}, {KA_COLS, 0},
                                                {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0}, {KA_FLAGS, 0},
                                                {KA_LOCAL_ACC, 0}, {KA_END, 0}};
-static const clnorm_karg split_apply_args[] = {{KA_SCRATCH, 0}, {KA_ROWS, 0}, {KA_COLS, 0},
-                                               {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0}, {KA_EPS, 0},
+static const clnorm_karg split_apply_args[] = {SAMPLE_ROWS, {KA_SCRATCH, 0}, {KA_ROWS, 0},
+                                               {KA_COLS, 0}, {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0},
+                                               {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_END, 0}};
+static const clnorm_karg apply_stats_args[] = {SAMPLE_ROWS, {KA_ROWS, 0}, {KA_COLS, 0},
                                                {KA_FLAGS, 0}, {KA_END, 0}};
 /* Backward scratch: 0 recomputed statistics, 1 parameter partials, 2 chunk sums. */
 static const clnorm_karg bwd_stats_args[] = {{KA_SCRATCH, 0}, {KA_ROWS, 0}, {KA_COLS, 0},
                                              {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
                                              {KA_END, 0}};
-static const clnorm_karg bwd_sums_args[] = {{KA_SCRATCH, 0}, {KA_SCRATCH, 2}, {KA_ROWS, 0},
-                                            {KA_COLS, 0}, {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0},
-                                            {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
-static const clnorm_karg bwd_rows_args[] = {{KA_SCRATCH, 0}, {KA_SCRATCH, 1}, {KA_SCRATCH, 2},
-                                            {KA_ROWS, 0}, {KA_COLS, 0}, {KA_ROWS_PER_GROUP, 0},
-                                            {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0}, {KA_FLAGS, 0},
-                                            {KA_LOCAL_ACC, 0}, {KA_END, 0}};
-static const clnorm_karg bwd_params_args[] = {{KA_SCRATCH, 1}, {KA_GROUPS, 0}, {KA_COLS, 0},
+static const clnorm_karg bwd_sums_args[] = {SAMPLE_ROWS, {KA_SCRATCH, 0}, {KA_SCRATCH, 2},
+                                            {KA_ROWS, 0}, {KA_COLS, 0}, {KA_CHUNK_LEN, 0},
+                                            {KA_CHUNKS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
+                                            {KA_END, 0}};
+static const clnorm_karg bwd_rows_args[] = {SAMPLE_ROWS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1},
+                                            {KA_SCRATCH, 2}, {KA_ROWS, 0}, {KA_COLS, 0},
+                                            {KA_ROWS_PER_GROUP, 0}, {KA_CHUNK_LEN, 0},
+                                            {KA_CHUNKS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
+                                            {KA_END, 0}};
+static const clnorm_karg bwd_params_args[] = {SAMPLE_ROWS, {KA_OP, 1}, {KA_SCRATCH, 1},
+                                              {KA_ROWS_PER_GROUP, 0}, {KA_COLS, 0},
                                               {KA_FLAGS, 0}, {KA_END, 0}};
 
 /* The kernels' tensor parameters (kernels/op_row_norm.cl), without and with a residual. */
-#define FWD_T (B(X) | B(Y) | B(GAMMA) | B(BETA) | B(MEAN) | B(RSTD))
-#define BWD_IN_T (B(X) | B(GAMMA) | B(MEAN) | B(RSTD) | B(DY))
+#define FWD_T (B(X) | B(Y) | B(GAMMA) | B(BETA) | B(MEAN) | B(RSTD) | B(SCALE) | B(SHIFT))
+#define BWD_IN_T (B(X) | B(GAMMA) | B(MEAN) | B(RSTD) | B(DY) | B(SCALE))
+#define PARAMS_T                                                                            \
+    (B(GAMMA) | B(BETA) | B(DGAMMA) | B(DBETA) | B(SCALE) | B(DSCALE) | B(DSHIFT))
 
 #define COMMON_FILES "common.cl", "op_row_norm.cl", "row_stats.cl"
 
-/* One family of chains per kernel signature: R is 0, or the residual's extra slots. */
+/* One family of chains per kernel signature: R is 0, or the residual's extra slots. With
+ * precomputed statistics every strategy's forward is the one elementwise apply. */
 #define CHAINS(name, RIN, RFWD, RBWD)                                                       \
     static const clnorm_chain name##_row = {                                                \
         {COMMON_FILES, "norm_body.cl", "norm_row.cl", NULL},                                \
@@ -243,21 +298,25 @@ static const clnorm_karg bwd_params_args[] = {{KA_SCRATCH, 1}, {KA_GROUPS, 0}, {
         {{"norm_split_stats", B(X) | (RIN), split_stats_args, GEOM_SPLIT, 0},               \
          {"norm_split_apply", FWD_T | (RFWD), split_apply_args, GEOM_SPLIT, 0}},            \
         2};                                                                                 \
+    static const clnorm_chain name##_apply_stats = {                                        \
+        {COMMON_FILES, "norm_apply.cl", NULL},                                              \
+        {{"norm_apply_stats", FWD_T | (RFWD), apply_stats_args, GEOM_ITEMS, 0}}, 1};        \
     static const clnorm_chain name##_backward = {                                           \
         {COMMON_FILES, "norm_backward.cl", NULL},                                           \
         {{"norm_bwd_stats", B(X) | (RIN), bwd_stats_args, GEOM_BWD_STATS, RUN_RECOMPUTE},   \
          {"norm_bwd_sums", BWD_IN_T | (RIN), bwd_sums_args, GEOM_BWD_CHUNKS,                \
-          RUN_CHUNKED | RUN_GRAD_X},                                                        \
+          RUN_CHUNKED | RUN_DX_SUMS},                                                       \
          {"norm_bwd_rows", BWD_IN_T | B(DX) | (RBWD), bwd_rows_args, GEOM_BWD_ROWS, 0},     \
-         {"norm_bwd_params", B(DGAMMA) | B(DBETA), bwd_params_args, GEOM_BWD_PARAMS,        \
+         {"norm_bwd_params", PARAMS_T, bwd_params_args, GEOM_BWD_PARAMS,                    \
           RUN_PARAM_GRADS}},                                                                \
         4};                                                                                 \
     const clnorm_chain *name##_chain(const clnorm_desc *d, clnorm_strategy s,               \
                                      clnorm_direction dir)                                  \
     {                                                                                       \
-        (void)d;                                                                            \
         if (dir == CLNORM_BACKWARD)                                                         \
             return &name##_backward;                                                        \
+        if (d->flags & CLNORM_USE_GLOBAL_STATS)                                             \
+            return &name##_apply_stats;                                                     \
         switch (s) {                                                                        \
         case CLNORM_STRATEGY_ROW: return &name##_row;                                       \
         case CLNORM_STRATEGY_WORKGROUP: return &name##_workgroup;                           \
@@ -269,6 +328,40 @@ static const clnorm_karg bwd_params_args[] = {{KA_SCRATCH, 1}, {KA_GROUPS, 0}, {
 
 CHAINS(clnorm_row_norm, 0u, 0u, 0u)
 CHAINS(clnorm_add_norm, B(RESIDUAL), B(RESIDUAL) | B(SUM), B(RESIDUAL) | B(DSUM))
+
+size_t clnorm_row_norm_scalar(const clnorm_desc *d, unsigned k)
+{
+    return k == 0 ? (d->samples ? d->rows / d->samples : 0) : d->samples;
+}
+
+/* Partial rows of the backward: a block's per block of rpg rows inside a sample, or one per
+ * sample when a block holds whole samples (kernels/norm_backward.cl, block_rows). */
+static size_t bwd_partials(const clnorm_desc *d, const clnorm_geometry *g)
+{
+    const size_t T = clnorm_row_norm_scalar(d, 0), rpg = g->bwd_rows_per_group;
+    if (T == 0)
+        return 0;
+    return T >= rpg ? d->samples * clnorm_div_up(T, rpg) : d->samples;
+}
+
+void clnorm_row_norm_geometry(const clnorm_device_profile *p, const clnorm_desc *d,
+                              const clnorm_tuning *t, const size_t kmax[2], clnorm_geometry *g)
+{
+    if (d->flags & CLNORM_USE_GLOBAL_STATS) {
+        /* The elementwise apply: a work-item per row on CPUs; on GPUs a work-group per row
+         * of up to 256 items, each every L-th vector, so loads coalesce. */
+        const int cpu = (p->type & CL_DEVICE_TYPE_CPU) != 0;
+        const size_t vecs = clnorm_div_up(d->cols, g->vw);
+        g->items_local = cpu ? 1 : clnorm_fit_local(clnorm_clamp(vecs, 32, 256), kmax[0], p);
+        g->items = clnorm_row_groups(d->rows, cpu ? 64 * (size_t)p->compute_units : 65536, t);
+    }
+    if ((d->flags & CLNORM_WITH_BACKWARD) && d->rows) {
+        /* Row blocks never straddle samples: rpg rows inside one, or whole short samples. */
+        const size_t T = d->rows / d->samples, rpg = g->bwd_rows_per_group;
+        g->bwd_groups = T >= rpg ? d->samples * clnorm_div_up(T, rpg)
+                                 : clnorm_div_up(d->samples, rpg / T);
+    }
+}
 
 void clnorm_row_norm_scratch(const clnorm_desc *d, const clnorm_geometry *g,
                              clnorm_direction dir, size_t bytes[])
@@ -282,7 +375,7 @@ void clnorm_row_norm_scratch(const clnorm_desc *d, const clnorm_geometry *g,
         return;
     }
     bytes[0] = clnorm_bytes3(d->rows, CLNORM_STATS_PER_ROW, acc);
-    bytes[1] = clnorm_bytes3(g->bwd_groups, 2 * d->cols, acc);
+    bytes[1] = clnorm_bytes3(bwd_partials(d, g), 2 * d->cols, acc);
     if (g->bwd_chunks > 1)
         bytes[2] = clnorm_bytes3(d->rows, 2 * g->bwd_chunks, acc);
 }

@@ -11,11 +11,14 @@
 
 #define ROW_NORM_FWD_SLOTS                                                                  \
     (SLOT_BIT(CLNORM_ARG_X) | SLOT_BIT(CLNORM_ARG_Y) | SLOT_BIT(CLNORM_ARG_GAMMA) |         \
-     SLOT_BIT(CLNORM_ARG_BETA) | SLOT_BIT(CLNORM_ARG_RSTD))
+     SLOT_BIT(CLNORM_ARG_BETA) | SLOT_BIT(CLNORM_ARG_RSTD) | SLOT_BIT(CLNORM_ARG_SCALE) |   \
+     SLOT_BIT(CLNORM_ARG_SHIFT))
+/* BETA: the backward reads it for dscale only */
 #define ROW_NORM_BWD_SLOTS                                                                  \
-    (SLOT_BIT(CLNORM_ARG_X) | SLOT_BIT(CLNORM_ARG_GAMMA) | SLOT_BIT(CLNORM_ARG_RSTD) |      \
-     SLOT_BIT(CLNORM_ARG_DY) | SLOT_BIT(CLNORM_ARG_DX) | SLOT_BIT(CLNORM_ARG_DGAMMA) |      \
-     SLOT_BIT(CLNORM_ARG_DBETA))
+    (SLOT_BIT(CLNORM_ARG_X) | SLOT_BIT(CLNORM_ARG_GAMMA) | SLOT_BIT(CLNORM_ARG_BETA) |      \
+     SLOT_BIT(CLNORM_ARG_RSTD) | SLOT_BIT(CLNORM_ARG_DY) | SLOT_BIT(CLNORM_ARG_DX) |        \
+     SLOT_BIT(CLNORM_ARG_DGAMMA) | SLOT_BIT(CLNORM_ARG_DBETA) | SLOT_BIT(CLNORM_ARG_SCALE) | \
+     SLOT_BIT(CLNORM_ARG_DSCALE) | SLOT_BIT(CLNORM_ARG_DSHIFT))
 #define ROW_NORM_MEAN_SLOTS SLOT_BIT(CLNORM_ARG_MEAN)
 #define ROW_NORM_RESIDUAL_FWD_SLOTS (SLOT_BIT(CLNORM_ARG_RESIDUAL) | SLOT_BIT(CLNORM_ARG_SUM))
 #define ROW_NORM_RESIDUAL_BWD_SLOTS (SLOT_BIT(CLNORM_ARG_RESIDUAL) | SLOT_BIT(CLNORM_ARG_DSUM))
@@ -41,6 +44,11 @@ const clnorm_chain *clnorm_add_norm_chain(const clnorm_desc *d, clnorm_strategy 
                                           clnorm_direction dir);
 void clnorm_row_norm_scratch(const clnorm_desc *d, const clnorm_geometry *g,
                              clnorm_direction dir, size_t bytes[]);
+/* KA_OP 0: rows per sample (rows without a modulation), 1: samples */
+size_t clnorm_row_norm_scalar(const clnorm_desc *d, unsigned k);
+/* Precomputed statistics' apply geometry, and backward row blocks inside samples */
+void clnorm_row_norm_geometry(const clnorm_device_profile *p, const clnorm_desc *d,
+                              const clnorm_tuning *t, const size_t kmax[2], clnorm_geometry *g);
 /* The CPU reference of the family (ref/ref_row_norm.c). */
 clnorm_status clnorm_row_norm_ref(const clnorm_op *op, const clnorm_desc *d,
                                   clnorm_direction dir, const clnorm_host_ptrs *a);
@@ -58,6 +66,7 @@ clnorm_status clnorm_row_norm_ref(const clnorm_op *op, const clnorm_desc *d,
         .check_present = clnorm_row_norm_check_present,                                     \
         .build_defines = clnorm_row_norm_defines, .kernel_flags = clnorm_row_norm_flags,    \
         .chain = (chain_), .scratch_bytes = clnorm_row_norm_scratch,                        \
+        .scalar = clnorm_row_norm_scalar, .geometry = clnorm_row_norm_geometry,             \
         .ref = clnorm_row_norm_ref                                                          \
     }
 

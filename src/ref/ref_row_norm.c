@@ -11,6 +11,11 @@
  * mean(g) - xhat_j * mean(g xhat)). RMSNorm has no mu, so the mean(g) term is absent. With a
  * residual, v = x + residual, so dx = dresidual = dv, plus the gradient dsum that reaches the
  * sum output from its other uses. Both are checked against finite differences in the tests.
+ *
+ * Modulation: y = z * (1 + scale[b]) + shift[b] with z = xhat * gamma + beta, so everything
+ * above holds with dy replaced by dz = dy * (1 + scale[b]), and dscale[b] = sum over the
+ * sample's rows of dy * z, dshift[b] = sum of dy. Global statistics are constants: dx =
+ * rstd * g, without the mean(g) and mean(g xhat) terms that come from differentiating them.
  */
 #include "../dtype.h"
 #include "../op/row_norm.h"
@@ -93,21 +98,61 @@ static row_src source(const clnorm_desc *d, const clnorm_host_ptrs *a, size_t ro
     return s;
 }
 
+/* The modulation of row `row`: its sample's scale and shift rows (NULL when absent). */
+typedef struct {
+    const void *scale, *shift;
+    size_t off; /* the sample's first element */
+} row_mod;
+
+static row_mod modulation(const clnorm_desc *d, const clnorm_host_ptrs *a, size_t row)
+{
+    row_mod md = {a->p[CLNORM_ARG_SCALE], a->p[CLNORM_ARG_SHIFT],
+                  row / (d->rows / d->samples) * d->mod_stride};
+    return md;
+}
+
+/* 1 + scale of column j (1 without a scale) */
+static double one_plus_scale(const clnorm_desc *d, const row_mod *md, size_t j)
+{
+    return md->scale ? 1.0 + clnorm_elem_load(clnorm_param_dtype(d->dtype), md->scale,
+                                              md->off + j)
+                     : 1.0;
+}
+
+/* Precomputed statistics of a row (CLNORM_USE_GLOBAL_STATS, or the backward's saved ones):
+ * xhat = (v - mean) * rstd as dev(K = mean, m = 0) * r. */
+static void given_stats(const clnorm_desc *d, const void *mean, const void *rstd, int rms,
+                        size_t row, double K[2], double *m, double *r, double *sc)
+{
+    const clnorm_dtype pt = clnorm_param_dtype(d->dtype);
+    K[0] = rms ? 0.0 : clnorm_elem_load(pt, mean, row);
+    K[1] = 0.0;
+    *m = 0.0;
+    *r = clnorm_elem_load(pt, rstd, row);
+    *sc = 1.0;
+}
+
 static void forward(const clnorm_op *op, const clnorm_desc *d, const clnorm_host_ptrs *a)
 {
     const clnorm_dtype t = d->dtype, pt = clnorm_param_dtype(t), rt = clnorm_residual_dtype(d);
     const void *gamma = a->p[CLNORM_ARG_GAMMA], *beta = a->p[CLNORM_ARG_BETA];
     void *y = a->p[CLNORM_ARG_Y], *sum = a->p[CLNORM_ARG_SUM];
     void *mean = a->p[CLNORM_ARG_MEAN], *rstd = a->p[CLNORM_ARG_RSTD];
+    const int global = (d->flags & CLNORM_USE_GLOBAL_STATS) != 0;
     const double eps = clnorm_arith_eps(d);
     for (size_t row = 0; row < d->rows; row++) {
         const row_src s = source(d, a, row);
+        const row_mod md = modulation(d, a, row);
         double K[2], m, r, sc;
-        row_stats(&s, d->cols, !op->has_mean, eps, K, &m, &r, &sc);
-        if (mean)
-            clnorm_elem_store(pt, mean, row, ((K[0] + K[1]) + m) / sc);
-        if (rstd)
-            clnorm_elem_store(pt, rstd, row, r * sc);
+        if (global) {
+            given_stats(d, mean, rstd, !op->has_mean, row, K, &m, &r, &sc);
+        } else {
+            row_stats(&s, d->cols, !op->has_mean, eps, K, &m, &r, &sc);
+            if (mean)
+                clnorm_elem_store(pt, mean, row, ((K[0] + K[1]) + m) / sc);
+            if (rstd)
+                clnorm_elem_store(pt, rstd, row, r * sc);
+        }
         /* In place (y is x, the sum is the residual): each element is read before it is
          * written. */
         for (size_t j = 0; j < d->cols; j++) {
@@ -116,6 +161,9 @@ static void forward(const clnorm_op *op, const clnorm_desc *d, const clnorm_host
                 v *= clnorm_elem_load(pt, gamma, j);
             if (beta)
                 v += clnorm_elem_load(pt, beta, j);
+            v *= one_plus_scale(d, &md, j);
+            if (md.shift)
+                v += clnorm_elem_load(pt, md.shift, md.off + j);
             if (sum)
                 clnorm_elem_store(rt, sum, row * d->sum_stride + j,
                                   clnorm_elem_load(t, s.x, s.xo + j) +
@@ -134,45 +182,66 @@ static clnorm_status backward(const clnorm_op *op, const clnorm_desc *d,
     const void *ds = a->p[CLNORM_ARG_DSUM];
     void *dx = a->p[CLNORM_ARG_DX], *dgamma = a->p[CLNORM_ARG_DGAMMA];
     void *dbeta = a->p[CLNORM_ARG_DBETA];
-    const int rms = !op->has_mean;
-    /* Sums of the parameter gradients in double, rounded once at the end. */
+    const void *beta = a->p[CLNORM_ARG_BETA];
+    void *dscale = a->p[CLNORM_ARG_DSCALE], *dshift = a->p[CLNORM_ARG_DSHIFT];
+    const int rms = !op->has_mean, global = (d->flags & CLNORM_USE_GLOBAL_STATS) != 0;
+    const size_t T = d->samples ? d->rows / d->samples : 0;
+    /* Sums of the parameter gradients in double, rounded once at the end: dgamma and dbeta
+     * over all rows, dscale and dshift over the current sample's. */
     double *acc = NULL;
-    if (dgamma || dbeta) {
-        acc = calloc(2 * d->cols, sizeof *acc);
+    if (dgamma || dbeta || dscale || dshift) {
+        acc = calloc(4 * d->cols, sizeof *acc);
         if (!acc)
             return CLNORM_OUT_OF_MEMORY;
     }
+    double *mod_acc = acc ? acc + 2 * d->cols : NULL;
     const double eps = clnorm_arith_eps(d);
     for (size_t row = 0; row < d->rows && (acc || dx); row++) {
         const row_src s = source(d, a, row);
+        const row_mod md = modulation(d, a, row);
         const size_t yo = row * d->y_stride;
         double K[2] = {0.0, 0.0}, m = 0.0, r, sc = 1.0;
-        if (rstd) { /* saved statistics: xhat = (v - mean) * rstd */
-            K[0] = rms ? 0.0 : clnorm_elem_load(pt, mean, row);
-            r = clnorm_elem_load(pt, rstd, row);
-        } else {
+        if (rstd) /* saved or global statistics: xhat = (v - mean) * rstd */
+            given_stats(d, mean, rstd, rms, row, K, &m, &r, &sc);
+        else
             row_stats(&s, d->cols, rms, eps, K, &m, &r, &sc);
-        }
         double sg = 0.0, sgx = 0.0;
         for (size_t j = 0; j < d->cols; j++) {
             const double dyv = clnorm_elem_load(t, dy, yo + j);
-            const double g = dyv * (gamma ? clnorm_elem_load(pt, gamma, j) : 1.0);
+            const double dz = dyv * one_plus_scale(d, &md, j);
+            const double gm = gamma ? clnorm_elem_load(pt, gamma, j) : 1.0;
+            const double g = dz * gm;
             const double xh = (dev(&s, j, K, sc) - m) * r;
             sg += g;
             sgx += g * xh;
             if (acc) {
-                acc[j] += dyv * xh;
-                acc[d->cols + j] += dyv;
+                acc[j] += dz * xh;
+                acc[d->cols + j] += dz;
+                const double z = xh * gm + (beta ? clnorm_elem_load(pt, beta, j) : 0.0);
+                mod_acc[j] += dyv * z;
+                mod_acc[d->cols + j] += dyv;
+            }
+        }
+        if (acc && (row + 1) % T == 0) { /* the sample's last row: its dscale and dshift */
+            const size_t b = row / T;
+            for (size_t j = 0; j < d->cols; j++) {
+                if (dscale)
+                    clnorm_elem_store(pt, dscale, b * d->mod_stride + j, mod_acc[j]);
+                if (dshift)
+                    clnorm_elem_store(pt, dshift, b * d->mod_stride + j, mod_acc[d->cols + j]);
+                mod_acc[j] = mod_acc[d->cols + j] = 0.0;
             }
         }
         if (!dx)
             continue;
-        const double mg = rms ? 0.0 : sg / (double)d->cols, mgx = sgx / (double)d->cols;
+        /* global statistics are constants: their terms are absent */
+        const double mg = rms || global ? 0.0 : sg / (double)d->cols;
+        const double mgx = global ? 0.0 : sgx / (double)d->cols;
         const double rs = r * sc;
         /* In place (dx is dy, x, the residual or dsum): each element is read before it is
          * written. */
         for (size_t j = 0; j < d->cols; j++) {
-            const double g = clnorm_elem_load(t, dy, yo + j) *
+            const double g = clnorm_elem_load(t, dy, yo + j) * one_plus_scale(d, &md, j) *
                              (gamma ? clnorm_elem_load(pt, gamma, j) : 1.0);
             const double xh = (dev(&s, j, K, sc) - m) * r;
             double v = rs * (g - mg - xh * mgx);
@@ -181,6 +250,14 @@ static clnorm_status backward(const clnorm_op *op, const clnorm_desc *d,
             clnorm_elem_store(t, dx, s.xo + j, v);
         }
     }
+    /* Samples of no rows (T = 0): their dscale and dshift are zeros. */
+    for (size_t b = 0; T == 0 && b < d->samples; b++)
+        for (size_t j = 0; j < d->cols; j++) {
+            if (dscale)
+                clnorm_elem_store(pt, dscale, b * d->mod_stride + j, 0.0);
+            if (dshift)
+                clnorm_elem_store(pt, dshift, b * d->mod_stride + j, 0.0);
+        }
     for (size_t j = 0; acc && j < d->cols; j++) {
         if (dgamma)
             clnorm_elem_store(pt, dgamma, j, acc[j]);

@@ -1,0 +1,24 @@
+/*
+ * norm_apply.cl - the forward with precomputed statistics (CLNORM_USE_GLOBAL_STATS, oneDNN's
+ * use_global_stats): mean and rstd are inputs, so a row is one elementwise pass,
+ * y = (v - mean) * rstd * gamma + beta (modulated), with no reduction at all. The same kernel
+ * serves every strategy: work-group g takes rows g, g + groups, ... and its L items every
+ * L-th vector of a row (L = 1 on CPUs: a work-item per row, vector loads). Needs common.cl,
+ * op_row_norm.cl and row_stats.cl (seg_apply) before it.
+ *
+ * The statistics enter as K = 0, m = mean, r = rstd, sc = 1 in the strategies' apply: the
+ * sum of x and a residual is formed first, then the mean is subtracted.
+ */
+__kernel void norm_apply_stats(FWD_PARAMS, ulong rows, ulong cols, uint flags)
+{
+    const uint lid = get_local_id(0);
+    const uint L = get_local_size(0);
+    const int rms = (flags & CLNORM_KF_RMS) != 0;
+    for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0)) {
+        const A m = rms ? (A)0 : mean[mean_off + row];
+        const A r = rstd[rstd_off + row];
+        const row_in in = make_row_in(IN_ARGS, row);
+        seg_apply(make_row_out(FWD_OUT_ARGS, row, flags), in, 0, cols, lid, L, (A2)(0), m, r,
+                  (A)1, make_row_in(IN_ARGS, row + get_num_groups(0)), L == 1);
+    }
+}
