@@ -84,33 +84,6 @@ static void param_shape_source(const cli_problem *p, clnorm_arg_slot slot,
                  input_path);
 }
 
-/* The library reads a slot's extent (clnorm_slot_query), which a file of the slot's shape
- * holds, but for one case: an empty batch's scale and shift, (0, C), for which the library
- * counts samples 0 as 1 sample and reads one row of C. The data are then padded with zeros to
- * the extent, so that nothing is read beyond the buffer (rows = 0: no value is used). 0 ok;
- * -1 error printed. */
-static int pad_to_extent(const cli_problem *p, clnorm_arg_slot slot, const char *what,
-                         const char *path, cli_tensor *t)
-{
-    const size_t es = npy_dtype_size(cli_param_npy(p->desc.dtype));
-    clnorm_slot_info info;
-    void *grown;
-    if (clnorm_slot_query(&p->desc, CLNORM_FORWARD, slot, &info) != CLNORM_OK ||
-        info.extent <= t->arr.count)
-        return 0;
-    grown = cli_alloc(info.extent, es);
-    if (grown == NULL) {
-        cli_error("out of memory for %s %s (%zu elements)", what, path, info.extent);
-        return -1;
-    }
-    memset(grown, 0, info.extent * es);
-    if (t->arr.count > 0)
-        memcpy(grown, t->data, t->arr.count * es);
-    free(t->data);
-    t->data = grown;
-    return 0;
-}
-
 int cli_problem_load_param(const cli_problem *p, const char *input_path, clnorm_arg_slot slot,
                            const char *what, const char *path, cli_tensor *t)
 {
@@ -130,9 +103,9 @@ int cli_problem_load_param(const cli_problem *p, const char *input_path, clnorm_
         cli_error("%s %s has shape %s, expected %s (%s)", what, path, got_s, want_s, source);
         return -1;
     }
-    if (cli_tensor_to_params(t, what, path, p->desc.dtype) != 0)
-        return -1;
-    return pad_to_extent(p, slot, what, path, t);
+    /* a file of the slot's shape holds its extent (an empty batch's (0, C) scale too: the
+     * library reads no row of it) */
+    return cli_tensor_to_params(t, what, path, p->desc.dtype) != 0 ? -1 : 0;
 }
 
 /* Loads path, which must have x's shape, with no conversion yet; the message names the file
