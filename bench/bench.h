@@ -4,7 +4,8 @@
  * One run measures every contender on the same input data, case by case (a case is an op, a
  * storage dtype and a shape): clnorm (auto and each forced strategy), a naive one-pass OpenCL
  * kernel, a CLBlast GEMV baseline, the CPU reference, oneDNN, for the fused residual ops the
- * unfused pairs (an add, then the norm), and the copy bandwidth of the device and of the host.
+ * unfused pairs (an add, then the norm), for the modulated ops the norm then a modulation
+ * kernel, and the copy bandwidth of the device and of the host.
  * The ops are clnorm's op table in each direction (ops.c); everything the bench passes to an
  * op is named by clnorm's argument slots, so data, buffers, checks and the clnorm contenders
  * follow the table rather than a list of ops. Each file does one job:
@@ -14,6 +15,7 @@
  *   buffers.c   rotated buffer sets      timing.c    clock, median, rotation
  *   check.c     errors against the reference
  *   clutil.c    OpenCL helpers           latency.c   empty-kernel enqueue-to-finish time
+ *   cl_storage.h   the storage formats in OpenCL C, for the bench's own kernels
  *   impl_*.c    one contender each       registry.c  the list of contenders
  *   clnorm_case.c  plans and descriptors of the clnorm and CPU reference contenders
  *   onednn_util.c  what the oneDNN contenders share
@@ -34,29 +36,35 @@
 
 /* ---- ops (ops.c) ----------------------------------------------------------------------- */
 /* A bench op is one of clnorm's operations (clnorm_op_count(), clnorm_op_query()) in one
- * direction. The table is built from the library's op table, so a newly registered operation
- * is benchmarked by every generic contender without new code here. A bench_op indexes it. */
+ * direction, plain or, for an operation whose forward takes CLNORM_ARG_SCALE, modulated
+ * (CLNORM_SCALE | CLNORM_SHIFT: "layer-mod"). The table is built from the library's op table,
+ * so a newly registered operation is benchmarked by every generic contender without new code
+ * here. A bench_op indexes it; --op keeps a set of them in an unsigned. */
 typedef unsigned bench_op;
-enum { BENCH_MAX_OPS = 16 };
+enum { BENCH_MAX_OPS = 24 };
 
 /* The form of an op's data, and so of its shapes: rows x cols (LayerNorm and its relatives),
- * or a batch of channels x spatial positions in groups, in a layout (GroupNorm). ops.c tells
- * them apart by asking the library whether the kind takes groups; contenders say which forms
- * they run (bench_contender.forms). */
+ * a batch of channels x spatial positions in groups, in a layout (GroupNorm), or B samples of
+ * T rows x C (the modulated row ops: scale and shift per sample). ops.c tells them apart by
+ * asking the library whether the kind takes groups, and by the op's modulation; contenders
+ * say which forms they run (bench_contender.forms). */
 enum {
     BENCH_FORM_ROWS = 1u << 0,
     BENCH_FORM_GROUPS = 1u << 1,
-    BENCH_ANY_FORM = BENCH_FORM_ROWS | BENCH_FORM_GROUPS
+    BENCH_FORM_SAMPLES = 1u << 2,
+    BENCH_ANY_FORM = BENCH_FORM_ROWS | BENCH_FORM_GROUPS | BENCH_FORM_SAMPLES
 };
 
 /* A shape. Rows form: rows x cols. Groups form: rows = N (batch), cols = C (channels), the
- * spatial dims (H, W, ...; none for (N, C)) and groups = G; written NxCxHxW:G. */
+ * spatial dims (H, W, ...; none for (N, C)) and groups = G; written NxCxHxW:G. Samples form:
+ * rows = B x T, cols = C, samples = B; written BxTxC. */
 enum { BENCH_MAX_SPATIAL = 3 };
 typedef struct {
     size_t rows, cols;
     size_t spatial[BENCH_MAX_SPATIAL]; /* groups form: the spatial dims, n_spatial of them */
     int n_spatial;
     size_t groups;                     /* groups form: G (0 in the rows form) */
+    size_t samples;                    /* samples form: B, dividing rows (0 in the others) */
 } bench_shape;
 
 #define BENCH_SHAPE_LABEL 48
@@ -69,6 +77,8 @@ typedef struct {
     char alias[32];       /* another name --op takes ("layer-backward"), or "" */
     clnorm_kind kind;
     clnorm_direction dir;
+    unsigned mod_flags;   /* CLNORM_SCALE | CLNORM_SHIFT for a modulated op ("layer-mod",
+                             its form BENCH_FORM_SAMPLES), else 0: desc.flags of its cases */
     int has_mean;         /* LayerNorm statistics (clnorm_op_info.has_mean) */
     unsigned given;       /* BENCH_SLOT of every slot the bench passes: each one the op takes,
                              required or optional, except DSUM, for which it has no data */
@@ -77,7 +87,7 @@ typedef struct {
     clnorm_arg_slot out;  /* the first row output (y, or dx): where the copies write */
     int has_unfused;      /* a forward with a residual whose op without it exists ... */
     clnorm_kind unfused_kind; /* ... as this kind: the norm of the unfused pairs */
-    unsigned form;        /* BENCH_FORM_ROWS or BENCH_FORM_GROUPS */
+    unsigned form;        /* BENCH_FORM_ROWS, BENCH_FORM_GROUPS or BENCH_FORM_SAMPLES */
     /* The shapes the op runs on without --shape, and under --quick: the form's table */
     const bench_shape *shapes, *quick_shapes;
     size_t n_shapes, n_quick_shapes;
@@ -85,13 +95,18 @@ typedef struct {
      * x ref_cpu's GB/s x the thread count (0: none). The table's summary line says whether
      * it is met. */
     double ref_cores_target;
+    /* A forward whose targets are stated against its unfused pair and the copy: clnorm_auto's
+     * GB/s >= fused_target x the best pair's and >= copy_target x the copy's (0: none). The
+     * case's "fused vs unfused" line says whether both are met. */
+    double fused_target, copy_target;
 } bench_op_info;
 
 size_t bench_op_count(void);
 const bench_op_info *bench_op_get(bench_op op); /* NULL past the end */
 const char *bench_op_name(bench_op op);          /* "?" past the end */
 int bench_op_parse(const char *name, bench_op *op); /* 0, or -1 for an unknown name */
-int bench_op_find(clnorm_kind kind, clnorm_direction dir, bench_op *op); /* 0 or -1 */
+/* The op of kind in dir with that modulation (0: the plain op). 0 or -1. */
+int bench_op_find(clnorm_kind kind, clnorm_direction dir, unsigned mod_flags, bench_op *op);
 int bench_op_is_backward(bench_op op);
 /* "layer, rms, ..., backward, ..." into buf: every name --op takes. */
 void bench_op_names(char *buf, size_t size);
@@ -121,12 +136,14 @@ typedef struct {
 
 /* The product of the spatial dims (1 when there are none). */
 size_t bench_shape_spatial(const bench_shape *s);
-/* "8192x768", or for the groups form "8x320x64x64:32 nhwc" (layout named when form is
- * BENCH_FORM_GROUPS). */
+/* "8192x768", for the groups form "8x320x64x64:32 nhwc" (layout named when form is
+ * BENCH_FORM_GROUPS), for the samples form "8x1024x1152" (B x T x C). */
 void bench_shape_label(const bench_shape *s, unsigned form, clnorm_layout layout, char *buf,
                        size_t size);
 const char *bench_layout_name(clnorm_layout layout); /* "nchw", "nhwc" */
 
+/* The most cases one run can ask for: every op x dtype x shape x layout. The options hold
+ * them in place (about 80 bytes each, 1 MiB in all): main keeps its options static. */
 #define BENCH_MAX_CASES (BENCH_MAX_OPS * BENCH_N_DTYPES * BENCH_MAX_SHAPES * 2) /* 2 layouts */
 
 typedef struct {
@@ -270,7 +287,8 @@ enum {
     BENCH_ROLE_COPY = 1u << 0,    /* a bandwidth limit: bytes = copy_bytes, checked against x */
     BENCH_ROLE_CLNORM = 1u << 1,  /* clnorm itself: a WRONG result fails the run (exit 1) */
     BENCH_ROLE_AUTO = 1u << 2,    /* clnorm's own choice: the "fused" of the summary line */
-    BENCH_ROLE_UNFUSED = 1u << 3, /* an add, then the norm: the summary's "unfused pairs" */
+    BENCH_ROLE_UNFUSED = 1u << 3, /* an add then the norm, or the norm then a modulation:
+                                     the summary's "unfused pairs" */
     BENCH_ROLE_ONEDNN = 1u << 4   /* oneDNN: the denominator of x_onednn */
 };
 
@@ -306,7 +324,7 @@ int bench_contender_runs(const bench_contender *c, bench_op op);
 extern const bench_contender bench_copy_device, bench_copy_host;
 extern const bench_contender bench_clnorm_auto, bench_clnorm_row, bench_clnorm_workgroup,
     bench_clnorm_split, bench_clnorm_subgroup;
-extern const bench_contender bench_clnorm_unfused;
+extern const bench_contender bench_clnorm_unfused, bench_clnorm_unfused_mod;
 extern const bench_contender bench_naive_onepass;
 extern const bench_contender bench_ref_cpu;
 #ifdef CLNORM_HAVE_CLBLAST
@@ -318,7 +336,8 @@ extern const bench_contender bench_onednn, bench_onednn_bwd, bench_onednn_unfuse
     bench_onednn_groups;
 #endif
 /* clnorm_case.c: what the clnorm contenders and the CPU reference set up. */
-/* The case's descriptor with flags (CLNORM_WITH_BACKWARD added for a backward op). */
+/* The case's descriptor with flags (CLNORM_WITH_BACKWARD added for a backward op, the op's
+ * modulation and its samples for a -mod op). */
 void bench_case_desc(const bench_problem *p, unsigned flags, clnorm_desc *d);
 typedef struct {
     const bench_env *env;

@@ -1,4 +1,4 @@
-/* What the clnorm contenders (impl_clnorm.c, impl_clnorm_unfused.c) and the CPU reference
+/* What the clnorm contenders (impl_clnorm.c, impl_clnorm_unfused*.c) and the CPU reference
  * (impl_ref.c) set up for a case: the descriptor, and the plan or descriptor each run uses. */
 #include "bench.h"
 
@@ -9,12 +9,15 @@ void bench_case_desc(const bench_problem *p, unsigned flags, clnorm_desc *d)
     clnorm_desc_init(d, p->kind, p->rows, p->cols);
     d->dtype = p->dtype;
     d->eps = p->eps;
-    d->flags = flags | (p->dir == CLNORM_BACKWARD ? CLNORM_WITH_BACKWARD : 0u);
+    d->flags = flags | p->info->mod_flags |
+               (p->dir == CLNORM_BACKWARD ? CLNORM_WITH_BACKWARD : 0u);
     if (p->info->form == BENCH_FORM_GROUPS) {
         d->groups = p->shape.groups;
         d->spatial = bench_shape_spatial(&p->shape);
         d->layout = p->layout;
     }
+    if (p->info->form == BENCH_FORM_SAMPLES)
+        d->samples = p->shape.samples; /* scale and shift dense: mod_stride cols */
 }
 
 int bench_clnorm_plan(const bench_env *env, const clnorm_desc *desc, clnorm_strategy strategy,

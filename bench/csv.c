@@ -1,11 +1,14 @@
 /* The CSV file: exactly the header
- * op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy,spatial,groups,layout and one line per
- * timed result (WRONG and inexact ones included: the table says which; failed and skipped
- * contenders have no line). op is a name of ops.c (layer, rms, add-layer, add-rms, group,
- * backward, rms-backward, ..., group-backward), dtype f32, f16, bf16 or f64. frac_of_copy is
- * empty when the copy row of its side is missing. The first eight columns are those of the
- * row ops' runs before GroupNorm; the last three are GroupNorm's (rows = N, cols = C):
- * spatial as HxW (1 without spatial dims), G, nchw or nhwc, and empty for the row ops. */
+ * op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy,spatial,groups,layout,samples and one
+ * line per timed result (WRONG and inexact ones included: the table says which; failed and
+ * skipped contenders have no line). op is a name of ops.c (layer, rms, add-layer, add-rms,
+ * group, layer-mod, ..., backward, rms-backward, ..., group-backward, layer-mod-backward,
+ * ...), dtype f32, f16, bf16 or f64. frac_of_copy is empty when the copy row of its side is
+ * missing. The first eight columns are those of the row ops' runs before GroupNorm; the next
+ * three are GroupNorm's (rows = N, cols = C): spatial as HxW (1 without spatial dims), G,
+ * nchw or nhwc, and empty for the other ops; the last is the modulated ops' B (their rows are
+ * B x T), empty for the others. Columns are only ever appended, so older readers that take
+ * the first ones by position keep working. */
 #include "bench.h"
 
 #include <errno.h>
@@ -18,7 +21,8 @@ int bench_write_csv(const char *path, const bench_results *r)
         fprintf(stderr, "clnorm-bench: cannot write %s: %s\n", path, strerror(errno));
         return -1;
     }
-    fprintf(f, "op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy,spatial,groups,layout\n");
+    fprintf(f, "op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy,spatial,groups,layout,"
+            "samples\n");
     for (size_t i = 0; i < r->n; i++) {
         const bench_result *x = &r->v[i];
         if (!bench_result_timed(x))
@@ -27,16 +31,20 @@ int bench_write_csv(const char *path, const bench_results *r)
                 x->rows, x->cols, x->impl, x->median_us, x->gbps);
         if (x->frac_of_copy >= 0.0)
             fprintf(f, "%.4f", x->frac_of_copy);
-        if (bench_op_get(x->op)->form == BENCH_FORM_GROUPS) {
+        const unsigned form = bench_op_get(x->op)->form;
+        if (form == BENCH_FORM_GROUPS) {
             fputc(',', f);
             for (int k = 0; k < x->shape.n_spatial; k++)
                 fprintf(f, "%s%zu", k ? "x" : "", x->shape.spatial[k]);
             if (x->shape.n_spatial == 0)
                 fputc('1', f);
-            fprintf(f, ",%zu,%s\n", x->shape.groups, bench_layout_name(x->layout));
+            fprintf(f, ",%zu,%s,", x->shape.groups, bench_layout_name(x->layout));
         } else {
-            fputs(",,,\n", f);
+            fputs(",,,,", f); /* empty spatial, groups and layout */
         }
+        if (form == BENCH_FORM_SAMPLES)
+            fprintf(f, "%zu", x->shape.samples);
+        fputc('\n', f);
     }
     if (fclose(f) != 0) {
         fprintf(stderr, "clnorm-bench: writing %s failed: %s\n", path, strerror(errno));

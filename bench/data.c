@@ -8,9 +8,11 @@
  * the variance that way) show errors far above the tolerance (labelled inexact baselines),
  * while shifted or two-pass implementations stay near 1e-6. gamma = U(0.5, 1.5), beta =
  * U(-0.5, 0.5); dy = N(0, 1); the residual, for the ops that add one, N(0, 1) plus offsets of
- * its own; for a backward op mean/rstd come from a clnorm forward (stats.c). A fixed seed and
- * a fixed order of draws (x, gamma and beta, dy, residual): every run sees the same numbers,
- * and an op sees the same x, gamma and dy as the ops without its extra inputs. */
+ * its own; for a modulated op scale and shift U(-0.5, 0.5) per sample and column (so
+ * 1 + scale, like gamma, is in (0.5, 1.5)); for a backward op mean/rstd come from a clnorm
+ * forward (stats.c). A fixed seed and a fixed order of draws (x, gamma and beta, dy,
+ * residual, scale and shift): every run sees the same numbers, and an op sees the same x,
+ * gamma and dy as the ops without its extra inputs. */
 #include "bench.h"
 
 #include <math.h>
@@ -164,6 +166,16 @@ int bench_problem_init(bench_problem *p, const bench_case *c, clnorm_ctx *ctx, c
     }
     if (given(p, CLNORM_ARG_RESIDUAL))
         offset_rows(p, CLNORM_ARG_RESIDUAL, &seed);
+    const clnorm_arg_slot mods[2] = {CLNORM_ARG_SCALE, CLNORM_ARG_SHIFT};
+    for (int m = 0; m < 2; m++) {
+        if (!given(p, mods[m]))
+            continue;
+        const clnorm_slot_info *si = &p->slot[mods[m]];
+        for (size_t b = 0; b < si->rows; b++)
+            for (size_t j = 0; j < si->cols; j++)
+                bench_param_put(si->dtype, p->t[mods[m]], b * si->stride + j,
+                                unit(&seed) - 0.5);
+    }
 
     if (reference(p, ctx, msg, msg_size) != 0) {
         bench_problem_free(p);

@@ -2,7 +2,8 @@
  * op of the table in either direction: the strategy clnorm chooses (clnorm_plan_create) and
  * each strategy forced (clnorm_plan_create_with), at the case's dtype. A run passes every
  * slot the op takes (ops.c: x, y, gamma, beta and for the fused residual ops residual and
- * sum; for a backward x, dy, the saved mean/rstd, gamma, dx, dgamma, dbeta) from the set,
+ * sum, for the modulated ops scale and shift; for a backward x, dy, the saved mean/rstd,
+ * gamma, dx, dgamma, dbeta, and modulated beta, scale, dscale, dshift) from the set,
  * then clFinish. The plan is made once per case (with CLNORM_WITH_BACKWARD for a backward
  * op). A strategy the library refuses for the shape, dtype or device (e.g. subgroup on long
  * rows) is skipped with the library's message. */

@@ -11,47 +11,12 @@
  * storage type before it is normalized (the fused kernel normalizes the unrounded sum), so
  * with f16/bf16 storage y can be off by more than the tolerance: an inexact baseline there. */
 #include "bench.h"
+#include "cl_storage.h"
 
 #include <stdlib.h>
 
 static const char add_source[] =
-    "#if defined(T_F64)\n"
-    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
-    "typedef double T;\n"
-    "#define LOAD4(p, i) vload4((i), (p))\n"
-    "#define STORE4(v, p, i) vstore4((v), (i), (p))\n"
-    "#define LOAD1(p, i) (p)[i]\n"
-    "#define STORE1(v, p, i) ((p)[i] = (v))\n"
-    "#elif defined(T_F16)\n"
-    "typedef ushort T;\n"
-    "#define LOAD4(p, i) vload_half4((i), (global const half *)(p))\n"
-    "#define STORE4(v, p, i) vstore_half4_rte((v), (i), (global half *)(p))\n"
-    "#define LOAD1(p, i) vload_half((i), (global const half *)(p))\n"
-    "#define STORE1(v, p, i) vstore_half_rte((v), (i), (global half *)(p))\n"
-    "#elif defined(T_BF16)\n"
-    "typedef ushort T;\n"
-    "/* bfloat16: the upper half of a float; stores round to nearest even, NaN kept quiet */\n"
-    "float4 bf16_load4(global const ushort *p, size_t i)\n"
-    "{\n"
-    "    return as_float4(convert_uint4(vload4(i, p)) << 16);\n"
-    "}\n"
-    "ushort4 bf16_bits4(float4 v)\n"
-    "{\n"
-    "    const uint4 b = as_uint4(v);\n"
-    "    const uint4 r = (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;\n"
-    "    return convert_ushort4(select(r, (uint4)(0x7fc0u), isnan(v)));\n"
-    "}\n"
-    "#define LOAD4(p, i) bf16_load4((p), (i))\n"
-    "#define STORE4(v, p, i) vstore4(bf16_bits4(v), (i), (p))\n"
-    "#define LOAD1(p, i) as_float((uint)(p)[i] << 16)\n"
-    "#define STORE1(v, p, i) ((p)[i] = bf16_bits4((float4)(v)).s0)\n"
-    "#else\n"
-    "typedef float T;\n"
-    "#define LOAD4(p, i) vload4((i), (p))\n"
-    "#define STORE4(v, p, i) vstore4((v), (i), (p))\n"
-    "#define LOAD1(p, i) (p)[i]\n"
-    "#define STORE1(v, p, i) ((p)[i] = (v))\n"
-    "#endif\n"
+    BENCH_CL_STORAGE_SOURCE
     "kernel void bench_add(global const T *x, ulong x_off, global const T *r, ulong r_off,\n"
     "                      global T *s, ulong s_off, ulong n)\n"
     "{\n"
@@ -113,10 +78,9 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
     char auto_note[64] = "";
     int rc = bench_clnorm_plan(env, &d, CLNORM_STRATEGY_AUTO, &s->plan, auto_note,
                                sizeof auto_note, msg, msg_size);
-    static const char *const type_define[] = {"-DT_F32", "-DT_F16", "-DT_BF16", "-DT_F64"};
     if (rc == BENCH_OK)
-        rc = bench_cl_program(env->context, env->device, add_source, type_define[t],
-                              &s->program, msg, msg_size);
+        rc = bench_cl_program(env->context, env->device, add_source,
+                              bench_cl_storage_option(t), &s->program, msg, msg_size);
     if (rc == BENCH_OK)
         rc = bench_cl_kernel(s->program, "bench_add", &s->kernel, msg, msg_size);
     const cl_ulong n = (cl_ulong)p->rows * p->cols;

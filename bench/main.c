@@ -285,7 +285,7 @@ static void print_settings(const bench_options *opt, const bench_threads *th, cl
 
 int main(int argc, char **argv)
 {
-    bench_options opt;
+    static bench_options opt; /* the cases take 1 MiB (bench.h) */
     int rc = bench_parse_options(argc, argv, &opt);
     if (rc != 0)
         return rc == 1 ? 0 : 2;

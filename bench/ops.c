@@ -3,9 +3,11 @@
  * "add-rms", its backward "add-rms-backward"); the slots the bench passes, and which are rows
  * or outputs, come from clnorm_slot_query; the form of the data (rows x cols, or channels x
  * spatial positions in groups) from whether clnorm_desc_check takes groups for the kind.
- * Each form has its table of shapes (the standard ones and the --quick ones) and an op takes
- * its form's. A new operation in the library shows up here with no code; only a name kept
- * for compatibility needs a line in `renamed`. */
+ * An operation whose forward takes CLNORM_ARG_SCALE (per-sample modulation, DiT's adaLN) is
+ * also benchmarked modulated, scale and shift both given: "layer-mod", "layer-mod-backward",
+ * in the samples form (B samples of T rows). Each form has its table of shapes (the standard
+ * ones and the --quick ones) and an op takes its form's. A new operation in the library shows
+ * up here with no code; only a name kept for compatibility needs a line in `renamed`. */
 #include "bench.h"
 
 #include <string.h>
@@ -37,15 +39,32 @@ static const bench_shape groups_quick[] = {UNET(2, 320, 16)};
 #undef UNET
 #undef NCHW
 
+/* The samples form (modulation, issue #11): diffusion transformers' (B, T, C), DiT-XL/2
+ * (1152 channels) at 512x512 (a 64x64 latent in 2x2 patches: 1024 tokens) in batches of 8
+ * and at 256x256 (256 tokens) in batches of 64, and a 768-wide DiT-B/2 at 4096 tokens in
+ * batches of 16. --quick: a small DiT-like shape and an odd one whose rows end in a partial
+ * vector of 4. */
+#define BTC(b, t, c) {.rows = (size_t)(b) * (t), .cols = c, .samples = b}
+static const bench_shape samples_shapes[] = {BTC(8, 1024, 1152), BTC(64, 256, 1152),
+                                             BTC(16, 4096, 768)};
+static const bench_shape samples_quick[] = {BTC(2, 128, 1152), BTC(3, 7, 101)};
+#undef BTC
+
+/* What a modulated op's cases carry: both per-sample tensors, as DiT's adaLN has them. */
+#define MOD_FLAGS (CLNORM_SCALE | CLNORM_SHIFT)
+
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Targets stated against the CPU reference (issue #10: GroupNorm's backward >= 1.2x the
- * reference's bandwidth times the core count). */
+ * reference's bandwidth times the core count), and against the unfused pair and the copy
+ * (issue #11: the modulated forward >= 1.5x the norm then a modulation kernel, and >= 90% of
+ * the copy's bandwidth). */
 static const struct {
     unsigned form;
     clnorm_direction dir;
-    double ref_cores;
-} targets[] = {{BENCH_FORM_GROUPS, CLNORM_BACKWARD, 1.2}};
+    double ref_cores, fused, copy;
+} targets[] = {{BENCH_FORM_GROUPS, CLNORM_BACKWARD, 1.2, 0.0, 0.0},
+               {BENCH_FORM_SAMPLES, CLNORM_FORWARD, 0.0, 1.5, 0.9}};
 
 /* The form of a kind's data: the groups form when its descriptor takes groups and spatial
  * positions (the row kinds refuse them). */
@@ -60,8 +79,13 @@ static unsigned form_of(clnorm_kind kind)
 
 static void set_shapes(bench_op_info *o)
 {
-    o->form = form_of(o->kind);
-    if (o->form == BENCH_FORM_GROUPS) {
+    o->form = o->mod_flags ? BENCH_FORM_SAMPLES : form_of(o->kind);
+    if (o->form == BENCH_FORM_SAMPLES) {
+        o->shapes = samples_shapes;
+        o->n_shapes = N_OF(samples_shapes);
+        o->quick_shapes = samples_quick;
+        o->n_quick_shapes = N_OF(samples_quick);
+    } else if (o->form == BENCH_FORM_GROUPS) {
         o->shapes = groups_shapes;
         o->n_shapes = N_OF(groups_shapes);
         o->quick_shapes = groups_quick;
@@ -72,10 +96,17 @@ static void set_shapes(bench_op_info *o)
         o->quick_shapes = rows_quick;
         o->n_quick_shapes = N_OF(rows_quick);
     }
-    o->ref_cores_target = 0.0;
+    o->ref_cores_target = o->fused_target = o->copy_target = 0.0;
+    /* The modulation's targets are stated for layer (and hold the same for rms): a residual
+     * op moves 4 passes over the rows fused against its pair's 6, so 1.5x is its ceiling. */
+    const int residual = (o->given & BENCH_SLOT(CLNORM_ARG_RESIDUAL)) != 0;
     for (size_t i = 0; i < N_OF(targets); i++)
-        if (targets[i].form == o->form && targets[i].dir == o->dir)
+        if (targets[i].form == o->form && targets[i].dir == o->dir &&
+            !(residual && targets[i].fused > 0.0)) {
             o->ref_cores_target = targets[i].ref_cores;
+            o->fused_target = targets[i].fused;
+            o->copy_target = targets[i].copy;
+        }
 }
 
 size_t bench_shape_spatial(const bench_shape *s)
@@ -94,6 +125,10 @@ const char *bench_layout_name(clnorm_layout layout)
 void bench_shape_label(const bench_shape *s, unsigned form, clnorm_layout layout, char *buf,
                        size_t size)
 {
+    if (form == BENCH_FORM_SAMPLES && s->samples > 0) {
+        snprintf(buf, size, "%zux%zux%zu", s->samples, s->rows / s->samples, s->cols);
+        return;
+    }
     int used = snprintf(buf, size, "%zux%zu", s->rows, s->cols);
     if (form != BENCH_FORM_GROUPS)
         return;
@@ -129,28 +164,36 @@ static void short_name(const char *op_name, char *out, size_t size)
             *c = '-';
 }
 
-/* The slots of kind in dir on a probe shape of 2 x 3: a row tensor has 2 rows there, a
- * vector (gamma, beta: 3 columns; mean, rstd: 2) one. 0 when the kind has no such op. */
-static int probe(clnorm_kind kind, clnorm_direction dir, bench_op_info *o)
+/* The slots of o's kind in its direction, with its modulation, on a probe shape of 4 x 3 in
+ * 2 samples: a row tensor has 4 rows there, a vector (gamma, beta: 3 columns; mean, rstd: 4)
+ * one and a per-sample tensor (scale, shift, dscale, dshift) 2; the bench keeps both kinds
+ * of small tensor in one buffer shared by every set. 0 when the kind has no such op (or the
+ * library refuses the modulation). */
+static int probe(bench_op_info *o)
 {
+    enum { PROBE_ROWS = 4 };
     clnorm_desc d;
-    clnorm_desc_init(&d, kind, 2, 3);
-    if (dir == CLNORM_BACKWARD)
+    clnorm_desc_init(&d, o->kind, PROBE_ROWS, 3);
+    if (o->dir == CLNORM_BACKWARD)
         d.flags |= CLNORM_WITH_BACKWARD;
+    if (o->mod_flags) {
+        d.flags |= o->mod_flags;
+        d.samples = 2;
+    }
     o->given = o->row_slots = o->outputs = 0;
     o->out = CLNORM_ARG_SLOT_COUNT;
     for (int s = 0; s < CLNORM_ARG_SLOT_COUNT; s++) {
         clnorm_slot_info si;
-        if (clnorm_slot_query(&d, dir, (clnorm_arg_slot)s, &si) != CLNORM_OK)
+        if (clnorm_slot_query(&d, o->dir, (clnorm_arg_slot)s, &si) != CLNORM_OK)
             return 0;
         if (si.use == CLNORM_SLOT_UNUSED || (NOT_GIVEN & BENCH_SLOT(s)))
             continue;
         o->given |= BENCH_SLOT(s);
-        if (si.rows == 2)
+        if (si.rows == PROBE_ROWS)
             o->row_slots |= BENCH_SLOT(s);
         if (si.is_output)
             o->outputs |= BENCH_SLOT(s);
-        if (si.is_output && si.rows == 2 && o->out == CLNORM_ARG_SLOT_COUNT)
+        if (si.is_output && si.rows == PROBE_ROWS && o->out == CLNORM_ARG_SLOT_COUNT)
             o->out = (clnorm_arg_slot)s;
     }
     /* An op the bench can run reads x and writes a row. */
@@ -178,6 +221,38 @@ static void find_unfused(bench_op_info *o, const clnorm_op_info *info)
     }
 }
 
+/* Appends kind in dir, plain (mod_flags 0) or modulated, when the library runs it. */
+static void add_op(clnorm_kind kind, const clnorm_op_info *info, clnorm_direction dir,
+                   unsigned mod_flags)
+{
+    if (n_table == BENCH_MAX_OPS)
+        return;
+    bench_op_info *o = &table[n_table];
+    memset(o, 0, sizeof *o);
+    o->kind = kind;
+    o->dir = dir;
+    o->mod_flags = mod_flags;
+    o->has_mean = info->has_mean;
+    if (!probe(o))
+        return;
+    char base[24];
+    short_name(info->name, base, sizeof base);
+    snprintf(o->name, sizeof o->name, "%s%s%s", base, mod_flags ? "-mod" : "",
+             dir == CLNORM_BACKWARD ? "-backward" : "");
+    for (size_t i = 0; i < sizeof renamed / sizeof renamed[0]; i++)
+        if (strcmp(o->name, renamed[i].derived) == 0) {
+            /* memcpy: GCC reads a snprintf between two fields of table[] as an overlap */
+            _Static_assert(sizeof o->alias == sizeof o->name, "alias holds any name");
+            memcpy(o->alias, o->name, sizeof o->alias);
+            snprintf(o->name, sizeof o->name, "%s", renamed[i].name);
+        }
+    if (!mod_flags) /* the unfused pairs of a residual op (a modulated one has its own) */
+        find_unfused(o, info);
+    set_shapes(o);
+    n_table++;
+}
+
+/* Per direction: the plain ops, then the modulated ones, in the library's order. */
 static void build(void)
 {
     if (built)
@@ -185,32 +260,17 @@ static void build(void)
     built = 1;
     const clnorm_direction dirs[2] = {CLNORM_FORWARD, CLNORM_BACKWARD};
     for (int di = 0; di < 2; di++)
-        for (size_t k = 0; k < clnorm_op_count() && n_table < BENCH_MAX_OPS; k++) {
-            clnorm_op_info info;
-            if (clnorm_op_query((clnorm_kind)k, &info) != CLNORM_OK)
-                continue;
-            if (dirs[di] == CLNORM_BACKWARD && info.backward_slots == 0)
-                continue;
-            bench_op_info *o = &table[n_table];
-            memset(o, 0, sizeof *o);
-            o->kind = (clnorm_kind)k;
-            o->dir = dirs[di];
-            o->has_mean = info.has_mean;
-            if (!probe(o->kind, o->dir, o))
-                continue;
-            char base[24];
-            short_name(info.name, base, sizeof base);
-            snprintf(o->name, sizeof o->name, "%s%s", base,
-                     o->dir == CLNORM_BACKWARD ? "-backward" : "");
-            for (size_t i = 0; i < sizeof renamed / sizeof renamed[0]; i++)
-                if (strcmp(o->name, renamed[i].derived) == 0) {
-                    snprintf(o->alias, sizeof o->alias, "%s", o->name);
-                    snprintf(o->name, sizeof o->name, "%s", renamed[i].name);
-                }
-            find_unfused(o, &info);
-            set_shapes(o);
-            n_table++;
-        }
+        for (int mod = 0; mod < 2; mod++)
+            for (size_t k = 0; k < clnorm_op_count(); k++) {
+                clnorm_op_info info;
+                if (clnorm_op_query((clnorm_kind)k, &info) != CLNORM_OK)
+                    continue;
+                if (dirs[di] == CLNORM_BACKWARD && info.backward_slots == 0)
+                    continue;
+                if (mod && !(info.forward_slots & BENCH_SLOT(CLNORM_ARG_SCALE)))
+                    continue;
+                add_op((clnorm_kind)k, &info, dirs[di], mod ? MOD_FLAGS : 0u);
+            }
 }
 
 size_t bench_op_count(void)
@@ -243,11 +303,11 @@ int bench_op_parse(const char *name, bench_op *op)
     return -1;
 }
 
-int bench_op_find(clnorm_kind kind, clnorm_direction dir, bench_op *op)
+int bench_op_find(clnorm_kind kind, clnorm_direction dir, unsigned mod_flags, bench_op *op)
 {
     build();
     for (size_t i = 0; i < n_table; i++)
-        if (table[i].kind == kind && table[i].dir == dir) {
+        if (table[i].kind == kind && table[i].dir == dir && table[i].mod_flags == mod_flags) {
             *op = (bench_op)i;
             return 0;
         }

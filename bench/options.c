@@ -9,23 +9,29 @@
 
 /* The shapes an op runs on without --shape are its form's (ops.c). --quick without --op,
  * --dtype and --shape: layer f32 on the quick row shapes, then a backward case, an f16 case
- * and a fused residual case on 257x768, and GroupNorm forward and backward in both layouts on
- * its quick shape (shape rows 0: the op's first quick shape). */
+ * and a fused residual case on 257x768, GroupNorm forward and backward in both layouts on
+ * its quick shape, and the modulated LayerNorm forward and backward on theirs (shape rows 0:
+ * the op's first quick shape). */
+#define MOD (CLNORM_SCALE | CLNORM_SHIFT)
 static const struct {
     clnorm_kind kind;
     clnorm_direction dir;
+    unsigned mod_flags;
     clnorm_dtype dtype;
     bench_shape shape;
     clnorm_layout layout;
 } quick_extra[] = {
-    {CLNORM_LAYER, CLNORM_BACKWARD, CLNORM_F32, {.rows = 257, .cols = 768}, CLNORM_NCHW},
-    {CLNORM_LAYER, CLNORM_FORWARD, CLNORM_F16, {.rows = 257, .cols = 768}, CLNORM_NCHW},
-    {CLNORM_ADD_LAYER, CLNORM_FORWARD, CLNORM_F32, {.rows = 257, .cols = 768}, CLNORM_NCHW},
-    {CLNORM_GROUP, CLNORM_FORWARD, CLNORM_F32, {.rows = 0}, CLNORM_NCHW},
-    {CLNORM_GROUP, CLNORM_FORWARD, CLNORM_F32, {.rows = 0}, CLNORM_NHWC},
-    {CLNORM_GROUP, CLNORM_BACKWARD, CLNORM_F32, {.rows = 0}, CLNORM_NCHW},
-    {CLNORM_GROUP, CLNORM_BACKWARD, CLNORM_F32, {.rows = 0}, CLNORM_NHWC},
+    {CLNORM_LAYER, CLNORM_BACKWARD, 0, CLNORM_F32, {.rows = 257, .cols = 768}, CLNORM_NCHW},
+    {CLNORM_LAYER, CLNORM_FORWARD, 0, CLNORM_F16, {.rows = 257, .cols = 768}, CLNORM_NCHW},
+    {CLNORM_ADD_LAYER, CLNORM_FORWARD, 0, CLNORM_F32, {.rows = 257, .cols = 768}, CLNORM_NCHW},
+    {CLNORM_GROUP, CLNORM_FORWARD, 0, CLNORM_F32, {.rows = 0}, CLNORM_NCHW},
+    {CLNORM_GROUP, CLNORM_FORWARD, 0, CLNORM_F32, {.rows = 0}, CLNORM_NHWC},
+    {CLNORM_GROUP, CLNORM_BACKWARD, 0, CLNORM_F32, {.rows = 0}, CLNORM_NCHW},
+    {CLNORM_GROUP, CLNORM_BACKWARD, 0, CLNORM_F32, {.rows = 0}, CLNORM_NHWC},
+    {CLNORM_LAYER, CLNORM_FORWARD, MOD, CLNORM_F32, {.rows = 0}, CLNORM_NCHW},
+    {CLNORM_LAYER, CLNORM_BACKWARD, MOD, CLNORM_F32, {.rows = 0}, CLNORM_NCHW},
 };
+#undef MOD
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -55,9 +61,12 @@ static void usage(FILE *out)
         "covers every op x dtype x shape asked for.\n"
         "  --shape RxC         a shape to run (repeatable); default: each op's own table (the\n"
         "                      row ops: the ten standard shapes; group: 19 UNet and ResNet\n"
-        "                      shapes). NxCxHxW[:G] (1 to 3 spatial dims, G groups, default\n"
-        "                      32 when it divides C, else 1) is a GroupNorm shape: only the\n"
-        "                      group ops run it; they run RxC as (N, C) without spatial dims\n"
+        "                      shapes; the -mod ops: three DiT shapes). NxCxHxW[:G] (1 to 3\n"
+        "                      spatial dims, G groups, default 32 when it divides C, else 1)\n"
+        "                      is a GroupNorm shape: the group ops run it, and RxC as (N, C)\n"
+        "                      without spatial dims. BxTxC is x of shape (B, T, C): B x T\n"
+        "                      rows of C, B samples of the -mod ops (RxC: one sample); the\n"
+        "                      group ops read it as NxCxL\n"
         "  --layout LIST       group ops: nchw, nhwc or both (default both): each shape runs\n"
         "                      in each layout\n"
         "  --op LIST           comma-separated ops (default layer), one per operation of\n"
@@ -73,7 +82,13 @@ static void usage(FILE *out)
         "                      spatial, statistics per sample and group, gamma/beta per\n"
         "                      channel); oneDNN 2.6 has none: onednn_groups is its layer\n"
         "                      normalization over the N x G rows of (C/G) x spatial of the\n"
-        "                      NCHW tensor (no affine), a bandwidth peer, not a result\n"
+        "                      NCHW tensor (no affine), a bandwidth peer, not a result.\n"
+        "                      layer-mod, rms-mod, add-layer-mod, add-rms-mod and their\n"
+        "                      -backward: per-sample modulation (DiT's adaLN), y = norm(x) *\n"
+        "                      (1 + scale[b]) + shift[b], scale and shift (B, C) float32, both\n"
+        "                      given; the forward against the norm then the bench's own\n"
+        "                      modulation kernel in place on y (clnorm_unfused); the backward\n"
+        "                      also writes dscale and dshift\n"
         "  --dtype LIST        comma-separated storage types: f32 (default), f16, bf16, f64;\n"
         "                      parameters are float32 (float64 for f64). The naive and CLBlast\n"
         "                      baselines are f32 only; oneDNN runs f32, and f16/bf16 where the\n"
@@ -84,7 +99,8 @@ static void usage(FILE *out)
         "                      --op, --dtype and --shape: layer f32 on 1x768, 257x768 and\n"
         "                      1000x1000, then backward f32, layer f16 and add-layer f32 on\n"
         "                      257x768, then group and group-backward f32 on 2x320x16x16:32\n"
-        "                      in both layouts\n"
+        "                      in both layouts, then layer-mod and layer-mod-backward f32 on\n"
+        "                      2x128x1152\n"
         "  --reps N            timed repetitions per contender (default 30; --quick 5)\n"
         "  --warmup N          untimed repetitions first (default 3; --quick 1)\n"
         "  --device SPEC       OpenCL device as CLNORM_DEVICE takes it: cpu, gpu, P:D, name\n"
@@ -97,8 +113,9 @@ static void usage(FILE *out)
         "                      and bf16 also allow 1 ulp of the format relative (2^-10, 2^-7);\n"
         "                      0 asks for results bit-exact to the reference\n"
         "  --csv FILE          write op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy,\n"
-        "                      spatial,groups,layout (the last three empty for the row ops;\n"
-        "                      spatial as HxW)\n"
+        "                      spatial,groups,layout,samples (spatial, groups and layout\n"
+        "                      empty but for the group ops, spatial as HxW; samples, B, empty\n"
+        "                      but for the -mod ops, whose rows are B x T)\n"
         "  --plot FILE.png     GB/s per case and contender, through gnuplot\n"
         "  --list              list the contenders compiled in and the ops each runs, and exit\n"
         "  -h, --help          this text\n"
@@ -106,8 +123,9 @@ static void usage(FILE *out)
         "forward x read + y written + gamma + beta (add-layer, add-rms: x and residual read,\n"
         "y and s written, 4 x rows x cols x element); backward x and dy read + dx written\n"
         "(3 x rows x cols x element) + gamma read + dgamma and dbeta written; group ops count\n"
-        "rows x cols x spatial per row tensor and gamma, beta per channel. Each block of the\n"
-        "table says what it counts.\n"
+        "rows x cols x spatial per row tensor and gamma, beta per channel; the -mod ops add\n"
+        "scale and shift (B x C x 4) read, and their backward beta and scale read, dscale and\n"
+        "dshift written. Each block of the table says what it counts.\n"
         "Check, forward: max abs error of each output, WRONG when an element is off by more\n"
         "than the tolerance; backward: max |err| / max(1, max |ref|) of dx, dgamma and dbeta.\n"
         "The one-pass baselines (naive_onepass, clblast_gemv) and the unfused pairs at 16-bit\n"
@@ -188,10 +206,27 @@ static int parse_shape(const char *s, bench_shape *out)
     return 0;
 }
 
-/* A shape given with spatial dims or groups is for the groups form only. */
-static int groups_only(const bench_shape *s)
+/* A shape as --shape gave it, in form `form`: 0 and the case's shape in *out, or -1 when the
+ * form does not take it. The groups form takes every shape (RxC is (N, C) without spatial
+ * dims); the rows and samples forms RxC and BxTxC, x of shape (B, T, C): rows B x T (the
+ * product fits: see parse_shape), B samples in the samples form (RxC: one sample), so a
+ * plain op and its modulated one run the same data from one --shape. */
+static int shape_for_form(const bench_shape *s, unsigned form, bench_shape *out)
 {
-    return s->n_spatial > 0 || s->groups > 0;
+    *out = *s;
+    if (form == BENCH_FORM_GROUPS)
+        return 0;
+    if (s->groups > 0 || s->n_spatial > 1)
+        return -1;
+    if (form == BENCH_FORM_SAMPLES)
+        out->samples = s->n_spatial ? s->rows : 1;
+    if (s->n_spatial) {
+        out->rows = s->rows * s->cols;
+        out->cols = s->spatial[0];
+        out->spatial[0] = 0;
+        out->n_spatial = 0;
+    }
+    return 0;
 }
 
 static int parse_only(const char *list, unsigned long long *mask)
@@ -304,11 +339,21 @@ static void list_contenders(void)
                 used += (size_t)w;
             count++;
         }
-        char what[96] = "";
+        /* The inexact notes of every contender of the name ("s rounded before the norm; y
+         * rounded before the modulation" for clnorm_unfused). */
+        char what[192] = "";
         if (c[i]->role & BENCH_ROLE_COPY)
             snprintf(what, sizeof what, " (bandwidth limit)");
-        else if (c[i]->inexact)
-            snprintf(what, sizeof what, " (inexact baseline: %s)", c[i]->inexact);
+        for (size_t j = i, w = 0; j < n && !(c[i]->role & BENCH_ROLE_COPY); j++) {
+            if (strcmp(c[j]->name, c[i]->name) != 0 || !c[j]->inexact)
+                continue;
+            int k = snprintf(what + w, sizeof what - w, "%s%s", w ? "; " : " (inexact baseline: ",
+                             c[j]->inexact);
+            if (k < 0 || (size_t)k >= sizeof what - w - 1)
+                break;
+            w += (size_t)k;
+            snprintf(what + w, sizeof what - w, ")"); /* overwritten by a next note */
+        }
         printf("%-18s %-7s %s%s\n", c[i]->name, c[i]->side == BENCH_DEVICE ? "OpenCL" : "host",
                count == bench_op_count() ? "every op" : ops, what);
     }
@@ -430,7 +475,7 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
      * (ops.c); with it, the row ops the RxC shapes and the group ops all of them. */
     const int mix = opt->quick && !ops && !dtypes && !n_shapes;
     bench_op layer;
-    if (!ops && bench_op_find(CLNORM_LAYER, CLNORM_FORWARD, &layer) == 0)
+    if (!ops && bench_op_find(CLNORM_LAYER, CLNORM_FORWARD, 0, &layer) == 0)
         ops = 1u << layer;
     if (!dtypes)
         dtypes = 1u << CLNORM_F32;
@@ -448,7 +493,8 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
         const size_t n = n_shapes ? n_shapes : opt->quick ? info->n_quick_shapes : info->n_shapes;
         for (int t = 0; t < BENCH_N_DTYPES; t++)
             for (size_t k = 0; (dtypes >> t & 1u) && k < n; k++) {
-                if (!grouped && groups_only(&sh[k]))
+                bench_shape shape = sh[k]; /* the tables' shapes are in their form already */
+                if (n_shapes && shape_for_form(&sh[k], info->form, &shape) != 0)
                     continue;
                 if (n_shapes)
                     used[k] = 1;
@@ -457,18 +503,19 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
                         continue;
                     if (opt->n_cases == BENCH_MAX_CASES)
                         return bad("too many cases (at most %d)", BENCH_MAX_CASES);
-                    add_case(opt, o, (clnorm_dtype)t, &sh[k], (clnorm_layout)l);
+                    add_case(opt, o, (clnorm_dtype)t, &shape, (clnorm_layout)l);
                 }
             }
     }
     for (size_t k = 0; k < n_shapes; k++)
         if (!used[k])
-            return bad("--shape %zux%zu...: a shape with spatial dims or groups is a GroupNorm "
-                       "shape, and no group op was asked for (--op group)", shapes[k].rows,
-                       shapes[k].cols);
+            return bad("--shape %zux%zu...: a shape of four or more numbers, or with :G, is a "
+                       "GroupNorm shape, and no group op was asked for (--op group)",
+                       shapes[k].rows, shapes[k].cols);
     for (size_t k = 0; mix && k < N_OF(quick_extra); k++) {
         bench_op o;
-        if (bench_op_find(quick_extra[k].kind, quick_extra[k].dir, &o) != 0)
+        if (bench_op_find(quick_extra[k].kind, quick_extra[k].dir, quick_extra[k].mod_flags,
+                          &o) != 0)
             continue;
         const bench_op_info *info = bench_op_get(o);
         const bench_shape *sh = quick_extra[k].shape.rows ? &quick_extra[k].shape

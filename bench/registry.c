@@ -2,8 +2,10 @@
  * limit and the OpenCL contenders first, then the host's copy limit and the CPU contenders.
  * Which ops a contender takes part in follows from the slots it can pass (bench_contender
  * .slots, .needs) against the slots each op takes (ops.c), and from the forms of data it
- * takes (.forms: rows x cols, GroupNorm's groups): the generic ones (copies, clnorm, the CPU
- * reference) run every op of the table; the baselines run the ops they implement.
+ * takes (.forms: rows x cols, GroupNorm's groups, samples of rows): the generic ones (copies,
+ * clnorm, the CPU reference) run every op of the table; the baselines run the ops they
+ * implement. Both unfused pairs of clnorm are "clnorm_unfused" (the add then the norm, the
+ * norm then the modulation): their ops do not overlap, and --only names them together.
  * CLBlast and oneDNN are here only when CMake found them. */
 #include "bench.h"
 
@@ -17,6 +19,7 @@ static const bench_contender *const all[] = {
     &bench_clnorm_split,
     &bench_clnorm_subgroup,
     &bench_clnorm_unfused,
+    &bench_clnorm_unfused_mod,
     &bench_naive_onepass,
 #ifdef CLNORM_HAVE_CLBLAST
     &bench_clblast_gemv,

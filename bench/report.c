@@ -1,8 +1,9 @@
 /* Results of a run and the table on stdout. One block of rows per case, printed as soon as
  * the case is done, under a line that says what the op/dtype's GB/s count and how its max_err
  * is measured; frac_of_copy and the ratio to oneDNN are derived within the case. A case with
- * unfused pairs (the fused residual ops) ends with a line comparing clnorm's fused run with
- * the best pair and with the copy. */
+ * unfused pairs (the fused residual ops, the modulated ops) ends with a line comparing
+ * clnorm's fused run with the best pair and with the copy, and with the op's targets for
+ * both when it has them. */
 #include "bench.h"
 
 #include <math.h>
@@ -60,6 +61,7 @@ int bench_same_case(const bench_result *a, const bench_result *b)
 {
     return a->op == b->op && a->dtype == b->dtype && a->rows == b->rows && a->cols == b->cols &&
            a->layout == b->layout && a->shape.groups == b->shape.groups &&
+           a->shape.samples == b->shape.samples &&
            a->shape.n_spatial == b->shape.n_spatial &&
            memcmp(a->shape.spatial, b->shape.spatial, sizeof a->shape.spatial) == 0;
 }
@@ -105,25 +107,42 @@ void bench_report_case(FILE *out, const bench_problem *p, const bench_options *o
         snprintf(tol, sizeof tol, "%.0e + %.1e", atol, rtol);
     else
         snprintf(tol, sizeof tol, "%.0e", atol);
-    /* Bytes: the row tensors, then the vectors, of the slots counted (all but mean/rstd). */
+    /* Bytes: the row tensors, the vectors, then the per-sample tensors (scale, shift: more
+     * than one row, not rotated) of the slots counted (all but mean/rstd). */
     const unsigned counted = p->info->given & ~(BENCH_SLOT(CLNORM_ARG_MEAN) |
                                                 BENCH_SLOT(CLNORM_ARG_RSTD));
-    const unsigned rows = counted & p->info->row_slots, vecs = counted & ~p->info->row_slots;
-    int n_rows = 0, n_vecs = 0;
+    const unsigned rows = counted & p->info->row_slots;
+    unsigned vecs = 0, per_sample = 0;
+    int n_rows = 0, n_vecs = 0, n_per_sample = 0;
     for (int s = 0; s < BENCH_N_SLOTS; s++) {
-        n_rows += (rows >> s) & 1u;
-        n_vecs += (vecs >> s) & 1u;
+        if (!(counted & BENCH_SLOT(s)))
+            continue;
+        if (rows & BENCH_SLOT(s))
+            n_rows++;
+        else if (p->slot[s].rows > 1) {
+            per_sample |= BENCH_SLOT(s);
+            n_per_sample++;
+        } else {
+            vecs |= BENCH_SLOT(s);
+            n_vecs++;
+        }
     }
-    char row_names[128], vec_names[128];
+    char row_names[128], vec_names[128], sample_names[128];
     slot_list(p, rows, row_names, sizeof row_names);
     slot_list(p, vecs, vec_names, sizeof vec_names);
+    slot_list(p, per_sample, sample_names, sizeof sample_names);
     const int grouped = p->info->form == BENCH_FORM_GROUPS;
+    const int sampled = p->info->form == BENCH_FORM_SAMPLES;
     fprintf(out, "== %s %s: bytes %d x %s x %u (%s)", bench_op_name(p->op),
-            bench_dtype_name(p->dtype), n_rows, grouped ? "N x C x spatial" : "rows x cols",
+            bench_dtype_name(p->dtype), n_rows,
+            grouped ? "N x C x spatial" : sampled ? "B x T x C" : "rows x cols",
             (unsigned)p->elem, row_names);
     if (n_vecs)
-        fprintf(out, " + %d x %s x %u (%s)", n_vecs, grouped ? "C" : "cols", (unsigned)p->psize,
-                vec_names);
+        fprintf(out, " + %d x %s x %u (%s)", n_vecs, grouped || sampled ? "C" : "cols",
+                (unsigned)p->psize, vec_names);
+    if (n_per_sample)
+        fprintf(out, " + %d x B x C x %u (%s)", n_per_sample, (unsigned)p->psize,
+                sample_names);
     if (p->dir == CLNORM_BACKWARD)
         fprintf(out, "; max_err: max |err| / max(1, max |ref|) of each output; WRONG above %s "
                 "(rows), %.0e (vectors)\n", tol, atol);
@@ -199,6 +218,13 @@ void bench_report_fused(FILE *out, const bench_results *r, size_t first)
     if (fused->frac_of_copy >= 0.0)
         fprintf(out, "; %.2f of the %s copy", fused->frac_of_copy,
                 fused->side == BENCH_DEVICE ? "device" : "host");
+    const bench_op_info *o = bench_op_get(fused->op);
+    if (o->fused_target > 0.0) {
+        const int met = fused->gbps / best->gbps >= o->fused_target &&
+                        fused->frac_of_copy >= o->copy_target;
+        fprintf(out, "; target >= %.1fx and >= %.2f of copy: %s", o->fused_target,
+                o->copy_target, met ? "met" : "NOT met");
+    }
     fputc('\n', out);
     fflush(out);
 }

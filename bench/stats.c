@@ -36,9 +36,12 @@ static int forward_args(bench_problem *p, const clnorm_desc *d, clnorm_host_arg 
 
 int bench_problem_stats(bench_problem *p, clnorm_ctx *ctx, char *msg, size_t msg_size)
 {
-    /* mean and rstd do not depend on gamma and beta, which a backward case may not have */
+    /* mean and rstd do not depend on gamma and beta, which a backward case may not have, nor
+     * on a modulation, which comes after the normalization: a plain forward gives them */
     clnorm_desc d = p->desc;
     d.flags = CLNORM_SAVE_STATS | CLNORM_NO_GAMMA | CLNORM_NO_BETA;
+    d.samples = 0;
+    d.mod_stride = 0;
     clnorm_host_arg args[BENCH_N_SLOTS];
     void *tmp[BENCH_N_SLOTS] = {0};
     size_t n = 0;

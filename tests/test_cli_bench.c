@@ -1,8 +1,9 @@
 /*
  * test_cli_bench.c - `clnorm bench`: the real clnorm-bench of this build when there is one
- * (found from the build tree), and, with a copy of the clnorm binary in a directory of its
- * own, the lookup order (beside the binary, then PATH), the arguments passed through, and the
- * one-line error when clnorm-bench is nowhere.
+ * (found from the build tree), with one small case of the modulated LayerNorm (its ops, its
+ * BxTxC shape, its CSV column and its unfused pair), and, with a copy of the clnorm binary in
+ * a directory of its own, the lookup order (beside the binary, then PATH), the arguments
+ * passed through, and the one-line error when clnorm-bench is nowhere.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -60,6 +61,73 @@ static void test_bench_real(void **state)
     assert_non_null(strstr(g_err, "--no-such-bench-option"));
 }
 
+/* The line of text that starts with `prefix`, as a malloc'ed string without its newline, or
+ * NULL. */
+static char *line_starting(const char *text, const char *prefix)
+{
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (strncmp(p, prefix, strlen(prefix)) == 0) {
+            const size_t n = strcspn(p, "\n");
+            char *line = malloc(n + 1);
+            assert_non_null(line);
+            memcpy(line, p, n);
+            line[n] = '\0';
+            return line;
+        }
+    return NULL;
+}
+
+/* Whether s ends with suffix. */
+static int ends_with(const char *s, const char *suffix)
+{
+    const size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Issue #11's bench op on a shape of 3 samples of 5 rows of 101 columns (rows that end in a
+ * partial vector of 4), forward and backward: every clnorm result within the tolerance (exit
+ * 0), B in the CSV's last column; with a device also the unfused pair (the norm, then the
+ * bench's modulation kernel, within the tolerance at f32) and the line comparing it with the
+ * fused op. Two reps, a small rotation, no timing asserted. */
+static void test_bench_modulation(void **state)
+{
+    (void)state;
+    if (g_bench == NULL || !file_exists(g_bench)) {
+        skip();
+        return;
+    }
+    const char *csv = P("bench_mod.csv");
+    expect_ok(cli("bench", "--op", "layer-mod,layer-mod-backward", "--shape", "3x5x101",
+                  "--reps", "2", "--warmup", "0", "--rotate-mib", "4", "--only",
+                  "clnorm_auto,clnorm_unfused,ref_cpu", "--csv", csv, NULL));
+    assert_non_null(strstr(g_out, "== layer-mod f32"));
+    assert_non_null(strstr(g_out, "== layer-mod-backward f32"));
+    assert_non_null(strstr(g_out, "\n3x5x101 "));
+    /* exit 0: no clnorm result is WRONG; and the pair, at f32, is within the tolerance too */
+    assert_null(strstr(g_out, "inexact baseline"));
+    char *text = read_text(csv);
+    assert_non_null(text);
+    assert_int_equal(strncmp(text, "op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy,spatial,"
+                                   "groups,layout,samples\n", 82), 0);
+    static const char *const rows[] = {"layer-mod,f32,15,101,ref_cpu,",
+                                       "layer-mod-backward,f32,15,101,ref_cpu,",
+                                       "layer-mod,f32,15,101,clnorm_auto,",
+                                       "layer-mod,f32,15,101,clnorm_unfused,",
+                                       "layer-mod-backward,f32,15,101,clnorm_auto,"};
+    const size_t n_rows = g_have_device ? 5 : 2;
+    for (size_t i = 0; i < n_rows; i++) {
+        char *line = line_starting(text, rows[i]);
+        if (line == NULL)
+            fail_msg("%s has no line starting %s", csv, rows[i]);
+        assert_true(ends_with(line, ",,,,3")); /* no GroupNorm fields; B = 3 */
+        free(line);
+    }
+    if (g_have_device)
+        assert_non_null(strstr(g_out, "fused vs unfused: clnorm_auto"));
+    free(text);
+    rm(csv, NULL);
+}
+
 static void test_bench_lookup(void **state)
 {
     const char *solo = P("solo"), *bin = P("solo/clnorm"), *fakedir = P("fakebin"),
@@ -107,6 +175,7 @@ int cli_bench_tests(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bench_real),
+        cmocka_unit_test(test_bench_modulation),
         cmocka_unit_test(test_bench_lookup),
     };
     return cmocka_run_group_tests_name("cli_bench", tests, NULL, NULL);
