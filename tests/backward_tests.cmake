@@ -7,7 +7,7 @@ clnorm_add_test(test_gradcheck test_gradcheck.c)
 # batches (the shape sweep is test_ops's).
 clnorm_add_test(test_backward test_backward.c)
 # The PyTorch float64 golden gradients through the reference and every strategy.
-clnorm_add_test(test_backward_golden test_backward_golden.c golden_cases.c)
+clnorm_add_test(test_backward_golden test_backward_golden.c golden_cases.c golden_oracle.c)
 target_link_libraries(test_backward_golden PRIVATE clnorm_npy)
 # Every error path of clnorm_backward / clnorm_backward_host / clnorm_ref_backward.
 clnorm_add_test(test_backward_errors test_backward_errors.c)

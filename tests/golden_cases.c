@@ -13,40 +13,67 @@
 #define SLOTS CLNORM_ARG_SLOT_COUNT
 
 const golden_case golden_cases[] = {
-    {"seed_example_2x5", CLNORM_LAYER, 1, 1e-5, 1, 1, 0, 0, 0, CLNORM_NCHW, 0},
-    {"ln_3x4x8_last2", CLNORM_LAYER, 2, 1e-5, 1, 1, 0, 0, 0, CLNORM_NCHW, 0},
-    {"ln_16x100_eps1e-3", CLNORM_LAYER, 1, 1e-3, 1, 1, 0, 0, 0, CLNORM_NCHW, 0},
-    {"ln_8x257_noaffine", CLNORM_LAYER, 1, 1e-5, 0, 0, 0, 0, 0, CLNORM_NCHW, 0},
-    {"ln_5x33_gamma_only", CLNORM_LAYER, 1, 1e-5, 1, 0, 0, 0, 0, CLNORM_NCHW, 0},
-    {"ln_4x1_cols1", CLNORM_LAYER, 1, 1e-5, 1, 1, 0, 0, 0, CLNORM_NCHW, 0},
-    {"ln_2x3000_mean1e4", CLNORM_LAYER, 1, 1e-5, 1, 1, 0, 0, 0, CLNORM_NCHW, 0},
-    {"rms_6x64", CLNORM_RMS, 1, 1e-6, 1, 0, 0, 0, 0, CLNORM_NCHW, 0},
-    {"rms_3x2x10_noaffine_last2", CLNORM_RMS, 2, 1e-5, 0, 0, 0, 0, 0, CLNORM_NCHW, 0},
-    {"add_ln_4x96", CLNORM_ADD_LAYER, 1, 1e-5, 1, 1, 1, 0, 0, CLNORM_NCHW, 0},
-    {"add_ln_6x50_noaffine", CLNORM_ADD_LAYER, 1, 1e-5, 0, 0, 0, 0, 0, CLNORM_NCHW, 0},
-    {"add_rms_5x64", CLNORM_ADD_RMS, 1, 1e-6, 1, 0, 1, 0, 0, CLNORM_NCHW, 0},
-    {"add_rms_3x33_noaffine", CLNORM_ADD_RMS, 1, 1e-5, 0, 0, 0, 0, 0, CLNORM_NCHW, 0},
-    {"add_rms_4x48_affine", CLNORM_ADD_RMS, 1, 1e-5, 1, 1, 1, 0, 0, CLNORM_NCHW, 0},
-    {"add_ln_2x3000_offset1e4", CLNORM_ADD_LAYER, 1, 1e-5, 1, 1, 1, 0, 0, CLNORM_NCHW, 0},
-    {"add_ln_2x3x40_last2_strided", CLNORM_ADD_LAYER, 2, 1e-5, 1, 1, 1, 5, 0, CLNORM_NCHW, 0},
+    {"seed_example_2x5", CLNORM_LAYER, 1, 1e-5, 1, 1, 0, 0, 0, CLNORM_NCHW, 0, {0}},
+    {"ln_3x4x8_last2", CLNORM_LAYER, 2, 1e-5, 1, 1, 0, 0, 0, CLNORM_NCHW, 0, {0}},
+    {"ln_16x100_eps1e-3", CLNORM_LAYER, 1, 1e-3, 1, 1, 0, 0, 0, CLNORM_NCHW, 0, {0}},
+    {"ln_8x257_noaffine", CLNORM_LAYER, 1, 1e-5, 0, 0, 0, 0, 0, CLNORM_NCHW, 0, {0}},
+    {"ln_5x33_gamma_only", CLNORM_LAYER, 1, 1e-5, 1, 0, 0, 0, 0, CLNORM_NCHW, 0, {0}},
+    {"ln_4x1_cols1", CLNORM_LAYER, 1, 1e-5, 1, 1, 0, 0, 0, CLNORM_NCHW, 0, {0}},
+    {"ln_2x3000_mean1e4", CLNORM_LAYER, 1, 1e-5, 1, 1, 0, 0, 0, CLNORM_NCHW, 0, {0}},
+    {"rms_6x64", CLNORM_RMS, 1, 1e-6, 1, 0, 0, 0, 0, CLNORM_NCHW, 0, {0}},
+    {"rms_3x2x10_noaffine_last2", CLNORM_RMS, 2, 1e-5, 0, 0, 0, 0, 0, CLNORM_NCHW, 0, {0}},
+    {"add_ln_4x96", CLNORM_ADD_LAYER, 1, 1e-5, 1, 1, 1, 0, 0, CLNORM_NCHW, 0, {0}},
+    {"add_ln_6x50_noaffine", CLNORM_ADD_LAYER, 1, 1e-5, 0, 0, 0, 0, 0, CLNORM_NCHW, 0, {0}},
+    {"add_rms_5x64", CLNORM_ADD_RMS, 1, 1e-6, 1, 0, 1, 0, 0, CLNORM_NCHW, 0, {0}},
+    {"add_rms_3x33_noaffine", CLNORM_ADD_RMS, 1, 1e-5, 0, 0, 0, 0, 0, CLNORM_NCHW, 0, {0}},
+    {"add_rms_4x48_affine", CLNORM_ADD_RMS, 1, 1e-5, 1, 1, 1, 0, 0, CLNORM_NCHW, 0, {0}},
+    {"add_ln_2x3000_offset1e4", CLNORM_ADD_LAYER, 1, 1e-5, 1, 1, 1, 0, 0, CLNORM_NCHW, 0, {0}},
+    {"add_ln_2x3x40_last2_strided", CLNORM_ADD_LAYER, 2, 1e-5, 1, 1, 1, 5, 0, CLNORM_NCHW, 0, {0}},
     /* GroupNorm: name, kind, -, eps, gamma, beta, -, row_pad, groups, layout, silu */
-    {"gn_2x6x4x5_g3", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 3, CLNORM_NCHW, 0},
-    {"gn_2x6x4x5_g3_nhwc", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 3, CLNORM_NHWC, 0},
-    {"gn_2x6x4x5_g1", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 1, CLNORM_NCHW, 0},
-    {"gn_3x4x3x5_g4_instance", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 4, CLNORM_NCHW, 0},
-    {"gn_3x4x3x5_g4_instance_nhwc", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 4, CLNORM_NHWC, 0},
-    {"gn_2x4x3x4x5_g2_3d", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 2, CLNORM_NCHW, 0},
-    {"gn_2x4x3x4x5_g2_3d_nhwc", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 2, CLNORM_NHWC, 0},
-    {"gn_3x8_g4_nospatial", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 4, CLNORM_NCHW, 0},
-    {"gn_2x6x5x5_g2_noaffine_strided", CLNORM_GROUP, 0, 1e-5, 0, 0, 0, 7, 2, CLNORM_NCHW, 0},
-    {"gn_2x6x5x5_g2_noaffine_nhwc", CLNORM_GROUP, 0, 1e-5, 0, 0, 0, 0, 2, CLNORM_NHWC, 0},
-    {"gn_2x8x4x4_g4_silu", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 4, CLNORM_NCHW, 1},
-    {"gn_2x8x4x4_g4_silu_nhwc", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 4, CLNORM_NHWC, 1},
-    {"gn_2x8x4x4_g2_silu_noaffine", CLNORM_GROUP, 0, 1e-5, 0, 0, 0, 0, 2, CLNORM_NCHW, 1},
-    {"gn_2x8x4x4_g2_silu_noaffine_nhwc", CLNORM_GROUP, 0, 1e-5, 0, 0, 0, 0, 2, CLNORM_NHWC, 1},
-    {"gn_2x6x3x3_g3_eps1e-2", CLNORM_GROUP, 0, 1e-2, 1, 1, 0, 0, 3, CLNORM_NCHW, 0},
-    {"gn_2x6x8x8_g3_mean1e3", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 3, CLNORM_NCHW, 0},
-    {"gn_2x6x8x8_g3_mean1e3_nhwc", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 3, CLNORM_NHWC, 0},
+    {"gn_2x6x4x5_g3", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 3, CLNORM_NCHW, 0, {0}},
+    {"gn_2x6x4x5_g3_nhwc", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 3, CLNORM_NHWC, 0, {0}},
+    {"gn_2x6x4x5_g1", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 1, CLNORM_NCHW, 0, {0}},
+    {"gn_3x4x3x5_g4_instance", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 4, CLNORM_NCHW, 0, {0}},
+    {"gn_3x4x3x5_g4_instance_nhwc", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 4, CLNORM_NHWC, 0, {0}},
+    {"gn_2x4x3x4x5_g2_3d", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 2, CLNORM_NCHW, 0, {0}},
+    {"gn_2x4x3x4x5_g2_3d_nhwc", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 2, CLNORM_NHWC, 0, {0}},
+    {"gn_3x8_g4_nospatial", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 4, CLNORM_NCHW, 0, {0}},
+    {"gn_2x6x5x5_g2_noaffine_strided", CLNORM_GROUP, 0, 1e-5, 0, 0, 0, 7, 2, CLNORM_NCHW, 0, {0}},
+    {"gn_2x6x5x5_g2_noaffine_nhwc", CLNORM_GROUP, 0, 1e-5, 0, 0, 0, 0, 2, CLNORM_NHWC, 0, {0}},
+    {"gn_2x8x4x4_g4_silu", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 4, CLNORM_NCHW, 1, {0}},
+    {"gn_2x8x4x4_g4_silu_nhwc", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 4, CLNORM_NHWC, 1, {0}},
+    {"gn_2x8x4x4_g2_silu_noaffine", CLNORM_GROUP, 0, 1e-5, 0, 0, 0, 0, 2, CLNORM_NCHW, 1, {0}},
+    {"gn_2x8x4x4_g2_silu_noaffine_nhwc", CLNORM_GROUP, 0, 1e-5, 0, 0, 0, 0, 2, CLNORM_NHWC, 1, {0}},
+    {"gn_2x6x3x3_g3_eps1e-2", CLNORM_GROUP, 0, 1e-2, 1, 1, 0, 0, 3, CLNORM_NCHW, 0, {0}},
+    {"gn_2x6x8x8_g3_mean1e3", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 3, CLNORM_NCHW, 0, {0}},
+    {"gn_2x6x8x8_g3_mean1e3_nhwc", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 3, CLNORM_NHWC, 0, {0}},
+    /* Row kinds with a modulation and / or precomputed statistics: name, kind, normalized
+     * dims, eps, gamma, beta, dsum, row_pad, -, -, -, {samples, scale, shift, global_stats} */
+    {"mod_ln_2x3x40", CLNORM_LAYER, 1, 1e-5, 1, 1, 0, 0, 0, CLNORM_NCHW, 0, {2, 1, 1, 0}},
+    {"mod_rms_3x5x64", CLNORM_RMS, 1, 1e-6, 1, 0, 0, 0, 0, CLNORM_NCHW, 0, {3, 1, 1, 0}},
+    {"mod_ln_3x5x64_scale_only", CLNORM_LAYER, 1, 1e-5, 1, 1, 0, 0, 0, CLNORM_NCHW, 0,
+     {3, 1, 0, 0}},
+    {"mod_ln_2x4x48_shift_only", CLNORM_LAYER, 1, 1e-5, 1, 1, 0, 0, 0, CLNORM_NCHW, 0,
+     {2, 0, 1, 0}},
+    {"mod_rms_2x3x40_scale_only_noaffine", CLNORM_RMS, 1, 1e-5, 0, 0, 0, 0, 0, CLNORM_NCHW, 0,
+     {2, 1, 0, 0}},
+    {"mod_ln_4x6x32_noaffine", CLNORM_LAYER, 1, 1e-5, 0, 0, 0, 0, 0, CLNORM_NCHW, 0,
+     {4, 1, 1, 0}},
+    {"mod_ln_4x24_t1_gamma_only", CLNORM_LAYER, 1, 1e-5, 1, 0, 0, 0, 0, CLNORM_NCHW, 0,
+     {4, 1, 1, 0}},
+    {"mod_add_ln_2x3x40", CLNORM_ADD_LAYER, 1, 1e-5, 1, 1, 1, 0, 0, CLNORM_NCHW, 0,
+     {2, 1, 1, 0}},
+    {"mod_add_rms_3x4x64_scale_only", CLNORM_ADD_RMS, 1, 1e-6, 1, 0, 0, 0, 0, CLNORM_NCHW, 0,
+     {3, 1, 0, 0}},
+    {"mod_ln_2x3x2x20_last2_strided", CLNORM_LAYER, 2, 1e-5, 1, 1, 0, 5, 0, CLNORM_NCHW, 0,
+     {2, 1, 1, 0}},
+    {"gs_ln_6x48", CLNORM_LAYER, 1, 1e-5, 1, 1, 0, 0, 0, CLNORM_NCHW, 0, {0, 0, 0, 1}},
+    {"gs_rms_5x64", CLNORM_RMS, 1, 1e-6, 1, 0, 0, 0, 0, CLNORM_NCHW, 0, {0, 0, 0, 1}},
+    {"gs_ln_3x4x32_noaffine", CLNORM_LAYER, 1, 1e-5, 0, 0, 0, 0, 0, CLNORM_NCHW, 0,
+     {0, 0, 0, 1}},
+    {"gs_rms_2x3x2x16_last2_affine", CLNORM_RMS, 2, 1e-5, 1, 1, 0, 0, 0, CLNORM_NCHW, 0,
+     {0, 0, 0, 1}},
+    {"gs_mod_ln_2x3x40", CLNORM_LAYER, 1, 1e-5, 1, 1, 0, 0, 0, CLNORM_NCHW, 0, {2, 1, 1, 1}},
 };
 const size_t golden_case_count = sizeof golden_cases / sizeof golden_cases[0];
 
@@ -98,7 +125,7 @@ void golden_load(const golden_case *gc, golden_data *g)
     npy_array xa;
     if (npy_load(path, &xa, err, sizeof err) != 0)
         fail_msg("cannot load %s: %s", path, err);
-    g->rows = g->cols = g->spatial = g->groups = 1;
+    g->rows = g->cols = g->spatial = g->groups = g->samples = 1;
     if (gc->kind == CLNORM_GROUP) {
         /* (N, C, *spatial), or (N, *spatial, C) channels-last */
         if (xa.ndim < 2) {
@@ -124,9 +151,19 @@ void golden_load(const golden_case *gc, golden_data *g)
                 g->cols *= xa.shape[i];
         }
     }
+    const size_t first_dim = xa.shape[0];
     npy_free(&xa);
+    const golden_cond *cond = &gc->cond;
+    if (cond->samples) {
+        /* B is x's first dim: (B, T..., C...) */
+        if (first_dim != cond->samples || g->rows % cond->samples != 0)
+            fail_msg("%s: x's first dim (%zu) or its %zu rows are not %zu samples", gc->name,
+                     first_dim, g->rows, cond->samples);
+        g->samples = cond->samples;
+    }
     const size_t n = golden_row_count(g), stats = g->rows * g->groups, cols = g->cols;
-    const int res = is_residual(gc->kind);
+    const size_t mods = g->samples * cols;
+    const int res = is_residual(gc->kind), global = cond->global_stats;
     /* inputs (float32) */
     g->a[CLNORM_ARG_X] = load(gc, CLNORM_ARG_X, n, 0);
     g->a[CLNORM_ARG_DY] = load(gc, CLNORM_ARG_DY, n, 0);
@@ -138,18 +175,26 @@ void golden_load(const golden_case *gc, golden_data *g)
         g->a[CLNORM_ARG_GAMMA] = load(gc, CLNORM_ARG_GAMMA, cols, 0);
     if (gc->beta)
         g->a[CLNORM_ARG_BETA] = load(gc, CLNORM_ARG_BETA, cols, 0);
-    /* outputs (float64) */
+    if (cond->scale)
+        g->a[CLNORM_ARG_SCALE] = load(gc, CLNORM_ARG_SCALE, mods, 0);
+    if (cond->shift)
+        g->a[CLNORM_ARG_SHIFT] = load(gc, CLNORM_ARG_SHIFT, mods, 0);
+    /* outputs (float64); precomputed statistics are float32 inputs */
     g->a[CLNORM_ARG_Y] = load(gc, CLNORM_ARG_Y, n, 1);
-    g->a[CLNORM_ARG_RSTD] = load(gc, CLNORM_ARG_RSTD, stats, 1);
+    g->a[CLNORM_ARG_RSTD] = load(gc, CLNORM_ARG_RSTD, stats, !global);
     g->a[CLNORM_ARG_DX] = load(gc, CLNORM_ARG_DX, n, 1);
     if (has_mean(gc->kind))
-        g->a[CLNORM_ARG_MEAN] = load(gc, CLNORM_ARG_MEAN, stats, 1);
+        g->a[CLNORM_ARG_MEAN] = load(gc, CLNORM_ARG_MEAN, stats, !global);
     if (res)
         g->a[CLNORM_ARG_SUM] = load(gc, CLNORM_ARG_SUM, n, 1);
     if (gc->gamma)
         g->a[CLNORM_ARG_DGAMMA] = load(gc, CLNORM_ARG_DGAMMA, cols, 1);
     if (gc->beta)
         g->a[CLNORM_ARG_DBETA] = load(gc, CLNORM_ARG_DBETA, cols, 1);
+    if (cond->scale)
+        g->a[CLNORM_ARG_DSCALE] = load(gc, CLNORM_ARG_DSCALE, mods, 1);
+    if (cond->shift)
+        g->a[CLNORM_ARG_DSHIFT] = load(gc, CLNORM_ARG_DSHIFT, mods, 1);
 }
 
 void golden_free(golden_data *g)
@@ -172,7 +217,12 @@ clnorm_desc golden_desc(const golden_data *g, clnorm_dtype t, unsigned flags)
     d.dtype = t;
     d.eps = gc->eps;
     d.flags = flags | (gc->gamma ? 0u : CLNORM_NO_GAMMA) | (gc->beta ? 0u : CLNORM_NO_BETA) |
-              (gc->silu ? CLNORM_SILU : 0u);
+              (gc->silu ? CLNORM_SILU : 0u) | (gc->cond.scale ? CLNORM_SCALE : 0u) |
+              (gc->cond.shift ? CLNORM_SHIFT : 0u);
+    if (gc->cond.global_stats) /* the statistics are inputs: nothing to save */
+        d.flags = (d.flags & ~(unsigned)CLNORM_SAVE_STATS) | CLNORM_USE_GLOBAL_STATS;
+    if (gc->cond.samples)
+        d.samples = g->samples;
     const size_t len = g->cols * g->spatial; /* of a row (a sample) */
     if (gc->kind == CLNORM_GROUP) {
         d.groups = g->groups;
@@ -187,6 +237,10 @@ clnorm_desc golden_desc(const golden_data *g, clnorm_dtype t, unsigned flags)
             d.residual_stride = len + gc->row_pad + 2;
             d.sum_stride = len + gc->row_pad + 3;
         }
+        /* scale, shift, dscale and dshift: samples apart by more than a row, as the (B, C)
+         * chunks of one (B, 6C) adaLN projection are */
+        if (gc->cond.samples)
+            d.mod_stride = g->cols + gc->row_pad + 4;
     }
     return d;
 }
@@ -324,5 +378,12 @@ void golden_check_manifest(void)
             field_num(a, b, "eps") != gc->eps ||
             (size_t)fmax(0.0, field_num(a, b, "row_pad")) != gc->row_pad)
             fail_msg("%s: manifest.json and golden_cases.c disagree on its fields", gc->name);
+        const golden_cond *cond = &gc->cond;
+        if ((size_t)fmax(0.0, field_num(a, b, "samples")) != cond->samples ||
+            field_bool(a, b, "scale") != cond->scale ||
+            field_bool(a, b, "shift") != cond->shift ||
+            field_bool(a, b, "global_stats") != cond->global_stats)
+            fail_msg("%s: manifest.json and golden_cases.c disagree on its modulation or "
+                     "statistics fields", gc->name);
     }
 }

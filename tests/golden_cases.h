@@ -10,6 +10,16 @@
 
 #include "test_util.h"
 
+/* The conditional options of a row kind's case (all 0 for the others): manifest.json's
+ * samples, scale, shift and global_stats. */
+typedef struct {
+    size_t samples;   /* B of the per-sample modulation (x's first dim); 0: none */
+    int scale, shift; /* scale.npy / shift.npy (B x cols, float32), CLNORM_SCALE / _SHIFT;
+                         the backward's dscale.npy / dshift.npy go with them */
+    int global_stats; /* CLNORM_USE_GLOBAL_STATS: mean.npy (LayerNorm kinds) and rstd.npy are
+                         float32 inputs of both directions, not outputs */
+} golden_cond;
+
 typedef struct {
     const char *name;
     clnorm_kind kind;    /* "norm" and "residual" of the manifest */
@@ -24,6 +34,7 @@ typedef struct {
     size_t groups;        /* G */
     clnorm_layout layout; /* of x, y, dy, dx in the files: (N, C, *spatial) or (N, *spatial, C) */
     int silu;             /* y = silu(group_norm(x)) */
+    golden_cond cond;
 } golden_case;
 
 extern const golden_case golden_cases[];
@@ -31,12 +42,14 @@ extern const size_t golden_case_count;
 
 /* One case: every array by slot as dense doubles (inputs are float32 widened exactly,
  * outputs float64); NULL where the case has none. The row tensors hold rows x cols x spatial
- * values, the parameters cols, the statistics rows x groups. */
+ * values, the parameters cols, the statistics rows x groups, scale / shift / dscale / dshift
+ * samples x cols. */
 typedef struct {
     const golden_case *gc;
     size_t rows, cols; /* GroupNorm: N and C */
     size_t spatial;    /* GroupNorm: the product of the spatial dims (1 without); else 1 */
     size_t groups;     /* GroupNorm: G; else 1 */
+    size_t samples;    /* modulated cases: B (each rows / B consecutive rows); else 1 */
     double *a[CLNORM_ARG_SLOT_COUNT];
 } golden_data;
 
@@ -47,7 +60,9 @@ void golden_free(golden_data *g);
 size_t golden_row_count(const golden_data *g);
 
 /* The case's description in storage type t with `flags` added (NO_GAMMA / NO_BETA and SILU
- * from the case; row strides the row length + row_pad; GroupNorm's groups, spatial, layout). */
+ * from the case; row strides the row length + row_pad; GroupNorm's groups, spatial, layout;
+ * SCALE / SHIFT with samples, and with a row_pad a mod_stride above cols; USE_GLOBAL_STATS,
+ * which drops a SAVE_STATS of `flags`: the statistics are inputs there). */
 clnorm_desc golden_desc(const golden_data *g, clnorm_dtype t, unsigned flags);
 
 /* Whether a plan of the case can have `strategy`: every one except a GroupNorm in NHWC with

@@ -1,31 +1,30 @@
 /*
  * test_backward_golden.c - the PyTorch float64 golden gradients of tests/golden (dx, dgamma,
- * dbeta of every case, from the golden's own x, residual, dy, dsum, gamma and its float64
- * mean / rstd) through the CPU reference, the host layer on clnorm's choice and every device
- * strategy through layer 1 (the 0.1 call for LayerNorm / RMSNorm, the generic one for the
- * residual kinds and GroupNorm; GroupNorm in NHWC has only clnorm's choice and split, the
- * others must refuse it as unsupported; in float64 on a CPU device it runs on split only,
+ * dbeta, and dscale / dshift of the modulated cases, from the golden's own x, residual, dy,
+ * dsum, gamma, beta, scale and its float64 mean / rstd) through the CPU reference, the host
+ * layer on clnorm's choice and every device strategy through layer 1 (the 0.1 call for
+ * LayerNorm / RMSNorm without modulation or precomputed statistics, the generic one for the
+ * others; GroupNorm in NHWC has only clnorm's choice and split, the others must refuse it as
+ * unsupported; in float64 on a CPU device it runs on split only,
  * golden_device_run_left_out). Each twice: from the saved statistics, and with them
- * recomputed from x (mean / rstd not given).
+ * recomputed from x (mean / rstd not given); the precomputed-statistics cases only from
+ * theirs, which are inputs of the computation (float32 in the files, so exact in both types).
  *
  * float32 (F32 dtype): the statistics are the golden ones rounded to float32, as the API takes
  * them. That rounding alone moves the exact answer: at a mean of 1e4 (ln_2x3000_mean1e4) the
  * float32 mean is off by up to 5e-4, which shifts every xhat of its row and dgamma by ~6e-5 of
  * its norm. So each result must be
  *   - within 1e-5 (normwise: max abs error / max(1, max |ref|)) of the float64 oracle
- *     (tu_oracle_backward) fed the same float32 statistics, and
+ *     (golden_oracle) fed the same float32 statistics, and
  *   - within 1e-5 + (what the rounding of the statistics moves the exact answer) of the golden.
  * float64 (F64 dtype, when the device has fp64): the golden statistics as they are; every
  * result within 1e-10 of the golden.
  * Recomputed statistics: every result within 1e-5 (F32) or 1e-10 (F64) of the golden.
- * The oracle itself must reproduce the golden within 1e-10 from the exact statistics. For
- * GroupNorm it is the one below: per (sample, group) xhat = (x - mean) * rstd,
- * z = xhat * gamma_c + beta_c, dz = dy (silu: dy * s(z) * (1 + z * (1 - s(z))), s the
- * sigmoid), g = dz * gamma_c, dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) over the
- * group, dgamma_c = sum of dz * xhat, dbeta_c = sum of dz.
+ * The oracle (golden_oracle.h) must itself reproduce the golden within 1e-10 from the exact
+ * statistics.
  */
 #include "golden_cases.h"
-#include "tu_oracle.h"
+#include "golden_oracle.h"
 #include "tu_runner.h"
 
 #include <math.h>
@@ -38,9 +37,6 @@
 #define TOL64 1e-10
 
 static clnorm_ctx *g_ctx;
-
-/* The gradients a backward of the case writes. */
-static const clnorm_arg_slot grads[] = {CLNORM_ARG_DX, CLNORM_ARG_DGAMMA, CLNORM_ARG_DBETA};
 
 /* One case with its oracle answers. */
 typedef struct {
@@ -59,71 +55,6 @@ static double normwise(const double *got, const double *want, size_t n)
     return worst / fmax(1.0, max_ref);
 }
 
-static size_t grad_count(const golden_data *g, clnorm_arg_slot s)
-{
-    return s == CLNORM_ARG_DX ? golden_row_count(g) : g->cols;
-}
-
-/* GroupNorm's gradients from the statistics mean / rstd (N x G), in float64: dense row
- * tensors in the case's layout. */
-static void group_oracle(const golden_data *g, const double *mean, const double *rstd,
-                         double *dx, double *dgamma, double *dbeta)
-{
-    const golden_case *gc = g->gc;
-    const size_t C = g->cols, HW = g->spatial, G = g->groups, cpg = C / G, len = C * HW;
-    const double *x = g->a[CLNORM_ARG_X], *dy = g->a[CLNORM_ARG_DY];
-    const double *gamma = g->a[CLNORM_ARG_GAMMA], *beta = g->a[CLNORM_ARG_BETA];
-    for (size_t c = 0; c < C; c++)
-        dgamma[c] = dbeta[c] = 0.0;
-    for (size_t n = 0; n < g->rows; n++)
-        for (size_t k = 0; k < G; k++) {
-            const double mu = mean[n * G + k], r = rstd[n * G + k];
-            double sg = 0.0, sgx = 0.0;
-            for (int pass = 0; pass < 2; pass++)
-                for (size_t c = k * cpg; c < (k + 1) * cpg; c++)
-                    for (size_t p = 0; p < HW; p++) {
-                        const size_t i =
-                            n * len + (gc->layout == CLNORM_NHWC ? p * C + c : c * HW + p);
-                        const double gam = gamma ? gamma[c] : 1.0, bet = beta ? beta[c] : 0.0;
-                        const double xh = (x[i] - mu) * r;
-                        double dz = dy[i];
-                        if (gc->silu) {
-                            const double z = xh * gam + bet, sig = 1.0 / (1.0 + exp(-z));
-                            dz *= sig * (1.0 + z * (1.0 - sig));
-                        }
-                        if (pass == 0) {
-                            sg += dz * gam;
-                            sgx += dz * gam * xh;
-                            dgamma[c] += dz * xh;
-                            dbeta[c] += dz;
-                        } else {
-                            const double cnt = (double)(cpg * HW);
-                            dx[i] = r * (dz * gam - sg / cnt - xh * sgx / cnt);
-                        }
-                    }
-        }
-}
-
-/* The oracle's gradients from statistics mean / rstd. */
-static void oracle(const golden_data *g, const double *mean, const double *rstd,
-                   double *out[SLOTS])
-{
-    for (size_t k = 0; k < TU_COUNT(grads); k++) {
-        out[grads[k]] = malloc(grad_count(g, grads[k]) * sizeof(double) + 1);
-        assert_non_null(out[grads[k]]);
-    }
-    if (g->gc->kind == CLNORM_GROUP) {
-        group_oracle(g, mean, rstd, out[CLNORM_ARG_DX], out[CLNORM_ARG_DGAMMA],
-                     out[CLNORM_ARG_DBETA]);
-        return;
-    }
-    const tu_oracle_in in = {tu_kind_is_rms(g->gc->kind), g->rows, g->cols, g->gc->eps,
-                             g->a[CLNORM_ARG_X], g->a[CLNORM_ARG_RESIDUAL],
-                             g->a[CLNORM_ARG_GAMMA], NULL};
-    tu_oracle_backward(&in, g->a[CLNORM_ARG_DY], mean, rstd, g->a[CLNORM_ARG_DSUM],
-                       out[CLNORM_ARG_DX], out[CLNORM_ARG_DGAMMA], out[CLNORM_ARG_DBETA]);
-}
-
 static void golden_open(const golden_case *gc, golden *o)
 {
     memset(o, 0, sizeof *o);
@@ -131,18 +62,19 @@ static void golden_open(const golden_case *gc, golden *o)
     golden_load(gc, g);
     /* The oracle from the exact statistics must be the golden (it is the yardstick below). */
     double *exact[SLOTS] = {NULL};
-    oracle(g, g->a[CLNORM_ARG_MEAN], g->a[CLNORM_ARG_RSTD], exact);
+    golden_oracle(g, g->a[CLNORM_ARG_MEAN], g->a[CLNORM_ARG_RSTD], exact);
     double e = 0.0;
-    for (size_t k = 0; k < TU_COUNT(grads); k++) {
-        const clnorm_arg_slot s = grads[k];
+    for (size_t k = 0; k < golden_grad_slots; k++) {
+        const clnorm_arg_slot s = golden_grads[k];
         if (g->a[s] != NULL)
-            e = fmax(e, normwise(exact[s], g->a[s], grad_count(g, s)));
+            e = fmax(e, normwise(exact[s], g->a[s], golden_grad_count(g, s)));
         free(exact[s]);
     }
     if (!(e <= TOL64))
         fail_msg("%s: the float64 oracle is %.3g from the golden gradients", gc->name, e);
 
-    /* The oracle from the float32 statistics, and how far that alone moves the answer. */
+    /* The oracle from the float32 statistics, and how far that alone moves the answer
+     * (nothing for precomputed statistics, float32 in the files). */
     const size_t nstats = g->rows * g->groups;
     double *m = NULL, *r = malloc(nstats * sizeof *r + 1);
     assert_non_null(r);
@@ -155,13 +87,13 @@ static void golden_open(const golden_case *gc, golden *o)
             m[i] = (float)g->a[CLNORM_ARG_MEAN][i];
         r[i] = (float)g->a[CLNORM_ARG_RSTD][i];
     }
-    oracle(g, m, r, o->oracle);
+    golden_oracle(g, m, r, o->oracle);
     free(m);
     free(r);
-    for (size_t k = 0; k < TU_COUNT(grads); k++) {
-        const clnorm_arg_slot s = grads[k];
+    for (size_t k = 0; k < golden_grad_slots; k++) {
+        const clnorm_arg_slot s = golden_grads[k];
         if (g->a[s] != NULL)
-            o->shift[s] = normwise(o->oracle[s], g->a[s], grad_count(g, s));
+            o->shift[s] = normwise(o->oracle[s], g->a[s], golden_grad_count(g, s));
     }
 }
 
@@ -197,7 +129,10 @@ static int run(const golden *o, clnorm_strategy strategy, clnorm_dtype t, int re
                                     : golden_tensor(g, (clnorm_arg_slot)s, &info[s]);
     }
     tu_launch l = tu_launch_offsets();
-    l.v01 = g->gc->kind == CLNORM_LAYER || g->gc->kind == CLNORM_RMS;
+    /* the 0.1 call where it takes the arguments: it has no scale, dscale, dshift, and reads
+     * no statistics as constants */
+    l.v01 = (g->gc->kind == CLNORM_LAYER || g->gc->kind == CLNORM_RMS) &&
+            !(d.flags & (CLNORM_SCALE | CLNORM_SHIFT | CLNORM_USE_GLOBAL_STATS));
     if (strategy == CLNORM_STRATEGY_REFERENCE) {
         tu_run_host(NULL, NULL, &d, CLNORM_BACKWARD, &l, a);
         return 1;
@@ -222,8 +157,8 @@ static void run32(const golden *o, clnorm_strategy strategy, int recompute)
              recompute ? " (statistics recomputed)" : "");
     const int ran = run(o, strategy, CLNORM_F32, recompute, info, &a);
     size_t bad = 0;
-    for (size_t k = 0; ran && k < TU_COUNT(grads); k++) {
-        const clnorm_arg_slot s = grads[k];
+    for (size_t k = 0; ran && k < golden_grad_slots; k++) {
+        const clnorm_arg_slot s = golden_grads[k];
         if (a.p[s] == NULL)
             continue;
         const clnorm_slot_info *i = &info[s];
@@ -257,8 +192,8 @@ static void run64(const golden *o, clnorm_strategy strategy, int recompute)
              recompute ? " (statistics recomputed)" : "");
     const int ran = run(o, strategy, CLNORM_F64, recompute, info, &a);
     size_t bad = 0;
-    for (size_t k = 0; ran && k < TU_COUNT(grads); k++) {
-        const clnorm_arg_slot s = grads[k];
+    for (size_t k = 0; ran && k < golden_grad_slots; k++) {
+        const clnorm_arg_slot s = golden_grads[k];
         if (a.p[s] == NULL)
             continue;
         const clnorm_slot_info *i = &info[s];
@@ -281,7 +216,9 @@ static void run_all(clnorm_strategy strategy)
     for (size_t i = 0; i < golden_case_count; i++) {
         golden o;
         golden_open(&golden_cases[i], &o);
-        for (int recompute = 0; recompute < 2; recompute++) {
+        /* precomputed statistics are required inputs: there is nothing to recompute */
+        const int passes = golden_cases[i].cond.global_stats ? 1 : 2;
+        for (int recompute = 0; recompute < passes; recompute++) {
             run32(&o, strategy, recompute);
             if (strategy != CLNORM_STRATEGY_AUTO)
                 run64(&o, strategy, recompute);

@@ -1,14 +1,16 @@
 /*
  * test_golden.c - the forward of the PyTorch float64 golden cases of tests/golden (see its
  * README.md; golden_cases.c loads them) through the CPU reference and through the device
- * (host-pointer API: the 0.1 call for LayerNorm / RMSNorm, the generic one for the residual
- * kinds and GroupNorm; every strategy and clnorm's own choice; GroupNorm in NHWC has only
- * clnorm's choice and split, the others must refuse it as unsupported; GroupNorm in float64
- * on a CPU device runs on split only, golden_device_run_left_out). y and the sum output must
- * be within 1e-5 abs + 1e-5 rel of the golden ones, mean likewise (GroupNorm's mean and rstd
- * are per sample and group), rstd within 1e-5 relative; in float64
- * (F64, from the same inputs widened), everything within 1e-10. Strided cases are laid out
- * with their row_pad; sentinels after every output and in every gap (tu_run_host).
+ * (host-pointer API: the 0.1 call for plain LayerNorm / RMSNorm, the generic one for the
+ * residual kinds, GroupNorm, the modulated cases and those with precomputed statistics,
+ * which are inputs there like scale and shift; every strategy and clnorm's own choice;
+ * GroupNorm in NHWC has only clnorm's choice and split, the others must refuse it as
+ * unsupported; GroupNorm in float64 on a CPU device runs on split only,
+ * golden_device_run_left_out). y and the sum output must be within 1e-5 abs + 1e-5 rel of
+ * the golden ones, mean likewise (GroupNorm's mean and rstd are per sample and group), rstd
+ * within 1e-5 relative; in float64 (F64, from the same inputs widened), everything within
+ * 1e-10. Strided cases are laid out with their row_pad (and scale / shift with a sample
+ * stride above cols); sentinels after every output and in every gap (tu_run_host).
  * The gradients are test_backward_golden's.
  */
 #include "golden_cases.h"
@@ -53,8 +55,10 @@ static void golden_run_as(const golden_case *gc, clnorm_strategy strategy, clnor
                                    : golden_tensor(&g, (clnorm_arg_slot)s, &info[s]);
     }
     tu_launch l = tu_launch_offsets();
-    /* the 0.1 call where it takes the arguments */
-    l.v01 = gc->kind == CLNORM_LAYER || gc->kind == CLNORM_RMS;
+    /* the 0.1 call where it takes the arguments: it has no scale and shift, and writes the
+     * statistics rather than reading them */
+    l.v01 = (gc->kind == CLNORM_LAYER || gc->kind == CLNORM_RMS) &&
+            !(d.flags & (CLNORM_SCALE | CLNORM_SHIFT | CLNORM_USE_GLOBAL_STATS));
     clnorm_plan *plan = NULL;
     int ran = 1;
     if (strategy == CLNORM_STRATEGY_REFERENCE) {

@@ -26,6 +26,21 @@ drawn and computed in NCHW; the layout "nhwc" cases store x, y, dy and dx channe
 (N, *spatial, C). The script checks G = 1 against F.layer_norm over (C, *spatial) with the
 per-channel affine broadcast, G = C against F.instance_norm, and every case's statistics
 against aten's native_group_norm.
+
+The modulated cases (samples: B; scale and / or shift: true) are the row kinds' conditional
+LayerNorm / DiT adaLN: x is (B, T..., C...), z = norm(x) * gamma + beta as above, and sample
+b's rows are y = z * (1 + scale[b]) + shift[b], scale and shift float32 inputs of shape
+(B, cols), cols the product of the normalized dims. Their gradients dscale and dshift (B, cols)
+come from the same autograd pass as dx, dgamma, dbeta.
+
+The precomputed-statistics cases (global_stats: true; oneDNN's use_global_stats) take mean
+(LayerNorm) and rstd as float32 inputs of the leading dims' shape: the statistics of other
+data (a second draw, as running statistics are), never the rows' own, which the script checks.
+y = (x - mean) * rstd * gamma + beta (RMSNorm: x * rstd * gamma + beta), mean and rstd constants
+of the autograd graph (leaves without grad): dx = rstd * dy * gamma (through the modulation
+where there is one), which is checked. xhat is checked against F.batch_norm in eval mode over
+the rows as channels (running_mean = mean, 0 for RMSNorm; running_var = 1 / rstd^2 - eps),
+PyTorch's own use of frozen statistics.
 """
 import json
 import os
@@ -119,6 +134,50 @@ CASES = [
          norm="group", gamma=True, beta=True, silu=False, seed=216, x_offset=1e3),
     dict(name="gn_2x6x8x8_g3_mean1e3_nhwc", shape=[2, 6, 8, 8], groups=3, layout="nhwc",
          eps=1e-5, norm="group", gamma=True, beta=True, silu=False, seed=217, x_offset=1e3),
+    # Per-sample modulation: y = (norm(x) * gamma + beta) * (1 + scale[b]) + shift[b], x of
+    # shape (B, T..., C...), B = samples = shape[0].
+    dict(name="mod_ln_2x3x40", shape=[2, 3, 40], nd=1, eps=1e-5, norm="layer", gamma=True,
+         beta=True, samples=2, scale=True, shift=True, seed=301),
+    dict(name="mod_rms_3x5x64", shape=[3, 5, 64], nd=1, eps=1e-6, norm="rms", gamma=True,
+         beta=False, samples=3, scale=True, shift=True, seed=302),
+    dict(name="mod_ln_3x5x64_scale_only", shape=[3, 5, 64], nd=1, eps=1e-5, norm="layer",
+         gamma=True, beta=True, samples=3, scale=True, shift=False, seed=303),
+    dict(name="mod_ln_2x4x48_shift_only", shape=[2, 4, 48], nd=1, eps=1e-5, norm="layer",
+         gamma=True, beta=True, samples=2, scale=False, shift=True, seed=304),
+    dict(name="mod_rms_2x3x40_scale_only_noaffine", shape=[2, 3, 40], nd=1, eps=1e-5,
+         norm="rms", gamma=False, beta=False, samples=2, scale=True, shift=False, seed=305),
+    # conditional LayerNorm: the modulation is the only affine
+    dict(name="mod_ln_4x6x32_noaffine", shape=[4, 6, 32], nd=1, eps=1e-5, norm="layer",
+         gamma=False, beta=False, samples=4, scale=True, shift=True, seed=306),
+    # one row per sample (T = 1); z without beta
+    dict(name="mod_ln_4x24_t1_gamma_only", shape=[4, 24], nd=1, eps=1e-5, norm="layer",
+         gamma=True, beta=False, samples=4, scale=True, shift=True, seed=307),
+    # fused residual add + norm + modulation
+    dict(name="mod_add_ln_2x3x40", shape=[2, 3, 40], nd=1, eps=1e-5, norm="layer",
+         gamma=True, beta=True, residual=True, dsum=True, samples=2, scale=True, shift=True,
+         seed=308),
+    dict(name="mod_add_rms_3x4x64_scale_only", shape=[3, 4, 64], nd=1, eps=1e-6, norm="rms",
+         gamma=True, beta=False, residual=True, dsum=False, samples=3, scale=True,
+         shift=False, seed=309),
+    # the last two dims normalized (scale (B, 40) is (B, 2, 20)); the C tests lay its row
+    # tensors out with row_pad extra elements per row and scale / shift / dscale / dshift
+    # with a sample stride above cols
+    dict(name="mod_ln_2x3x2x20_last2_strided", shape=[2, 3, 2, 20], nd=2, eps=1e-5,
+         norm="layer", gamma=True, beta=True, samples=2, scale=True, shift=True, seed=310,
+         row_pad=5),
+    # Precomputed statistics (use_global_stats): mean / rstd are float32 inputs, the
+    # statistics of other data
+    dict(name="gs_ln_6x48", shape=[6, 48], nd=1, eps=1e-5, norm="layer", gamma=True,
+         beta=True, global_stats=True, seed=401),
+    dict(name="gs_rms_5x64", shape=[5, 64], nd=1, eps=1e-6, norm="rms", gamma=True,
+         beta=False, global_stats=True, seed=402),
+    dict(name="gs_ln_3x4x32_noaffine", shape=[3, 4, 32], nd=1, eps=1e-5, norm="layer",
+         gamma=False, beta=False, global_stats=True, seed=403),
+    dict(name="gs_rms_2x3x2x16_last2_affine", shape=[2, 3, 2, 16], nd=2, eps=1e-5,
+         norm="rms", gamma=True, beta=True, global_stats=True, seed=404),
+    # both: frozen statistics and adaLN
+    dict(name="gs_mod_ln_2x3x40", shape=[2, 3, 40], nd=1, eps=1e-5, norm="layer", gamma=True,
+         beta=True, samples=2, scale=True, shift=True, global_stats=True, seed=405),
 ]
 
 
@@ -153,7 +212,30 @@ def make_inputs(c):
     inp["dy"] = f32(rs.standard_normal(shape))
     if c.get("dsum"):
         inp["dsum"] = f32(rs.standard_normal(shape))
+    # per-sample modulation, (B, cols): 1 + scale around 1, as an adaLN projection gives
+    cols = int(np.prod(nshape))
+    if c.get("scale"):
+        inp["scale"] = f32(0.3 * rs.standard_normal((c["samples"], cols)))
+    if c.get("shift"):
+        inp["shift"] = f32(0.5 * rs.standard_normal((c["samples"], cols)))
+    if c.get("global_stats"):
+        inp.update(other_stats(c, rs, shape, nshape))
     return inp
+
+
+def other_stats(c, rs, shape, nshape):
+    """float32 mean (LayerNorm) and rstd of the leading dims' shape: the statistics of a
+    second draw ~ 0.8 + 2 N(0,1) (other data, as running statistics are), so neither is
+    the statistic of x's own rows."""
+    lead = shape[:len(shape) - len(nshape)]
+    v = (0.8 + 2.0 * rs.standard_normal(shape)).reshape(lead + [-1])
+    if c["norm"] == "layer":
+        m = v.mean(axis=-1)
+        return {"mean": np.asarray(m, dtype=np.float32),
+                "rstd": np.asarray(1.0 / np.sqrt(((v - m[..., None]) ** 2).mean(axis=-1)
+                                                 + c["eps"]), dtype=np.float32)}
+    return {"rstd": np.asarray(1.0 / np.sqrt((v * v).mean(axis=-1) + c["eps"]),
+                               dtype=np.float32)}
 
 
 def channels_last(a):
@@ -214,31 +296,80 @@ def compute_group(c, inp):
     return out
 
 
+def global_stats_norm(c, s, g, b, inp):
+    """z = (s - mean) * rstd * gamma + beta with the case's given statistics (RMSNorm: no
+    mean), mean and rstd constants; checked against F.batch_norm in eval mode over the rows
+    as channels, and checked not to be the rows' own statistics."""
+    nd = c["nd"]
+    lead = list(s.shape[:s.dim() - nd])
+    rows = int(np.prod(lead))
+    rstd = f64(inp["rstd"])
+    mean = f64(inp["mean"]) if c["norm"] == "layer" else torch.zeros_like(rstd)
+    bshape = lead + [1] * nd
+    z = (s - mean.reshape(bshape)) * rstd.reshape(bshape)
+    with torch.no_grad():
+        v = s.reshape(rows, -1)
+        if c["norm"] == "layer":
+            own = torch.rsqrt(v.var(dim=1, unbiased=False) + c["eps"])
+        else:
+            own = torch.rsqrt((v * v).mean(dim=1) + c["eps"])
+        if not bool(((rstd.reshape(rows) / own - 1.0).abs() > 0.05).all()):
+            raise SystemExit("%s: a given rstd is within 5%% of its row's own" % c["name"])
+        bn = torch.nn.functional.batch_norm(
+            v.unsqueeze(0), mean.reshape(rows), 1.0 / (rstd.reshape(rows) ** 2) - c["eps"],
+            training=False, eps=c["eps"])
+        check_close(c, "xhat vs batch_norm with running statistics", z.reshape(rows, -1),
+                    bn.squeeze(0))
+    if g is not None:
+        z = z * g
+    if b is not None:
+        z = z + b
+    return z
+
+
+def modulate(c, z, sc, sh):
+    """z * (1 + scale[b]) + shift[b]: scale / shift (B, cols) broadcast over sample b's rows
+    and viewed in the normalized dims' shape."""
+    nd = c["nd"]
+    if (sc is not None or sh is not None) and c["samples"] != z.shape[0]:
+        raise SystemExit("%s: samples is not x's first dim" % c["name"])
+    view = [c.get("samples", 1)] + [1] * (z.dim() - 1 - nd) + list(z.shape[z.dim() - nd:])
+    y = z
+    if sc is not None:
+        y = y * (1.0 + sc.reshape(view))
+    if sh is not None:
+        y = y + sh.reshape(view)
+    return y
+
+
 def compute(c, inp):
     """float64 outputs of one case."""
     if c["norm"] == "group":
         return compute_group(c, inp)
     nd, eps = c["nd"], c["eps"]
-    x = f64(inp["x"]).requires_grad_(True)
-    r = f64(inp["residual"]).requires_grad_(True) if "residual" in inp else None
-    g = f64(inp["gamma"]).requires_grad_(True) if "gamma" in inp else None
-    b = f64(inp["beta"]).requires_grad_(True) if "beta" in inp else None
+    leaf = lambda k: f64(inp[k]).requires_grad_(True) if k in inp else None
+    x = leaf("x")
+    r, g, b = leaf("residual"), leaf("gamma"), leaf("beta")
+    sc, sh = leaf("scale"), leaf("shift")
     s = x + r if r is not None else x
     dims = tuple(range(s.dim() - nd, s.dim()))
     out = {}
-    if c["norm"] == "layer":
-        y = torch.nn.functional.layer_norm(s, list(s.shape[s.dim() - nd:]), g, b, eps)
+    if c.get("global_stats"):
+        z = global_stats_norm(c, s, g, b, inp)
+    elif c["norm"] == "layer":
+        z = torch.nn.functional.layer_norm(s, list(s.shape[s.dim() - nd:]), g, b, eps)
         mu = s.mean(dim=dims, keepdim=True)
         out["mean"] = mu.reshape(s.shape[:s.dim() - nd])
         out["rstd"] = torch.rsqrt(((s - mu) ** 2).mean(dim=dims) + eps)
     else:
         rs = torch.rsqrt((s * s).mean(dim=dims, keepdim=True) + eps)
-        y = s * rs
+        z = s * rs
         if g is not None:
-            y = y * g
+            z = z * g
         if b is not None:
-            y = y + b
+            z = z + b
         out["rstd"] = rs.reshape(s.shape[:s.dim() - nd])
+    y = modulate(c, z, sc, sh)
     loss = (y * f64(inp["dy"])).sum()
     if "dsum" in inp:
         loss = loss + (s * f64(inp["dsum"])).sum()
@@ -248,12 +379,30 @@ def compute(c, inp):
         out["sum"] = s
         if not torch.equal(x.grad, r.grad):
             raise SystemExit("%s: d/dx and d/dresidual differ" % c["name"])
+    if c.get("global_stats"):
+        check_global_stats_dx(c, inp, x.grad)
     out["dx"] = x.grad
-    if g is not None:
-        out["dgamma"] = g.grad
-    if b is not None:
-        out["dbeta"] = b.grad
+    for k, t in (("dgamma", g), ("dbeta", b), ("dscale", sc), ("dshift", sh)):
+        if t is not None:
+            out[k] = t.grad
     return {k: v.detach().numpy().astype(np.float64) for k, v in out.items()}
+
+
+def check_global_stats_dx(c, inp, dx):
+    """With constant statistics the gradient has no mean terms: dx = rstd * dz * gamma
+    (+ dsum), dz = dy * (1 + scale[b])."""
+    nd = c["nd"]
+    lead = list(dx.shape[:dx.dim() - nd])
+    dz = f64(inp["dy"])
+    if "scale" in inp:
+        view = [c["samples"]] + [1] * (dx.dim() - 1 - nd) + list(dx.shape[dx.dim() - nd:])
+        dz = dz * (1.0 + f64(inp["scale"]).reshape(view))
+    want = f64(inp["rstd"]).reshape(lead + [1] * nd) * dz
+    if "gamma" in inp:
+        want = want * f64(inp["gamma"])
+    if "dsum" in inp:
+        want = want + f64(inp["dsum"])
+    check_close(c, "dx vs rstd * dy * gamma", dx, want)
 
 
 def manifest_entry(c):
@@ -271,6 +420,13 @@ def manifest_entry(c):
     if c.get("residual"):
         e["residual"] = True
         e["dsum"] = bool(c.get("dsum"))
+    if c.get("samples"):
+        e["samples"] = c["samples"]
+        e["scale"] = bool(c.get("scale"))
+        e["shift"] = bool(c.get("shift"))
+    if c.get("global_stats"):
+        e["global_stats"] = True
+    if "seed" in c:
         e["seed"] = c["seed"]
     if c.get("row_pad"):
         e["row_pad"] = c["row_pad"]
