@@ -26,9 +26,10 @@
 
 /* Rows of one sample per work-item: the scale and shift loads and the address set-up are
  * paid once per 8 rows, and PoCL's work-group loops run 8x fewer items. On the 2-core PoCL
- * VM of bench/RESULTS.md (medians of 9 interleaved rounds, the kernel alone, f32) 8 rows
- * per item moved 33 GB/s at 8x1024x1152 and 21 GB/s at 16x4096x768, against 23 and 16 GB/s
- * for one row per item; 16 rows were a little slower than 8, 32 much slower. */
+ * VM of bench/RESULTS.md (the kernel alone, f32, medians of 9 interleaved rounds, two
+ * sessions) 8 rows per item moved y at 33-34 GB/s at 8x1024x1152 and 21-59 GB/s at
+ * 16x4096x768, 1.1-1.5x one row per item in each session; 16 rows were within noise of 8,
+ * 32 rows slower than one. */
 #define ROWS_PER_ITEM 8
 
 static const char modulate_source[] =
