@@ -625,3 +625,20 @@ void grad_free(grad_result *r)
     free(r->dgamma);
     free(r->dbeta);
 }
+
+void add(argv_list *l, const char *arg)
+{
+    if (arg == NULL)
+        return;
+    assert_true(l->n + 1 < sizeof l->a / sizeof l->a[0]);
+    l->a[l->n++] = arg;
+    l->a[l->n] = NULL;
+}
+
+void add_opt(argv_list *l, const char *opt, const char *value, int given)
+{
+    if (!given)
+        return;
+    add(l, opt);
+    add(l, value);
+}

@@ -51,6 +51,14 @@ void rm(const char *first, ...);
 int cli(const char *first, ...);
 /* The same with the arguments in a NULL-terminated array. */
 int cli_v(const char *const *args);
+/* A NULL-terminated argument list for cli_v, built option by option: add(l, NULL) adds
+ * nothing, add_opt adds "opt value" when given. */
+typedef struct {
+    const char *a[48];
+    size_t n;
+} argv_list;
+void add(argv_list *l, const char *arg);
+void add_opt(argv_list *l, const char *opt, const char *value, int given);
 /* The same with another binary, and PATH set to path_env (NULL: environment unchanged). */
 int cli_with(const char *binary, const char *path_env, const char *first, ...);
 

@@ -30,28 +30,6 @@
 
 static const char *const modes[2] = {NULL, "--cpu"}; /* the default device, the reference */
 
-/* A NULL-terminated argument list built option by option. */
-typedef struct {
-    const char *a[48];
-    size_t n;
-} argv_list;
-
-static void add(argv_list *l, const char *arg)
-{
-    if (arg == NULL)
-        return;
-    assert_true(l->n + 1 < sizeof l->a / sizeof l->a[0]);
-    l->a[l->n++] = arg;
-    l->a[l->n] = NULL;
-}
-
-static void add_opt(argv_list *l, const char *opt, const char *value, int given)
-{
-    if (!given)
-        return;
-    add(l, opt);
-    add(l, value);
-}
 
 /* ------------------------------------------------------------------------------------------
  * A GroupNorm problem: x (and dy) written as float32, rounded to the storage as the tool
