@@ -13,7 +13,7 @@
  * S1 = sum dy * xhat and S0 = sum dy per block and column. Per sample, norm_bwd_params adds
  * its blocks' S1 and S0, then dscale = gamma S1 + beta S0, dshift = S0, and dgamma and dbeta
  * add (1 + scale[b]) S1 and (1 + scale[b]) S0 over the samples. Without a modulation there is
- * one sample and this is the 0.1 sum of the blocks, bit for bit.
+ * one sample. Many partials per column are added in slices first (norm_bwd_slices).
  *
  * norm_bwd_rows: work-group b takes a block of rows (block_rows below: rpg rows of one
  * sample, or whole samples of fewer than rpg rows, each then a partial of its own). For each row
@@ -24,8 +24,10 @@
  *   from one read of x and dy from memory. Few long rows are also cut into column chunks
  *   (a second NDRange dimension); their sums then come from norm_bwd_sums, merged in chunk
  *   order, and each chunk's group writes only its own columns of the partials.
- * norm_bwd_params: one work-item per column adds the groups' partials in group order (Kahan
- *   compensated): a fixed order, so dgamma and dbeta are the same bits run after run.
+ * norm_bwd_slices, norm_bwd_params: per column, the groups' partials are added in group
+ *   order (Kahan compensated), in slices of CLNORM_PARAM_SLICE first when there are many (a
+ *   work-item per column and slice), then the slices in order: a fixed order, so dgamma and
+ *   dbeta are the same bits run after run.
  */
 
 /*
@@ -268,10 +270,59 @@ __kernel void norm_bwd_rows(BWD_PARAMS, __global const A *stats, __global A *par
     }
 }
 
+/* Partial rows per sample (block_rows): one per block inside a sample, or one when blocks
+ * hold whole samples; 0 in an empty batch. */
+inline ulong partials_per_sample(ulong sample_rows, ulong rows_per_group)
+{
+    return sample_rows == 0 ? 0
+           : sample_rows >= rows_per_group
+               ? (sample_rows + rows_per_group - 1) / rows_per_group
+               : 1;
+}
+
+/* Whether the partials are added in slices first (norm_bwd_slices), as the host decides
+ * (row_norm.c, bwd_slices): more of them per column than CLNORM_PARAM_SLICED_MIN. */
+inline int params_sliced(ulong samples, ulong per)
+{
+    return samples * per > CLNORM_PARAM_SLICED_MIN;
+}
+
 /*
- * Column j of the parameter gradients: per sample, its partials S1 and S0 added in block
- * order (Kahan compensated), then dscale and dshift of the sample, and dgamma and dbeta
- * accumulated over the samples in sample order. A fixed order: the same bits run after run.
+ * Slice q of column j: the Kahan sums of S1 and S0 over at most CLNORM_PARAM_SLICE partials
+ * of one sample, in block order, into slices[q][j] and slices[q][cols + j]. Many blocks then
+ * cost the parameter pass a few slice sums per column instead of a long dependent chain, and
+ * a GPU gets (columns x slices) items rather than one per column.
+ */
+__kernel void norm_bwd_slices(ulong sample_rows, ulong samples, __global const A *part,
+                              __global A *slices, ulong rows_per_group, ulong cols, uint flags)
+{
+    const ulong j = get_global_id(0), q = get_global_id(1);
+    const ulong per = partials_per_sample(sample_rows, rows_per_group);
+    if (j >= cols || per == 0)
+        return;
+    const ulong sps = (per + CLNORM_PARAM_SLICE - 1) / CLNORM_PARAM_SLICE;
+    const ulong s = q / sps;
+    const ulong k0 = s * per + (q % sps) * CLNORM_PARAM_SLICE;
+    const ulong k1 = min(k0 + CLNORM_PARAM_SLICE, (s + 1) * per);
+    const int s1_read = (flags & (CLNORM_KF_GRAD_GAMMA | CLNORM_KF_GRAD_SCALE)) != 0,
+              s0_read = (flags & (CLNORM_KF_GRAD_BETA | CLNORM_KF_GRAD_SHIFT |
+                                  CLNORM_KF_GRAD_SCALE)) != 0;
+    A s1 = 0, c1 = 0, s0 = 0, c0 = 0;
+    for (ulong k = k0; k < k1; k++) {
+        if (s1_read)
+            kahan_add(&s1, &c1, part[k * 2 * cols + j]);
+        if (s0_read)
+            kahan_add(&s0, &c0, part[k * 2 * cols + cols + j]);
+    }
+    slices[q * 2 * cols + j] = s1;
+    slices[q * 2 * cols + cols + j] = s0;
+}
+
+/*
+ * Column j of the parameter gradients: per sample, its partials S1 and S0 (or their slice
+ * sums) added in order (Kahan compensated), then dscale and dshift of the sample, and dgamma
+ * and dbeta accumulated over the samples in sample order. A fixed order: the same bits run
+ * after run.
  */
 __kernel void norm_bwd_params(__global const P *gamma, ulong gamma_off, ulong gamma_stride,
                               __global const P *beta, ulong beta_off, ulong beta_stride,
@@ -281,17 +332,18 @@ __kernel void norm_bwd_params(__global const P *gamma, ulong gamma_off, ulong ga
                               __global P *dscale, ulong dscale_off, ulong dscale_stride,
                               __global P *dshift, ulong dshift_off, ulong dshift_stride,
                               ulong sample_rows, ulong samples, __global const A *part,
-                              ulong rows_per_group, ulong cols, uint flags)
+                              __global const A *slices, ulong rows_per_group, ulong cols,
+                              uint flags)
 {
     const ulong j = get_global_id(0);
     if (j >= cols)
         return;
-    /* partials per sample: its blocks, or one when a block holds whole samples; none in an
-     * empty batch, whose gradients are zeros */
-    const ulong per = sample_rows == 0 ? 0
-                      : sample_rows >= rows_per_group
-                          ? (sample_rows + rows_per_group - 1) / rows_per_group
-                          : 1;
+    /* partial rows per sample, or their slices; none in an empty batch, whose gradients are
+     * zeros */
+    const ulong np = partials_per_sample(sample_rows, rows_per_group);
+    const int sliced = params_sliced(samples, np);
+    const ulong per = sliced ? (np + CLNORM_PARAM_SLICE - 1) / CLNORM_PARAM_SLICE : np;
+    __global const A *src = sliced ? slices : part;
     const int s1_read = (flags & (CLNORM_KF_GRAD_GAMMA | CLNORM_KF_GRAD_SCALE)) != 0,
               s0_read = (flags & (CLNORM_KF_GRAD_BETA | CLNORM_KF_GRAD_SHIFT |
                                   CLNORM_KF_GRAD_SCALE)) != 0;
@@ -302,9 +354,9 @@ __kernel void norm_bwd_params(__global const P *gamma, ulong gamma_off, ulong ga
         A s1 = 0, c1 = 0, s0 = 0, c0 = 0;
         for (ulong k = s * per; k < (s + 1) * per; k++) {
             if (s1_read)
-                kahan_add(&s1, &c1, part[k * 2 * cols + j]);
+                kahan_add(&s1, &c1, src[k * 2 * cols + j]);
             if (s0_read)
-                kahan_add(&s0, &c0, part[k * 2 * cols + cols + j]);
+                kahan_add(&s0, &c0, src[k * 2 * cols + cols + j]);
         }
         if ((flags & CLNORM_KF_GRAD_SCALE) != 0)
             dscale[dscale_off + s * dscale_stride + j] = gj * s1 + bj * s0;

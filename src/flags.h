@@ -31,6 +31,13 @@
 #define CLNORM_KF_GRAD_SCALE (1u << 15) /* backward: write dscale */
 #define CLNORM_KF_GRAD_SHIFT (1u << 16) /* backward: write dshift */
 
+/* The backward's parameter partials (one row per block of rows) are added per column in
+ * slices of at most CLNORM_PARAM_SLICE inside a sample first, one work-item per (column,
+ * slice), when a column has more than CLNORM_PARAM_SLICED_MIN of them: the last pass then
+ * adds a few slice sums rather than every block's partial, one after another. */
+#define CLNORM_PARAM_SLICE 32
+#define CLNORM_PARAM_SLICED_MIN 64
+
 /* Row statistics in the backward's stats scratch: five values of the arithmetic type per
  * row, (K of x, K of the residual, m, r, sc) with xhat = ((v * sc - K) - m) * r
  * (kernels/op_row_norm.cl). */

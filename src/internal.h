@@ -60,6 +60,8 @@ typedef struct clnorm_geometry {
     size_t bwd_stats_groups;   /* work-groups of the statistics kernel */
     size_t bwd_sums_groups;    /* work-groups along rows of the chunk sums kernel */
     size_t param_items;        /* work-items of the parameter kernel (parameters) */
+    size_t bwd_slices;         /* slices of the parameter partials added first, one work-item
+                                  per (column, slice); 0: the parameter pass adds them all */
     size_t items, items_local; /* GEOM_ITEMS: a work-group of items_local per item (an op's
                                   own use) */
 } clnorm_geometry;

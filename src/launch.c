@@ -208,6 +208,8 @@ static unsigned run_conditions(const clnorm_plan *plan, unsigned flags)
         run |= RUN_PARAM_GRADS;
     if ((flags & CLNORM_KF_GRAD_X) && !(flags & CLNORM_KF_GLOBAL_STATS))
         run |= RUN_DX_SUMS;
+    if (plan->geo.bwd_slices)
+        run |= RUN_SLICED;
     return run;
 }
 

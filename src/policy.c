@@ -355,6 +355,12 @@ void clnorm_policy_ndrange(const clnorm_geometry *g, const clnorm_desc *d, int g
         global[0] = clnorm_div_up(g->param_items, g->bwd_param_local) * g->bwd_param_local;
         local[0] = g->bwd_param_local;
         return;
+    case GEOM_BWD_SLICES:
+        *dims = 2;
+        global[0] = clnorm_div_up(g->param_items, g->bwd_param_local) * g->bwd_param_local;
+        local[0] = g->bwd_param_local;
+        global[1] = g->bwd_slices;
+        return;
     case GEOM_ITEMS:
         global[0] = g->items * g->items_local;
         local[0] = g->items_local;

@@ -109,8 +109,14 @@ static void all_passed(size_t failed, const char *what)
 #define NO_AFFINE (CLNORM_NO_GAMMA | CLNORM_NO_BETA)
 
 /* Samples longer than a backward block (300 rows), a few rows, one row; scale and shift in
- * every combination, with and without gamma / beta, a strided modulation. */
+ * every combination, with and without gamma / beta, a strided modulation. The last three have
+ * more than CLNORM_PARAM_SLICED_MIN parameter partials per column, so the backward adds them
+ * in slices first: one partial per slice (96 one-row samples), several slices per sample
+ * (samples of 10000 rows: 40 blocks of 256 on a CPU), and the same without a modulation. */
 static const mod_case f32_cases[] = {
+    {96, 1, 40, 0, SS},
+    {2, 10000, 8, 0, SS},
+    {1, 20000, 8, 0, 0},
     {3, 300, 40, 0, SS},
     {4, 7, 33, 0, SS | NO_AFFINE},
     {5, 3, 64, 70, CLNORM_SCALE},

@@ -48,6 +48,7 @@ typedef enum {
     GEOM_BWD_ROWS,   /* 2D: (bwd chunks x bwd local, row blocks) */
     GEOM_BWD_PARAMS, /* 1D: param_items rounded up to the params local size */
     GEOM_ITEMS,      /* 1D: items work-groups of items_local (a work-group per item) */
+    GEOM_BWD_SLICES, /* 2D: (param_items rounded up to the params local size, bwd_slices) */
     GEOM_COUNT
 } clnorm_geom_kind;
 
@@ -59,8 +60,10 @@ enum {
     RUN_GRAD_X = 1u << 2,     /* CLNORM_KF_GRAD_X */
     RUN_PARAM_GRADS = 1u << 3, /* a parameter gradient: CLNORM_KF_GRAD_GAMMA, _BETA, _SCALE
                                   or _SHIFT */
-    RUN_DX_SUMS = 1u << 4      /* dx needs the row sums mean(g), mean(g * xhat): GRAD_X
+    RUN_DX_SUMS = 1u << 4,     /* dx needs the row sums mean(g), mean(g * xhat): GRAD_X
                                   without global statistics */
+    RUN_SLICED = 1u << 5       /* the geometry adds the backward's partials in slices first
+                                  (clnorm_geometry.bwd_slices) */
 };
 
 typedef struct {

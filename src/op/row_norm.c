@@ -269,9 +269,13 @@ static const clnorm_karg bwd_rows_args[] = {SAMPLE_ROWS, {KA_SCRATCH, 0}, {KA_SC
                                             {KA_ROWS_PER_GROUP, 0}, {KA_CHUNK_LEN, 0},
                                             {KA_CHUNKS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
                                             {KA_END, 0}};
+/* Backward scratch 3: the partials' slice sums (RUN_SLICED). */
+static const clnorm_karg bwd_slices_args[] = {SAMPLE_ROWS, {KA_OP, 1}, {KA_SCRATCH, 1},
+                                              {KA_SCRATCH, 3}, {KA_ROWS_PER_GROUP, 0},
+                                              {KA_COLS, 0}, {KA_FLAGS, 0}, {KA_END, 0}};
 static const clnorm_karg bwd_params_args[] = {SAMPLE_ROWS, {KA_OP, 1}, {KA_SCRATCH, 1},
-                                              {KA_ROWS_PER_GROUP, 0}, {KA_COLS, 0},
-                                              {KA_FLAGS, 0}, {KA_END, 0}};
+                                              {KA_SCRATCH, 3}, {KA_ROWS_PER_GROUP, 0},
+                                              {KA_COLS, 0}, {KA_FLAGS, 0}, {KA_END, 0}};
 
 /* The kernels' tensor parameters (kernels/op_row_norm.cl), without and with a residual. */
 #define FWD_T (B(X) | B(Y) | B(GAMMA) | B(BETA) | B(MEAN) | B(RSTD) | B(SCALE) | B(SHIFT))
@@ -307,9 +311,11 @@ static const clnorm_karg bwd_params_args[] = {SAMPLE_ROWS, {KA_OP, 1}, {KA_SCRAT
          {"norm_bwd_sums", BWD_IN_T | (RIN), bwd_sums_args, GEOM_BWD_CHUNKS,                \
           RUN_CHUNKED | RUN_DX_SUMS},                                                       \
          {"norm_bwd_rows", BWD_IN_T | B(DX) | (RBWD), bwd_rows_args, GEOM_BWD_ROWS, 0},     \
+         {"norm_bwd_slices", 0u, bwd_slices_args, GEOM_BWD_SLICES,                          \
+          RUN_PARAM_GRADS | RUN_SLICED},                                                    \
          {"norm_bwd_params", PARAMS_T, bwd_params_args, GEOM_BWD_PARAMS,                    \
           RUN_PARAM_GRADS}},                                                                \
-        4};                                                                                 \
+        5};                                                                                 \
     const clnorm_chain *name##_chain(const clnorm_desc *d, clnorm_strategy s,               \
                                      clnorm_direction dir)                                  \
     {                                                                                       \
@@ -334,14 +340,24 @@ size_t clnorm_row_norm_scalar(const clnorm_desc *d, unsigned k)
     return k == 0 ? (d->samples ? d->rows / d->samples : 0) : d->samples;
 }
 
-/* Partial rows of the backward: a block's per block of rpg rows inside a sample, or one per
- * sample when a block holds whole samples (kernels/norm_backward.cl, block_rows). */
-static size_t bwd_partials(const clnorm_desc *d, const clnorm_geometry *g)
+/* Partial rows per sample of the backward: one per block of rpg rows inside a sample, or one
+ * when a block holds whole samples (kernels/norm_backward.cl, block_rows); 0 without rows. */
+static size_t bwd_partials_per_sample(const clnorm_desc *d, const clnorm_geometry *g)
 {
     const size_t T = clnorm_row_norm_scalar(d, 0), rpg = g->bwd_rows_per_group;
     if (T == 0)
         return 0;
-    return T >= rpg ? d->samples * clnorm_div_up(T, rpg) : d->samples;
+    return T >= rpg ? clnorm_div_up(T, rpg) : 1;
+}
+
+/* Slices the partials are added in first (flags.h, CLNORM_PARAM_SLICE), or 0: the same rule
+ * as norm_bwd_params'. */
+static size_t bwd_slices(const clnorm_desc *d, const clnorm_geometry *g)
+{
+    const size_t per = bwd_partials_per_sample(d, g);
+    if (d->samples * per <= CLNORM_PARAM_SLICED_MIN)
+        return 0;
+    return d->samples * clnorm_div_up(per, CLNORM_PARAM_SLICE);
 }
 
 void clnorm_row_norm_geometry(const clnorm_device_profile *p, const clnorm_desc *d,
@@ -360,6 +376,7 @@ void clnorm_row_norm_geometry(const clnorm_device_profile *p, const clnorm_desc 
         const size_t T = d->rows / d->samples, rpg = g->bwd_rows_per_group;
         g->bwd_groups = T >= rpg ? d->samples * clnorm_div_up(T, rpg)
                                  : clnorm_div_up(d->samples, rpg / T);
+        g->bwd_slices = bwd_slices(d, g);
     }
 }
 
@@ -375,7 +392,8 @@ void clnorm_row_norm_scratch(const clnorm_desc *d, const clnorm_geometry *g,
         return;
     }
     bytes[0] = clnorm_bytes3(d->rows, CLNORM_STATS_PER_ROW, acc);
-    bytes[1] = clnorm_bytes3(bwd_partials(d, g), 2 * d->cols, acc);
+    bytes[1] = clnorm_bytes3(d->samples * bwd_partials_per_sample(d, g), 2 * d->cols, acc);
+    bytes[3] = clnorm_bytes3(g->bwd_slices, 2 * d->cols, acc);
     if (g->bwd_chunks > 1)
         bytes[2] = clnorm_bytes3(d->rows, 2 * g->bwd_chunks, acc);
 }
