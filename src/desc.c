@@ -150,7 +150,7 @@ clnorm_status clnorm_desc_check(const clnorm_desc *d, char *msg, size_t msg_size
           "statistics mean and rstd are inputs");
     /* Modulation: B samples of rows / B rows, scale and shift rows mod_stride apart. */
     const int modulated = (d->flags & (CLNORM_SCALE | CLNORM_SHIFT)) != 0;
-    const size_t B = d->samples || d->rows ? (d->samples ? d->samples : 1) : 0;
+    const size_t B = clnorm_desc_normalized(d).samples; /* 0 means 1, but for rows 0 */
     CHECK(modulated || B <= 1,
           "desc.samples = %zu is for a modulation: set CLNORM_SCALE or CLNORM_SHIFT, or leave "
           "it 0 or 1", d->samples);
