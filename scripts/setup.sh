@@ -14,6 +14,10 @@ packages=(
   clang              # the .npy fuzzer (libFuzzer) and the ThreadSanitizer run
   libclang-rt-dev    # clang's sanitizer and libFuzzer runtimes
   cmake gcc make pkg-config
+  python3-numpy      # the host applications' PyTorch comparison and the Python package
+  python3-torch      #   (float64 reference models; nn modules, autograd)
+  python3-pyopencl   # the Python package's device-array path
+  python3-pytest python3-venv python3-setuptools python3-pip
 )
 
 if ! command -v dpkg-query > /dev/null 2>&1 || ! command -v apt-get > /dev/null 2>&1; then
