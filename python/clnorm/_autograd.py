@@ -1,0 +1,98 @@
+"""One torch.autograd.Function for every operation, from the op table's slots.
+
+The forward runs the call's plan made with CLNORM_SAVE_STATS | CLNORM_WITH_BACKWARD and keeps
+the statistics; the backward runs the same plan's backward pass: every input the backward
+takes (clnorm_slot_query says which) from the saved forward inputs and statistics, dy (and
+dsum) from the incoming gradients, and as outputs the gradients of exactly the inputs that
+need one. Inputs reach here dense (functional.py copies strided ones through torch, which
+differentiates the copy), so each gradient has its input's layout.
+"""
+import torch
+from torch.autograd.function import once_differentiable
+
+from . import _core, _lib
+
+S = _lib.SLOT
+# The gradient slot of each differentiable input slot (x and residual share dx: the gradient
+# of s = x + residual reaches both) and of each output slot.
+_GRAD_OF_INPUT = {S["x"]: S["dx"], S["residual"]: S["dx"], S["gamma"]: S["dgamma"],
+                  S["beta"]: S["dbeta"], S["scale"]: S["dscale"], S["shift"]: S["dshift"]}
+_GRAD_OF_OUTPUT = {S["y"]: S["dy"], S["sum"]: S["dsum"]}
+_STATS = (S["mean"], S["rstd"])
+
+
+def apply(call):
+    slots = tuple(slot for slot, _ in call.inputs)
+    tensors = tuple(t for _, t in call.inputs)
+    out = _NormFunction.apply(call, slots, *tensors)
+    return out if isinstance(out, tuple) else (out,)
+
+
+class _NormFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(fctx, call, slots, *tensors):
+        key = list(call.key)
+        key[7] |= _lib.SAVE_STATS | _lib.WITH_BACKWARD
+        ctx = _core.context_of(call)
+        plan = ctx.plan(tuple(key))
+        finfo = plan.infos[_lib.FORWARD]
+        stats = [s for s in _STATS if s in finfo and finfo[s][1]]
+        full = _core.Call(call.kind, call.like, plan.key, list(zip(slots, tensors)),
+                          list(call.outputs) + [(s, (finfo[s][3],), None) for s in stats])
+        outs = _core.run(full, ctx=ctx)
+        n = len(call.outputs)
+        fctx.save_for_backward(*tensors)
+        fctx.clnorm = (ctx, full, slots, dict(zip(stats, outs[n:])), call.outputs)
+        fctx.set_materialize_grads(False)
+        return outs[0] if n == 1 else tuple(outs[:n])
+
+    @staticmethod
+    @once_differentiable
+    def backward(fctx, *grads):
+        ctx, full, slots, stats, out_specs = fctx.clnorm
+        tensors = fctx.saved_tensors
+        binfo = ctx.plan(full.key).infos[_lib.BACKWARD]
+        inputs = [(s, t) for s, t in zip(slots, tensors) if s in binfo and not binfo[s][1]]
+        inputs += [(s, t) for s, t in stats.items() if s in binfo]
+        for (slot, shape, order), g in zip(out_specs, grads):
+            gslot = _GRAD_OF_OUTPUT[slot]
+            if g is None:
+                if binfo[gslot][0] != _lib.SLOT_REQUIRED:
+                    continue  # an unused output (the sum): nothing flows back from it
+                g = torch.zeros(shape, dtype=tensors[0].dtype)
+            inputs.append((gslot, _dense(g, order)))
+        outputs, wanted = [], {}
+        x_order = out_specs[0][2]  # dx has the layout of x, which y shares
+        for i, (slot, t) in enumerate(zip(slots, tensors)):
+            if not fctx.needs_input_grad[2 + i]:
+                continue
+            gslot = _GRAD_OF_INPUT[slot]
+            if gslot not in wanted:
+                wanted[gslot] = len(outputs)
+                order = x_order if gslot == S["dx"] else None
+                outputs.append((gslot, tuple(t.shape), order))
+        result = [None, None] + [None] * len(tensors)
+        if outputs:
+            got = _core.run(_core.Call(full.kind, full.like, full.key, inputs, outputs),
+                            _lib.BACKWARD, ctx=ctx)
+            used = set()
+            for i, (slot, t) in enumerate(zip(slots, tensors)):
+                if not fctx.needs_input_grad[2 + i]:
+                    continue
+                g = got[wanted[_GRAD_OF_INPUT[slot]]]
+                if id(g) in used:
+                    g = g.clone()  # x and residual: one dx, two gradients that must not alias
+                used.add(id(g))
+                result[2 + i] = g if g.dtype == t.dtype else g.to(t.dtype)
+        return tuple(result)
+
+
+def _dense(g, order):
+    """g laid out as the library reads it: row-major, or in the physical order of a
+    channels-last output."""
+    if order is None:
+        return g.contiguous()
+    inv = [0] * len(order)
+    for i, o in enumerate(order):
+        inv[o] = i
+    return g.permute(order).contiguous().permute(inv)

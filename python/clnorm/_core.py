@@ -1,0 +1,185 @@
+"""The one generic call: a description, named slots in, named slots out.
+
+Every function of the package ends here with a Call: the description's key (clnorm_desc's
+fields in order), the input arrays by slot and the outputs to make by slot. The plan comes
+from the context's cache; which slots it takes and each one's element type and extent come
+from the library's op table (clnorm_slot_query, read once per plan), so nothing here knows
+one operation from another.
+
+How a call reaches the library:
+- pyopencl arrays: layer 1 (clnorm_execute) on their own cl_mem and queue, after their events;
+  the outputs get the call's event. Nothing is copied or waited for.
+- host arrays (NumPy, torch CPU), large problems: layer 1 on CL_MEM_USE_HOST_PTR buffers over
+  the arrays' own memory, then a map/unmap of each output (_opencl.sync_outputs).
+- host arrays, small problems, or a context without an OpenCL device: layer 2
+  (clnorm_execute_host), which copies; below ZERO_COPY_FROM bytes its copies cost less than
+  the zero-copy path's extra commands (PoCL: about 20 us each), and on the reference backend
+  it is the only way.
+"""
+import ctypes
+
+from . import _errors, _lib, _opencl
+from .context import DTYPE_NAME, DTYPE_SIZE, context_for_queue, current_context
+
+_L = _lib.lib
+_execute = _L.clnorm_execute
+_execute_host = _L.clnorm_execute_host
+
+# Forward bytes (every tensor's extent) from which host arrays go zero-copy; measured on PoCL
+# (bench/python/overhead.py): 1x768 float32 (6 KiB) is 40-50 us faster through layer 2,
+# 8192x768 (25 MiB) about 4x faster zero-copy.
+ZERO_COPY_FROM = 256 * 1024
+
+
+class Call:
+    """kind: the arrays' kind (_kinds); like: an array of that kind (x), whose queue a
+    pyopencl call runs on; key: the description; inputs: [(slot, array)]; outputs:
+    [(slot, shape, order)], order a permutation giving the physical layout of an output made
+    channels-last, or None for row-major."""
+    __slots__ = ("kind", "like", "key", "inputs", "outputs")
+
+    def __init__(self, kind, like, key, inputs, outputs):
+        self.kind = kind
+        self.like = like
+        self.key = key
+        self.inputs = inputs
+        self.outputs = outputs
+
+
+def desc_key(kind, dtype, rows, cols, eps, flags, x_stride=0, y_stride=0, residual_stride=0,
+             sum_stride=0, groups=0, spatial=0, layout=_lib.NCHW, samples=0, mod_stride=0):
+    """clnorm_desc's fields, in the struct's order (a plan cache key)."""
+    return (kind, dtype, rows, cols, x_stride, y_stride, float(eps), flags, residual_stride,
+            sum_stride, groups, spatial, layout, samples, mod_stride)
+
+
+def context_of(call):
+    if call.kind.on_device:
+        return context_for_queue(call.like.queue)
+    return current_context()
+
+
+def run(call, direction=_lib.FORWARD, ctx=None):
+    """Runs a call on ctx (None: the call's context); returns its outputs, in the order of
+    call.outputs."""
+    if ctx is None:
+        ctx = context_of(call)
+    plan = ctx.plan(call.key)
+    info = plan.infos.get(direction)
+    if info is None:
+        raise ValueError("clnorm: the plan of %s has no backward pass" % (call.key,))
+    kind = call.kind
+    outs = []
+    for slot, shape, order in call.outputs:
+        slot_info = info.get(slot)
+        if slot_info is None or not slot_info[1]:
+            raise ValueError("clnorm: %s is not an output of %s" % (_lib.SLOTS[slot],
+                                                                     _lib.OP_NAMES[call.key[0]]))
+        outs.append(kind.empty(shape, slot_info[2], call.like, order))
+    tensors = list(call.inputs)
+    tensors.extend((slot, a) for (slot, _, _), a in zip(call.outputs, outs))
+    _check_args(kind, info, tensors, call.key)
+    if kind.on_device:
+        _run_device(ctx, plan, direction, tensors, outs, call.like.queue)
+    elif ctx.backend == "opencl" and plan.row_bytes >= ZERO_COPY_FROM:
+        _run_zero_copy(ctx, plan, direction, info, tensors, kind.ptr)
+    else:
+        _run_host(ctx, plan, direction, tensors, kind.ptr)
+    return outs
+
+
+def _check_args(kind, info, tensors, key):
+    """Each array's element type is its slot's, and it holds the slot's extent: host pointers
+    carry no size, so this is what keeps a call inside the caller's memory."""
+    for slot, a in tensors:
+        slot_info = info.get(slot)
+        if slot_info is None:
+            raise ValueError("clnorm: %s takes no %s" % (_lib.OP_NAMES[key[0]], _lib.SLOTS[slot]))
+        code = kind.code(a)
+        if code != slot_info[2]:
+            raise TypeError("clnorm: %s must be %s for %s input (got %s)"
+                            % (_lib.SLOTS[slot], DTYPE_NAME[slot_info[2]],
+                               DTYPE_NAME[key[1]], DTYPE_NAME[code]))
+        if not kind.on_device and _span(a.shape, kind.strides(a)) < slot_info[3]:
+            raise ValueError("clnorm: %s holds fewer elements than the %d the operation reads "
+                             "or writes" % (_lib.SLOTS[slot], slot_info[3]))
+
+
+def _span(shape, strides):
+    span = 1
+    for n, s in zip(shape, strides):
+        if n == 0:
+            return 0
+        span += (n - 1) * s
+    return span
+
+
+def _run_host(ctx, plan, direction, tensors, host_ptr):
+    args = (_lib.HostArg * len(tensors))(*[(slot, host_ptr(a)) for slot, a in tensors])
+    st = _execute_host(plan.handle, direction, args, len(tensors))
+    if st:
+        _errors.check(st, ctx.handle.ptr, _what(plan, direction))
+
+
+def _run_zero_copy(ctx, plan, direction, info, tensors, host_ptr):
+    cl_context = ctx.cl_context
+    mems = {}
+    args = []
+    outputs = []
+    try:
+        for slot, a in tensors:
+            _, is_output, dtype, extent = info[slot]
+            nbytes = extent * DTYPE_SIZE[dtype]
+            if nbytes == 0:
+                continue  # an empty tensor: nothing to read or write
+            p = host_ptr(a)
+            mem = mems.get((p, nbytes))
+            if mem is None:
+                mem = mems[(p, nbytes)] = _opencl.wrap_host(cl_context, p, nbytes)
+            args.append((slot, mem, 0))
+            if is_output:
+                outputs.append((mem, nbytes))
+        arr = (_lib.Arg * len(args))(*args)
+        event = ctypes.c_void_p()
+        st = _execute(plan.handle, direction, arr, len(args), None, 0, None,
+                      ctypes.byref(event))
+        if st:
+            _errors.check(st, ctx.handle.ptr, _what(plan, direction))
+        try:
+            _opencl.sync_outputs(ctx.cl_queue, event, outputs)
+        finally:
+            _opencl.release_event(event)
+    finally:
+        for mem in mems.values():
+            _opencl.release(mem)
+
+
+def _run_device(ctx, plan, direction, tensors, outs, queue):
+    import pyopencl as cl
+
+    args = []
+    waits = []
+    for slot, a in tensors:
+        if a.base_data is None:
+            continue  # an empty array has no buffer, and the library reads nothing of it
+        mem, offset = a.base_data.int_ptr, a.offset // a.dtype.itemsize
+        args.append((slot, mem, offset))
+        waits.extend(e.int_ptr for e in a.events)
+    arr = (_lib.Arg * len(args))(*args)
+    wait = (_lib.cl_event * len(waits))(*waits) if waits else None
+    event = ctypes.c_void_p()
+    st = _execute(plan.handle, direction, arr, len(args), queue.int_ptr, len(waits), wait,
+                  ctypes.byref(event))
+    if st:
+        _errors.check(st, ctx.handle.ptr, _what(plan, direction))
+    # pyopencl takes over the event's one reference (retain=False) and releases it.
+    evt = cl.Event.from_int_ptr(event.value, retain=False)
+    for o in outs:
+        o.add_event(evt)
+
+
+def _what(plan, direction):
+    from .context import describe
+
+    return "%s of %s" % ("forward" if direction == _lib.FORWARD else "backward",
+                         describe(plan.key))

@@ -1,0 +1,243 @@
+"""layer_norm, rms_norm and group_norm with torch.nn.functional's argument names and defaults,
+plus clnorm's extras as keywords (the fused residual add, per-sample modulation, channels-last
+GroupNorm and its fused SiLU).
+
+Each function only maps its arguments to a description and named slots (a _core.Call); the
+generic core runs it, and torch tensors that need gradients go through the generic autograd
+Function. Layouts: x is read in place when its normalized block (row kinds: the trailing
+normalized_shape; GroupNorm: a sample) is contiguous and the blocks are one constant stride
+apart (e.g. x[:, :768] of a wider matrix, x[::2], a torch channels_last tensor); any other
+layout is copied to a contiguous array first. Results are always new contiguous arrays (a
+channels-last x gives a channels-last result).
+"""
+import math
+import sys
+
+from . import _core, _lib
+from ._kinds import kind_of, row_layout
+
+_PARAM = {_lib.F32: _lib.F32, _lib.F16: _lib.F32, _lib.BF16: _lib.F32, _lib.F64: _lib.F64}
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5, *, residual=None,
+               return_sum=False, scale=None, shift=None):
+    """LayerNorm over the trailing `normalized_shape` dims of x, as F.layer_norm.
+
+    residual: normalize x + residual instead (one pass; same shape as x, same dtype, or
+    float32 for a float16/bfloat16 x); with return_sum=True returns (y, x + residual).
+    scale, shift: per-sample modulation, y = LN(x) * (1 + scale[b]) + shift[b] (DiT's adaLN),
+    each of shape (B, *normalized_shape) or (B, 1, ..., *normalized_shape) with B = x.shape[0].
+    """
+    return _row_norm(_lib.LAYER, "layer_norm", x, normalized_shape, weight, bias, eps,
+                     residual, return_sum, scale, shift)
+
+
+def rms_norm(x, normalized_shape, weight=None, eps=None, *, residual=None, return_sum=False):
+    """RMSNorm over the trailing `normalized_shape` dims of x, as F.rms_norm (eps None: the
+    dtype's machine epsilon, torch.finfo(x.dtype).eps). residual/return_sum as layer_norm."""
+    return _row_norm(_lib.RMS, "rms_norm", x, normalized_shape, weight, None, eps, residual,
+                     return_sum, None, None)
+
+
+def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, channels_last=False,
+               silu=False):
+    """GroupNorm as F.group_norm: x of shape (N, C, *spatial), statistics per sample and group
+    of C / num_groups channels, weight and bias of shape (C,).
+
+    channels_last=True: x has shape (N, *spatial, C) (channels in the last dim, NHWC).
+    A (N, C, *spatial) x stored channels-last (torch.channels_last) is read in place too, and
+    its result is stored the same way. silu=True: returns silu(group_norm(x)), fused.
+    """
+    kind = kind_of(x)
+    code = kind.code(x)
+    shape = tuple(x.shape)
+    if len(shape) < 2:
+        raise ValueError("clnorm.group_norm: x must have at least 2 dims (N, C, ...), got "
+                         "shape %s" % (shape,))
+    if isinstance(num_groups, bool) or not isinstance(num_groups, int) or num_groups < 1:
+        raise ValueError("clnorm.group_norm: num_groups must be a positive int, got %r"
+                         % (num_groups,))
+    grad = _needs_grad(kind, x, weight, bias)
+    nd = len(shape)
+    dims = shape[1:-1] if channels_last else shape[2:]
+    spatial = 1
+    for d in dims:
+        spatial *= d
+    c = shape[-1] if channels_last else shape[1]
+    layout = _lib.NHWC if channels_last else _lib.NCHW
+    order = None
+    strides = kind.strides(x)
+    lay = row_layout(shape, strides, nd - 1)
+    if lay is None and not channels_last and nd > 2 and strides is not None:
+        # Stored channels-last (torch.channels_last, or a transposed NHWC array): read it as
+        # NHWC where it lies, and write the result the same way.
+        perm = (0,) + tuple(range(2, nd)) + (1,)
+        lay = row_layout(tuple(shape[i] for i in perm), tuple(strides[i] for i in perm), nd - 1)
+        if lay is not None:
+            order, layout = perm, _lib.NHWC
+    if lay is None or (grad and lay[2] != lay[1] and lay[0] > 1):
+        x = kind.contiguous(x)
+        order, layout = None, (_lib.NHWC if channels_last else _lib.NCHW)
+        lay = row_layout(shape, kind.strides(x), nd - 1)
+    n, x_stride = shape[0], lay[2]
+    if c % num_groups:
+        raise ValueError("clnorm.group_norm: the %d channels are not divisible by num_groups=%d"
+                         % (c, num_groups))
+    pcode = _PARAM[code]
+    flags = _lib.SILU if silu else 0
+    inputs = [(_lib.SLOT["x"], x)]
+    flags |= _param_slot(kind, inputs, "gamma", weight, (c,), pcode, x, _lib.NO_GAMMA,
+                         "weight")
+    flags |= _param_slot(kind, inputs, "beta", bias, (c,), pcode, x, _lib.NO_BETA, "bias")
+    key = _core.desc_key(_lib.GROUP, code, n, c, eps, flags, x_stride=x_stride,
+                         y_stride=lay[1], groups=num_groups, spatial=spatial, layout=layout)
+    call = _core.Call(kind, x, key, inputs, [(_lib.SLOT["y"], shape, order)])
+    if grad:
+        from . import _autograd
+
+        return _autograd.apply(call)
+    return _core.run(call)[0]
+
+
+def _row_norm(base, fname, x, normalized_shape, weight, bias, eps, residual, return_sum,
+              scale, shift):
+    kind = kind_of(x)
+    code = kind.code(x)
+    ns = _normalized_shape(normalized_shape, fname)
+    shape = tuple(x.shape)
+    k = len(ns)
+    if k > len(shape) or shape[len(shape) - k:] != ns:
+        raise ValueError("clnorm.%s: normalized_shape %s does not match the last dims of x, "
+                         "of shape %s" % (fname, list(ns), list(shape)))
+    if eps is None:
+        eps = _machine_eps(kind, x)
+    grad = _needs_grad(kind, x, weight, bias, residual, scale, shift)
+    x, (rows, cols, x_stride) = _rows(kind, x, k, grad)
+    pcode = _PARAM[code]
+    inputs = [(_lib.SLOT["x"], x)]
+    flags = _param_slot(kind, inputs, "gamma", weight, ns, pcode, x, _lib.NO_GAMMA, "weight")
+    flags |= _param_slot(kind, inputs, "beta", bias, ns, pcode, x, _lib.NO_BETA, "bias")
+    op = base
+    residual_stride = 0
+    if residual is not None:
+        op = _lib.ADD_LAYER if base == _lib.LAYER else _lib.ADD_RMS
+        if kind_of(residual) is not kind or tuple(residual.shape) != shape:
+            raise ValueError("clnorm.%s: residual must be a %s of x's shape %s"
+                             % (fname, kind.name, list(shape)))
+        rcode = kind.code(residual)
+        if rcode != code:
+            if rcode == _lib.F32 and code in (_lib.F16, _lib.BF16):
+                flags |= _lib.RESIDUAL_F32  # residual_in_fp32: the stream and the sum stay f32
+            else:
+                raise TypeError("clnorm.%s: residual must have x's dtype (%s), or float32 for a "
+                                "float16/bfloat16 x (got %s)" % (fname, x.dtype, residual.dtype))
+        residual, (_, _, residual_stride) = _rows(kind, residual, k, grad)
+        inputs.append((_lib.SLOT["residual"], residual))
+    elif return_sum:
+        raise ValueError("clnorm.%s: return_sum=True needs a residual" % fname)
+    samples = mod_stride = 0
+    if scale is not None or shift is not None:
+        samples, mod_stride = _modulation(kind, inputs, scale, shift, shape, ns, pcode, x, grad,
+                                          fname)
+        flags |= (_lib.SCALE if scale is not None else 0) | \
+            (_lib.SHIFT if shift is not None else 0)
+    outputs = [(_lib.SLOT["y"], shape, None)]
+    if return_sum:
+        outputs.append((_lib.SLOT["sum"], shape, None))
+    key = _core.desc_key(op, code, rows, cols, eps, flags, x_stride=x_stride, y_stride=cols,
+                         residual_stride=residual_stride,
+                         sum_stride=cols if return_sum else 0, samples=samples,
+                         mod_stride=mod_stride)
+    call = _core.Call(kind, x, key, inputs, outputs)
+    if grad:
+        from . import _autograd
+
+        out = _autograd.apply(call)
+    else:
+        out = _core.run(call)
+    if return_sum:
+        return out[0], out[1]
+    return out[0]
+
+
+def _rows(kind, a, k, dense):
+    """a as rows of its trailing k dims: (array, (rows, cols, row_stride)), copied to a
+    contiguous array when the library cannot read it in place (or when dense is asked)."""
+    lay = row_layout(tuple(a.shape), kind.strides(a), k)
+    if lay is None or (dense and lay[2] != lay[1] and lay[0] > 1):
+        a = kind.contiguous(a)
+        lay = row_layout(tuple(a.shape), kind.strides(a), k)
+    return a, lay
+
+
+def _modulation(kind, inputs, scale, shift, shape, ns, pcode, x, dense, fname):
+    """Adds the scale/shift slots; returns (samples, mod_stride)."""
+    k = len(ns)
+    if len(shape) <= k:
+        raise ValueError("clnorm.%s: scale/shift need x to have a leading sample dim" % fname)
+    b = shape[0]
+    prepared = []
+    for name, t in (("scale", scale), ("shift", shift)):
+        if t is None:
+            continue
+        if not kind.matches(t, pcode):
+            t = kind.convert(t, pcode, x, name)
+        tshape = tuple(t.shape)
+        lead = tshape[:len(tshape) - k]
+        if tshape[len(tshape) - k:] != ns or not lead or lead[0] != b or \
+                any(d != 1 for d in lead[1:]) or len(tshape) > len(shape):
+            raise ValueError("clnorm.%s: %s must have shape (B, *normalized_shape) or (B, 1, ..., "
+                             "*normalized_shape) with B = x.shape[0] = %d (got %s)"
+                             % (fname, name, b, list(tshape)))
+        t = t.reshape((b,) + ns) if len(lead) > 1 else t
+        t, lay = _rows(kind, t, k, dense)
+        prepared.append((name, t, lay[2]))
+    strides = {s for _, _, s in prepared}
+    if len(strides) > 1:  # one mod_stride serves both: make both dense
+        prepared = [(name, kind.contiguous(t), 0) for name, t, _ in prepared]
+        strides = {int(math.prod(ns))}
+    for name, t, _ in prepared:
+        inputs.append((_lib.SLOT[name], t))
+    return b, strides.pop()
+
+
+def _param_slot(kind, inputs, slot, p, shape, pcode, x, absent_flag, what):
+    """Adds a parameter's slot (converted to the parameter type, contiguous) or returns the
+    flag that says it is absent."""
+    if p is None:
+        return absent_flag
+    p = kind.convert(p, pcode, x, what)
+    if tuple(p.shape) != tuple(shape):
+        raise ValueError("clnorm: %s must have shape %s (got %s)"
+                         % (what, list(shape), list(p.shape)))
+    inputs.append((_lib.SLOT[slot], p))
+    return 0
+
+
+def _normalized_shape(ns, fname):
+    if isinstance(ns, int) and not isinstance(ns, bool):
+        return (ns,)
+    try:
+        out = tuple(int(d) for d in ns)
+    except TypeError:
+        raise TypeError("clnorm.%s: normalized_shape must be an int or a sequence of ints "
+                        "(got %r)" % (fname, ns)) from None
+    if not out:
+        raise ValueError("clnorm.%s: normalized_shape must not be empty" % fname)
+    return out
+
+
+def _machine_eps(kind, x):
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return torch.finfo(x.dtype).eps
+    import numpy as np
+
+    return float(np.finfo(x.dtype).eps)
+
+
+def _needs_grad(kind, *tensors):
+    torch = sys.modules.get("torch")
+    if torch is None or kind.name != "torch tensor" or not torch.is_grad_enabled():
+        return False
+    return any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)

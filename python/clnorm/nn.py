@@ -1,0 +1,143 @@
+"""torch.nn drop-ins whose forward and backward run through clnorm.
+
+LayerNorm and GroupNorm subclass torch's own (same constructor, parameters, state_dict keys,
+repr; isinstance checks keep working) and only replace forward. RMSNorm subclasses
+torch.nn.RMSNorm where torch has it (2.4 and later); on older torch (Debian 12's 1.13) it is a
+Module with the same constructor and state_dict. Gradients come from the library's backward
+through one autograd Function (first order: no double backward).
+"""
+import inspect
+
+import torch
+
+from . import functional as F
+
+_TorchRMSNorm = getattr(torch.nn, "RMSNorm", None)
+_LN_HAS_BIAS = "bias" in inspect.signature(torch.nn.LayerNorm.__init__).parameters
+
+
+class LayerNorm(torch.nn.LayerNorm):
+    """torch.nn.LayerNorm(normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
+    device=None, dtype=None), through clnorm. (bias=False also on torch versions whose
+    LayerNorm lacks the argument.)"""
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
+                 device=None, dtype=None):
+        if _LN_HAS_BIAS:
+            super().__init__(normalized_shape, eps, elementwise_affine, bias=bias,
+                             device=device, dtype=dtype)
+        else:
+            super().__init__(normalized_shape, eps, elementwise_affine, device=device,
+                             dtype=dtype)
+            if elementwise_affine and not bias:
+                self.bias = None  # a registered parameter set to None: absent from state_dict
+
+    def forward(self, input):
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+
+class GroupNorm(torch.nn.GroupNorm):
+    """torch.nn.GroupNorm(num_groups, num_channels, eps=1e-5, affine=True, device=None,
+    dtype=None), through clnorm. A channels_last input is read in place."""
+
+    def forward(self, input):
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+
+if _TorchRMSNorm is not None:
+    class RMSNorm(_TorchRMSNorm):
+        """torch.nn.RMSNorm(normalized_shape, eps=None, elementwise_affine=True, device=None,
+        dtype=None), through clnorm."""
+
+        def forward(self, x):
+            return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+else:
+    class RMSNorm(torch.nn.Module):
+        """RMSNorm(normalized_shape, eps=None, elementwise_affine=True, device=None,
+        dtype=None), through clnorm: torch.nn.RMSNorm's constructor and state_dict (one
+        `weight`), for torch versions that lack it. eps None is the input dtype's machine
+        epsilon, as in torch."""
+
+        def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
+                     dtype=None):
+            super().__init__()
+            if isinstance(normalized_shape, int):
+                normalized_shape = (normalized_shape,)
+            self.normalized_shape = tuple(normalized_shape)
+            self.eps = eps
+            self.elementwise_affine = elementwise_affine
+            if elementwise_affine:
+                self.weight = torch.nn.Parameter(
+                    torch.empty(self.normalized_shape, device=device, dtype=dtype))
+            else:
+                self.register_parameter("weight", None)
+            self.reset_parameters()
+
+        def reset_parameters(self):
+            if self.weight is not None:
+                torch.nn.init.ones_(self.weight)
+
+        def forward(self, x):
+            return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+        def extra_repr(self):
+            return "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}" \
+                .format(**self.__dict__)
+
+
+def _from_layer_norm(m):
+    kwargs = {}
+    if m.elementwise_affine:
+        kwargs["bias"] = m.bias is not None
+    new = LayerNorm(m.normalized_shape, m.eps, m.elementwise_affine, device="meta", **kwargs)
+    return _adopt(new, m, ("weight", "bias"))
+
+
+def _from_group_norm(m):
+    new = GroupNorm(m.num_groups, m.num_channels, m.eps, m.affine, device="meta")
+    return _adopt(new, m, ("weight", "bias"))
+
+
+def _from_rms_norm(m):
+    new = RMSNorm(m.normalized_shape, m.eps, m.elementwise_affine, device="meta")
+    return _adopt(new, m, ("weight",))
+
+
+def _adopt(new, old, names):
+    # The very Parameter objects move over (not copies): optimizers holding them, and weights
+    # tied elsewhere in the model, keep working.
+    for name in names:
+        setattr(new, name, getattr(old, name))
+    new.train(old.training)
+    return new
+
+
+_SWAPS = {torch.nn.LayerNorm: _from_layer_norm, torch.nn.GroupNorm: _from_group_norm}
+if _TorchRMSNorm is not None:
+    _SWAPS[_TorchRMSNorm] = _from_rms_norm
+
+
+def replace_norms(model):
+    """Swaps, in place, every torch.nn.LayerNorm, torch.nn.GroupNorm and (where torch has it)
+    torch.nn.RMSNorm inside model for clnorm's, sharing their parameters. Only modules of
+    exactly those types are swapped (a subclass may have a forward of its own); hooks
+    registered on a swapped module stay on the old one. Returns model (or, when model itself
+    is such a norm, its replacement)."""
+    swapped = {}
+
+    def swap(m):
+        new = swapped.get(id(m))
+        if new is None:
+            new = swapped[id(m)] = _SWAPS[type(m)](m)
+        return new
+
+    if type(model) in _SWAPS:
+        return swap(model)
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if type(child) in _SWAPS:
+                setattr(parent, name, swap(child))
+    return model
+
+
+__all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "replace_norms"]
