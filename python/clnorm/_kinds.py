@@ -250,6 +250,14 @@ def row_layout(shape, strides, k):
     if strides is None:
         return None
     n = len(shape)
+    if 0 in shape:  # nothing to read; NumPy gives empty arrays strides of 0
+        rows = cols = 1
+        for i, d in enumerate(shape):
+            if i < n - k:
+                rows *= d
+            else:
+                cols *= d
+        return rows, cols, cols
     cols = 1
     expect = 1
     for i in range(n - 1, n - 1 - k, -1):

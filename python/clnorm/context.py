@@ -11,6 +11,7 @@ own queue (see _core).
 import atexit
 import collections
 import ctypes
+import os
 import threading
 import weakref
 
@@ -142,8 +143,12 @@ class Context:
         else:
             spec = None if device is None else str(device).encode()
             st = _lib_handle.clnorm_create(spec, ctypes.byref(ptr))
-            what = "creating a context on device %r" % (device if device is not None
-                                                        else "(CLNORM_DEVICE or default)")
+            if device is not None:
+                what = "creating a context on device %r" % (device,)
+            elif os.environ.get("CLNORM_DEVICE"):
+                what = "creating a context on CLNORM_DEVICE=%r" % os.environ["CLNORM_DEVICE"]
+            else:
+                what = "creating a context on the default device"
         _errors.check(st, None, what)
         self._handle = _CtxHandle(ptr.value)
         self._keepalive = _keepalive  # the adopted pyopencl queue, kept as long as we use it

@@ -95,7 +95,7 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, channels_last
     if grad:
         from . import _autograd
 
-        return _autograd.apply(call)
+        return _autograd.apply(call)[0]
     return _core.run(call)[0]
 
 

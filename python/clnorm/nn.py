@@ -134,7 +134,9 @@ def replace_norms(model):
     if type(model) in _SWAPS:
         return swap(model)
     for parent in list(model.modules()):
-        for name, child in list(parent.named_children()):
+        # _modules, not named_children(): that skips a module's second name (one norm
+        # registered twice), which must be swapped too.
+        for name, child in list(parent._modules.items()):
             if type(child) in _SWAPS:
                 setattr(parent, name, swap(child))
     return model

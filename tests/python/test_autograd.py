@@ -1,0 +1,98 @@
+"""Gradients through the library's backward: torch.autograd.gradcheck in float64 through the
+nn modules and the functional extras, and 16-bit training gradients against float64."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import clnorm
+import clnorm.nn as cnn
+from conftest import assert_close, rms_norm_ref
+
+
+def rand(*shape, seed=0, dtype=torch.float64, offset=0.0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(*shape, generator=g, dtype=torch.float64) + offset).to(dtype) \
+        .requires_grad_()
+
+
+def randomize(module, seed):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(1 + 0.5 * torch.randn(p.shape, generator=g, dtype=torch.float64))
+
+
+def test_gradcheck_layer_norm_module():
+    m = cnn.LayerNorm((3, 5), dtype=torch.float64)
+    randomize(m, 1)
+    assert torch.autograd.gradcheck(m, (rand(2, 3, 5, seed=2, offset=4.0),))
+
+
+def test_gradcheck_rms_norm_module():
+    m = cnn.RMSNorm(6, eps=1e-6, dtype=torch.float64)
+    randomize(m, 3)
+    assert torch.autograd.gradcheck(m, (rand(4, 6, seed=4),))
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_gradcheck_group_norm_module(channels_last):
+    m = cnn.GroupNorm(2, 4, dtype=torch.float64)
+    randomize(m, 5)
+    x = rand(2, 4, 3, 2, seed=6)
+    if channels_last:  # the NHWC kernels, through the memory format
+        x = x.detach().contiguous(memory_format=torch.channels_last).requires_grad_()
+    assert torch.autograd.gradcheck(m, (x,))
+
+
+def test_gradcheck_fused_add_and_sum():
+    x, r = rand(3, 5, seed=7), rand(3, 5, seed=8)
+    w, b = rand(5, seed=9), rand(5, seed=10)
+
+    def f(x, r, w, b):
+        y, s = clnorm.layer_norm(x, 5, w, b, residual=r, return_sum=True)
+        return y, s * s  # the sum's gradient flows back through dsum
+
+    assert torch.autograd.gradcheck(f, (x, r, w, b))
+    assert torch.autograd.gradcheck(
+        lambda x, r, w: clnorm.rms_norm(x, 5, w, 1e-6, residual=r), (x, r, w))
+
+
+def test_gradcheck_modulation_and_silu():
+    x = rand(2, 3, 4, seed=11)
+    scale, shift, w, b = rand(2, 4, seed=12), rand(2, 4, seed=13), rand(4, seed=14), \
+        rand(4, seed=15)
+    assert torch.autograd.gradcheck(
+        lambda x, s, t, w, b: clnorm.layer_norm(x, 4, w, b, scale=s, shift=t),
+        (x, scale, shift, w, b))
+    xg = rand(2, 4, 3, seed=16)
+    assert torch.autograd.gradcheck(
+        lambda x, w, b: clnorm.group_norm(x, 2, w, b, silu=True), (xg, w, b))
+
+
+def test_gradients_only_where_asked():
+    x = rand(4, 8, seed=17)
+    w = torch.ones(8, dtype=torch.float64)  # no grad: no dgamma computed or returned
+    y = clnorm.layer_norm(x, 8, w)
+    (gx,) = torch.autograd.grad(y.sum() + (y * y).sum(), (x,))
+    xr = x.detach().requires_grad_()
+    yr = F.layer_norm(xr, (8,), w)
+    (gr,) = torch.autograd.grad(yr.sum() + (yr * yr).sum(), (xr,))
+    assert_close(gx, gr, "float64", "dx")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_low_precision_gradients(dtype):
+    x = rand(8, 32, seed=18, dtype=dtype)
+    w = rand(32, seed=19, dtype=torch.float32)
+    dy = torch.randn(8, 32, generator=torch.Generator().manual_seed(20), dtype=torch.float64)
+    y = clnorm.rms_norm(x, 32, w, 1e-5)
+    gx, gw = torch.autograd.grad(y, (x, w), dy.to(dtype))
+    assert gx.dtype == dtype and gw.dtype == torch.float32
+    x64 = x.detach().double().requires_grad_()
+    w64 = w.detach().double().requires_grad_()
+    rx, rw = torch.autograd.grad(rms_norm_ref(x64, (32,), w64, 1e-5), (x64, w64),
+                                 dy.to(dtype).double())
+    name = str(dtype)[6:]
+    assert_close(gx, rx, name, "dx")
+    # dgamma sums 8 rows of products rounded to the storage type
+    assert_close(gw, rw, "float32" if dtype == torch.float32 else name, "dgamma")

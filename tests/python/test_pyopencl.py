@@ -1,0 +1,83 @@
+"""pyopencl arrays stay on the device and run on their own queue."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import clnorm
+from conftest import assert_close, rms_norm_ref, to64
+
+cl = pytest.importorskip("pyopencl")
+cla = pytest.importorskip("pyopencl.array")
+
+
+@pytest.fixture(scope="module")
+def queue():
+    if not clnorm.devices():
+        pytest.skip("no OpenCL device")
+    ctx = cl.Context([cl.get_platforms()[0].get_devices()[0]])
+    return cl.CommandQueue(ctx)
+
+
+def host(seed, shape, dtype=np.float32):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def test_layer_norm_stays_on_device(queue):
+    xh, wh, bh = host(1, (6, 40)), host(2, 40), host(3, 40)
+    x, w, b = (cla.to_device(queue, a) for a in (xh, wh, bh))
+    y = clnorm.layer_norm(x, 40, w, b)
+    assert isinstance(y, cla.Array) and y.queue is queue and y.dtype == np.float32
+    assert y.context.int_ptr == queue.context.int_ptr and y.shape == (6, 40)
+    assert y.events  # the call's event: whoever uses y next waits for it
+    ref = F.layer_norm(to64(xh), (40,), to64(wh), to64(bh))
+    assert_close(y.get(), ref, "float32", "pyopencl layer_norm")
+    # the fused add: y and the sum both on the device; NumPy parameters are uploaded
+    r = cla.to_device(queue, host(4, (6, 40)))
+    y, s = clnorm.rms_norm(x, 40, wh, 1e-6, residual=r, return_sum=True)
+    assert isinstance(y, cla.Array) and isinstance(s, cla.Array)
+    s64 = to64(xh) + to64(r.get())
+    assert_close(s.get(), s64, "float32", "sum")
+    assert_close(y.get(), rms_norm_ref(s64, (40,), to64(wh), 1e-6), "float32", "add + rms")
+
+
+def test_offsets_and_row_strides_read_in_place(queue):
+    wide = host(5, (8, 80))
+    xd = cla.to_device(queue, wide)
+    x = xd[2:, 40:]  # an element offset into the buffer and rows 80 apart
+    assert not x.flags.c_contiguous
+    y = clnorm.layer_norm(x, 40)
+    assert_close(y.get(), F.layer_norm(to64(wide[2:, 40:]), (40,)), "float32", "strided")
+
+
+def test_group_norm_and_float64_on_device(queue):
+    xh = host(6, (2, 4, 3, 3), np.float64)
+    x = cla.to_device(queue, xh)
+    y = clnorm.group_norm(x, 2, silu=True)
+    assert isinstance(y, cla.Array) and y.dtype == np.float64
+    assert_close(y.get(), F.silu(F.group_norm(to64(xh), 2)), "float64", "group_norm")
+    xl = cla.to_device(queue, np.ascontiguousarray(xh.transpose(0, 2, 3, 1)))
+    y = clnorm.group_norm(xl, 2, channels_last=True)
+    assert_close(y.get(), F.group_norm(to64(xh), 2).permute(0, 2, 3, 1), "float64", "NHWC")
+
+
+def test_context_adopts_the_arrays_queue(queue):
+    x = cla.to_device(queue, host(7, (3, 16)))
+    clnorm.layer_norm(x, 16)
+    ctx = clnorm.context.context_for_queue(queue)
+    builds, plans = ctx.program_builds, ctx.plan_count
+    y = clnorm.layer_norm(x, 16)  # same queue, same description: the cached plan
+    assert ctx is clnorm.context.context_for_queue(queue)
+    assert (ctx.program_builds, ctx.plan_count) == (builds, plans)
+    queue.finish()
+    assert_close(y.get(), F.layer_norm(to64(x.get()), (16,)), "float32", "again")
+
+
+def test_layouts_it_cannot_read_in_place_are_refused(queue):
+    x = cla.to_device(queue, host(8, (16, 8))).transpose()
+    with pytest.raises(ValueError, match="contiguous copy"):
+        clnorm.layer_norm(x, 16)
+    other = cl.CommandQueue(cl.Context([queue.device]))
+    w = cla.to_device(other, host(9, 16))
+    with pytest.raises(ValueError, match="another OpenCL context"):
+        clnorm.layer_norm(cla.to_device(queue, host(10, (2, 16))), 16, w)
