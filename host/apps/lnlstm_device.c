@@ -1,0 +1,191 @@
+/*
+ * lnlstm_device.c - the LN-LSTM on one OpenCL queue. Up front, one CLBlast GEMM gives W_x x_t
+ * for every t and one clnorm call normalizes its T*B rows; each step is then one GEMM
+ * (W_h h_{t-1}), one clnorm LayerNorm of B rows, the gate kernel, the LayerNorm of c_t and the
+ * output kernel, which writes h_t where the next step's GEMM reads it. Nothing waits on the
+ * host between steps: the in-order queue chains them.
+ */
+#include "lnlstm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+
+
+extern const char app_kernels_source[];
+
+typedef struct {
+    cl_mem x, w_x, w_h, b, alpha1, beta1, alpha2, beta2, alpha3, beta3, h0, c0;
+    cl_mem gx;  /* (T*B, 4H): LN(W_x x_t), all t */
+    cl_mem hw;  /* (B, 4H): W_h h_{t-1}, normalized in place */
+    cl_mem c;   /* (B, H): the cell state, updated in place */
+    cl_mem so;  /* (B, H): sigmoid(o) */
+    cl_mem lnc; /* (B, H): LN(c_t) */
+    cl_mem h;   /* (T, B, H): the output, and h_{t-1} of each step */
+    clnorm_plan *ln_x, *ln_h, *ln_c;
+    cl_kernel gates, output;
+} lstm_dev;
+
+static void dev_free(lstm_dev *d)
+{
+    cl_mem *mems[] = {&d->x,      &d->w_x,   &d->w_h,    &d->b,     &d->alpha1, &d->beta1,
+                      &d->alpha2, &d->beta2, &d->alpha3, &d->beta3, &d->h0,     &d->c0,
+                      &d->gx,     &d->hw,    &d->c,      &d->so,    &d->lnc,    &d->h};
+    for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
+        if (*mems[i])
+            clReleaseMemObject(*mems[i]);
+    clnorm_plan_free(d->ln_x);
+    clnorm_plan_free(d->ln_h);
+    clnorm_plan_free(d->ln_c);
+    if (d->gates)
+        clReleaseKernel(d->gates);
+    if (d->output)
+        clReleaseKernel(d->output);
+    memset(d, 0, sizeof *d);
+}
+
+static int ln_plan(app_env *env, size_t rows, size_t cols, const char *what, clnorm_plan **p)
+{
+    clnorm_desc desc;
+    clnorm_desc_init(&desc, CLNORM_LAYER, rows, cols);
+    desc.dtype = app_dtype(env);
+    desc.eps = LNLSTM_EPS;
+    return app_plan(env, &desc, what, p);
+}
+
+static int dev_init(app_env *env, const lnlstm_model *m, lstm_dev *d)
+{
+    memset(d, 0, sizeof *d);
+    size_t T = m->T, B = m->B, H = m->H, G = 4 * m->H;
+    if (!(d->x = app_buffer(env, m->x.count, m->x.data, "X")) ||
+        !(d->w_x = app_buffer(env, m->w_x.count, m->w_x.data, "W_x")) ||
+        !(d->w_h = app_buffer(env, m->w_h.count, m->w_h.data, "W_h")) ||
+        !(d->b = app_buffer(env, G, m->b.data, "b")) ||
+        !(d->alpha1 = app_buffer(env, G, m->alpha1.data, "alpha1")) ||
+        !(d->beta1 = app_buffer(env, G, m->beta1.data, "beta1")) ||
+        !(d->alpha2 = app_buffer(env, G, m->alpha2.data, "alpha2")) ||
+        !(d->beta2 = app_buffer(env, G, m->beta2.data, "beta2")) ||
+        !(d->alpha3 = app_buffer(env, H, m->alpha3.data, "alpha3")) ||
+        !(d->beta3 = app_buffer(env, H, m->beta3.data, "beta3")) ||
+        !(d->h0 = app_buffer(env, B * H, m->h0.data, "h0")) ||
+        !(d->c0 = app_buffer(env, B * H, m->c0.data, "c0")) ||
+        !(d->gx = app_buffer(env, T * B * G, NULL, "W_x x")) ||
+        !(d->hw = app_buffer(env, B * G, NULL, "W_h h")) ||
+        !(d->c = app_buffer(env, B * H, NULL, "c")) ||
+        !(d->so = app_buffer(env, B * H, NULL, "sigmoid(o)")) ||
+        !(d->lnc = app_buffer(env, B * H, NULL, "LN(c)")) ||
+        !(d->h = app_buffer(env, T * B * H, NULL, "h")))
+        return -1;
+    if (ln_plan(env, T * B, G, "LN(W_x x)", &d->ln_x) || ln_plan(env, B, G, "LN(W_h h)", &d->ln_h)
+        || ln_plan(env, B, H, "LN(c)", &d->ln_c))
+        return -1;
+    if (app_kernel(env, "lstm_gates", &d->gates) || app_kernel(env, "lstm_output", &d->output))
+        return -1;
+    /* Offsets (arguments 2 of lstm_gates, 3 of lstm_output) are set again at each step. */
+    cl_uint b32 = (cl_uint)B, h32 = (cl_uint)H, n32 = (cl_uint)(B * H);
+    cl_ulong zero = 0;
+    app_karg ga[] = {{sizeof(cl_mem), &d->hw}, {sizeof(cl_mem), &d->gx}, {sizeof zero, &zero},
+                     {sizeof(cl_mem), &d->b},  {sizeof(cl_mem), &d->c},  {sizeof(cl_mem), &d->so},
+                     {sizeof b32, &b32},       {sizeof h32, &h32}};
+    app_karg oa[] = {{sizeof(cl_mem), &d->so}, {sizeof(cl_mem), &d->lnc}, {sizeof(cl_mem), &d->h},
+                     {sizeof(cl_ulong), &zero}, {sizeof n32, &n32}};
+    if (app_set_args(d->gates, "lstm_gates", ga, 8) || app_set_args(d->output, "lstm_output", oa, 5))
+        return -1;
+    return 0;
+}
+
+/* y = a W^T (+ beta * y): row-major, W stored (out, in) as torch's Linear keeps it. */
+static int gemm_wt(app_env *env, size_t rows, size_t out, size_t in, cl_mem a, size_t a_off,
+                   cl_mem w, cl_mem y, size_t y_off, app_timeline *tl, const char *what)
+{
+    app_gemm_args g = {.trans_b = 1, .m = rows, .n = out, .k = in, .alpha = 1.0, .beta = 0.0,
+                       .a = a, .a_off = a_off, .lda = in, .b = w, .ldb = in,
+                       .c = y, .c_off = y_off, .ldc = out};
+    cl_event ev;
+    if (app_gemm(env, &g, what, app_timeline_event(tl, &ev)))
+        return -1;
+    return app_timeline_add(tl, ev, APP_GEMM);
+}
+
+static int norm(app_env *env, clnorm_plan *p, cl_mem x, size_t x_off, cl_mem y, cl_mem gamma,
+                cl_mem beta, app_timeline *tl, const char *what)
+{
+    clnorm_arg args[] = {{CLNORM_ARG_X, x, x_off},
+                         {CLNORM_ARG_Y, y, x_off},
+                         {CLNORM_ARG_GAMMA, gamma, 0},
+                         {CLNORM_ARG_BETA, beta, 0}};
+    cl_event ev;
+    if (app_norm(env, p, args, 4, what, app_timeline_event(tl, &ev)))
+        return -1;
+    return app_timeline_add(tl, ev, APP_NORM);
+}
+
+/* Enqueues one whole sequence; nothing blocks. */
+typedef struct {
+    app_env *env;
+    const lnlstm_model *m;
+    lstm_dev *d;
+} lstm_run;
+
+static int enqueue_sequence(void *state, app_timeline *tl)
+{
+    lstm_run *run = state;
+    app_env *env = run->env;
+    const lnlstm_model *m = run->m;
+    lstm_dev *d = run->d;
+    size_t T = m->T, B = m->B, H = m->H, G = 4 * m->H;
+    cl_event ev;
+    cl_int err = clEnqueueCopyBuffer(env->queue, d->c0, d->c, 0, 0, B * H * env->elem, 0,
+                                     NULL, app_timeline_event(tl, &ev));
+    if (app_cl_check(err, "c = c0") || app_timeline_add(tl, ev, APP_OTHER))
+        return -1;
+    if (gemm_wt(env, T * B, G, m->I, d->x, 0, d->w_x, d->gx, 0, tl, "W_x x (CLBlast GEMM)") ||
+        norm(env, d->ln_x, d->gx, 0, d->gx, d->alpha2, d->beta2, tl, "LN(W_x x)"))
+        return -1;
+    for (size_t t = 0; t < T; t++) {
+        cl_mem h_prev = t ? d->h : d->h0;
+        size_t h_prev_off = t ? (t - 1) * B * H : 0;
+        if (gemm_wt(env, B, G, H, h_prev, h_prev_off, d->w_h, d->hw, 0, tl,
+                    "W_h h (CLBlast GEMM)") ||
+            norm(env, d->ln_h, d->hw, 0, d->hw, d->alpha1, d->beta1, tl, "LN(W_h h)"))
+            return -1;
+        cl_ulong gx_off = (cl_ulong)(t * B * G), h_off = (cl_ulong)(t * B * H);
+        err = clSetKernelArg(d->gates, 2, sizeof gx_off, &gx_off);
+        if (app_cl_check(err, "lstm_gates") ||
+            app_launch(env, d->gates, "lstm_gates", B * H, APP_LOCAL, app_timeline_event(tl, &ev)) ||
+            app_timeline_add(tl, ev, APP_OTHER))
+            return -1;
+        clnorm_arg args[] = {{CLNORM_ARG_X, d->c, 0},
+                             {CLNORM_ARG_Y, d->lnc, 0},
+                             {CLNORM_ARG_GAMMA, d->alpha3, 0},
+                             {CLNORM_ARG_BETA, d->beta3, 0}};
+        if (app_norm(env, d->ln_c, args, 4, "LN(c)", app_timeline_event(tl, &ev)) ||
+            app_timeline_add(tl, ev, APP_NORM))
+            return -1;
+        err = clSetKernelArg(d->output, 3, sizeof h_off, &h_off);
+        if (app_cl_check(err, "lstm_output") ||
+            app_launch(env, d->output, "lstm_output", B * H, APP_LOCAL, app_timeline_event(tl, &ev)) ||
+            app_timeline_add(tl, ev, APP_OTHER))
+            return -1;
+    }
+    return 0;
+}
+
+int lnlstm_device(app_env *env, const lnlstm_model *m, float *h_out, float *c_out,
+                  app_timing *timing)
+{
+    lstm_dev d;
+    int rc = -1;
+    if (dev_init(env, m, &d) == 0) {
+        lstm_run run = {env, m, &d};
+        rc = app_run(env, enqueue_sequence, &run, timing);
+        if (rc == 0)
+            rc = app_read(env, d.h, m->T * m->B * m->H, h_out) ||
+                         app_read(env, d.c, m->B * m->H, c_out)
+                     ? -1
+                     : 0;
+    }
+    clFinish(env->queue);
+    dev_free(&d);
+    return rc;
+}
