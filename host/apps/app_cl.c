@@ -51,6 +51,22 @@ int app_parse_precision(const char *text, app_precision *out)
     return 0;
 }
 
+int app_parse_run_options(const char *precision_text, const char *runs_text, int time,
+                          app_precision fallback, app_precision *precision, size_t *runs)
+{
+    *precision = fallback;
+    *runs = 5;
+    if (precision_text && app_parse_precision(precision_text, precision))
+        return -1;
+    if (runs_text && app_parse_size("runs", runs_text, 1, 1000, runs))
+        return -1;
+    if (runs_text && !time) {
+        app_error("--runs needs --time");
+        return -1;
+    }
+    return 0;
+}
+
 const char *app_precision_name(const app_env *env)
 {
     return env->f64 ? "f64" : "f32";

@@ -24,6 +24,11 @@ typedef enum {
 /* Parses --precision: f32, f64 or auto. 0 ok; -1 error printed. */
 int app_parse_precision(const char *text, app_precision *out);
 
+/* The options both programs share about how they run: --precision (default `fallback`), and
+ * --runs (default 5, only with --time). 0 ok; -1 error printed. */
+int app_parse_run_options(const char *precision_text, const char *runs_text, int time,
+                          app_precision fallback, app_precision *precision, size_t *runs);
+
 typedef struct {
     cl_context context;
     cl_device_id device;

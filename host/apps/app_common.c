@@ -184,6 +184,39 @@ int app_weight_load(const char *dir, const char *name, int ndim, const size_t *d
     return app_tensor_load(path, name, ndim, dims, t);
 }
 
+double *app_to_double(const app_tensor *t)
+{
+    double *d = malloc((t->count ? t->count : 1) * sizeof *d);
+    if (d)
+        for (size_t i = 0; i < t->count; i++)
+            d[i] = t->data[i];
+    return d;
+}
+
+int app_parse_dims(const char *name, const char *text, int min_n, int max_n, const char *what,
+                   size_t *dims, int *n)
+{
+    const char *p = text;
+    *n = 0;
+    while (*n < max_n) {
+        char num[32];
+        size_t len = strcspn(p, ",");
+        if (len == 0 || len >= sizeof num)
+            break;
+        memcpy(num, p, len);
+        num[len] = '\0';
+        if (app_parse_size(name, num, 1, (size_t)1 << 20, &dims[*n]))
+            return -1;
+        (*n)++;
+        p += len;
+        if (*p == '\0')
+            return *n >= min_n ? 0 : (app_error("--%s: '%s' is not %s", name, text, what), -1);
+        p++;
+    }
+    app_error("--%s: '%s' is not %s", name, text, what);
+    return -1;
+}
+
 int app_tensor_alloc(app_tensor *t, int ndim, const size_t *shape)
 {
     memset(t, 0, sizeof *t);

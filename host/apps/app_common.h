@@ -55,6 +55,16 @@ int app_tensor_load(const char *path, const char *what, int ndim, const size_t *
 int app_weight_load(const char *dir, const char *name, int ndim, const size_t *dims,
                     int optional, app_tensor *t);
 
+/* A malloc'ed float64 copy of t's values (at least one element allocated); NULL when out of
+ * memory (not printed). */
+double *app_to_double(const app_tensor *t);
+
+/* Parses "a,b,c" for option `name`: between min_n and max_n whole numbers from 1 to 2^20
+ * into dims, their count into *n. `what` spells the form for the message ("T,B,I,H").
+ * 0 ok; -1 error printed. */
+int app_parse_dims(const char *name, const char *text, int min_n, int max_n, const char *what,
+                   size_t *dims, int *n);
+
 /* Allocates a zeroed tensor of the shape. 0 ok; -1 error printed. */
 int app_tensor_alloc(app_tensor *t, int ndim, const size_t *shape);
 

@@ -10,15 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static double *to_double(const app_tensor *t)
-{
-    double *d = malloc((t->count ? t->count : 1) * sizeof *d);
-    if (d)
-        for (size_t i = 0; i < t->count; i++)
-            d[i] = t->data[i];
-    return d;
-}
-
 /* y (rows, out) = x (rows, in) W^T + bias, W stored (out, in). Four partial sums per dot
  * product keep the float64 loop from being latency-bound (the demo size is 7.5 G products). */
 static void linear(const double *x, const double *w, const double *bias, double *y, size_t rows,
@@ -137,7 +128,7 @@ int block_cpu(const block_model *m, double *y)
     double *u = malloc(N * m->f * sizeof *u), *mod = malloc(m->B * 4 * D * sizeof *mod);
     int ok = qkv && att && p && o && h && a && u && mod;
     for (size_t i = 0; i < NSRC && ok; i++)
-        ok = (w[i] = to_double(src[i])) != NULL;
+        ok = (w[i] = app_to_double(src[i])) != NULL;
     if (!ok) {
         app_error("--check: out of memory");
         goto done;

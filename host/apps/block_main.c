@@ -124,28 +124,6 @@ static int load_model(const options *o, block_model *m)
     return 0;
 }
 
-static int parse_demo_size(const char *text, size_t dims[6], int *n)
-{
-    const char *p = text;
-    for (*n = 0; *n < 6;) {
-        char num[32];
-        size_t len = strcspn(p, ",");
-        if (len == 0 || len >= sizeof num)
-            break;
-        memcpy(num, p, len);
-        num[len] = '\0';
-        if (app_parse_size("size", num, 1, 1u << 20, &dims[*n]))
-            return -1;
-        (*n)++;
-        p += len;
-        if (*p == '\0')
-            return *n >= 5 ? 0 : (app_error("--size: '%s' is not B,T,d,heads,f[,k]", text), -1);
-        p++;
-    }
-    app_error("--size: '%s' is not B,T,d,heads,f[,k]", text);
-    return -1;
-}
-
 /* Random weights of the scales of an initialized model: W ~ N(0, 1/fan_in), LN gains near 1,
  * biases and adaLN's projection small; the input N(0, 1). */
 static int demo_model(const options *o, block_model *m)
@@ -153,7 +131,7 @@ static int demo_model(const options *o, block_model *m)
     size_t dims[6] = {4, 256, 768, 12, 3072, 0};
     int n = 5;
     size_t seed = 1;
-    if (o->size && parse_demo_size(o->size, dims, &n))
+    if (o->size && app_parse_dims("size", o->size, 5, 6, "B,T,d,heads,f[,k]", dims, &n))
         return -1;
     if (o->seed && app_parse_size("seed", o->seed, 0, (size_t)-1, &seed))
         return -1;
@@ -204,16 +182,8 @@ static int demo_model(const options *o, block_model *m)
 
 static int validate(const options *o, size_t *runs, app_precision *precision)
 {
-    *runs = 5;
-    *precision = APP_F32;
-    if (o->precision && app_parse_precision(o->precision, precision))
+    if (app_parse_run_options(o->precision, o->runs, o->time, APP_F32, precision, runs))
         return -1;
-    if (o->runs && app_parse_size("runs", o->runs, 1, 1000, runs))
-        return -1;
-    if (o->runs && !o->time) {
-        app_error("--runs needs --time");
-        return -1;
-    }
     if (o->condition && o->post_ln) {
         app_error("--condition is for pre-LN blocks (adaLN): not with --post-ln");
         return -1;

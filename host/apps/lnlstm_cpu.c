@@ -13,15 +13,6 @@ static double sigmoid_d(double v)
     return 1.0 / (1.0 + exp(-v));
 }
 
-static double *to_double(const app_tensor *t)
-{
-    double *d = malloc((t->count ? t->count : 1) * sizeof *d);
-    if (d)
-        for (size_t i = 0; i < t->count; i++)
-            d[i] = t->data[i];
-    return d;
-}
-
 /* y (rows, cols) = LN(x) * gamma + beta in float64, through clnorm_ref_execute (in place
  * allowed: y may be x). */
 static int ref_ln(double *x, double *y, const double *gamma, const double *beta, size_t rows,
@@ -61,11 +52,11 @@ int lnlstm_cpu(const lnlstm_model *m, double *h_out, double *c_out)
 {
     size_t T = m->T, B = m->B, I = m->I, H = m->H, G = 4 * H;
     int rc = -1;
-    double *x = to_double(&m->x), *w_x = to_double(&m->w_x), *w_h = to_double(&m->w_h);
-    double *b = to_double(&m->b), *a1 = to_double(&m->alpha1), *b1 = to_double(&m->beta1);
-    double *a2 = to_double(&m->alpha2), *b2 = to_double(&m->beta2);
-    double *a3 = to_double(&m->alpha3), *b3 = to_double(&m->beta3);
-    double *h = to_double(&m->h0), *c = to_double(&m->c0);
+    double *x = app_to_double(&m->x), *w_x = app_to_double(&m->w_x), *w_h = app_to_double(&m->w_h);
+    double *b = app_to_double(&m->b), *a1 = app_to_double(&m->alpha1), *b1 = app_to_double(&m->beta1);
+    double *a2 = app_to_double(&m->alpha2), *b2 = app_to_double(&m->beta2);
+    double *a3 = app_to_double(&m->alpha3), *b3 = app_to_double(&m->beta3);
+    double *h = app_to_double(&m->h0), *c = app_to_double(&m->c0);
     double *gx = malloc(B * G * sizeof *gx), *gh = malloc(B * G * sizeof *gh);
     double *lnc = malloc(B * H * sizeof *lnc);
     if (!x || !w_x || !w_h || !b || !a1 || !b1 || !a2 || !b2 || !a3 || !b3 || !h || !c || !gx ||

@@ -98,32 +98,14 @@ static int load_model(const options *o, lnlstm_model *m)
     return rc ? -1 : 0;
 }
 
-static int parse_demo_size(const char *text, size_t dims[4])
-{
-    const char *p = text;
-    for (int k = 0; k < 4; k++) {
-        char num[32];
-        size_t n = strcspn(p, ",");
-        if (n == 0 || n >= sizeof num || (k < 3 && p[n] != ',') || (k == 3 && p[n] != '\0')) {
-            app_error("--size: '%s' is not T,B,I,H", text);
-            return -1;
-        }
-        memcpy(num, p, n);
-        num[n] = '\0';
-        if (app_parse_size("size", num, 1, 1u << 20, &dims[k]))
-            return -1;
-        p += n + (k < 3);
-    }
-    return 0;
-}
-
 /* Random weights of the scales an initialized model has: W ~ N(0, 1/fan_in), gains 1,
  * biases 0; the input N(0, 1) (a normalized pixel sequence). */
 static int demo_model(const options *o, lnlstm_model *m)
 {
     size_t dims[4] = {784, 16, 1, 128};
     size_t seed = 1;
-    if (o->size && parse_demo_size(o->size, dims))
+    int n;
+    if (o->size && app_parse_dims("size", o->size, 4, 4, "T,B,I,H", dims, &n))
         return -1;
     if (o->seed && app_parse_size("seed", o->seed, 0, (size_t)-1, &seed))
         return -1;
@@ -160,16 +142,8 @@ static int demo_model(const options *o, lnlstm_model *m)
 
 static int validate(const options *o, size_t *runs, app_precision *precision)
 {
-    *runs = 5;
-    *precision = APP_AUTO;
-    if (o->precision && app_parse_precision(o->precision, precision))
+    if (app_parse_run_options(o->precision, o->runs, o->time, APP_AUTO, precision, runs))
         return -1;
-    if (o->runs && app_parse_size("runs", o->runs, 1, 1000, runs))
-        return -1;
-    if (o->runs && !o->time) {
-        app_error("--runs needs --time");
-        return -1;
-    }
     if (o->demo) {
         if (o->weights || o->input) {
             app_error("--demo makes its own weights and input: no --weights or --input");
