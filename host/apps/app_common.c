@@ -161,6 +161,20 @@ int app_tensor_load(const char *path, const char *what, int ndim, const size_t *
     return 0;
 }
 
+int app_input_load(const char *path, const char *dims, app_tensor *t)
+{
+    size_t any3[3] = {0, 0, 0};
+    if (app_tensor_load(path, "--input", 3, any3, t))
+        return -1;
+    if (t->count == 0) {
+        app_error("--input: X %s = (%zu, %zu, %zu) has an empty dimension", dims, t->shape[0],
+                  t->shape[1], t->shape[2]);
+        app_tensor_free(t);
+        return -1;
+    }
+    return 0;
+}
+
 int app_weight_load(const char *dir, const char *name, int ndim, const size_t *dims,
                     int optional, app_tensor *t)
 {

@@ -50,6 +50,10 @@ typedef struct {
 int app_tensor_load(const char *path, const char *what, int ndim, const size_t *dims,
                     app_tensor *t);
 
+/* Loads the program's input X: a rank-3 array with no empty dimension; `dims` names them for
+ * the message ("(T, B, I)"). 0 ok; -1 error printed, t zeroed. */
+int app_input_load(const char *path, const char *dims, app_tensor *t);
+
 /* Loads DIR/<name>.npy as app_tensor_load does. When `optional` and the file does not exist,
  * returns 1 with t zeroed (a missing required file is an error naming it). */
 int app_weight_load(const char *dir, const char *name, int ndim, const size_t *dims,

@@ -71,17 +71,11 @@ static int check_heads(size_t d, size_t heads)
 
 static int load_model(const options *o, block_model *m)
 {
-    size_t any3[3] = {0, 0, 0};
-    if (app_tensor_load(o->input, "--input", 3, any3, &m->x))
+    if (app_input_load(o->input, "(B, T, d)", &m->x))
         return -1;
     m->B = m->x.shape[0];
     m->T = m->x.shape[1];
     m->d = m->x.shape[2];
-    if (m->B == 0 || m->T == 0 || m->d == 0) {
-        app_error("--input: X has an empty dimension (B, T, d) = (%zu, %zu, %zu)", m->B, m->T,
-                  m->d);
-        return -1;
-    }
     if (app_parse_size("heads", o->heads, 1, 1u << 20, &m->heads) || check_heads(m->d, m->heads))
         return -1;
     size_t D = m->d, any_d[2] = {0, D}, qkv[2] = {3 * D, D}, q3[1] = {3 * D}, dd[2] = {D, D},

@@ -56,17 +56,11 @@ void lnlstm_model_free(lnlstm_model *m)
 /* Loads X and the weights, each checked against the sizes the others fix. */
 static int load_model(const options *o, lnlstm_model *m)
 {
-    size_t any3[3] = {0, 0, 0};
-    if (app_tensor_load(o->input, "--input", 3, any3, &m->x))
+    if (app_input_load(o->input, "(T, B, I)", &m->x))
         return -1;
     m->T = m->x.shape[0];
     m->B = m->x.shape[1];
     m->I = m->x.shape[2];
-    if (m->T == 0 || m->B == 0 || m->I == 0) {
-        app_error("--input: X has an empty dimension (T, B, I) = (%zu, %zu, %zu)", m->T, m->B,
-                  m->I);
-        return -1;
-    }
     /* W_h fixes H: its shape is (4H, H). */
     size_t any2[2] = {0, 0};
     if (app_weight_load(o->weights, "W_h", 2, any2, 0, &m->w_h))
