@@ -2,7 +2,8 @@
 
 Everything else is in pyproject.toml. The C build is configured in <build_base>/cmake with
 tests and bench off and builds only the library target (a few seconds); extra configure
-arguments come from CLNORM_CMAKE_ARGS, as for scripts/test.sh. setuptools' own build tree is
+arguments come from CLNORM_PY_CMAKE_ARGS (not scripts/test.sh's CLNORM_CMAKE_ARGS, which may
+ask for sanitizers, whose runtime a Python process cannot load late). setuptools' own build tree is
 build-py/setuptools, away from the CMake tree `build/` that scripts/test.sh uses.
 """
 import glob
@@ -33,7 +34,7 @@ def build_library(build_dir):
     if cmake is None:
         raise RuntimeError("clnorm: building the package needs cmake (scripts/setup.sh installs "
                            "it on Debian/Ubuntu)")
-    extra = os.environ.get("CLNORM_CMAKE_ARGS", "").split()
+    extra = os.environ.get("CLNORM_PY_CMAKE_ARGS", "").split()
     subprocess.check_call([cmake, "-S", ROOT, "-B", build_dir, "-DCMAKE_BUILD_TYPE=Release",
                            "-DCLNORM_BUILD_TESTS=OFF", "-DCLNORM_BUILD_BENCH=OFF"] + extra)
     jobs = str(os.cpu_count() or 2)

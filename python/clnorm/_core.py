@@ -17,13 +17,21 @@ How a call reaches the library:
   it is the only way.
 """
 import ctypes
+import struct
 
 from . import _errors, _lib, _opencl
 from .context import DTYPE_NAME, DTYPE_SIZE, context_for_queue, current_context
 
 _L = _lib.lib
 _execute = _L.clnorm_execute
-_execute_host = _L.clnorm_execute_host
+# The host call again, taking its argument array as packed bytes: struct.pack builds it
+# several times faster than a ctypes array of structs, which matters at 1x768 (issue #13's
+# 20 us). clnorm_host_arg is {int slot; (4 bytes padding); void *ptr}.
+_execute_host = _L["clnorm_execute_host"]
+_execute_host.restype = ctypes.c_int
+_execute_host.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+assert ctypes.sizeof(_lib.HostArg) == 16 and _lib.HostArg.ptr.offset == 8
+_HOST_FORMATS = ["<" + "iiQ" * n for n in range(_lib.SLOT_COUNT + 1)]
 
 # Forward bytes (every tensor's extent) from which host arrays go zero-copy; measured on PoCL
 # (bench/python/overhead.py): 1x768 float32 (6 KiB) is 40-50 us faster through layer 2,
@@ -69,16 +77,17 @@ def run(call, direction=_lib.FORWARD, ctx=None):
     if info is None:
         raise ValueError("clnorm: the plan of %s has no backward pass" % (call.key,))
     kind = call.kind
+    _check_args(kind, info, call.inputs, call.key)
+    tensors = list(call.inputs)
     outs = []
     for slot, shape, order in call.outputs:
         slot_info = info.get(slot)
         if slot_info is None or not slot_info[1]:
             raise ValueError("clnorm: %s is not an output of %s" % (_lib.SLOTS[slot],
                                                                      _lib.OP_NAMES[call.key[0]]))
-        outs.append(kind.empty(shape, slot_info[2], call.like, order))
-    tensors = list(call.inputs)
-    tensors.extend((slot, a) for (slot, _, _), a in zip(call.outputs, outs))
-    _check_args(kind, info, tensors, call.key)
+        out = kind.empty(shape, slot_info[2], call.like, order)
+        outs.append(out)
+        tensors.append((slot, out))
     if kind.on_device:
         _run_device(ctx, plan, direction, tensors, outs, call.like.queue)
     elif ctx.backend == "opencl" and plan.row_bytes >= ZERO_COPY_FROM:
@@ -95,12 +104,18 @@ def _check_args(kind, info, tensors, key):
         slot_info = info.get(slot)
         if slot_info is None:
             raise ValueError("clnorm: %s takes no %s" % (_lib.OP_NAMES[key[0]], _lib.SLOTS[slot]))
-        code = kind.code(a)
+        code = kind.dtypes.get(a.dtype)
         if code != slot_info[2]:
+            code = kind.code(a)  # raises for a dtype clnorm does not take at all
             raise TypeError("clnorm: %s must be %s for %s input (got %s)"
                             % (_lib.SLOTS[slot], DTYPE_NAME[slot_info[2]],
                                DTYPE_NAME[key[1]], DTYPE_NAME[code]))
-        if not kind.on_device and _span(a.shape, kind.strides(a)) < slot_info[3]:
+        if kind.on_device:
+            continue  # the library checks a cl_mem's size itself
+        if not kind.is_host(a):
+            kind.code(a)  # raises, naming where the tensor is
+        n = kind.size(a) if kind.is_contiguous(a) else _span(a.shape, kind.strides(a))
+        if n < slot_info[3]:
             raise ValueError("clnorm: %s holds fewer elements than the %d the operation reads "
                              "or writes" % (_lib.SLOTS[slot], slot_info[3]))
 
@@ -115,7 +130,10 @@ def _span(shape, strides):
 
 
 def _run_host(ctx, plan, direction, tensors, host_ptr):
-    args = (_lib.HostArg * len(tensors))(*[(slot, host_ptr(a)) for slot, a in tensors])
+    fields = []
+    for slot, a in tensors:
+        fields += (slot, 0, host_ptr(a))
+    args = struct.pack(_HOST_FORMATS[len(tensors)], *fields)
     st = _execute_host(plan.handle, direction, args, len(tensors))
     if st:
         _errors.check(st, ctx.handle.ptr, _what(plan, direction))

@@ -17,6 +17,7 @@ from . import _core, _lib
 from ._kinds import kind_of, row_layout
 
 _PARAM = {_lib.F32: _lib.F32, _lib.F16: _lib.F32, _lib.BF16: _lib.F32, _lib.F64: _lib.F64}
+_X, _Y, _RESIDUAL, _SUM = (_lib.SLOT[n] for n in ("x", "y", "residual", "sum"))
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5, *, residual=None,
@@ -85,13 +86,13 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, channels_last
                          % (c, num_groups))
     pcode = _PARAM[code]
     flags = _lib.SILU if silu else 0
-    inputs = [(_lib.SLOT["x"], x)]
+    inputs = [(_X, x)]
     flags |= _param_slot(kind, inputs, "gamma", weight, (c,), pcode, x, _lib.NO_GAMMA,
                          "weight")
     flags |= _param_slot(kind, inputs, "beta", bias, (c,), pcode, x, _lib.NO_BETA, "bias")
     key = _core.desc_key(_lib.GROUP, code, n, c, eps, flags, x_stride=x_stride,
                          y_stride=lay[1], groups=num_groups, spatial=spatial, layout=layout)
-    call = _core.Call(kind, x, key, inputs, [(_lib.SLOT["y"], shape, order)])
+    call = _core.Call(kind, x, key, inputs, [(_Y, shape, order)])
     if grad:
         from . import _autograd
 
@@ -114,7 +115,7 @@ def _row_norm(base, fname, x, normalized_shape, weight, bias, eps, residual, ret
     grad = _needs_grad(kind, x, weight, bias, residual, scale, shift)
     x, (rows, cols, x_stride) = _rows(kind, x, k, grad)
     pcode = _PARAM[code]
-    inputs = [(_lib.SLOT["x"], x)]
+    inputs = [(_X, x)]
     flags = _param_slot(kind, inputs, "gamma", weight, ns, pcode, x, _lib.NO_GAMMA, "weight")
     flags |= _param_slot(kind, inputs, "beta", bias, ns, pcode, x, _lib.NO_BETA, "bias")
     op = base
@@ -132,7 +133,7 @@ def _row_norm(base, fname, x, normalized_shape, weight, bias, eps, residual, ret
                 raise TypeError("clnorm.%s: residual must have x's dtype (%s), or float32 for a "
                                 "float16/bfloat16 x (got %s)" % (fname, x.dtype, residual.dtype))
         residual, (_, _, residual_stride) = _rows(kind, residual, k, grad)
-        inputs.append((_lib.SLOT["residual"], residual))
+        inputs.append((_RESIDUAL, residual))
     elif return_sum:
         raise ValueError("clnorm.%s: return_sum=True needs a residual" % fname)
     samples = mod_stride = 0
@@ -141,13 +142,12 @@ def _row_norm(base, fname, x, normalized_shape, weight, bias, eps, residual, ret
                                           fname)
         flags |= (_lib.SCALE if scale is not None else 0) | \
             (_lib.SHIFT if shift is not None else 0)
-    outputs = [(_lib.SLOT["y"], shape, None)]
+    outputs = [(_Y, shape, None)]
     if return_sum:
-        outputs.append((_lib.SLOT["sum"], shape, None))
-    key = _core.desc_key(op, code, rows, cols, eps, flags, x_stride=x_stride, y_stride=cols,
-                         residual_stride=residual_stride,
-                         sum_stride=cols if return_sum else 0, samples=samples,
-                         mod_stride=mod_stride)
+        outputs.append((_SUM, shape, None))
+    # clnorm_desc's fields in order (_core.desc_key), spelled out: this is the hot path
+    key = (op, code, rows, cols, x_stride, cols, float(eps), flags, residual_stride,
+           cols if return_sum else 0, 0, 0, _lib.NCHW, samples, mod_stride)
     call = _core.Call(kind, x, key, inputs, outputs)
     if grad:
         from . import _autograd
@@ -163,6 +163,13 @@ def _row_norm(base, fname, x, normalized_shape, weight, bias, eps, residual, ret
 def _rows(kind, a, k, dense):
     """a as rows of its trailing k dims: (array, (rows, cols, row_stride)), copied to a
     contiguous array when the library cannot read it in place (or when dense is asked)."""
+    if kind.is_contiguous(a):  # the common case, without the stride walk
+        shape = a.shape
+        cols = 1
+        for d in shape[len(shape) - k:]:
+            cols *= d
+        if cols:
+            return a, (kind.size(a) // cols, cols, cols)
     lay = row_layout(tuple(a.shape), kind.strides(a), k)
     if lay is None or (dense and lay[2] != lay[1] and lay[0] > 1):
         a = kind.contiguous(a)
@@ -206,7 +213,8 @@ def _param_slot(kind, inputs, slot, p, shape, pcode, x, absent_flag, what):
     flag that says it is absent."""
     if p is None:
         return absent_flag
-    p = kind.convert(p, pcode, x, what)
+    if not (kind.matches(p, pcode) and kind.is_contiguous(p)):
+        p = kind.convert(p, pcode, x, what)
     if tuple(p.shape) != tuple(shape):
         raise ValueError("clnorm: %s must have shape %s (got %s)"
                          % (what, list(shape), list(p.shape)))
@@ -215,8 +223,13 @@ def _param_slot(kind, inputs, slot, p, shape, pcode, x, absent_flag, what):
 
 
 def _normalized_shape(ns, fname):
+    if type(ns) is tuple or type(ns) is int:  # the modules' and most callers' (fast path)
+        if type(ns) is int:
+            return (ns,)
+        if ns and all(type(d) is int for d in ns):
+            return ns
     if isinstance(ns, int) and not isinstance(ns, bool):
-        return (ns,)
+        return (int(ns),)
     try:
         out = tuple(int(d) for d in ns)
     except TypeError:
@@ -237,7 +250,12 @@ def _machine_eps(kind, x):
 
 
 def _needs_grad(kind, *tensors):
-    torch = sys.modules.get("torch")
-    if torch is None or kind.name != "torch tensor" or not torch.is_grad_enabled():
+    if kind.name != "torch tensor":
         return False
-    return any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
+    torch = kind.torch
+    if not torch.is_grad_enabled():
+        return False
+    for t in tensors:
+        if t is not None and isinstance(t, torch.Tensor) and t.requires_grad:
+            return True
+    return False
