@@ -3,17 +3,21 @@
 
 Run with Debian's /usr/bin/python3 (NumPy and PyTorch):
 
-    compare_torch.py lnlstm --app BIN --workdir DIR [--T 40 --B 3 --I 5 --H 16 --seed 1 --h0c0]
+    compare_torch.py lnlstm --app BIN --workdir DIR [--T 40 --B 3 --I 5 --H 16 --seed 1 --h0c0
+                            --alpha1 0.5] [--device SPEC] [--app-arg ARG]...
     compare_torch.py block  --app BIN --workdir DIR [--B 2 --T 7 --d 32 --heads 4 --f 64 --seed 1
-                            --post-ln --causal --condition K]
+                            --post-ln --causal --condition K] [--device SPEC] [--app-arg ARG]...
     compare_torch.py errors --lnlstm BIN --block BIN --workdir DIR
     compare_torch.py selfcheck
 
 lnlstm and block write float32 weights and input under DIR (DIR/weights, regenerated on every
 run), run the program (its environment passed through: CLNORM_DEVICE, POCL_*, ...; --device
-SPEC is handed on as the program's option), and compute the reference with the models of
-app_models.py in float64 from the same float32 files. Pass: lnlstm max|H - ref| and
-max|c_T - ref| <= 1e-4; block max|Y - ref| / max|ref| <= 1e-4.
+SPEC and each --app-arg ARG (e.g. --app-arg=--precision=f32) are handed on to the program),
+and compute the reference with the models of app_models.py in float64 from the same float32
+files. Pass: lnlstm max|H - ref| and max|c_T - ref| <= 1e-4; block max|Y - ref| / max|ref|
+<= 1e-4. The LSTM's recurrent gain alpha1 is near 0.5 unless --alpha1 says otherwise: near 1
+the recurrence expands rounding differences so fast that at T = 784 even two float64
+computations differ by far more than 1e-4 (app_models.lnlstm_arrays).
 
 errors first runs each program once on valid files (which must pass the comparison, so that a
 program failing on everything cannot pass), then on broken ones: a missing weight file, a
@@ -42,6 +46,8 @@ SKIP = 77
 try:
     import numpy as np
     import torch
+    # No __pycache__ beside app_models.py: the tests run it from the source tree.
+    sys.dont_write_bytecode = True
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import app_models as M
 except ImportError as e:
@@ -115,20 +121,20 @@ def remove(*paths):
             os.remove(p)
 
 
-def device_args(device):
-    return ["--device", device] if device else []
+def app_args(a):
+    return (["--device", a.device] if a.device else []) + list(a.app_arg or [])
 
 
 # ---------------------------------------------------------------------------------------------
 # The comparisons
 
-def compare_lnlstm(app, wdir, xpath, outdir, device, timeout):
+def compare_lnlstm(app, wdir, xpath, outdir, extra, timeout):
     """Runs clnorm-lnlstm on wdir and xpath; returns (err_H, err_c). Raises Failure."""
     hpath = os.path.join(outdir, "H.npy")
     cpath = os.path.join(outdir, "c.npy")
     remove(hpath, cpath)
     run_ok([app, "--weights", wdir, "--input", xpath, "--output", hpath, "--final-c", cpath]
-           + device_args(device), timeout)
+           + extra, timeout)
     w = M.load_weights(wdir, M.LNLSTM_WEIGHTS, M.LNLSTM_STATE)
     X = M.load_f64(xpath)
     T, B, _ = X.shape
@@ -140,7 +146,7 @@ def compare_lnlstm(app, wdir, xpath, outdir, device, timeout):
     return (float(np.abs(out_h - ref_h.numpy()).max()), float(np.abs(out_c - ref_c.numpy()).max()))
 
 
-def compare_block(app, wdir, xpath, cpath, heads, post_ln, causal, outdir, device, timeout):
+def compare_block(app, wdir, xpath, cpath, heads, post_ln, causal, outdir, extra, timeout):
     """Runs clnorm-block; returns (max abs error / max abs reference, max abs reference)."""
     ypath = os.path.join(outdir, "Y.npy")
     remove(ypath)
@@ -148,7 +154,7 @@ def compare_block(app, wdir, xpath, cpath, heads, post_ln, causal, outdir, devic
     cmd += ["--post-ln"] if post_ln else []
     cmd += ["--causal"] if causal else []
     cmd += ["--condition", cpath] if cpath else []
-    run_ok(cmd + device_args(device), timeout)
+    run_ok(cmd + extra, timeout)
     w = M.load_weights(wdir, M.BLOCK_WEIGHTS + (M.BLOCK_MOD if cpath else ()))
     x = M.load_f64(xpath)
     cond = M.load_f64(cpath) if cpath else None
@@ -160,12 +166,13 @@ def compare_block(app, wdir, xpath, cpath, heads, post_ln, causal, outdir, devic
 
 
 def cmd_lnlstm(a):
-    desc = "lnlstm T=%d B=%d I=%d H=%d seed=%d h0c0=%d" % (a.T, a.B, a.I, a.H, a.seed, a.h0c0)
+    desc = "lnlstm T=%d B=%d I=%d H=%d seed=%d h0c0=%d alpha1=%g" % (a.T, a.B, a.I, a.H, a.seed,
+                                                                    a.h0c0, a.alpha1)
     wdir = os.path.join(a.workdir, "weights")
     fresh_dir(wdir)
-    xpath = M.make_lnlstm(wdir, a.T, a.B, a.I, a.H, a.seed, a.h0c0)
+    xpath = M.make_lnlstm(wdir, a.T, a.B, a.I, a.H, a.seed, a.h0c0, a.alpha1)
     try:
-        eh, ec = compare_lnlstm(a.app, wdir, xpath, a.workdir, a.device, a.timeout)
+        eh, ec = compare_lnlstm(a.app, wdir, xpath, a.workdir, app_args(a), a.timeout)
     except Failure as e:
         print("%s: FAIL: %s" % (desc, e))
         return 1
@@ -194,7 +201,7 @@ def cmd_block(a):
     xpath, cpath = M.make_block(wdir, a.B, a.T, a.d, a.heads, a.f, a.condition or None, a.seed)
     try:
         rel, scale = compare_block(a.app, wdir, xpath, cpath, a.heads, a.post_ln, a.causal,
-                                   a.workdir, a.device, a.timeout)
+                                   a.workdir, app_args(a), a.timeout)
     except Failure as e:
         print("%s: FAIL: %s" % (desc, e))
         return 1
@@ -250,7 +257,8 @@ def error_cases(ld, bd):
         (L, "b.npy not an .npy file", lambda w: write_not_npy(j(w, "b.npy")), lstm_argv),
         (L, "W_x.npy truncated", lambda w: truncate(j(w, "W_x.npy")), lstm_argv),
         (L, "X of rank 2", lambda w: save(j(w, "X.npy"), (T, B * I)), lstm_argv),
-        (L, "X with I+1 inputs for W_x (4H, I)", lambda w: save(j(w, "X.npy"), (T, B, I + 1)), lstm_argv),
+        (L, "X with I+1 inputs for W_x (4H, I)", lambda w: save(j(w, "X.npy"), (T, B, I + 1)),
+         lstm_argv),
         (L, "h0 and c0 with B+1 rows", lambda w: (save(j(w, "h0.npy"), (B + 1, H)),
                                                    save(j(w, "c0.npy"), (B + 1, H))), lstm_argv),
         (L, "missing input file", lambda w: None,
@@ -269,7 +277,8 @@ def error_cases(ld, bd):
          lambda app, w, out: block_argv(app, w, out, cond=True)),
         (K, "--condition without W_mod.npy", lambda w: os.remove(j(w, "W_mod.npy")),
          lambda app, w, out: block_argv(app, w, out, cond=True)),
-        (K, "W_mod of shape (4d, k+1) against C (B, k)", lambda w: save(j(w, "W_mod.npy"), (4 * d, k + 1)),
+        (K, "W_mod of shape (4d, k+1) against C (B, k)",
+         lambda w: save(j(w, "W_mod.npy"), (4 * d, k + 1)),
          lambda app, w, out: block_argv(app, w, out, cond=True)),
     ]
 
@@ -307,10 +316,10 @@ def cmd_errors(a):
     # The valid files must go through, or every broken case would "fail cleanly" trivially.
     try:
         eh, ec = compare_lnlstm(a.lnlstm, base["lnlstm"], os.path.join(base["lnlstm"], "X.npy"),
-                                base["lnlstm"], None, a.timeout)
+                                base["lnlstm"], [], a.timeout)
         rel, _ = compare_block(a.block, base["block"], os.path.join(base["block"], "X.npy"),
                                os.path.join(base["block"], "C.npy"), bd[3], False, False,
-                               base["block"], None, a.timeout)
+                               base["block"], [], a.timeout)
     except Failure as e:
         print("errors: FAIL: the valid base run failed: %s" % e)
         return 1
@@ -441,7 +450,8 @@ def selfcheck_lnlstm(T, B, I, H, seed, with_h0c0):
     ref_h, ref_c = np_lnlstm(X.astype(np.float64), w64)
     with torch.no_grad():
         got_h, got_c = M.lnlstm_forward(torch.from_numpy(X.astype(np.float64)), f64(w))
-    return max(float(np.abs(got_h.numpy() - ref_h).max()), float(np.abs(got_c.numpy() - ref_c).max()))
+    return max(float(np.abs(got_h.numpy() - ref_h).max()),
+               float(np.abs(got_c.numpy() - ref_c).max()))
 
 
 def demo_scales():
@@ -456,8 +466,10 @@ def demo_scales():
     w, X = M.lnlstm_arrays(784, 16, 1, 128, 1, False)
     with torch.no_grad():
         h, _ = M.lnlstm_forward(torch.from_numpy(X.astype(np.float64)), f64(w))
-        h32, _ = M.lnlstm_forward(torch.from_numpy(X), {k: torch.from_numpy(v) for k, v in w.items()})
-    lstm = (float(h.std()), float((h.abs() > 0.99).double().mean()), float((h32.double() - h).abs().max()))
+        h32, _ = M.lnlstm_forward(torch.from_numpy(X),
+                                  {k: torch.from_numpy(v) for k, v in w.items()})
+    lstm = (float(h.std()), float((h.abs() > 0.99).double().mean()),
+            float((h32.double() - h).abs().max()))
     d, heads, T = 768, 12, 256
     w, inp = M.block_arrays(1, T, d, heads, 3072, None, 1)
     w32, x32 = {k: torch.from_numpy(v) for k, v in w.items()}, torch.from_numpy(inp["X"])
@@ -503,6 +515,8 @@ def main():
         p.add_argument("--app", required=True, help="path of the program")
         p.add_argument("--workdir", required=True, help="folder for weights, input and outputs")
         p.add_argument("--device", help="handed on as the program's --device SPEC")
+        p.add_argument("--app-arg", action="append", metavar="ARG",
+                       help="one more argument for the program (repeatable)")
         p.add_argument("--seed", type=int, default=1)
         p.add_argument("--timeout", type=int, default=600, help="seconds per program run")
 
@@ -513,6 +527,9 @@ def main():
     p.add_argument("--I", type=int, default=5)
     p.add_argument("--H", type=int, default=16)
     p.add_argument("--h0c0", action="store_true", help="write random h0.npy and c0.npy")
+    p.add_argument("--alpha1", type=float, default=0.5,
+                   help="mean of the recurrent LN gain (near 1 the recurrence expands "
+                        "rounding differences: app_models.lnlstm_arrays)")
 
     p = sub.add_parser("block", help="compare clnorm-block with torch")
     common(p)
