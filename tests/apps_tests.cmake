@@ -13,6 +13,7 @@ set(_block $<TARGET_FILE:clnorm-block>)
 # The programs' own checks (exit 1 when the device's result is off).
 add_test(NAME apps_lnlstm_check_f32 COMMAND ${_lnlstm} --demo --size 40,3,5,16 --precision f32)
 add_test(NAME apps_lnlstm_check_f64 COMMAND ${_lnlstm} --demo --size 40,3,5,16 --precision f64 --seed 7)
+add_test(NAME apps_lnlstm_check_unfused COMMAND ${_lnlstm} --demo --size 40,3,5,16 --unfused)
 add_test(NAME apps_lnlstm_demo COMMAND ${_lnlstm} --demo --time --runs 1)
 set(_small --demo --size 2,7,32,4,64)
 add_test(NAME apps_block_check_pre COMMAND ${_block} ${_small})
@@ -23,7 +24,8 @@ add_test(NAME apps_block_check_adaln COMMAND ${_block} --demo --size 3,5,48,6,96
 add_test(NAME apps_block_check_unfused COMMAND ${_block} ${_small} --unfused --post-ln)
 add_test(NAME apps_block_check_f64 COMMAND ${_block} ${_small} --causal --precision f64)
 add_test(NAME apps_block_demo COMMAND ${_block} --demo --time --runs 1)
-set(_apps_tests apps_lnlstm_check_f32 apps_lnlstm_check_f64 apps_lnlstm_demo apps_block_check_pre
+set(_apps_tests apps_lnlstm_check_f32 apps_lnlstm_check_f64 apps_lnlstm_check_unfused
+  apps_lnlstm_demo apps_block_check_pre
   apps_block_check_post apps_block_check_causal apps_block_check_post_causal
   apps_block_check_adaln apps_block_check_unfused apps_block_check_f64 apps_block_demo)
 

@@ -41,6 +41,20 @@ kernel void lstm_gates(global const real *ln_h, global const real *gx, ulong gx_
     so[id] = sigmoid_r(po);
 }
 
+/* The same cell update when the pre-activations are already summed: clnorm's LayerNorm of
+ * W_h h added LN(W_x x_t) + b as its per-sample shift (the fused variant). */
+kernel void lstm_cell(global const real *pre, global real *c, global real *so, uint batch,
+                      uint hidden)
+{
+    size_t id = get_global_id(0);
+    if (id >= (size_t)batch * hidden)
+        return;
+    size_t r = id / hidden, j = id % hidden;
+    global const real *p = pre + r * 4 * (size_t)hidden;
+    c[id] = sigmoid_r(p[hidden + j]) * c[id] + sigmoid_r(p[j]) * tanh(p[2 * hidden + j]);
+    so[id] = sigmoid_r(p[3 * hidden + j]);
+}
+
 /* h_t = sigmoid(o) * tanh(LN(c_t)), written into the (T, B, H) output at h_offset, where the
  * next step's GEMM reads it as h_{t}. */
 kernel void lstm_output(global const real *so, global const real *ln_c, global real *h,

@@ -26,10 +26,11 @@ typedef struct {
 
 void lnlstm_model_free(lnlstm_model *m);
 
-/* Runs the sequence on the device: h_out (T, B, H), c_out (B, H). With timing (the env's queue
- * must profile), one untimed run first, then timing->runs timed ones (app_run). 0 ok; -1
- * printed. */
-int lnlstm_device(app_env *env, const lnlstm_model *m, float *h_out, float *c_out,
+/* Runs the sequence on the device: h_out (T, B, H), c_out (B, H). `fused`: the gates' sum is
+ * made by the LayerNorm of W_h h (its per-sample shift), else by the gate kernel. With timing
+ * (the env's queue must profile), one untimed run first, then timing->runs timed ones
+ * (app_run). 0 ok; -1 printed. */
+int lnlstm_device(app_env *env, const lnlstm_model *m, int fused, float *h_out, float *c_out,
                   app_timing *timing);
 
 /* The same recurrence on the CPU in float64: plain loops, and clnorm's CPU reference

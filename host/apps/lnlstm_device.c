@@ -4,15 +4,15 @@
  * (W_h h_{t-1}), one clnorm LayerNorm of B rows, the gate kernel, the LayerNorm of c_t and the
  * output kernel, which writes h_t where the next step's GEMM reads it. Nothing waits on the
  * host between steps: the in-order queue chains them.
+ *
+ * Fused (the default): the sum LN(W_h h) + LN(W_x x_t) + b is made by the first LayerNorm
+ * itself. Each of its B rows is a sample whose per-sample shift (CLNORM_SHIFT, adaLN's) is
+ * that row of LN(W_x x_t), read in place, and b is folded into LN(W_x x)'s beta once; the
+ * gate kernel then reads one tensor instead of three. Unfused, the gate kernel adds them.
  */
 #include "lnlstm.h"
 
-#include <stdlib.h>
 #include <string.h>
-
-
-
-extern const char app_kernels_source[];
 
 typedef struct {
     cl_mem x, w_x, w_h, b, alpha1, beta1, alpha2, beta2, alpha3, beta3, h0, c0;
@@ -22,15 +22,18 @@ typedef struct {
     cl_mem so;  /* (B, H): sigmoid(o) */
     cl_mem lnc; /* (B, H): LN(c_t) */
     cl_mem h;   /* (T, B, H): the output, and h_{t-1} of each step */
+    cl_mem beta2b; /* fused: beta2 + b, LN(W_x x)'s beta */
     clnorm_plan *ln_x, *ln_h, *ln_c;
     cl_kernel gates, output;
+    int fused;
 } lstm_dev;
 
 static void dev_free(lstm_dev *d)
 {
     cl_mem *mems[] = {&d->x,      &d->w_x,   &d->w_h,    &d->b,     &d->alpha1, &d->beta1,
                       &d->alpha2, &d->beta2, &d->alpha3, &d->beta3, &d->h0,     &d->c0,
-                      &d->gx,     &d->hw,    &d->c,      &d->so,    &d->lnc,    &d->h};
+                      &d->gx,     &d->hw,    &d->c,      &d->so,    &d->lnc,    &d->h,
+                      &d->beta2b};
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
         if (*mems[i])
             clReleaseMemObject(*mems[i]);
@@ -44,18 +47,26 @@ static void dev_free(lstm_dev *d)
     memset(d, 0, sizeof *d);
 }
 
-static int ln_plan(app_env *env, size_t rows, size_t cols, const char *what, clnorm_plan **p)
+/* A LayerNorm of rows x cols; `shift`: each row a sample of its own with a per-sample shift
+ * (rows cols apart). */
+static int ln_plan(app_env *env, size_t rows, size_t cols, int shift, const char *what,
+                   clnorm_plan **p)
 {
     clnorm_desc desc;
     clnorm_desc_init(&desc, CLNORM_LAYER, rows, cols);
     desc.dtype = app_dtype(env);
     desc.eps = LNLSTM_EPS;
+    if (shift) {
+        desc.flags |= CLNORM_SHIFT;
+        desc.samples = rows;
+    }
     return app_plan(env, &desc, what, p);
 }
 
-static int dev_init(app_env *env, const lnlstm_model *m, lstm_dev *d)
+static int dev_init(app_env *env, const lnlstm_model *m, int fused, lstm_dev *d)
 {
     memset(d, 0, sizeof *d);
+    d->fused = fused;
     size_t T = m->T, B = m->B, H = m->H, G = 4 * m->H;
     if (!(d->x = app_buffer(env, m->x.count, m->x.data, "X")) ||
         !(d->w_x = app_buffer(env, m->w_x.count, m->w_x.data, "W_x")) ||
@@ -76,20 +87,42 @@ static int dev_init(app_env *env, const lnlstm_model *m, lstm_dev *d)
         !(d->lnc = app_buffer(env, B * H, NULL, "LN(c)")) ||
         !(d->h = app_buffer(env, T * B * H, NULL, "h")))
         return -1;
-    if (ln_plan(env, T * B, G, "LN(W_x x)", &d->ln_x) || ln_plan(env, B, G, "LN(W_h h)", &d->ln_h)
-        || ln_plan(env, B, H, "LN(c)", &d->ln_c))
+    if (ln_plan(env, T * B, G, 0, "LN(W_x x)", &d->ln_x) ||
+        ln_plan(env, B, G, fused, "LN(W_h h)", &d->ln_h) ||
+        ln_plan(env, B, H, 0, "LN(c)", &d->ln_c))
         return -1;
-    if (app_kernel(env, "lstm_gates", &d->gates) || app_kernel(env, "lstm_output", &d->output))
+    if (app_kernel(env, fused ? "lstm_cell" : "lstm_gates", &d->gates) ||
+        app_kernel(env, "lstm_output", &d->output))
         return -1;
+    if (fused) {
+        /* beta2 + b, summed on the device in its own precision (at set-up, once). */
+        cl_kernel add;
+        cl_uint g32 = (cl_uint)G;
+        if (!(d->beta2b = app_buffer(env, G, NULL, "beta2 + b")) ||
+            app_kernel(env, "add_rows", &add))
+            return -1;
+        app_karg aa[] = {{sizeof(cl_mem), &d->beta2b}, {sizeof(cl_mem), &d->beta2},
+                         {sizeof(cl_mem), &d->b},      {sizeof g32, &g32}};
+        int rc = app_set_args(add, "add_rows", aa, 4) ||
+                 app_launch(env, add, "add_rows", G, APP_LOCAL, NULL) ||
+                 app_cl_check(clFinish(env->queue), "beta2 + b");
+        clReleaseKernel(add);
+        if (rc)
+            return -1;
+    }
     /* Offsets (arguments 2 of lstm_gates, 3 of lstm_output) are set again at each step. */
     cl_uint b32 = (cl_uint)B, h32 = (cl_uint)H, n32 = (cl_uint)(B * H);
     cl_ulong zero = 0;
     app_karg ga[] = {{sizeof(cl_mem), &d->hw}, {sizeof(cl_mem), &d->gx}, {sizeof zero, &zero},
                      {sizeof(cl_mem), &d->b},  {sizeof(cl_mem), &d->c},  {sizeof(cl_mem), &d->so},
                      {sizeof b32, &b32},       {sizeof h32, &h32}};
+    app_karg ca[] = {{sizeof(cl_mem), &d->hw}, {sizeof(cl_mem), &d->c}, {sizeof(cl_mem), &d->so},
+                     {sizeof b32, &b32},       {sizeof h32, &h32}};
     app_karg oa[] = {{sizeof(cl_mem), &d->so}, {sizeof(cl_mem), &d->lnc}, {sizeof(cl_mem), &d->h},
                      {sizeof(cl_ulong), &zero}, {sizeof n32, &n32}};
-    if (app_set_args(d->gates, "lstm_gates", ga, 8) || app_set_args(d->output, "lstm_output", oa, 5))
+    if ((fused ? app_set_args(d->gates, "lstm_cell", ca, 5)
+               : app_set_args(d->gates, "lstm_gates", ga, 8)) ||
+        app_set_args(d->output, "lstm_output", oa, 5))
         return -1;
     return 0;
 }
@@ -107,15 +140,17 @@ static int gemm_wt(app_env *env, size_t rows, size_t out, size_t in, cl_mem a, s
     return app_timeline_add(tl, ev, APP_GEMM);
 }
 
-static int norm(app_env *env, clnorm_plan *p, cl_mem x, size_t x_off, cl_mem y, cl_mem gamma,
-                cl_mem beta, app_timeline *tl, const char *what)
+/* x = LN(x) * gamma + beta in place (+ the rows of `shift` from shift_off, per sample). */
+static int norm(app_env *env, clnorm_plan *p, cl_mem x, cl_mem gamma, cl_mem beta, cl_mem shift,
+                size_t shift_off, app_timeline *tl, const char *what)
 {
-    clnorm_arg args[] = {{CLNORM_ARG_X, x, x_off},
-                         {CLNORM_ARG_Y, y, x_off},
+    clnorm_arg args[] = {{CLNORM_ARG_X, x, 0},
+                         {CLNORM_ARG_Y, x, 0},
                          {CLNORM_ARG_GAMMA, gamma, 0},
-                         {CLNORM_ARG_BETA, beta, 0}};
+                         {CLNORM_ARG_BETA, beta, 0},
+                         {CLNORM_ARG_SHIFT, shift, shift_off}};
     cl_event ev;
-    if (app_norm(env, p, args, 4, what, app_timeline_event(tl, &ev)))
+    if (app_norm(env, p, args, shift ? 5 : 4, what, app_timeline_event(tl, &ev)))
         return -1;
     return app_timeline_add(tl, ev, APP_NORM);
 }
@@ -140,17 +175,19 @@ static int enqueue_sequence(void *state, app_timeline *tl)
     if (app_cl_check(err, "c = c0") || app_timeline_add(tl, ev, APP_OTHER))
         return -1;
     if (gemm_wt(env, T * B, G, m->I, d->x, 0, d->w_x, d->gx, 0, tl, "W_x x (CLBlast GEMM)") ||
-        norm(env, d->ln_x, d->gx, 0, d->gx, d->alpha2, d->beta2, tl, "LN(W_x x)"))
+        norm(env, d->ln_x, d->gx, d->alpha2, d->fused ? d->beta2b : d->beta2, NULL, 0, tl,
+             "LN(W_x x)"))
         return -1;
     for (size_t t = 0; t < T; t++) {
         cl_mem h_prev = t ? d->h : d->h0;
         size_t h_prev_off = t ? (t - 1) * B * H : 0;
         if (gemm_wt(env, B, G, H, h_prev, h_prev_off, d->w_h, d->hw, 0, tl,
                     "W_h h (CLBlast GEMM)") ||
-            norm(env, d->ln_h, d->hw, 0, d->hw, d->alpha1, d->beta1, tl, "LN(W_h h)"))
+            norm(env, d->ln_h, d->hw, d->alpha1, d->beta1, d->fused ? d->gx : NULL, t * B * G,
+                 tl, "LN(W_h h)"))
             return -1;
         cl_ulong gx_off = (cl_ulong)(t * B * G), h_off = (cl_ulong)(t * B * H);
-        err = clSetKernelArg(d->gates, 2, sizeof gx_off, &gx_off);
+        err = d->fused ? CL_SUCCESS : clSetKernelArg(d->gates, 2, sizeof gx_off, &gx_off);
         if (app_cl_check(err, "lstm_gates") ||
             app_launch(env, d->gates, "lstm_gates", B * H, APP_LOCAL, app_timeline_event(tl, &ev)) ||
             app_timeline_add(tl, ev, APP_OTHER))
@@ -171,12 +208,12 @@ static int enqueue_sequence(void *state, app_timeline *tl)
     return 0;
 }
 
-int lnlstm_device(app_env *env, const lnlstm_model *m, float *h_out, float *c_out,
+int lnlstm_device(app_env *env, const lnlstm_model *m, int fused, float *h_out, float *c_out,
                   app_timing *timing)
 {
     lstm_dev d;
     int rc = -1;
-    if (dev_init(env, m, &d) == 0) {
+    if (dev_init(env, m, fused, &d) == 0) {
         lstm_run run = {env, m, &d};
         rc = app_run(env, enqueue_sequence, &run, timing);
         if (rc == 0)

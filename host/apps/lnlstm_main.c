@@ -17,7 +17,7 @@ extern const char app_kernels_source[];
 static const char usage[] =
     "usage: clnorm-lnlstm --weights DIR --input X.npy --output H.npy [--final-c C.npy]\n"
     "                     [--device SPEC] [--precision f32|f64|auto] [--check] [--time]\n"
-    "                     [--runs N]\n"
+    "                     [--runs N] [--unfused]\n"
     "       clnorm-lnlstm --demo [--size T,B,I,H] [--seed S] [--output H.npy] [--device SPEC]\n"
     "                     [--time] [--runs N]\n"
     "\n"
@@ -32,6 +32,8 @@ static const char usage[] =
     "             exit 1 above 1e-4 (nothing is written then)\n"
     "  --time     print the time of one sequence and the share spent in normalization\n"
     "             (one untimed run, then --runs timed ones, 5 by default; medians)\n"
+    "  --unfused  add the gates' three terms in the gate kernel, not as the per-sample shift\n"
+    "             of the LayerNorm of W_h h (the comparison for that fusion)\n"
     "  --demo     random weights and a sequential-MNIST-shaped input (T=784, B=16, I=1,\n"
     "             H=128, or --size), checked as by --check\n"
     "  --device   cpu, gpu, P:D or a name, as `clnorm devices` lists (default: CLNORM_DEVICE)\n"
@@ -42,7 +44,7 @@ static const char usage[] =
 
 typedef struct {
     const char *weights, *input, *output, *final_c, *device, *size, *seed, *runs, *precision;
-    int check, time, demo;
+    int check, time, demo, unfused;
 } options;
 
 void lnlstm_model_free(lnlstm_model *m)
@@ -190,7 +192,8 @@ done:
     return rc;
 }
 
-static void report_time(const lnlstm_model *m, const app_env *env, const app_timing *t)
+static void report_time(const lnlstm_model *m, const app_env *env, int fused,
+                        const app_timing *t)
 {
     double gemm = t->ms[APP_GEMM], norm = t->ms[APP_NORM], other = t->ms[APP_OTHER];
     double busy = gemm + norm + other;
@@ -199,10 +202,10 @@ static void report_time(const lnlstm_model *m, const app_env *env, const app_tim
            m->T, t->wall_ms, 1e3 * t->wall_ms / (double)m->T, t->runs);
     printf("time: device %.3f ms: GEMM %.3f, normalization %.3f (%.1f%%), gates and copies "
            "%.3f\n", t->device_ms, gemm, norm, 100.0 * share, other);
-    printf("clnorm-time app=lnlstm T=%zu B=%zu I=%zu H=%zu runs=%d total_ms=%.4f "
+    printf("clnorm-time app=lnlstm fused=%d T=%zu B=%zu I=%zu H=%zu runs=%d total_ms=%.4f "
            "per_step_us=%.3f device_ms=%.4f gemm_ms=%.4f norm_ms=%.4f other_ms=%.4f "
            "norm_share=%.4f precision=%s device=\"%s\"\n",
-           m->T, m->B, m->I, m->H, t->runs, t->wall_ms, 1e3 * t->wall_ms / (double)m->T,
+           fused, m->T, m->B, m->I, m->H, t->runs, t->wall_ms, 1e3 * t->wall_ms / (double)m->T,
            t->device_ms, gemm, norm, other, share, app_precision_name(env),
            env->device_name);
 }
@@ -233,7 +236,8 @@ int main(int argc, char **argv)
         {"weights", 0, &o.weights}, {"input", 0, &o.input},   {"output", 0, &o.output},
         {"final-c", 0, &o.final_c}, {"device", 0, &o.device}, {"size", 0, &o.size},
         {"seed", 0, &o.seed},       {"runs", 0, &o.runs},     {"check", 1, &o.check},
-        {"time", 1, &o.time},       {"demo", 1, &o.demo},     {"precision", 0, &o.precision}};
+        {"time", 1, &o.time},       {"demo", 1, &o.demo},     {"precision", 0, &o.precision},
+        {"unfused", 1, &o.unfused}};
     int parsed = app_parse_options(argc, argv, table, sizeof table / sizeof table[0]);
     if (parsed == 0) {
         fputs(usage, stdout);
@@ -265,10 +269,10 @@ int main(int argc, char **argv)
     printf("clnorm-lnlstm: T=%zu B=%zu I=%zu H=%zu, %s on %s\n", m.T, m.B, m.I, m.H,
            app_precision_name(&env), env.device_name);
     app_timing timing = {.runs = (int)runs};
-    if (lnlstm_device(&env, &m, h, c, o.time ? &timing : NULL))
+    if (lnlstm_device(&env, &m, !o.unfused, h, c, o.time ? &timing : NULL))
         goto done;
     if (o.time)
-        report_time(&m, &env, &timing);
+        report_time(&m, &env, !o.unfused, &timing);
     if ((o.check || o.demo) && check(&m, h, c))
         goto done;
     if (write_outputs(&o, &m, h, c))
