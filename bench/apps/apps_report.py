@@ -82,23 +82,25 @@ def precision(row):
 
 
 def table(rows):
-    """One markdown row per (app, variant) the programs timed."""
+    """One markdown row per (app, variant, precision) the programs timed, each beside torch's
+    rows of that (app, variant): torch computes in float32 whatever precision the program
+    used."""
     clnorm = [r for r in rows if r["source"] == "clnorm"]
     torch_rows = [r for r in rows if r["source"].startswith("torch")]
     keys = []
     for r in clnorm:
-        if (r["app"], r["variant"]) not in keys:
-            keys.append((r["app"], r["variant"]))
+        if (r["app"], r["variant"], precision(r)) not in keys:
+            keys.append((r["app"], r["variant"], precision(r)))
     for r in torch_rows:
-        if (r["app"], r["variant"]) not in keys:
-            keys.append((r["app"], r["variant"]))
+        if not any(k[:2] == (r["app"], r["variant"]) for k in keys):
+            keys.append((r["app"], r["variant"], "-"))
     out = ["| app | variant | shape | clnorm precision | clnorm ms (fused) | clnorm ms (unfused) "
            "| torch ms (F.linear) | torch ms (oneDNN) | torch/clnorm (F.linear / oneDNN) | norm "
            "share clnorm fused / unfused | norm share torch (F.linear / oneDNN) |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
     notes = []
-    for app, variant in keys:
-        mine = [r for r in clnorm if (r["app"], r["variant"]) == (app, variant)]
+    for app, variant, prec in keys:
+        mine = [r for r in clnorm if (r["app"], r["variant"], precision(r)) == (app, variant, prec)]
         fused = next((r for r in mine if r["fused"] != "0"), None)
         unfused = next((r for r in mine if r["fused"] == "0"), None)
         tb = next((r for r in torch_rows if (r["app"], r["variant"], r["source"])

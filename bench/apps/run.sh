@@ -59,6 +59,14 @@ run block_fused "$apps/clnorm-block" --demo --time ${CLNORM_APP_ARGS:-} ${BLOCK_
 run block_unfused "$apps/clnorm-block" --demo --time --unfused ${CLNORM_APP_ARGS:-} ${BLOCK_ARGS:-}
 # shellcheck disable=SC2086
 run lnlstm "$apps/clnorm-lnlstm" --demo --time ${CLNORM_APP_ARGS:-} ${LNLSTM_ARGS:-}
+# shellcheck disable=SC2086
+run lnlstm_unfused "$apps/clnorm-lnlstm" --demo --time --unfused ${CLNORM_APP_ARGS:-} \
+    ${LNLSTM_ARGS:-}
+# float32, as torch computes: timed only (--no-check), since over 784 steps float32 drifts from
+# float64 by far more than the check's 1e-4 (README, "Host applications").
+# shellcheck disable=SC2086
+run lnlstm_f32 "$apps/clnorm-lnlstm" --demo --time --precision f32 --no-check \
+    ${CLNORM_APP_ARGS:-} ${LNLSTM_ARGS:-}
 
 torch_csv=${TORCH_CSV:-}
 if [ -z "$torch_csv" ]; then
@@ -71,6 +79,7 @@ fi
 mkdir -p "$root/bench/results"
 out=$root/bench/results/apps_$label.csv
 "$python" "$here/apps_report.py" --out "$out" ${torch_csv:+--torch "$torch_csv"} \
-    "$logs/block_fused.log" "$logs/block_unfused.log" "$logs/lnlstm.log" || failed=1
+    "$logs/block_fused.log" "$logs/block_unfused.log" "$logs/lnlstm.log" \
+    "$logs/lnlstm_unfused.log" "$logs/lnlstm_f32.log" || failed=1
 [ -s "$out" ] && echo "run.sh: wrote $out" >&2
 exit $failed

@@ -40,6 +40,7 @@ static const char usage[] =
     "             max abs error / max abs value is above 1e-4 (nothing is written then)\n"
     "  --time     print the block's time and the share spent in normalization (one untimed\n"
     "             run, then --runs timed ones, 5 by default; medians)\n"
+    "  --no-check with --demo: skip its check (to time a run whose check is known to fail)\n"
     "  --demo     random weights and input of a GPT-2-small block (B=4, T=256, d=768, 12\n"
     "             heads, f=3072, or --size; k > 0 conditions it), checked as by --check\n"
     "  --device   cpu, gpu, P:D or a name, as `clnorm devices` lists (default: CLNORM_DEVICE)\n"
@@ -48,7 +49,7 @@ static const char usage[] =
 typedef struct {
     const char *weights, *input, *output, *heads, *condition, *device, *precision, *size, *seed,
         *runs;
-    int post_ln, causal, unfused, check, time, demo;
+    int post_ln, causal, unfused, check, no_check, time, demo;
 } options;
 
 void block_model_free(block_model *m)
@@ -182,6 +183,10 @@ static int validate(const options *o, size_t *runs, app_precision *precision)
         app_error("--condition is for pre-LN blocks (adaLN): not with --post-ln");
         return -1;
     }
+    if (o->no_check && (!o->demo || o->check)) {
+        app_error("--no-check is for --demo (whose check it skips), without --check");
+        return -1;
+    }
     if (o->demo) {
         if (o->weights || o->input || o->heads || o->condition) {
             app_error("--demo makes its own weights and input: no --weights, --input, --heads "
@@ -253,6 +258,7 @@ int main(int argc, char **argv)
         {"precision", 0, &o.precision}, {"size", 0, &o.size},           {"seed", 0, &o.seed},
         {"runs", 0, &o.runs},           {"post-ln", 1, &o.post_ln},     {"causal", 1, &o.causal},
         {"unfused", 1, &o.unfused},     {"check", 1, &o.check},         {"time", 1, &o.time},
+        {"no-check", 1, &o.no_check},
         {"demo", 1, &o.demo}};
     int parsed = app_parse_options(argc, argv, table, sizeof table / sizeof table[0]);
     if (parsed == 0) {
@@ -293,7 +299,7 @@ int main(int argc, char **argv)
         goto done;
     if (o.time)
         report_time(&m, &env, !o.unfused, &timing);
-    if ((o.check || o.demo) && check(&m, y))
+    if ((o.check || (o.demo && !o.no_check)) && check(&m, y))
         goto done;
     if (o.output) {
         size_t shape[3] = {m.B, m.T, m.d};

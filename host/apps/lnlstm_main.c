@@ -34,6 +34,7 @@ static const char usage[] =
     "             (one untimed run, then --runs timed ones, 5 by default; medians)\n"
     "  --unfused  add the gates' three terms in the gate kernel, not as the per-sample shift\n"
     "             of the LayerNorm of W_h h (the comparison for that fusion)\n"
+    "  --no-check with --demo: skip its check (to time a run whose check is known to fail)\n"
     "  --demo     random weights and a sequential-MNIST-shaped input (T=784, B=16, I=1,\n"
     "             H=128, or --size), checked as by --check\n"
     "  --device   cpu, gpu, P:D or a name, as `clnorm devices` lists (default: CLNORM_DEVICE)\n"
@@ -44,7 +45,7 @@ static const char usage[] =
 
 typedef struct {
     const char *weights, *input, *output, *final_c, *device, *size, *seed, *runs, *precision;
-    int check, time, demo, unfused;
+    int check, no_check, time, demo, unfused;
 } options;
 
 void lnlstm_model_free(lnlstm_model *m)
@@ -140,6 +141,10 @@ static int validate(const options *o, size_t *runs, app_precision *precision)
 {
     if (app_parse_run_options(o->precision, o->runs, o->time, APP_AUTO, precision, runs))
         return -1;
+    if (o->no_check && (!o->demo || o->check)) {
+        app_error("--no-check is for --demo (whose check it skips), without --check");
+        return -1;
+    }
     if (o->demo) {
         if (o->weights || o->input) {
             app_error("--demo makes its own weights and input: no --weights or --input");
@@ -236,6 +241,7 @@ int main(int argc, char **argv)
         {"weights", 0, &o.weights}, {"input", 0, &o.input},   {"output", 0, &o.output},
         {"final-c", 0, &o.final_c}, {"device", 0, &o.device}, {"size", 0, &o.size},
         {"seed", 0, &o.seed},       {"runs", 0, &o.runs},     {"check", 1, &o.check},
+        {"no-check", 1, &o.no_check},
         {"time", 1, &o.time},       {"demo", 1, &o.demo},     {"precision", 0, &o.precision},
         {"unfused", 1, &o.unfused}};
     int parsed = app_parse_options(argc, argv, table, sizeof table / sizeof table[0]);
@@ -273,7 +279,7 @@ int main(int argc, char **argv)
         goto done;
     if (o.time)
         report_time(&m, &env, !o.unfused, &timing);
-    if ((o.check || o.demo) && check(&m, h, c))
+    if ((o.check || (o.demo && !o.no_check)) && check(&m, h, c))
         goto done;
     if (write_outputs(&o, &m, h, c))
         goto done;
