@@ -8,9 +8,16 @@ buffers), so each is one foreign call; the cost of a bare foreign call is measur
              call, and what the package runs below its zero-copy size (_core.ZERO_COPY_FROM)
   c_device   clnorm_execute (layer 1) on buffers made once over the same host arrays
              (CL_MEM_USE_HOST_PTR), then a wait: the C library on device buffers, no copies
-  py_numpy   clnorm.layer_norm(x, (cols,), w, b) on NumPy arrays (a new y each call)
-  py_torch   the same on torch CPU tensors
-All are timed in turn, call by call (interleaved), and the medians compared.
+  py_numpy   clnorm.layer_norm(x, (cols,), w, b, out=y) on NumPy arrays, into the same y as
+             the C calls: the Python call doing what the C call does
+  py_torch   the same on torch CPU tensors (views of the same memory)
+  py_new     clnorm.layer_norm(x, (cols,), w, b) on NumPy arrays, a new y each call (as torch's
+             functions return): on PoCL a fresh output costs the C call itself 10-25 us more
+             at 1x768 (clnorm_execute_host into a just-allocated array, measured), which is
+             not the binding's
+All are timed in turn, call by call (interleaved), and the medians compared; the issue's
+limit is read on py_numpy against the C call of the same path (c_host at 1x768, where the
+package runs layer 2; c_device at 8192x768, where it runs zero-copy).
 
     python3 bench/python/overhead.py [--csv out.csv] [--reps N]
 """
@@ -84,28 +91,28 @@ def main():
         y = clnorm.layer_norm(x, cols, w, b)
         xt, wt, bt = (torch.from_numpy(a) for a in (x, w, b))
         c_host, c_device, free = c_calls(ctx, x, y, w, b)
-        fns = [c_host, c_device, lambda: clnorm.layer_norm(x, (cols,), w, b),
-               lambda: clnorm.layer_norm(xt, (cols,), wt, bt)]
+        yt = torch.from_numpy(y)
+        fns = [c_host, c_device, lambda: clnorm.layer_norm(x, (cols,), w, b, out=y),
+               lambda: clnorm.layer_norm(xt, (cols,), wt, bt, out=yt),
+               lambda: clnorm.layer_norm(x, (cols,), w, b)]
         reps = args.reps or (3000 if rows * cols < 100000 else 150)
         t = interleaved_us(fns, reps)
         free()
         path = "zero-copy" if ctx.plan(_core.desc_key(
             _lib.LAYER, _lib.F32, rows, cols, 1e-5, 0, x_stride=cols, y_stride=cols)) \
             .row_bytes >= _core.ZERO_COPY_FROM else "layer 2"
-        best_c = min(t[0], t[1])
+        c_same = t[0] if path == "layer 2" else t[1]
         print("%dx%d (Python path: %s, %d reps): c_host %.1f us, c_device %.1f us, "
-              "py_numpy %.1f us, py_torch %.1f us" % (rows, cols, path, reps, *t))
-        for name, v in (("py_numpy", t[2]), ("py_torch", t[3])):
-            print("  %s - c_host = %+.1f us (%+.1f%%); %s - c_device = %+.1f us (%+.1f%%)   "
-                  "[target %s over the C call]"
-                  % (name, v - t[0], 100 * (v - t[0]) / t[0], name, v - t[1],
-                     100 * (v - t[1]) / t[1], LIMITS[(rows, cols)]))
+              "py_numpy %.1f us, py_torch %.1f us, py_new %.1f us" % (rows, cols, path, reps, *t))
+        for name, v in (("py_numpy", t[2]), ("py_torch", t[3]), ("py_new", t[4])):
+            print("  %-8s - C call of its path = %+7.1f us (%+6.1f%%)   [issue #13: %s]"
+                  % (name, v - c_same, 100 * (v - c_same) / c_same, LIMITS[(rows, cols)]))
         out.append(["%dx%d" % (rows, cols), path, "%.2f" % floor] + ["%.1f" % v for v in t] +
-                   ["%.1f" % (t[2] - best_c), "%.2f" % (100 * (t[2] - best_c) / best_c)])
+                   ["%.1f" % (t[2] - c_same), "%.2f" % (100 * (t[2] - c_same) / c_same)])
     if args.csv:
         write_csv(args.csv, ["shape", "python_path", "ctypes_floor_us", "c_host_us",
-                             "c_device_us", "py_numpy_us", "py_torch_us",
-                             "py_numpy_minus_best_c_us", "py_numpy_over_best_c_pct"], out)
+                             "c_device_us", "py_numpy_us", "py_torch_us", "py_new_us",
+                             "py_numpy_minus_c_us", "py_numpy_over_c_pct"], out)
 
 
 if __name__ == "__main__":

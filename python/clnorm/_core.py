@@ -43,15 +43,17 @@ class Call:
     """kind: the arrays' kind (_kinds); like: an array of that kind (x), whose queue a
     pyopencl call runs on; key: the description; inputs: [(slot, array)]; outputs:
     [(slot, shape, order)], order a permutation giving the physical layout of an output made
-    channels-last, or None for row-major."""
-    __slots__ = ("kind", "like", "key", "inputs", "outputs")
+    channels-last, or None for row-major; given: {slot: array} of outputs the caller provides
+    (out=), written in place of new ones."""
+    __slots__ = ("kind", "like", "key", "inputs", "outputs", "given")
 
-    def __init__(self, kind, like, key, inputs, outputs):
+    def __init__(self, kind, like, key, inputs, outputs, given=None):
         self.kind = kind
         self.like = like
         self.key = key
         self.inputs = inputs
         self.outputs = outputs
+        self.given = given
 
 
 def desc_key(kind, dtype, rows, cols, eps, flags, x_stride=0, y_stride=0, residual_stride=0,
@@ -85,7 +87,11 @@ def run(call, direction=_lib.FORWARD, ctx=None):
         if slot_info is None or not slot_info[1]:
             raise ValueError("clnorm: %s is not an output of %s" % (_lib.SLOTS[slot],
                                                                      _lib.OP_NAMES[call.key[0]]))
-        out = kind.empty(shape, slot_info[2], call.like, order)
+        out = call.given.get(slot) if call.given else None
+        if out is None:
+            out = kind.empty(shape, slot_info[2], call.like, order)
+        else:
+            _check_given(kind, out, slot, shape, order, slot_info[2])
         outs.append(out)
         tensors.append((slot, out))
     if kind.on_device:
@@ -118,6 +124,37 @@ def _check_args(kind, info, tensors, key):
         if n < slot_info[3]:
             raise ValueError("clnorm: %s holds fewer elements than the %d the operation reads "
                              "or writes" % (_lib.SLOTS[slot], slot_info[3]))
+
+
+def _check_given(kind, a, slot, shape, order, code):
+    """An out= array must be what the call would have made: kind, dtype, shape and layout."""
+    name = _lib.SLOTS[slot]
+    if not kind.owns(a):
+        raise TypeError("clnorm: out (%s) must be a %s like x" % (name, kind.name))
+    if kind.dtypes.get(a.dtype) != code:
+        raise TypeError("clnorm: out (%s) must be %s (got %s)" % (name, DTYPE_NAME[code], a.dtype))
+    if tuple(a.shape) != tuple(shape):
+        raise ValueError("clnorm: out (%s) must have shape %s (got %s)"
+                         % (name, list(shape), list(a.shape)))
+    if not kind.is_host(a):
+        kind.code(a)  # raises, naming where the tensor is
+    strides = kind.strides(a)
+    if order is None:
+        ok = kind.is_contiguous(a)
+    else:  # channels-last: contiguous in the physical order
+        ok = strides is not None and \
+            tuple(strides[i] for i in order) == _dense([shape[i] for i in order])
+    if not ok:
+        raise ValueError("clnorm: out (%s) must be contiguous%s" % (
+            name, "" if order is None else " in x's channels-last order"))
+
+
+def _dense(shape):
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= n
+    return tuple(reversed(strides))
 
 
 def _span(shape, strides):

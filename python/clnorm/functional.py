@@ -21,33 +21,39 @@ _X, _Y, _RESIDUAL, _SUM = (_lib.SLOT[n] for n in ("x", "y", "residual", "sum"))
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5, *, residual=None,
-               return_sum=False, scale=None, shift=None):
+               return_sum=False, scale=None, shift=None, out=None):
     """LayerNorm over the trailing `normalized_shape` dims of x, as F.layer_norm.
 
     residual: normalize x + residual instead (one pass; same shape as x, same dtype, or
     float32 for a float16/bfloat16 x); with return_sum=True returns (y, x + residual).
     scale, shift: per-sample modulation, y = LN(x) * (1 + scale[b]) + shift[b] (DiT's adaLN),
     each of shape (B, *normalized_shape) or (B, 1, ..., *normalized_shape) with B = x.shape[0].
+    out: an array to write y into (with return_sum, a pair (y, sum)) instead of new ones: of
+    x's kind, shape and dtype (the sum's: the residual's), contiguous; it may be x itself (in
+    place). Not with autograd.
     """
     return _row_norm(_lib.LAYER, "layer_norm", x, normalized_shape, weight, bias, eps,
-                     residual, return_sum, scale, shift)
+                     residual, return_sum, scale, shift, out)
 
 
-def rms_norm(x, normalized_shape, weight=None, eps=None, *, residual=None, return_sum=False):
+def rms_norm(x, normalized_shape, weight=None, eps=None, *, residual=None, return_sum=False,
+             out=None):
     """RMSNorm over the trailing `normalized_shape` dims of x, as F.rms_norm (eps None: the
-    dtype's machine epsilon, torch.finfo(x.dtype).eps). residual/return_sum as layer_norm."""
+    dtype's machine epsilon, torch.finfo(x.dtype).eps). residual/return_sum/out as
+    layer_norm."""
     return _row_norm(_lib.RMS, "rms_norm", x, normalized_shape, weight, None, eps, residual,
-                     return_sum, None, None)
+                     return_sum, None, None, out)
 
 
 def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, channels_last=False,
-               silu=False):
+               silu=False, out=None):
     """GroupNorm as F.group_norm: x of shape (N, C, *spatial), statistics per sample and group
     of C / num_groups channels, weight and bias of shape (C,).
 
     channels_last=True: x has shape (N, *spatial, C) (channels in the last dim, NHWC).
     A (N, C, *spatial) x stored channels-last (torch.channels_last) is read in place too, and
     its result is stored the same way. silu=True: returns silu(group_norm(x)), fused.
+    out: as layer_norm's (laid out as the result would be).
     """
     kind = kind_of(x)
     code = kind.code(x)
@@ -92,7 +98,7 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, channels_last
     flags |= _param_slot(kind, inputs, "beta", bias, (c,), pcode, x, _lib.NO_BETA, "bias")
     key = _core.desc_key(_lib.GROUP, code, n, c, eps, flags, x_stride=x_stride,
                          y_stride=lay[1], groups=num_groups, spatial=spatial, layout=layout)
-    call = _core.Call(kind, x, key, inputs, [(_Y, shape, order)])
+    call = _core.Call(kind, x, key, inputs, [(_Y, shape, order)], _given(out, False, grad))
     if grad:
         from . import _autograd
 
@@ -101,7 +107,7 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, channels_last
 
 
 def _row_norm(base, fname, x, normalized_shape, weight, bias, eps, residual, return_sum,
-              scale, shift):
+              scale, shift, out):
     kind = kind_of(x)
     code = kind.code(x)
     ns = _normalized_shape(normalized_shape, fname)
@@ -148,7 +154,7 @@ def _row_norm(base, fname, x, normalized_shape, weight, bias, eps, residual, ret
     # clnorm_desc's fields in order (_core.desc_key), spelled out: this is the hot path
     key = (op, code, rows, cols, x_stride, cols, float(eps), flags, residual_stride,
            cols if return_sum else 0, 0, 0, _lib.NCHW, samples, mod_stride)
-    call = _core.Call(kind, x, key, inputs, outputs)
+    call = _core.Call(kind, x, key, inputs, outputs, _given(out, return_sum, grad))
     if grad:
         from . import _autograd
 
@@ -158,6 +164,20 @@ def _row_norm(base, fname, x, normalized_shape, weight, bias, eps, residual, ret
     if return_sum:
         return out[0], out[1]
     return out[0]
+
+
+def _given(out, pair, grad):
+    """The out= argument as {slot: array}, or None."""
+    if out is None:
+        return None
+    if grad:
+        raise ValueError("clnorm: out= does not take part in autograd (as in torch); call "
+                         "without it, or under torch.no_grad()")
+    if pair:
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise ValueError("clnorm: with return_sum=True, out must be a pair (y, sum)")
+        return {_Y: out[0], _SUM: out[1]}
+    return {_Y: out}
 
 
 def _rows(kind, a, k, dense):

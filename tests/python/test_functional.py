@@ -206,3 +206,31 @@ def test_parameters_of_other_dtypes_and_lists():
     assert_close(clnorm.layer_norm(xn, 3, [1.0, 2.0, 3.0]),
                  F.layer_norm(to64(xn), (3,), torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)),
                  "float64", "list weight")
+
+
+def test_out_arrays():
+    x = make("numpy", np.float32, (ROWS, COLS), 18)
+    r = make("numpy", np.float32, (ROWS, COLS), 19)
+    y = np.empty_like(x)
+    assert clnorm.layer_norm(x, COLS, out=y) is y
+    assert_close(y, F.layer_norm(to64(x), (COLS,)), "float32", "out")
+    y2, s2 = np.empty_like(x), np.empty_like(x)
+    got = clnorm.rms_norm(x, COLS, None, 1e-6, residual=r, return_sum=True, out=(y2, s2))
+    assert got[0] is y2 and got[1] is s2
+    assert_close(s2, to64(x) + to64(r), "float32", "out sum")
+    xt = make("torch", torch.float32, (2, 8, 3, 3), 20).contiguous(memory_format=torch.channels_last)
+    yt = torch.empty_like(xt)  # channels-last like x
+    assert clnorm.group_norm(xt, 4, out=yt) is yt
+    assert_close(yt, F.group_norm(to64(xt), 4), "float32", "out channels_last")
+    # in place: y is x
+    xi = x.copy()
+    clnorm.layer_norm(xi, COLS, out=xi)
+    assert_close(xi, F.layer_norm(to64(x), (COLS,)), "float32", "in place")
+    with pytest.raises(ValueError, match=r"out \(y\) must have shape"):
+        clnorm.layer_norm(x, COLS, out=np.empty((ROWS, COLS + 1), np.float32))
+    with pytest.raises(TypeError, match=r"out \(y\) must be float32"):
+        clnorm.layer_norm(x, COLS, out=np.empty((ROWS, COLS), np.float64))
+    with pytest.raises(ValueError, match="contiguous"):
+        clnorm.layer_norm(x, COLS, out=np.empty((COLS, ROWS), np.float32).T)
+    with pytest.raises(ValueError, match="autograd"):
+        clnorm.layer_norm(torch.ones(2, 3, requires_grad=True), 3, out=torch.empty(2, 3))
