@@ -20,14 +20,6 @@ _ALIGN_BYTES = 4096
 _ALIGN_FROM = 1 << 16
 
 
-def _row_major_strides(shape):
-    strides, acc = [], 1
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= n
-    return tuple(reversed(strides))
-
-
 class _Kind:
     name = "?"
     on_device = False
@@ -329,6 +321,3 @@ def row_layout(shape, strides, k):
         return None  # overlapping rows (a broadcast view): the library needs stride >= cols
     return rows, cols, row_stride
 
-
-def dense_strides(shape):
-    return _row_major_strides(shape)

@@ -1,11 +1,7 @@
 """Shared helpers of the Python package's tests: float64 references written with torch, and
 comparisons whose tolerance follows the storage type."""
 import numpy as np
-import pytest
 import torch
-import torch.nn.functional as F
-
-import clnorm
 
 # Max abs error allowed against a float64 reference, relative to max(1, max |ref|): the
 # storage type's rounding of one result (float32 results are within 1e-5 of float64 in the C
@@ -43,11 +39,3 @@ def rms_norm_ref(x, ns, weight=None, eps=1e-6):
     y = x * torch.rsqrt(x.pow(2).mean(dims, keepdim=True) + eps)
     return y * weight if weight is not None else y
 
-
-def layer_norm_ref(x, ns, weight=None, bias=None, eps=1e-5):
-    return F.layer_norm(x, ns, weight, bias, eps)
-
-
-@pytest.fixture(scope="session")
-def has_device():
-    return clnorm.current_context().backend == "opencl"

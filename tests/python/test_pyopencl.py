@@ -1,7 +1,6 @@
 """pyopencl arrays stay on the device and run on their own queue."""
 import numpy as np
 import pytest
-import torch
 import torch.nn.functional as F
 
 import clnorm
