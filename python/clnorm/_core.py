@@ -20,7 +20,7 @@ import ctypes
 import struct
 
 from . import _errors, _lib, _opencl
-from .context import DTYPE_NAME, DTYPE_SIZE, context_for_queue, current_context
+from .context import DTYPE_NAME, DTYPE_SIZE, context_for_queue, current_context  # noqa: F401
 
 _L = _lib.lib
 _execute = _L.clnorm_execute
@@ -31,7 +31,7 @@ _execute_host = _L["clnorm_execute_host"]
 _execute_host.restype = ctypes.c_int
 _execute_host.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
 assert ctypes.sizeof(_lib.HostArg) == 16 and _lib.HostArg.ptr.offset == 8
-_HOST_FORMATS = ["<" + "iiQ" * n for n in range(_lib.SLOT_COUNT + 1)]
+HOST_FORMATS = ["<" + "iiQ" * n for n in range(_lib.SLOT_COUNT + 1)]
 
 # Forward bytes (every tensor's extent) from which host arrays go zero-copy; measured on PoCL
 # (bench/python/overhead.py): 1x768 float32 (6 KiB) is 40-50 us faster through layer 2,
@@ -170,10 +170,18 @@ def _run_host(ctx, plan, direction, tensors, host_ptr):
     fields = []
     for slot, a in tensors:
         fields += (slot, 0, host_ptr(a))
-    args = struct.pack(_HOST_FORMATS[len(tensors)], *fields)
+    args = struct.pack(HOST_FORMATS[len(tensors)], *fields)
     st = _execute_host(plan.handle, direction, args, len(tensors))
     if st:
         _errors.check(st, ctx.handle.ptr, _what(plan, direction))
+
+
+def run_host_packed(ctx, plan, fmt, fields, n):
+    """The forward host call on (slot, 0, pointer) fields already in order (the memoized
+    path of functional._row_norm)."""
+    st = _execute_host(plan.handle, _lib.FORWARD, struct.pack(fmt, *fields), n)
+    if st:
+        _errors.check(st, ctx.handle.ptr, _what(plan, _lib.FORWARD))
 
 
 def _run_zero_copy(ctx, plan, direction, info, tensors, host_ptr):

@@ -13,11 +13,21 @@ from . import _lib
 _addressof = ctypes.addressof
 _c_char = ctypes.c_char
 
-# Host outputs at least this large are allocated page-aligned: PoCL's kernels write a
-# page-aligned CL_MEM_USE_HOST_PTR buffer about 15% faster at 8192x768 float32 (measured;
-# NumPy's own large allocations sit 16 bytes past a page).
-_ALIGN_BYTES = 4096
-_ALIGN_FROM = 1 << 16
+# Host outputs at least this large come from the pool of touched, page-aligned blocks
+# (_hostpool): PoCL's kernels write a page-aligned CL_MEM_USE_HOST_PTR buffer about 15% faster
+# at 8192x768 float32 (measured; NumPy's own large allocations sit 16 bytes past a page), and
+# fresh pages cost more than the kernel.
+_POOL_FROM = 1 << 16
+_pool = None
+
+
+def _host_pool(np):
+    global _pool
+    if _pool is None:
+        from ._hostpool import HostPool
+
+        _pool = HostPool(np)
+    return _pool
 
 
 class _Kind:
@@ -85,10 +95,8 @@ class NumpyKind(_Kind):
         nbytes = dtype.itemsize
         for n in phys:
             nbytes *= n
-        if nbytes >= _ALIGN_FROM:
-            raw = np.empty(nbytes + _ALIGN_BYTES, np.uint8)
-            off = (-raw.__array_interface__["data"][0]) % _ALIGN_BYTES
-            out = raw[off:off + nbytes].view(dtype).reshape(phys)
+        if nbytes >= _POOL_FROM:
+            out = np.frombuffer(_host_pool(np).buffer(nbytes), dtype).reshape(phys)
         else:
             out = np.empty(phys, dtype)
         return out if order is None else out.transpose(_inverse(order))
@@ -145,10 +153,10 @@ class TorchKind(_Kind):
         nbytes = dtype.itemsize if hasattr(dtype, "itemsize") else _TORCH_SIZES[dtype]
         for n in phys:
             nbytes *= n
-        if nbytes >= _ALIGN_FROM:
-            raw = torch.empty(nbytes + _ALIGN_BYTES, dtype=torch.uint8)
-            off = (-raw.data_ptr()) % _ALIGN_BYTES
-            out = raw[off:off + nbytes].view(dtype).view(phys)
+        if nbytes >= _POOL_FROM:
+            import numpy
+
+            out = torch.frombuffer(_host_pool(numpy).buffer(nbytes), dtype=dtype).view(phys)
         else:
             out = torch.empty(phys, dtype=dtype)
         return out if order is None else out.permute(_inverse(order))

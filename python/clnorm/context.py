@@ -154,6 +154,7 @@ class Context:
         self._keepalive = _keepalive  # the adopted pyopencl queue, kept as long as we use it
         self._plans = collections.OrderedDict()
         self._lock = threading.Lock()
+        self.fast_calls = {}  # functional's memoized host calls: signature -> plan and layout
         self.backend = ("opencl" if _lib_handle.clnorm_get_backend(ptr.value) ==
                         _lib.BACKEND_OPENCL else "reference")
         self.device_name = _lib_handle.clnorm_device_name(ptr.value).decode("utf-8", "replace")
@@ -201,6 +202,7 @@ class Context:
 
     def close(self):
         with self._lock:
+            self.fast_calls = {}
             plans = list(self._plans.values())
             self._plans.clear()
         for p in plans:

@@ -16,6 +16,12 @@ import sys
 from . import _core, _lib
 from ._kinds import kind_of, row_layout
 
+try:
+    from numpy import ndarray as _np_ndarray
+except ImportError:  # the package imports without NumPy (pyopencl and torch need it anyway)
+    _np_ndarray = None
+_torch_tensor = None  # torch.Tensor once torch is imported (never imported here)
+
 _PARAM = {_lib.F32: _lib.F32, _lib.F16: _lib.F32, _lib.BF16: _lib.F32, _lib.F64: _lib.F64}
 _X, _Y, _RESIDUAL, _SUM = (_lib.SLOT[n] for n in ("x", "y", "residual", "sum"))
 
@@ -108,6 +114,18 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, channels_last
 
 def _row_norm(base, fname, x, normalized_shape, weight, bias, eps, residual, return_sum,
               scale, shift, out):
+    if residual is None and scale is None and shift is None:
+        sig = _fast_signature(base, x, normalized_shape, weight, bias, eps, out)
+        if sig is not None:
+            ctx = _core.current_context()
+            try:
+                hit = ctx.fast_calls.get(sig)
+            except TypeError:  # an unhashable eps or shape: the general path reads it
+                hit = sig = None
+            if hit is not None:
+                return _fast_run(ctx, hit, x, weight, bias, out)
+    else:
+        sig = None
     kind = kind_of(x)
     code = kind.code(x)
     ns = _normalized_shape(normalized_shape, fname)
@@ -160,10 +178,96 @@ def _row_norm(base, fname, x, normalized_shape, weight, bias, eps, residual, ret
 
         out = _autograd.apply(call)
     else:
+        given = out
         out = _core.run(call)
+        if sig is not None:
+            _fast_remember(sig, call, inputs, (x, weight, bias), given)
     if return_sum:
         return out[0], out[1]
     return out[0]
+
+
+# The repeated small host call, memoized. A training or decoding loop calls with arrays of the
+# same kinds, dtypes, shapes and strides every time; the general path above re-derives the
+# description, the plan and the checks from them each call, which at 1x768 costs as much
+# Python as the C call it wraps costs in C once caches are cold between kernel runs (issue
+# #13: at most 20 us over the C call). So a call whose arrays went in unconverted and ran
+# through the host-pointer layer leaves an entry keyed by everything the general path read
+# of them (the signature), and the next call with the same signature only packs the
+# pointers and calls the library. Per context (Context.fast_calls, cleared when it closes),
+# at most FAST_CALLS entries.
+FAST_CALLS = 256
+
+
+def _array_signature(a):
+    """What the general path reads of an array: its type, dtype, shape and strides; None for
+    an array it must not memoize (a tensor that takes part in autograd, not on the CPU)."""
+    t = type(a)
+    if t is _torch_tensor:
+        if a.requires_grad or not a.is_cpu:
+            return None
+        return (t, a.dtype, a.shape, a.stride())
+    return (t, a.dtype, a.shape, a.strides)
+
+
+def _fast_signature(base, x, ns, weight, bias, eps, out):
+    global _torch_tensor
+    if _torch_tensor is None and "torch" in sys.modules:
+        _torch_tensor = sys.modules["torch"].Tensor
+    t = type(x)
+    if t is not _np_ndarray and t is not _torch_tensor:
+        return None
+    if type(ns) is not tuple and type(ns) is not int:
+        return None
+    try:
+        sx = _array_signature(x)
+        sw = None if weight is None else _array_signature(weight)
+        sb = None if bias is None else _array_signature(bias)
+        so = None if out is None else _array_signature(out)
+    except AttributeError:  # not arrays: the general path says what is wrong
+        return None
+    if sx is None or (weight is not None and sw is None) or (bias is not None and sb is None) \
+            or (out is not None and so is None):
+        return None
+    return (base, sx, ns, eps, sw, sb, so)
+
+
+def _fast_remember(sig, call, inputs, given_arrays, out):
+    """Keeps the call's plan and argument layout under sig, when nothing was converted and it
+    ran through the host-pointer layer."""
+    x, weight, bias = given_arrays
+    passed = [a for a in given_arrays if a is not None]
+    if len(inputs) != len(passed) or any(a is not b for (_, a), b in zip(inputs, passed)):
+        return  # an input was copied or converted: its pointer is not the caller's
+    ctx = _core.current_context()
+    plan = ctx.plan(call.key)
+    if not call.kind.on_device and (ctx.backend != "opencl" or
+                                   plan.row_bytes < _core.ZERO_COPY_FROM):
+        slots = tuple(slot for slot, _ in inputs) + (_Y,)
+        shape, order = call.outputs[0][1], call.outputs[0][2]
+        if order is None:
+            code = plan.infos[_lib.FORWARD][_Y][2]
+            fast = ctx.fast_calls
+            if len(fast) >= FAST_CALLS:
+                fast.clear()
+            fast[sig] = (plan, slots, shape, code, call.kind, _core.HOST_FORMATS[len(slots)])
+
+
+def _fast_run(ctx, hit, x, weight, bias, out):
+    plan, slots, shape, code, kind, fmt = hit
+    y = kind.empty(shape, code, x) if out is None else out
+    ptr = kind.ptr
+    fields = [slots[0], 0, ptr(x)]
+    i = 1
+    if weight is not None:
+        fields += (slots[i], 0, ptr(weight))
+        i += 1
+    if bias is not None:
+        fields += (slots[i], 0, ptr(bias))
+        i += 1
+    fields += (slots[i], 0, ptr(y))
+    _core.run_host_packed(ctx, plan, fmt, fields, i + 1)
+    return y
 
 
 def _given(out, pair, grad):
