@@ -227,8 +227,10 @@ int app_read(app_env *env, cl_mem buf, size_t count, float *dst)
     return app_cl_check(err, "reading the result back");
 }
 
-int app_gemm(app_env *env, const app_gemm_args *g, const char *what, cl_event *event)
+int app_gemm(app_env *env, const app_gemm_args *g, const char *what, app_timeline *tl)
 {
+    cl_event ev;
+    cl_event *event = app_timeline_event(tl, &ev);
     CLBlastTranspose tb = g->trans_b ? CLBlastTransposeYes : CLBlastTransposeNo;
     CLBlastLayout rm = CLBlastLayoutRowMajor;
     CLBlastTranspose ta = CLBlastTransposeNo;
@@ -250,7 +252,9 @@ int app_gemm(app_env *env, const app_gemm_args *g, const char *what, cl_event *e
         st = CLBlastSgemm(rm, ta, tb, g->m, g->n, g->k, (float)g->alpha, g->a, g->a_off, g->lda,
                           g->b, g->b_off, g->ldb, (float)g->beta, g->c, g->c_off, g->ldc,
                           &env->queue, event);
-    return app_blas_check(st, what);
+    if (app_blas_check(st, what))
+        return -1;
+    return app_timeline_add(tl, ev, APP_GEMM);
 }
 
 int app_kernel(app_env *env, const char *name, cl_kernel *out)
@@ -273,16 +277,19 @@ int app_set_args(cl_kernel k, const char *name, const app_karg *args, size_t n)
     return 0;
 }
 
-int app_launch(app_env *env, cl_kernel k, const char *name, size_t global, size_t local,
-               cl_event *event)
+int app_launch(app_env *env, cl_kernel k, const char *name, size_t global, app_category cat,
+               app_timeline *tl)
 {
     if (global == 0)
         return 0;
-    if (local)
-        global = (global + local - 1) / local * local;
-    cl_int err = clEnqueueNDRangeKernel(env->queue, k, 1, NULL, &global, local ? &local : NULL,
-                                        0, NULL, event);
-    return app_cl_check(err, name);
+    size_t local = APP_LOCAL;
+    global = (global + local - 1) / local * local;
+    cl_event ev;
+    cl_int err = clEnqueueNDRangeKernel(env->queue, k, 1, NULL, &global, &local, 0, NULL,
+                                        app_timeline_event(tl, &ev));
+    if (app_cl_check(err, name))
+        return -1;
+    return app_timeline_add(tl, ev, cat);
 }
 
 int app_plan(app_env *env, const clnorm_desc *desc, const char *what, clnorm_plan **plan)
@@ -295,12 +302,13 @@ int app_plan(app_env *env, const clnorm_desc *desc, const char *what, clnorm_pla
 }
 
 int app_norm(app_env *env, clnorm_plan *plan, const clnorm_arg *args, size_t nargs,
-             const char *what, cl_event *event)
+             const char *what, app_timeline *tl)
 {
+    cl_event ev;
     clnorm_status st = clnorm_execute(plan, CLNORM_FORWARD, args, nargs, env->queue, 0, NULL,
-                                      event);
+                                      app_timeline_event(tl, &ev));
     if (st == CLNORM_OK)
-        return 0;
+        return app_timeline_add(tl, ev, APP_NORM);
     app_error("%s: %s: %s", what, clnorm_status_string(st), clnorm_last_error(env->norm));
     return -1;
 }
@@ -308,14 +316,14 @@ int app_norm(app_env *env, clnorm_plan *plan, const clnorm_arg *args, size_t nar
 cl_event *app_timeline_event(app_timeline *tl, cl_event *slot)
 {
     *slot = NULL;
-    return tl->on ? slot : NULL;
+    return tl && tl->on ? slot : NULL;
 }
 
 int app_timeline_add(app_timeline *tl, cl_event event, app_category cat)
 {
     if (event == NULL)
         return 0;
-    if (!tl->on) {
+    if (tl == NULL || !tl->on) {
         clReleaseEvent(event);
         return 0;
     }

@@ -69,6 +69,26 @@ cl_mem app_buffer(app_env *env, size_t count, const float *init, const char *wha
  * (blocking). 0 ok; -1 error printed. */
 int app_read(app_env *env, cl_mem buf, size_t count, float *dst);
 
+/* What a timed command was, for the normalization share. */
+typedef enum { APP_GEMM = 0, APP_NORM = 1, APP_OTHER = 2, APP_CATEGORIES = 3 } app_category;
+
+/* Events of one timed run, in enqueue order. When not `on`, app_timeline_add releases at once
+ * and events need not be asked for at all (app_timeline_event gives NULL). */
+typedef struct {
+    int on;
+    cl_event *events;
+    app_category *cats;
+    size_t n, cap;
+} app_timeline;
+
+/* Where the next command's event goes: a local the caller passes to the enqueue call and then
+ * hands to app_timeline_add, or NULL when the timeline is off (tl may be NULL: never timed).
+ * app_gemm, app_launch and app_norm do this themselves. */
+cl_event *app_timeline_event(app_timeline *tl, cl_event *slot);
+
+/* Records (takes over) an event of category `cat`; releases it when off. 0 ok; -1 printed. */
+int app_timeline_add(app_timeline *tl, cl_event event, app_category cat);
+
 /* One GEMM, or `batch` > 1 of them strided (CLBlast's strided-batched GEMM), row-major:
  *   C = alpha * A B + beta * C,  or A B^T with trans_b (x W^T for W stored (out, in)).
  * Offsets, leading dimensions and strides are in elements. S or D routine by precision. */
@@ -85,8 +105,9 @@ typedef struct {
     size_t batch; /* 0 or 1: one GEMM */
 } app_gemm_args;
 
-/* Enqueues it on the env's queue. 0 ok; -1 printed (naming `what`). */
-int app_gemm(app_env *env, const app_gemm_args *g, const char *what, cl_event *event);
+/* Enqueues it on the env's queue, recorded in tl as APP_GEMM (tl may be NULL). 0 ok; -1
+ * printed (naming `what`). */
+int app_gemm(app_env *env, const app_gemm_args *g, const char *what, app_timeline *tl);
 
 /* A kernel of the application's program. 0 ok; -1 error printed. */
 int app_kernel(app_env *env, const char *name, cl_kernel *out);
@@ -98,36 +119,18 @@ typedef struct {
 } app_karg;
 int app_set_args(cl_kernel k, const char *name, const app_karg *args, size_t n);
 
-/* Enqueues a 1-D kernel over `global` work-items (rounded up to the work-group size `local`,
- * 0 for the implementation's choice; the kernel bounds-checks). 0 ok; -1 printed. */
-int app_launch(app_env *env, cl_kernel k, const char *name, size_t global, size_t local,
-               cl_event *event);
+/* Enqueues a 1-D kernel over `global` work-items (rounded up to APP_LOCAL; the kernel
+ * bounds-checks), recorded in tl as `cat` (tl may be NULL). 0 ok; -1 printed. */
+int app_launch(app_env *env, cl_kernel k, const char *name, size_t global, app_category cat,
+               app_timeline *tl);
 
 /* Creates a clnorm plan, printing clnorm's own sentence on failure. 0 ok; -1 printed. */
 int app_plan(app_env *env, const clnorm_desc *desc, const char *what, clnorm_plan **plan);
 
-/* Runs a plan forward over named arguments on the application's queue. 0 ok; -1 printed. */
+/* Runs a plan forward over named arguments on the application's queue, recorded in tl as
+ * APP_NORM (tl may be NULL). 0 ok; -1 printed. */
 int app_norm(app_env *env, clnorm_plan *plan, const clnorm_arg *args, size_t nargs,
-             const char *what, cl_event *event);
-
-/* What a timed command was, for the normalization share. */
-typedef enum { APP_GEMM = 0, APP_NORM = 1, APP_OTHER = 2, APP_CATEGORIES = 3 } app_category;
-
-/* Events of one timed run, in enqueue order. When not `on`, app_timeline_add releases at once
- * and events need not be asked for at all (app_timeline_event gives NULL). */
-typedef struct {
-    int on;
-    cl_event *events;
-    app_category *cats;
-    size_t n, cap;
-} app_timeline;
-
-/* Where the next command's event goes: a local the caller passes to the enqueue call and then
- * hands to app_timeline_add, or NULL when the timeline is off. */
-cl_event *app_timeline_event(app_timeline *tl, cl_event *slot);
-
-/* Records (takes over) an event of category `cat`; releases it when off. 0 ok; -1 printed. */
-int app_timeline_add(app_timeline *tl, cl_event event, app_category cat);
+             const char *what, app_timeline *tl);
 
 /* After the queue finished: milliseconds per category and in all (device time from the first
  * command's start to the last's end). A command is charged from the later of the previous

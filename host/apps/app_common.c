@@ -302,14 +302,17 @@ void app_max_error(const float *a, const double *b, size_t n, double *max_abs_er
                    double *max_abs_ref)
 {
     double err = 0.0, ref = 0.0;
+    int nan_seen = 0;
     for (size_t i = 0; i < n; i++) {
         double e = fabs((double)a[i] - b[i]);
-        if (isnan(e) || e > err)
-            err = isnan(err) ? err : e;
+        if (isnan(e))
+            nan_seen = 1;
+        else if (e > err)
+            err = e;
         if (fabs(b[i]) > ref)
             ref = fabs(b[i]);
     }
-    *max_abs_err = err;
+    *max_abs_err = nan_seen ? NAN : err;
     *max_abs_ref = ref;
 }
 

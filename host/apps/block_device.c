@@ -106,11 +106,9 @@ static int dev_init(app_env *env, const block_model *m, int fused, block_dev *d)
 static int launch_as(block_run *r, cl_kernel k, const char *name, size_t n,
                      const app_karg *args, size_t nargs, app_category cat, app_timeline *tl)
 {
-    cl_event ev;
-    if (app_set_args(k, name, args, nargs) ||
-        app_launch(r->env, k, name, n, APP_LOCAL, app_timeline_event(tl, &ev)))
+    if (app_set_args(k, name, args, nargs))
         return -1;
-    return app_timeline_add(tl, ev, cat);
+    return app_launch(r->env, k, name, n, cat, tl);
 }
 
 static int launch(block_run *r, cl_kernel k, const char *name, size_t n, const app_karg *args,
@@ -137,10 +135,7 @@ static int linear(block_run *r, cl_mem x, cl_mem w, cl_mem y, size_t rows, size_
 {
     app_gemm_args g = {.trans_b = 1, .m = rows, .n = out, .k = in, .alpha = 1.0, .beta = beta,
                        .a = x, .lda = in, .b = w, .ldb = in, .c = y, .ldc = out};
-    cl_event ev;
-    if (app_gemm(r->env, &g, what, app_timeline_event(tl, &ev)))
-        return -1;
-    return app_timeline_add(tl, ev, APP_GEMM);
+    return app_gemm(r->env, &g, what, tl);
 }
 
 /* o = Attn(in) + b_o: the projection of multi-head self-attention over `in` (N, d). */
@@ -161,10 +156,7 @@ static int attention(block_run *r, cl_mem in, app_timeline *tl)
                            .b = d->qkv, .b_off = b * T * 3 * D + D, .ldb = 3 * D, .b_stride = dh,
                            .c = d->s, .c_off = b * NH * T * T, .ldc = T, .c_stride = T * T,
                            .batch = NH};
-        cl_event ev;
-        if (app_gemm(r->env, &g, "q k^T (CLBlast strided-batched GEMM)",
-                     app_timeline_event(tl, &ev)) ||
-            app_timeline_add(tl, ev, APP_GEMM))
+        if (app_gemm(r->env, &g, "q k^T (CLBlast strided-batched GEMM)", tl))
             return -1;
     }
     cl_uint rows = (cl_uint)(m->B * NH * T), t32 = (cl_uint)T;
@@ -179,10 +171,7 @@ static int attention(block_run *r, cl_mem in, app_timeline *tl)
                            .b_stride = dh,
                            .c = d->att, .c_off = b * T * D, .ldc = D, .c_stride = dh,
                            .batch = NH};
-        cl_event ev;
-        if (app_gemm(r->env, &g, "p v (CLBlast strided-batched GEMM)",
-                     app_timeline_event(tl, &ev)) ||
-            app_timeline_add(tl, ev, APP_GEMM))
+        if (app_gemm(r->env, &g, "p v (CLBlast strided-batched GEMM)", tl))
             return -1;
     }
     return bias_rows(r, d->o, d->b_o, N, D, tl) ||
@@ -249,10 +238,7 @@ static int norm(block_run *r, int k, cl_mem x, cl_mem residual, cl_mem sum, cl_m
         args[n++] = (clnorm_arg){CLNORM_ARG_SHIFT, d->mod, (size_t)(2 * k - 2) * D};
         args[n++] = (clnorm_arg){CLNORM_ARG_SCALE, d->mod, (size_t)(2 * k - 1) * D};
     }
-    cl_event ev;
-    if (app_norm(r->env, plan, args, n, k == 1 ? "LN1" : "LN2", app_timeline_event(tl, &ev)))
-        return -1;
-    return app_timeline_add(tl, ev, APP_NORM);
+    return app_norm(r->env, plan, args, n, k == 1 ? "LN1" : "LN2", tl);
 }
 
 static int enqueue_block(void *state, app_timeline *tl)

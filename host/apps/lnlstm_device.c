@@ -104,7 +104,7 @@ static int dev_init(app_env *env, const lnlstm_model *m, int fused, lstm_dev *d)
         app_karg aa[] = {{sizeof(cl_mem), &d->beta2b}, {sizeof(cl_mem), &d->beta2},
                          {sizeof(cl_mem), &d->b},      {sizeof g32, &g32}};
         int rc = app_set_args(add, "add_rows", aa, 4) ||
-                 app_launch(env, add, "add_rows", G, APP_LOCAL, NULL) ||
+                 app_launch(env, add, "add_rows", G, APP_OTHER, NULL) ||
                  app_cl_check(clFinish(env->queue), "beta2 + b");
         clReleaseKernel(add);
         if (rc)
@@ -134,34 +134,29 @@ static int gemm_wt(app_env *env, size_t rows, size_t out, size_t in, cl_mem a, s
     app_gemm_args g = {.trans_b = 1, .m = rows, .n = out, .k = in, .alpha = 1.0, .beta = 0.0,
                        .a = a, .a_off = a_off, .lda = in, .b = w, .ldb = in,
                        .c = y, .c_off = y_off, .ldc = out};
-    cl_event ev;
-    if (app_gemm(env, &g, what, app_timeline_event(tl, &ev)))
-        return -1;
-    return app_timeline_add(tl, ev, APP_GEMM);
+    return app_gemm(env, &g, what, tl);
 }
 
-/* x = LN(x) * gamma + beta in place (+ the rows of `shift` from shift_off, per sample). */
-static int norm(app_env *env, clnorm_plan *p, cl_mem x, cl_mem gamma, cl_mem beta, cl_mem shift,
-                size_t shift_off, app_timeline *tl, const char *what)
+/* y = LN(x) * gamma + beta (y may be x: in place), plus the rows of `shift` from shift_off per
+ * sample when shift is not NULL. */
+static int norm(app_env *env, clnorm_plan *p, cl_mem x, cl_mem y, cl_mem gamma, cl_mem beta,
+                cl_mem shift, size_t shift_off, app_timeline *tl, const char *what)
 {
     clnorm_arg args[] = {{CLNORM_ARG_X, x, 0},
-                         {CLNORM_ARG_Y, x, 0},
+                         {CLNORM_ARG_Y, y, 0},
                          {CLNORM_ARG_GAMMA, gamma, 0},
                          {CLNORM_ARG_BETA, beta, 0},
                          {CLNORM_ARG_SHIFT, shift, shift_off}};
-    cl_event ev;
-    if (app_norm(env, p, args, shift ? 5 : 4, what, app_timeline_event(tl, &ev)))
-        return -1;
-    return app_timeline_add(tl, ev, APP_NORM);
+    return app_norm(env, p, args, shift ? 5 : 4, what, tl);
 }
 
-/* Enqueues one whole sequence; nothing blocks. */
 typedef struct {
     app_env *env;
     const lnlstm_model *m;
     lstm_dev *d;
 } lstm_run;
 
+/* Enqueues one whole sequence; nothing blocks. */
 static int enqueue_sequence(void *state, app_timeline *tl)
 {
     lstm_run *run = state;
@@ -175,7 +170,7 @@ static int enqueue_sequence(void *state, app_timeline *tl)
     if (app_cl_check(err, "c = c0") || app_timeline_add(tl, ev, APP_OTHER))
         return -1;
     if (gemm_wt(env, T * B, G, m->I, d->x, 0, d->w_x, d->gx, 0, tl, "W_x x (CLBlast GEMM)") ||
-        norm(env, d->ln_x, d->gx, d->alpha2, d->fused ? d->beta2b : d->beta2, NULL, 0, tl,
+        norm(env, d->ln_x, d->gx, d->gx, d->alpha2, d->fused ? d->beta2b : d->beta2, NULL, 0, tl,
              "LN(W_x x)"))
         return -1;
     for (size_t t = 0; t < T; t++) {
@@ -183,26 +178,18 @@ static int enqueue_sequence(void *state, app_timeline *tl)
         size_t h_prev_off = t ? (t - 1) * B * H : 0;
         if (gemm_wt(env, B, G, H, h_prev, h_prev_off, d->w_h, d->hw, 0, tl,
                     "W_h h (CLBlast GEMM)") ||
-            norm(env, d->ln_h, d->hw, d->alpha1, d->beta1, d->fused ? d->gx : NULL, t * B * G,
+            norm(env, d->ln_h, d->hw, d->hw, d->alpha1, d->beta1, d->fused ? d->gx : NULL, t * B * G,
                  tl, "LN(W_h h)"))
             return -1;
         cl_ulong gx_off = (cl_ulong)(t * B * G), h_off = (cl_ulong)(t * B * H);
         err = d->fused ? CL_SUCCESS : clSetKernelArg(d->gates, 2, sizeof gx_off, &gx_off);
         if (app_cl_check(err, "lstm_gates") ||
-            app_launch(env, d->gates, "lstm_gates", B * H, APP_LOCAL, app_timeline_event(tl, &ev)) ||
-            app_timeline_add(tl, ev, APP_OTHER))
-            return -1;
-        clnorm_arg args[] = {{CLNORM_ARG_X, d->c, 0},
-                             {CLNORM_ARG_Y, d->lnc, 0},
-                             {CLNORM_ARG_GAMMA, d->alpha3, 0},
-                             {CLNORM_ARG_BETA, d->beta3, 0}};
-        if (app_norm(env, d->ln_c, args, 4, "LN(c)", app_timeline_event(tl, &ev)) ||
-            app_timeline_add(tl, ev, APP_NORM))
+            app_launch(env, d->gates, "lstm_gates", B * H, APP_OTHER, tl) ||
+            norm(env, d->ln_c, d->c, d->lnc, d->alpha3, d->beta3, NULL, 0, tl, "LN(c)"))
             return -1;
         err = clSetKernelArg(d->output, 3, sizeof h_off, &h_off);
         if (app_cl_check(err, "lstm_output") ||
-            app_launch(env, d->output, "lstm_output", B * H, APP_LOCAL, app_timeline_event(tl, &ev)) ||
-            app_timeline_add(tl, ev, APP_OTHER))
+            app_launch(env, d->output, "lstm_output", B * H, APP_OTHER, tl))
             return -1;
     }
     return 0;
