@@ -384,6 +384,11 @@ CLNORM_API clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_d
 CLNORM_API void clnorm_plan_free(clnorm_plan *plan);
 CLNORM_API clnorm_strategy clnorm_plan_strategy(const clnorm_plan *plan);
 CLNORM_API const clnorm_desc *clnorm_plan_desc(const clnorm_plan *plan);
+/* The device that runs the plan's executions on the context's own queue, as "clnorm devices"
+ * names devices: the context's device, or for a latency plan its in-thread device (README,
+ * "Small problems on CPU devices": x of at most CLNORM_LATENCY_BYTES on a CPU device whose
+ * platform lists an in-thread device, such as PoCL's `basic`). Valid while the plan lives. */
+CLNORM_API const char *clnorm_plan_device_name(const clnorm_plan *plan);
 /* "row", "workgroup", "split", "reference", "subgroup" (or "auto"). */
 CLNORM_API const char *clnorm_strategy_name(clnorm_strategy strategy);
 

@@ -16,6 +16,11 @@ static clnorm_ctx *ctx_alloc(void)
         free(ctx);
         return NULL;
     }
+    if (clnorm_mutex_init(&ctx->inline_lock, 1) != 0) {
+        clnorm_mutex_destroy(&ctx->lock);
+        free(ctx);
+        return NULL;
+    }
     const char *v = getenv("CLNORM_VERBOSE");
     ctx->verbose = v && *v && strcmp(v, "0") != 0;
     return ctx;
@@ -61,9 +66,18 @@ clnorm_status clnorm_create(const char *device_spec, clnorm_ctx **out)
     cl_int err;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ctx->platform,
                                      0};
-    ctx->context = clCreateContext(props, 1, &ctx->device, NULL, NULL, &err);
+    /* The latency path's in-thread device shares the cl_context, so buffers need no copy. */
+    ctx->inline_device = clnorm_latency_device(ctx->platform, ctx->device);
+    const cl_device_id devices[2] = {ctx->device, ctx->inline_device};
+    ctx->context =
+        clCreateContext(props, ctx->inline_device ? 2 : 1, devices, NULL, NULL, &err);
     if (err == CL_SUCCESS)
         ctx->queue = clCreateCommandQueue(ctx->context, ctx->device, 0, &err);
+    if (err == CL_SUCCESS && ctx->inline_device) {
+        ctx->inline_queue = clCreateCommandQueue(ctx->context, ctx->inline_device, 0, &err);
+        clGetDeviceInfo(ctx->inline_device, CL_DEVICE_NAME, sizeof ctx->inline_name - 1,
+                        ctx->inline_name, NULL);
+    }
     if (err == CL_SUCCESS)
         err = clRetainCommandQueue(ctx->queue);
     if (err == CL_SUCCESS) {
@@ -131,6 +145,8 @@ void clnorm_free(clnorm_ctx *ctx)
     if (!ctx)
         return;
     clnorm_release_programs(ctx);
+    if (ctx->inline_queue)
+        clReleaseCommandQueue(ctx->inline_queue);
     if (ctx->warm_queue)
         clReleaseCommandQueue(ctx->warm_queue);
     if (ctx->queue)
@@ -138,6 +154,7 @@ void clnorm_free(clnorm_ctx *ctx)
     if (ctx->context)
         clReleaseContext(ctx->context);
     clnorm_release_errors(ctx);
+    clnorm_mutex_destroy(&ctx->inline_lock);
     clnorm_mutex_destroy(&ctx->lock);
     free(ctx);
 }

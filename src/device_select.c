@@ -107,8 +107,55 @@ static cl_device_type type_of(cl_device_id d)
     return t;
 }
 
+/* An in-thread device (PoCL's `basic`, latency.c) is the latency device of its platform's
+ * multi-threaded CPU device, not a device to run everything on: where a rule by type, by
+ * default or by name picks it and the same platform has a CPU device the rule also picks,
+ * that one is taken. A "P:D" spec names exactly one device and is kept. */
+static long prefer_threaded(const device_ref *refs, size_t n, long i,
+                            int (*picks)(const device_ref *, const char *), const char *spec)
+{
+    if (i < 0 || !clnorm_is_inline_device(refs[i].device))
+        return i;
+    for (size_t j = 0; j < n; j++)
+        if (refs[j].platform == refs[i].platform && (long)j != i &&
+            (type_of(refs[j].device) & CL_DEVICE_TYPE_CPU) &&
+            !clnorm_is_inline_device(refs[j].device) && picks(&refs[j], spec))
+            return (long)j;
+    return i;
+}
+
+static int picks_any(const device_ref *r, const char *spec)
+{
+    (void)r;
+    (void)spec;
+    return 1;
+}
+
+static int picks_by_name(const device_ref *r, const char *spec)
+{
+    char dn[256], dv[256], pn[256];
+    info_string(r->device, NULL, 0, CL_DEVICE_NAME, dn, sizeof dn);
+    info_string(r->device, NULL, 0, CL_DEVICE_VENDOR, dv, sizeof dv);
+    info_string(NULL, r->platform, 1, CL_PLATFORM_NAME, pn, sizeof pn);
+    return contains_nocase(dn, spec) || contains_nocase(dv, spec) || contains_nocase(pn, spec);
+}
+
 /* Index into refs of the device the spec names, or -1. spec NULL/"" = default rule. */
+static long match_first(const device_ref *refs, size_t n, const char *spec);
+
 static long match(const device_ref *refs, size_t n, const char *spec)
+{
+    const long i = match_first(refs, n, spec);
+    unsigned p, d;
+    char tail;
+    if (spec && sscanf(spec, "%u:%u%c", &p, &d, &tail) == 2)
+        return i;
+    const int by_name = spec && *spec && strcmp(spec, "cpu") != 0 && strcmp(spec, "gpu") != 0 &&
+                        strcmp(spec, "accelerator") != 0;
+    return prefer_threaded(refs, n, i, by_name ? picks_by_name : picks_any, spec);
+}
+
+static long match_first(const device_ref *refs, size_t n, const char *spec)
 {
     if (n == 0)
         return -1;
@@ -139,14 +186,9 @@ static long match(const device_ref *refs, size_t n, const char *spec)
                 return (long)i;
         return -1;
     }
-    for (size_t i = 0; i < n; i++) {
-        char dn[256], dv[256], pn[256];
-        info_string(refs[i].device, NULL, 0, CL_DEVICE_NAME, dn, sizeof dn);
-        info_string(refs[i].device, NULL, 0, CL_DEVICE_VENDOR, dv, sizeof dv);
-        info_string(NULL, refs[i].platform, 1, CL_PLATFORM_NAME, pn, sizeof pn);
-        if (contains_nocase(dn, spec) || contains_nocase(dv, spec) || contains_nocase(pn, spec))
+    for (size_t i = 0; i < n; i++)
+        if (picks_by_name(&refs[i], spec))
             return (long)i;
-    }
     return -1;
 }
 

@@ -65,8 +65,11 @@ static int writes_anything(const clnorm_call_args *a)
 
 clnorm_status clnorm_execute_quiet(clnorm_plan *plan, clnorm_direction dir,
                                    const clnorm_arg *args, size_t nargs, cl_command_queue queue,
-                                   cl_uint nwait, const cl_event *wait, cl_event *event)
+                                   cl_uint nwait, const cl_event *wait, cl_event *event,
+                                   int *inline_ran)
 {
+    if (inline_ran)
+        *inline_ran = 0;
     clnorm_ctx *ctx = plan->ctx;
     TRY(clnorm_check_launch(plan, "clnorm_execute", &queue, nwait, wait));
     TRY(check_direction(plan, dir));
@@ -81,6 +84,12 @@ clnorm_status clnorm_execute_quiet(clnorm_plan *plan, clnorm_direction dir,
         return CLNORM_OK;
     }
     const unsigned flags = plan->op->kernel_flags(plan->op, &plan->desc, dir, a.present);
+    int taken = 0;
+    TRY(clnorm_latency_launch(plan, dir, &a, flags, queue, nwait, wait, event, &taken));
+    if (inline_ran)
+        *inline_ran = taken;
+    if (taken)
+        return CLNORM_OK;
     return clnorm_launch(plan, dir, &a, flags, 0, queue, nwait, wait, event);
 }
 
@@ -93,10 +102,13 @@ clnorm_status clnorm_execute(clnorm_plan *plan, clnorm_direction dir, const clno
     clnorm_ctx *ctx = plan->ctx;
     clnorm_clear_error(ctx);
     const double t0 = ctx->verbose ? clnorm_now_ms() : 0.0;
-    clnorm_status st = clnorm_execute_quiet(plan, dir, args, nargs, queue, nwait, wait, event);
+    int inline_ran = 0;
+    clnorm_status st =
+        clnorm_execute_quiet(plan, dir, args, nargs, queue, nwait, wait, event, &inline_ran);
     if (st == CLNORM_OK && ctx->verbose) {
         CL_CHECK(ctx, clFinish(queue ? queue : ctx->queue), "clFinish (CLNORM_VERBOSE timing)");
-        clnorm_verbose_exec(plan, dir, "cl_mem", clnorm_now_ms() - t0);
+        clnorm_verbose_exec(plan, dir, "cl_mem", inline_ran ? ctx->inline_name : ctx->name,
+                            clnorm_now_ms() - t0);
     }
     return st;
 }
@@ -134,8 +146,9 @@ static clnorm_status make_buf(clnorm_ctx *ctx, const char *name, const void *src
  * Rows but the last go through one rectangular read, the last row through a plain one: a
  * rectangle of `rows` full pitches would reach past the buffer's end, which some runtimes
  * (NVIDIA's) reject even though its last row is short. */
-static clnorm_status read_back(clnorm_ctx *ctx, cl_mem mem, const clnorm_slot_info *info,
-                               void *dst, cl_event done, cl_event *evs, cl_uint *nevs)
+static clnorm_status read_back(clnorm_ctx *ctx, cl_command_queue rq, cl_mem mem,
+                               const clnorm_slot_info *info, void *dst, cl_event done,
+                               cl_event *evs, cl_uint *nevs)
 {
     const size_t es = clnorm_dtype_size(info->dtype);
     const size_t pitch = info->stride * es, row = info->cols * es;
@@ -143,16 +156,16 @@ static clnorm_status read_back(clnorm_ctx *ctx, cl_mem mem, const clnorm_slot_in
     if (info->rows > 1 && info->stride != info->cols) {
         const size_t origin[3] = {0, 0, 0};
         const size_t region[3] = {row, info->rows - 1, 1};
-        err = clEnqueueReadBufferRect(ctx->queue, mem, CL_FALSE, origin, origin, region, pitch, 0,
+        err = clEnqueueReadBufferRect(rq, mem, CL_FALSE, origin, origin, region, pitch, 0,
                                       pitch, 0, dst, 1, &done, &evs[*nevs]);
         if (err == CL_SUCCESS) {
             ++*nevs;
             const size_t last = (info->rows - 1) * pitch;
-            err = clEnqueueReadBuffer(ctx->queue, mem, CL_FALSE, last, row, (char *)dst + last, 1,
+            err = clEnqueueReadBuffer(rq, mem, CL_FALSE, last, row, (char *)dst + last, 1,
                                       &done, &evs[*nevs]);
         }
     } else {
-        err = clEnqueueReadBuffer(ctx->queue, mem, CL_FALSE, 0, info->extent * es, dst, 1, &done,
+        err = clEnqueueReadBuffer(rq, mem, CL_FALSE, 0, info->extent * es, dst, 1, &done,
                                   &evs[*nevs]);
     }
     CL_CHECK(ctx, err, "reading an output back");
@@ -171,7 +184,7 @@ static int read_by_kernels(const clnorm_call_args *a, unsigned s)
 }
 
 static clnorm_status run_host(clnorm_plan *plan, clnorm_direction dir,
-                              const clnorm_call_args *a, host_bufs *h)
+                              const clnorm_call_args *a, host_bufs *h, int *inline_ran)
 {
     clnorm_ctx *ctx = plan->ctx;
     clnorm_arg args[CLNORM_ARG_SLOT_COUNT];
@@ -191,15 +204,18 @@ static clnorm_status run_host(clnorm_plan *plan, clnorm_direction dir,
         args[nargs++] = (clnorm_arg){(clnorm_arg_slot)s, h->mem[s], 0};
     }
     cl_event done = NULL;
-    TRY(clnorm_execute_quiet(plan, dir, args, nargs, ctx->queue, 0, NULL, &done));
+    TRY(clnorm_execute_quiet(plan, dir, args, nargs, ctx->queue, 0, NULL, &done, inline_ran));
+    /* The reads go where the kernels ran: on the latency path, the in-thread device (its
+     * kernels are done; an event of one device is never waited on by the other's queue). */
+    cl_command_queue rq = *inline_ran ? ctx->inline_queue : ctx->queue;
     /* The queue may be an adopted out-of-order one: the reads wait for the kernels. */
     cl_event evs[2 * CLNORM_ARG_SLOT_COUNT];
     cl_uint nevs = 0;
     clnorm_status st = CLNORM_OK;
     for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT && st == CLNORM_OK; s++)
         if (h->mem[s] && a->info[s].is_output)
-            st = read_back(ctx, h->mem[s], &a->info[s], (void *)(uintptr_t)a->handle[s], done, evs,
-                           &nevs);
+            st = read_back(ctx, rq, h->mem[s], &a->info[s], (void *)(uintptr_t)a->handle[s], done,
+                           evs, &nevs);
     cl_int err = nevs ? clWaitForEvents(nevs, evs) : clWaitForEvents(1, &done);
     for (cl_uint i = 0; i < nevs; i++)
         clReleaseEvent(evs[i]);
@@ -217,6 +233,7 @@ static clnorm_status host_call(clnorm_plan *plan, clnorm_direction dir,
     clnorm_ctx *ctx = plan->ctx;
     const double t0 = ctx->verbose ? clnorm_now_ms() : 0.0;
     clnorm_status st;
+    int inline_ran = 0;
     if (plan->strategy == CLNORM_STRATEGY_REFERENCE) {
         clnorm_host_ptrs p;
         for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
@@ -227,13 +244,19 @@ static clnorm_status host_call(clnorm_plan *plan, clnorm_direction dir,
     } else {
         host_bufs h;
         memset(&h, 0, sizeof h);
-        st = run_host(plan, dir, a, &h);
+        /* A latency plan's copies and reads are the in-thread device's commands too. */
+        if (plan->inline_ok)
+            clnorm_mutex_lock(&ctx->inline_lock);
+        st = run_host(plan, dir, a, &h, &inline_ran);
         release_bufs(&h);
+        if (plan->inline_ok)
+            clnorm_mutex_unlock(&ctx->inline_lock);
         if (st != CLNORM_OK)
             return st;
     }
     if (ctx->verbose)
-        clnorm_verbose_exec(plan, dir, "host", clnorm_now_ms() - t0);
+        clnorm_verbose_exec(plan, dir, "host", inline_ran ? ctx->inline_name : ctx->name,
+                            clnorm_now_ms() - t0);
     return CLNORM_OK;
 }
 

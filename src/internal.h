@@ -90,6 +90,16 @@ struct clnorm_ctx {
     /* Plan warm-ups run here: the context's own queue, or for an adopted application queue
      * a private one, so that creating a plan never waits for the application's work. */
     cl_command_queue warm_queue;
+    /* The latency path (latency.c): the platform's in-thread device and an in-order queue on
+     * it, for small plans executed on the context's own queue; NULL when there is none. */
+    cl_device_id inline_device;
+    cl_command_queue inline_queue;
+    /* Serializes everything that touches the in-thread device's commands and events
+     * (recursive: the host layer holds it around its own inner call). PoCL 3.1's `basic`
+     * device deadlocks when one thread releases one of its events while another runs its
+     * commands; it runs them in the calling thread anyway, one at a time. */
+    clnorm_mutex inline_lock;
+    char inline_name[256];
     char name[512];
     clnorm_device_profile profile;
     int verbose; /* CLNORM_VERBOSE, read at creation, never changed */
@@ -133,6 +143,7 @@ struct clnorm_plan {
     clnorm_strategy strategy;
     clnorm_geometry geo;
     clnorm_direction_kernels dir[2]; /* CLNORM_FORWARD, CLNORM_BACKWARD */
+    int inline_ok;                   /* a latency plan: runs on ctx->inline_queue (latency.c) */
     clnorm_mutex lock;                      /* guards the instance pools */
 };
 
@@ -280,16 +291,39 @@ clnorm_status clnorm_check_launch(clnorm_plan *plan, const char *fn, cl_command_
 /* ---- execution (execute.c) ---- */
 /* clnorm_execute without clearing the error message or printing a verbose line (the host
  * path's inner call). */
+/* clnorm_execute_quiet: *inline_ran (may be NULL) says whether the latency path ran it. */
 clnorm_status clnorm_execute_quiet(clnorm_plan *plan, clnorm_direction dir,
                                    const clnorm_arg *args, size_t nargs, cl_command_queue queue,
-                                   cl_uint nwait, const cl_event *wait, cl_event *event);
+                                   cl_uint nwait, const cl_event *wait, cl_event *event,
+                                   int *inline_ran);
 /* Waits for event, releases it either way. */
 clnorm_status clnorm_wait_release(clnorm_ctx *ctx, cl_event event);
+
+/* ---- the latency path (latency.c) ---- */
+/* x of at most this many bytes makes a latency plan, unless CLNORM_LATENCY_BYTES says
+ * otherwise: where one thread in the calling thread beat PoCL's pthread device on the CI
+ * machine, cold buffers (bench/RESULTS.md, "Small problems"). */
+#define CLNORM_LATENCY_DEFAULT_BYTES ((size_t)1 << 20)
+/* PoCL's in-thread device (`basic`)? */
+int clnorm_is_inline_device(cl_device_id device);
+/* The in-thread device a context on `main` takes in too, or NULL: none in the platform, main
+ * not a CPU device, or CLNORM_LATENCY=0. */
+cl_device_id clnorm_latency_device(cl_platform_id platform, cl_device_id main);
+clnorm_status clnorm_latency_threshold(clnorm_ctx *ctx, size_t *bytes);
+/* Does a description's x fit in the threshold? */
+int clnorm_latency_fits(const clnorm_desc *d, size_t threshold);
+/* Runs a validated call on the in-thread device when the policy takes it (*taken = 1); else
+ * does nothing and the caller launches on `queue`. */
+clnorm_status clnorm_latency_launch(clnorm_plan *plan, clnorm_direction dir,
+                                    const clnorm_call_args *a, unsigned flags,
+                                    cl_command_queue queue, cl_uint nwait, const cl_event *wait,
+                                    cl_event *event, int *taken);
 
 /* ---- verbose (verbose.c) ---- */
 double clnorm_now_ms(void);
 void clnorm_verbose_plan(const clnorm_plan *plan, double ms, int built);
+/* device: where the kernels ran (the context's device or its latency device). */
 void clnorm_verbose_exec(const clnorm_plan *plan, clnorm_direction dir, const char *api,
-                         double ms);
+                         const char *device, double ms);
 
 #endif

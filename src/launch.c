@@ -289,15 +289,40 @@ clnorm_status clnorm_launch(clnorm_plan *plan, clnorm_direction dir, const clnor
     }
     if (nwait)
         memcpy(list, wait, nwait * sizeof *list);
-    if (in->last && !(queue == in->last_queue && in_order(queue)))
-        list[nlist++] = in->last;
+    if (in->last && !(queue == in->last_queue && in_order(queue))) {
+        if (ctx->inline_queue &&
+            (queue == ctx->inline_queue || in->last_queue == ctx->inline_queue)) {
+            /* Across the latency device and the main one: on the host (latency.c). */
+            const cl_int err = clWaitForEvents(1, &in->last);
+            if (err != CL_SUCCESS) {
+                if (list != local_list)
+                    free(list);
+                release(plan, in);
+                return clnorm_fail(ctx, err, "waiting for the plan's previous run failed: %s",
+                                   clnorm_status_string(err));
+            }
+        } else {
+            list[nlist++] = in->last;
+        }
+    }
 
     cl_event done = NULL;
     clnorm_status st = enqueue_steps(plan, dir, in, steps, nsteps, a, flags, warm, queue, nlist,
                                      nlist ? list : NULL, &done);
     if (list != local_list)
         free(list);
-    if (st == CLNORM_OK) {
+    if (st == CLNORM_OK && ctx->inline_queue && queue == ctx->inline_queue) {
+        /* The latency path (latency.c) waits for `done` before it returns and holds the only
+         * reference: no later chain needs to wait for it, and no event of the in-thread device
+         * outlives the lock that guards it. */
+        if (in->last)
+            clReleaseEvent(in->last);
+        in->last = NULL;
+        if (event)
+            *event = done;
+        else
+            clReleaseEvent(done);
+    } else if (st == CLNORM_OK) {
         if (in->last)
             clReleaseEvent(in->last);
         in->last = done;

@@ -30,13 +30,17 @@ static clnorm_status chain_kmax(clnorm_plan *plan, cl_program prog, const clnorm
         cl_int err;
         cl_kernel k = clCreateKernel(prog, chain->steps[i].kernel, &err);
         CL_CHECK(ctx, err, "clCreateKernel");
-        size_t m = 0;
-        err = clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof m, &m,
-                                       NULL);
+        /* Both devices' limit when the kernels may also run on the latency device. */
+        const cl_device_id devices[2] = {ctx->device, ctx->inline_device};
+        for (int dv = 0; dv < (plan->inline_ok ? 2 : 1) && err == CL_SUCCESS; dv++) {
+            size_t m = 0;
+            err = clGetKernelWorkGroupInfo(k, devices[dv], CL_KERNEL_WORK_GROUP_SIZE, sizeof m,
+                                           &m, NULL);
+            if (err == CL_SUCCESS && m > 0 && (*kmax == 0 || m < *kmax))
+                *kmax = m;
+        }
         clReleaseKernel(k);
         CL_CHECK(ctx, err, "clGetKernelWorkGroupInfo");
-        if (m > 0 && (*kmax == 0 || m < *kmax))
-            *kmax = m;
     }
     return CLNORM_OK;
 }
@@ -53,7 +57,16 @@ static clnorm_status warm_up(clnorm_plan *plan, clnorm_direction dir)
     TRY(clnorm_gather_mem_args(ctx, plan->op, &plan->desc, dir, NULL, 0, &none));
     cl_event done = NULL;
     TRY(clnorm_launch(plan, dir, &none, 0, 1, ctx->warm_queue, 0, NULL, &done));
-    return clnorm_wait_release(ctx, done);
+    TRY(clnorm_wait_release(ctx, done));
+    if (!plan->inline_ok)
+        return CLNORM_OK;
+    /* The latency device compiles its own work-group functions: warm it too. */
+    clnorm_mutex_lock(&ctx->inline_lock);
+    clnorm_status st = clnorm_launch(plan, dir, &none, 0, 1, ctx->inline_queue, 0, NULL, &done);
+    if (st == CLNORM_OK)
+        st = clnorm_wait_release(ctx, done);
+    clnorm_mutex_unlock(&ctx->inline_lock);
+    return st;
 }
 
 clnorm_status clnorm_prepare_plan(clnorm_plan *plan, const clnorm_tuning *t)
@@ -162,6 +175,15 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
     plan->desc = d;
     plan->view = view;
     plan->strategy = strategy;
+    if (ctx->inline_device && strategy != CLNORM_STRATEGY_REFERENCE) {
+        size_t threshold;
+        st = clnorm_latency_threshold(ctx, &threshold);
+        if (st != CLNORM_OK) {
+            clnorm_plan_free(plan);
+            return st;
+        }
+        plan->inline_ok = clnorm_latency_fits(&d, threshold);
+    }
     if (strategy != CLNORM_STRATEGY_REFERENCE) {
         const size_t builds = clnorm_program_builds(ctx);
         const double t0 = clnorm_now_ms();
@@ -201,4 +223,11 @@ clnorm_strategy clnorm_plan_strategy(const clnorm_plan *plan)
 const clnorm_desc *clnorm_plan_desc(const clnorm_plan *plan)
 {
     return plan ? &plan->desc : NULL;
+}
+
+const char *clnorm_plan_device_name(const clnorm_plan *plan)
+{
+    if (!plan)
+        return "";
+    return plan->inline_ok ? plan->ctx->inline_name : plan->ctx->name;
 }

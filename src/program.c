@@ -63,7 +63,10 @@ static clnorm_status build(clnorm_ctx *ctx, const char *const *files, size_t nfi
     cl_int err;
     cl_program prog = clCreateProgramWithSource(ctx->context, (cl_uint)nfiles, texts, lens, &err);
     CL_CHECK(ctx, err, "clCreateProgramWithSource");
-    err = clBuildProgram(prog, 1, &ctx->device, options, NULL, NULL);
+    /* With a latency device (latency.c) every program is built for it too: a plan's kernels
+     * run on either device. */
+    const cl_device_id devices[2] = {ctx->device, ctx->inline_device};
+    err = clBuildProgram(prog, ctx->inline_device ? 2 : 1, devices, options, NULL, NULL);
     if (err != CL_SUCCESS) {
         clnorm_status st = build_failed(ctx, prog, err, key);
         clReleaseProgram(prog);

@@ -28,18 +28,21 @@ void clnorm_verbose_plan(const clnorm_plan *p, double ms, int built)
     char s[64];
     shape(p, s, sizeof s);
     fprintf(stderr,
-            "clnorm_verbose,plan,%s,%s,%s,strategy=%s,local=%zu,chunks=%zu,device=%s,%s,%.3f ms\n",
+            "clnorm_verbose,plan,%s,%s,%s,strategy=%s,local=%zu,chunks=%zu,device=%s,%s%s,%s,"
+            "%.3f ms\n",
             op_name(p), clnorm_dtype_name(p->desc.dtype), s, clnorm_strategy_name(p->strategy),
             p->geo.local, p->geo.chunks, p->ctx->name,
-            built ? "built" : "cached", ms);
+            p->inline_ok ? "latency=" : "latency=none",
+            p->inline_ok ? p->ctx->inline_name : "", built ? "built" : "cached", ms);
 }
 
-void clnorm_verbose_exec(const clnorm_plan *p, clnorm_direction dir, const char *api, double ms)
+void clnorm_verbose_exec(const clnorm_plan *p, clnorm_direction dir, const char *api,
+                         const char *device, double ms)
 {
     char s[64];
     shape(p, s, sizeof s);
     fprintf(stderr, "clnorm_verbose,exec,%s,%s,%s,%s,strategy=%s,api=%s,device=%s,%.3f ms\n",
             dir == CLNORM_BACKWARD ? "backward" : "forward", op_name(p),
             clnorm_dtype_name(p->desc.dtype), s,
-            clnorm_strategy_name(p->strategy), api, p->ctx->name, ms);
+            clnorm_strategy_name(p->strategy), api, device, ms);
 }

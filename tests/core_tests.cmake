@@ -34,3 +34,11 @@ target_link_libraries(test_context PRIVATE Threads::Threads)
 # An adopted out-of-order application queue: multi-kernel operations and the host layer's
 # read-backs ordered by events, not by the queue.
 clnorm_add_test(test_ooo_queue test_ooo_queue.c)
+
+# The latency path (src/latency.c): PoCL lists its in-thread `basic` device only when
+# POCL_DEVICES names it, so this suite names both of PoCL's CPU devices. Elsewhere it skips.
+clnorm_add_test(test_latency test_latency.c)
+target_link_libraries(test_latency PRIVATE Threads::Threads)
+set_tests_properties(test_latency PROPERTIES
+  ENVIRONMENT "CLNORM_GOLDEN_DIR=${CMAKE_CURRENT_SOURCE_DIR}/golden;POCL_DEVICES=pthread basic"
+  SKIP_RETURN_CODE 77)

@@ -1,0 +1,373 @@
+/*
+ * test_latency.c - the latency path (src/latency.c): small plans on a CPU device run on the
+ * platform's in-thread device. Registered with POCL_DEVICES="pthread basic" so that PoCL lists
+ * both; everything skips where the context has no latency device (another platform, or PoCL
+ * without `basic`).
+ *  - The policy: which plans take it (CLNORM_LATENCY_BYTES), the switch (CLNORM_LATENCY=0),
+ *    and that "cpu" still picks the multi-threaded device.
+ *  - Same bits as the main device: forward and backward, layer 1 and layer 2, for LayerNorm,
+ *    RMSNorm, add + LayerNorm and GroupNorm.
+ *  - The queue's order: work enqueued before on the context's queue is done first, work after
+ *    sees the result, a pending wait list keeps the call on the queue (and asynchronous).
+ *  - Threads sharing one latency plan, through both layers.
+ */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
+#include "test_util.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static clnorm_ctx *make_ctx(void)
+{
+    clnorm_ctx *ctx = NULL;
+    if (clnorm_create("cpu", &ctx) != CLNORM_OK)
+        return NULL;
+    if (clnorm_get_backend(ctx) != CLNORM_BACKEND_OPENCL) {
+        clnorm_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+/* A plan of desc and whether it runs on the latency device (its device differs from the
+ * context's). */
+static clnorm_plan *plan_of(clnorm_ctx *ctx, const clnorm_desc *d, int *latency)
+{
+    clnorm_plan *p = NULL;
+    if (clnorm_plan_create(ctx, d, &p) != CLNORM_OK)
+        fail_msg("plan: %s", clnorm_last_error(ctx));
+    *latency = strcmp(clnorm_plan_device_name(p), clnorm_device_name(ctx)) != 0 &&
+               strstr(clnorm_device_name(ctx), clnorm_plan_device_name(p)) == NULL;
+    return p;
+}
+
+/* A context with a latency device, or skip. */
+static clnorm_ctx *latency_ctx(void)
+{
+    unsetenv("CLNORM_LATENCY_BYTES");
+    clnorm_ctx *ctx = make_ctx();
+    if (!ctx)
+        skip();
+    clnorm_desc d;
+    clnorm_desc_init(&d, CLNORM_LAYER, 1, 64);
+    int latency = 0;
+    clnorm_plan_free(plan_of(ctx, &d, &latency));
+    if (!latency) {
+        clnorm_free(ctx);
+        skip();
+    }
+    return ctx;
+}
+
+static void test_policy(void **state)
+{
+    (void)state;
+    clnorm_ctx *ctx = latency_ctx();
+    /* "cpu" picks the multi-threaded device, though PoCL lists `basic` first. */
+    assert_null(strstr(clnorm_device_name(ctx), "/ basic"));
+    clnorm_desc small, big;
+    clnorm_desc_init(&small, CLNORM_LAYER, 1, 768);
+    clnorm_desc_init(&big, CLNORM_LAYER, 4096, 1024); /* 16 MiB of x */
+    int lat = 0;
+    clnorm_plan *p = plan_of(ctx, &small, &lat);
+    assert_true(lat);
+    assert_non_null(strstr(clnorm_plan_device_name(p), "basic"));
+    clnorm_plan_free(p);
+    p = plan_of(ctx, &big, &lat);
+    assert_false(lat);
+    assert_string_equal(clnorm_plan_device_name(p), clnorm_device_name(ctx));
+    clnorm_plan_free(p);
+    /* The threshold is x's bytes: exactly at it, in; one row more, out. */
+    setenv("CLNORM_LATENCY_BYTES", "6144", 1); /* 2 rows of 768 float32 */
+    clnorm_desc two, three;
+    clnorm_desc_init(&two, CLNORM_LAYER, 2, 768);
+    clnorm_desc_init(&three, CLNORM_LAYER, 3, 768);
+    clnorm_plan_free(plan_of(ctx, &two, &lat));
+    assert_true(lat);
+    clnorm_plan_free(plan_of(ctx, &three, &lat));
+    assert_false(lat);
+    setenv("CLNORM_LATENCY_BYTES", "0", 1);
+    clnorm_plan_free(plan_of(ctx, &small, &lat));
+    assert_false(lat);
+    /* A bad value is refused at plan creation, with no plan. */
+    setenv("CLNORM_LATENCY_BYTES", "12k", 1);
+    p = (clnorm_plan *)&lat;
+    assert_int_equal(clnorm_plan_create(ctx, &small, &p), CLNORM_INVALID_ARGUMENT);
+    assert_null(p);
+    assert_non_null(strstr(clnorm_last_error(ctx), "CLNORM_LATENCY_BYTES"));
+    unsetenv("CLNORM_LATENCY_BYTES");
+    clnorm_free(ctx);
+    /* The switch: a context made with CLNORM_LATENCY=0 has no latency device at all. */
+    setenv("CLNORM_LATENCY", "0", 1);
+    ctx = make_ctx();
+    unsetenv("CLNORM_LATENCY");
+    assert_non_null(ctx);
+    clnorm_plan_free(plan_of(ctx, &small, &lat));
+    assert_false(lat);
+    clnorm_free(ctx);
+}
+
+/* One case: a description, and its forward (and backward) through layer 2 on a latency plan
+ * and on a plan of the main device (CLNORM_LATENCY_BYTES=0): the same kernels, the same
+ * geometry, so the same bits. */
+static void same_bits(clnorm_ctx *ctx, const clnorm_desc *d, size_t xlen, size_t plen)
+{
+    int lat = 0, lat0 = 1;
+    clnorm_plan *pl = plan_of(ctx, d, &lat);
+    setenv("CLNORM_LATENCY_BYTES", "0", 1);
+    clnorm_plan *pm = plan_of(ctx, d, &lat0);
+    unsetenv("CLNORM_LATENCY_BYTES");
+    assert_true(lat);
+    assert_false(lat0);
+    tu_rng rng;
+    tu_rng_seed(&rng, 5);
+    float *in[4], *out[2][5];
+    for (int i = 0; i < 4; i++) {
+        in[i] = malloc(xlen * sizeof(float));
+        assert_non_null(in[i]);
+        tu_fill_normal(&rng, in[i], xlen, i == 0 ? 2.0 : 0.0, 1.0);
+    }
+    float *g = malloc(plen * sizeof *g), *b = malloc(plen * sizeof *b);
+    assert_true(g && b);
+    tu_fill_normal(&rng, g, plen, 1.0, 0.3);
+    tu_fill_normal(&rng, b, plen, 0.0, 0.3);
+    const size_t stats = d->kind == CLNORM_GROUP ? d->rows * d->groups : d->rows;
+    const int add = d->kind == CLNORM_ADD_LAYER;
+    for (int k = 0; k < 2; k++) {
+        clnorm_plan *p = k ? pm : pl;
+        for (int i = 0; i < 5; i++) {
+            out[k][i] = calloc(xlen > plen ? xlen : plen, sizeof(float));
+            assert_non_null(out[k][i]);
+        }
+        float *mean = d->kind == CLNORM_RMS ? NULL : calloc(stats, sizeof(float));
+        float *rstd = calloc(stats, sizeof(float));
+        assert_non_null(rstd);
+        clnorm_host_arg fa[8] = {{CLNORM_ARG_X, in[0]}, {CLNORM_ARG_Y, out[k][0]},
+                                 {CLNORM_ARG_GAMMA, g},  {CLNORM_ARG_BETA, b},
+                                 {CLNORM_ARG_RSTD, rstd}};
+        size_t nf = 5;
+        if (mean)
+            fa[nf++] = (clnorm_host_arg){CLNORM_ARG_MEAN, mean};
+        if (add)
+            fa[nf++] = (clnorm_host_arg){CLNORM_ARG_RESIDUAL, in[2]};
+        if (clnorm_execute_host(p, CLNORM_FORWARD, fa, nf) != CLNORM_OK)
+            fail_msg("forward: %s", clnorm_last_error(ctx));
+        clnorm_host_arg ba[10] = {{CLNORM_ARG_X, in[0]},     {CLNORM_ARG_DY, in[1]},
+                                  {CLNORM_ARG_GAMMA, g},      {CLNORM_ARG_RSTD, rstd},
+                                  {CLNORM_ARG_DX, out[k][1]}, {CLNORM_ARG_DGAMMA, out[k][2]},
+                                  {CLNORM_ARG_DBETA, out[k][3]}};
+        size_t nb = 7;
+        if (mean)
+            ba[nb++] = (clnorm_host_arg){CLNORM_ARG_MEAN, mean};
+        if (add)
+            ba[nb++] = (clnorm_host_arg){CLNORM_ARG_RESIDUAL, in[2]};
+        if (clnorm_execute_host(p, CLNORM_BACKWARD, ba, nb) != CLNORM_OK)
+            fail_msg("backward: %s", clnorm_last_error(ctx));
+        free(mean);
+        free(rstd);
+    }
+    assert_int_equal(tu_cmp_bits(out[0][0], out[1][0], xlen, "y, latency vs main device"), 0);
+    assert_int_equal(tu_cmp_bits(out[0][1], out[1][1], xlen, "dx"), 0);
+    assert_int_equal(tu_cmp_bits(out[0][2], out[1][2], plen, "dgamma"), 0);
+    assert_int_equal(tu_cmp_bits(out[0][3], out[1][3], plen, "dbeta"), 0);
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 5; i++)
+            free(out[k][i]);
+    for (int i = 0; i < 4; i++)
+        free(in[i]);
+    free(g);
+    free(b);
+    clnorm_plan_free(pl);
+    clnorm_plan_free(pm);
+}
+
+static void test_same_bits(void **state)
+{
+    (void)state;
+    clnorm_ctx *ctx = latency_ctx();
+    clnorm_desc d;
+    const clnorm_kind kinds[] = {CLNORM_LAYER, CLNORM_RMS, CLNORM_ADD_LAYER};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        clnorm_desc_init(&d, kinds[k], 7, 300);
+        d.flags = CLNORM_WITH_BACKWARD | CLNORM_SAVE_STATS;
+        same_bits(ctx, &d, 7 * 300, 300);
+    }
+    clnorm_desc_init(&d, CLNORM_GROUP, 2, 8); /* N=2, C=8, 5x5, 4 groups */
+    d.spatial = 25;
+    d.groups = 4;
+    d.flags = CLNORM_WITH_BACKWARD | CLNORM_SAVE_STATS;
+    same_bits(ctx, &d, 2 * 8 * 25, 8);
+    clnorm_free(ctx);
+}
+
+/* Layer 1 on the context's queue keeps the queue's order. */
+static void test_queue_order(void **state)
+{
+    (void)state;
+    clnorm_ctx *ctx = latency_ctx();
+    const size_t rows = 3, cols = 768, n = rows * cols;
+    clnorm_desc d;
+    clnorm_desc_init(&d, CLNORM_LAYER, rows, cols);
+    d.flags = CLNORM_NO_GAMMA | CLNORM_NO_BETA;
+    int lat = 0;
+    clnorm_plan *p = plan_of(ctx, &d, &lat);
+    assert_true(lat);
+    cl_context c = clnorm_get_cl_context(ctx);
+    cl_command_queue q = clnorm_get_queue(ctx);
+    tu_rng rng;
+    tu_rng_seed(&rng, 9);
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *want = malloc(n * sizeof *want);
+    assert_true(x && y && want);
+    tu_fill_normal(&rng, x, n, 1.0, 2.0);
+    assert_int_equal(clnorm_ref_forward(&d, x, want, NULL, NULL, NULL, NULL), CLNORM_OK);
+    cl_mem xm = tu_buffer(c, q, NULL, n, 0), ym = tu_buffer(c, q, NULL, n, 0);
+    /* Keep the queue busy (64 MiB fill), then write x without blocking: the forward must
+     * see x, and a read enqueued after it must see y. */
+    const size_t big = (size_t)64 << 20;
+    cl_int err;
+    cl_mem busy = clCreateBuffer(c, CL_MEM_READ_WRITE, big, NULL, &err);
+    assert_int_equal(err, CL_SUCCESS);
+    const float one = 1.0f;
+    for (int round = 0; round < 3; round++) {
+        memset(y, 0, n * sizeof *y);
+        assert_int_equal(clEnqueueFillBuffer(q, busy, &one, sizeof one, 0, big, 0, NULL, NULL),
+                         CL_SUCCESS);
+        assert_int_equal(clEnqueueWriteBuffer(q, xm, CL_FALSE, 0, n * sizeof *x, x, 0, NULL,
+                                              NULL),
+                         CL_SUCCESS);
+        cl_event ev = NULL;
+        if (clnorm_forward(p, xm, 0, ym, 0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL,
+                           &ev) != CLNORM_OK)
+            fail_msg("forward: %s", clnorm_last_error(ctx));
+        cl_int status = CL_QUEUED;
+        assert_int_equal(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
+                                        &status, NULL),
+                         CL_SUCCESS);
+        assert_int_equal(status, CL_COMPLETE); /* the latency path returns with it done */
+        /* The event works in a wait list of the context's queue. */
+        assert_int_equal(clEnqueueReadBuffer(q, ym, CL_FALSE, 0, n * sizeof *y, y, 1, &ev, NULL),
+                         CL_SUCCESS);
+        assert_int_equal(clFinish(q), CL_SUCCESS);
+        clReleaseEvent(ev);
+        assert_int_equal(tu_cmp_f32(y, cols, want, cols, rows, cols, 2e-5, 2e-5, "ordered"), 0);
+        x[round] += 1.0f; /* a new x each round, so a stale y cannot pass */
+        assert_int_equal(clnorm_ref_forward(&d, x, want, NULL, NULL, NULL, NULL), CLNORM_OK);
+    }
+    /* A wait list with a pending user event: the call returns at once, on the queue, and
+     * runs when the event completes. */
+    cl_event gate = clCreateUserEvent(c, &err);
+    assert_int_equal(err, CL_SUCCESS);
+    assert_int_equal(clEnqueueWriteBuffer(q, xm, CL_TRUE, 0, n * sizeof *x, x, 0, NULL, NULL),
+                     CL_SUCCESS);
+    memset(y, 0, n * sizeof *y);
+    cl_event ev = NULL;
+    assert_int_equal(clnorm_forward(p, xm, 0, ym, 0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, q, 1,
+                                    &gate, &ev),
+                     CLNORM_OK);
+    cl_int status = CL_COMPLETE;
+    assert_int_equal(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
+                                    &status, NULL),
+                     CL_SUCCESS);
+    assert_true(status != CL_COMPLETE);
+    assert_int_equal(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+    assert_int_equal(clEnqueueReadBuffer(q, ym, CL_TRUE, 0, n * sizeof *y, y, 1, &ev, NULL),
+                     CL_SUCCESS);
+    assert_int_equal(tu_cmp_f32(y, cols, want, cols, rows, cols, 2e-5, 2e-5, "gated"), 0);
+    clReleaseEvent(ev);
+    clReleaseEvent(gate);
+    clReleaseMemObject(busy);
+    clReleaseMemObject(xm);
+    clReleaseMemObject(ym);
+    free(x);
+    free(y);
+    free(want);
+    clnorm_plan_free(p);
+    clnorm_free(ctx);
+}
+
+typedef struct {
+    clnorm_plan *plan;
+    const clnorm_desc *d;
+    int seed, failures;
+    cl_command_queue q;
+    cl_mem xm, ym;
+} worker;
+
+static void *work(void *arg)
+{
+    worker *w = arg;
+    const size_t n = w->d->rows * w->d->cols;
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *want = malloc(n * sizeof *want);
+    tu_rng rng;
+    tu_rng_seed(&rng, (uint64_t)w->seed);
+    for (int i = 0; i < 50 && x && y && want; i++) {
+        tu_fill_normal(&rng, x, n, 0.5, 1.5);
+        clnorm_ref_forward(w->d, x, want, NULL, NULL, NULL, NULL);
+        if (i % 2 == 0) {
+            if (clnorm_forward_host(w->plan, x, y, NULL, NULL, NULL, NULL) != CLNORM_OK)
+                w->failures++;
+        } else {
+            /* Layer 1 on the context's queue, its event released from this thread. */
+            cl_event ev = NULL;
+            if (clEnqueueWriteBuffer(w->q, w->xm, CL_TRUE, 0, n * sizeof *x, x, 0, NULL, NULL) !=
+                    CL_SUCCESS ||
+                clnorm_forward(w->plan, w->xm, 0, w->ym, 0, NULL, 0, NULL, 0, NULL, 0, NULL, 0,
+                               NULL, 0, NULL, &ev) != CLNORM_OK ||
+                clEnqueueReadBuffer(w->q, w->ym, CL_TRUE, 0, n * sizeof *y, y, 1, &ev, NULL) !=
+                    CL_SUCCESS)
+                w->failures++;
+            if (ev)
+                clReleaseEvent(ev);
+        }
+        for (size_t k = 0; k < n; k++)
+            if (!(y[k] - want[k] < 2e-5f && want[k] - y[k] < 2e-5f)) {
+                w->failures++;
+                break;
+            }
+    }
+    free(x);
+    free(y);
+    free(want);
+    return NULL;
+}
+
+static void test_threads_share_plan(void **state)
+{
+    (void)state;
+    clnorm_ctx *ctx = latency_ctx();
+    clnorm_desc d;
+    clnorm_desc_init(&d, CLNORM_LAYER, 4, 500);
+    d.flags = CLNORM_NO_GAMMA | CLNORM_NO_BETA;
+    int lat = 0;
+    clnorm_plan *p = plan_of(ctx, &d, &lat);
+    assert_true(lat);
+    pthread_t t[4];
+    worker w[4];
+    for (int i = 0; i < 4; i++) {
+        cl_context c = clnorm_get_cl_context(ctx);
+        cl_command_queue q = clnorm_get_queue(ctx);
+        w[i] = (worker){p, &d, 100 + i, 0, q, tu_buffer(c, q, NULL, 4 * 500, 0),
+                        tu_buffer(c, q, NULL, 4 * 500, 0)};
+        assert_int_equal(pthread_create(&t[i], NULL, work, &w[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(w[i].failures, 0);
+        clReleaseMemObject(w[i].xm);
+        clReleaseMemObject(w[i].ym);
+    }
+    clnorm_plan_free(p);
+    clnorm_free(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_policy),
+        cmocka_unit_test(test_same_bits),
+        cmocka_unit_test(test_queue_order),
+        cmocka_unit_test(test_threads_share_plan),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
