@@ -203,10 +203,12 @@ __kernel void norm_bwd_rows(BWD_PARAMS, __global const A *stats, __global A *par
                                   CLNORM_KF_GRAD_SCALE)) != 0,
               rms = (flags & CLNORM_KF_RMS) != 0,
               global_stats = (flags & CLNORM_KF_GLOBAL_STATS) != 0;
+    const int direct = (flags & CLNORM_KF_PARAMS_DIRECT) != 0;
     for (ulong row = r0; row < r1; row++) {
         const ulong p = per_sample ? row / sample_rows : p0;
-        __global A *pg = part + p * 2 * cols;
-        __global A *pb = pg + cols;
+        /* The block's partial sums, or with one block (direct) the gradients themselves. */
+        __global A *pg = !direct ? part + p * 2 * cols : want_dg ? dgamma + dgamma_off : 0;
+        __global A *pb = !direct ? part + p * 2 * cols + cols : want_db ? dbeta + dbeta_off : 0;
         A2 K;
         A m, r, sc;
         BWD_STATS(row, flags, &K, &m, &r, &sc);
@@ -323,7 +325,79 @@ __kernel void norm_bwd_slices(ulong sample_rows, ulong samples, __global const A
  * sums) added in order (Kahan compensated), then dscale and dshift of the sample, and dgamma
  * and dbeta accumulated over the samples in sample order. A fixed order: the same bits run
  * after run.
+ *
+ * PARAM_COLUMNS is written once for a type V of W columns: A and 1 (one column per call), and
+ * on CPU devices (CLNORM_PARAMS_VEC) also AV and VW, VW neighbouring columns per work-item in
+ * vector lanes: PoCL's own vectorization of the one-column form ran four lanes with the
+ * Kahan chains exposed, about 10 ns per column. The operations per column are the same in
+ * both forms, so the bits are too.
  */
+#define PARAM_COLUMNS(NAME, V, W, KAHAN)                                                    \
+    inline void NAME(ulong j, __global const P *gamma, ulong gamma_off,                     \
+                     __global const P *beta, ulong beta_off, __global P *dgamma,            \
+                     ulong dgamma_off, __global P *dbeta, ulong dbeta_off,                  \
+                     __global const P *scale, ulong scale_off, ulong scale_stride,          \
+                     __global P *dscale, ulong dscale_off, ulong dscale_stride,             \
+                     __global P *dshift, ulong dshift_off, ulong dshift_stride,             \
+                     ulong samples, ulong per, __global const A *src, ulong cols, uint flags) \
+    {                                                                                       \
+        const int s1_read = (flags & (CLNORM_KF_GRAD_GAMMA | CLNORM_KF_GRAD_SCALE)) != 0,    \
+                  s0_read = (flags & (CLNORM_KF_GRAD_BETA | CLNORM_KF_GRAD_SHIFT |          \
+                                      CLNORM_KF_GRAD_SCALE)) != 0;                          \
+        const V gj = (flags & CLNORM_KF_GAMMA) ? PLOAD_##W(gamma + gamma_off + j) : (V)1;   \
+        const V bj = (flags & CLNORM_KF_BETA) ? PLOAD_##W(beta + beta_off + j) : (V)0;      \
+        V sg = 0, cg = 0, sb = 0, cb = 0;                                                   \
+        for (ulong s = 0; s < samples; s++) {                                               \
+            V s1 = 0, c1 = 0, s0 = 0, c0 = 0;                                               \
+            for (ulong k = s * per; k < (s + 1) * per; k++) {                               \
+                if (s1_read)                                                                \
+                    KAHAN(&s1, &c1, PLOAD_##W(src + k * 2 * cols + j));                     \
+                if (s0_read)                                                                \
+                    KAHAN(&s0, &c0, PLOAD_##W(src + k * 2 * cols + cols + j));              \
+            }                                                                               \
+            if ((flags & CLNORM_KF_GRAD_SCALE) != 0)                                        \
+                PSTORE_##W(gj * s1 + bj * s0, dscale + dscale_off + s * dscale_stride + j); \
+            if ((flags & CLNORM_KF_GRAD_SHIFT) != 0)                                        \
+                PSTORE_##W(s0, dshift + dshift_off + s * dshift_stride + j);                \
+            /* dz = dy * (1 + scale): (1 + scale) S1 and (1 + scale) S0 */                  \
+            const V f = (flags & CLNORM_KF_SCALE)                                           \
+                            ? (V)1 + PLOAD_##W(scale + scale_off + s * scale_stride + j)    \
+                            : (V)1;                                                         \
+            KAHAN(&sg, &cg, s1 * f);                                                        \
+            KAHAN(&sb, &cb, s0 * f);                                                        \
+        }                                                                                   \
+        if ((flags & CLNORM_KF_GRAD_GAMMA) != 0)                                            \
+            PSTORE_##W(sg, dgamma + dgamma_off + j);                                        \
+        if ((flags & CLNORM_KF_GRAD_BETA) != 0)                                             \
+            PSTORE_##W(sb, dbeta + dbeta_off + j);                                          \
+    }
+
+#define PLOAD_1(p) (*(p))
+#define PSTORE_1(v, p) (*(p) = (v))
+PARAM_COLUMNS(param_column, A, 1, kahan_add)
+
+#if defined(CLNORM_PARAMS_VEC)
+#define PLOAD_VW(p) CAT(vload, VW)(0, (p))
+#define PSTORE_VW(v, p) CAT(vstore, VW)((v), 0, (p))
+/* kahan_add in lanes: a lane whose sum is no longer finite drops its compensation. */
+inline void kahan_addv(AV *s, AV *c, AV v)
+{
+    const AV y = v - *c;
+    const AV t = *s + y;
+    *c = select((AV)0, (t - *s) - y, isfinite(t));
+    *s = t;
+}
+PARAM_COLUMNS(param_columns_v, AV, VW, kahan_addv)
+#endif
+
+/* Work-item i takes columns [i * PARAM_W, (i + 1) * PARAM_W): in lanes where all of them are
+ * there, else one by one (the row's tail). */
+#if defined(CLNORM_PARAMS_VEC)
+#define PARAM_W VW
+#else
+#define PARAM_W 1
+#endif
+
 __kernel void norm_bwd_params(__global const P *gamma, ulong gamma_off, ulong gamma_stride,
                               __global const P *beta, ulong beta_off, ulong beta_stride,
                               __global P *dgamma, ulong dgamma_off, ulong dgamma_stride,
@@ -335,8 +409,8 @@ __kernel void norm_bwd_params(__global const P *gamma, ulong gamma_off, ulong ga
                               __global const A *slices, ulong rows_per_group, ulong cols,
                               uint flags)
 {
-    const ulong j = get_global_id(0);
-    if (j >= cols)
+    const ulong j0 = get_global_id(0) * PARAM_W;
+    if (j0 >= cols)
         return;
     /* partial rows per sample, or their slices; none in an empty batch, whose gradients are
      * zeros */
@@ -344,32 +418,17 @@ __kernel void norm_bwd_params(__global const P *gamma, ulong gamma_off, ulong ga
     const int sliced = params_sliced(samples, np);
     const ulong per = sliced ? (np + CLNORM_PARAM_SLICE - 1) / CLNORM_PARAM_SLICE : np;
     __global const A *src = sliced ? slices : part;
-    const int s1_read = (flags & (CLNORM_KF_GRAD_GAMMA | CLNORM_KF_GRAD_SCALE)) != 0,
-              s0_read = (flags & (CLNORM_KF_GRAD_BETA | CLNORM_KF_GRAD_SHIFT |
-                                  CLNORM_KF_GRAD_SCALE)) != 0;
-    const A gj = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + j] : (A)1;
-    const A bj = (flags & CLNORM_KF_BETA) ? beta[beta_off + j] : (A)0;
-    A sg = 0, cg = 0, sb = 0, cb = 0;
-    for (ulong s = 0; s < samples; s++) {
-        A s1 = 0, c1 = 0, s0 = 0, c0 = 0;
-        for (ulong k = s * per; k < (s + 1) * per; k++) {
-            if (s1_read)
-                kahan_add(&s1, &c1, src[k * 2 * cols + j]);
-            if (s0_read)
-                kahan_add(&s0, &c0, src[k * 2 * cols + cols + j]);
-        }
-        if ((flags & CLNORM_KF_GRAD_SCALE) != 0)
-            dscale[dscale_off + s * dscale_stride + j] = gj * s1 + bj * s0;
-        if ((flags & CLNORM_KF_GRAD_SHIFT) != 0)
-            dshift[dshift_off + s * dshift_stride + j] = s0;
-        /* dz = dy * (1 + scale): (1 + scale) S1 and (1 + scale) S0 */
-        const A f = (flags & CLNORM_KF_SCALE) ? (A)1 + scale[scale_off + s * scale_stride + j]
-                                              : (A)1;
-        kahan_add(&sg, &cg, s1 * f);
-        kahan_add(&sb, &cb, s0 * f);
+#if defined(CLNORM_PARAMS_VEC)
+    if (j0 + VW <= cols) {
+        param_columns_v(j0, gamma, gamma_off, beta, beta_off, dgamma, dgamma_off, dbeta,
+                        dbeta_off, scale, scale_off, scale_stride, dscale, dscale_off,
+                        dscale_stride, dshift, dshift_off, dshift_stride, samples, per, src,
+                        cols, flags);
+        return;
     }
-    if ((flags & CLNORM_KF_GRAD_GAMMA) != 0)
-        dgamma[dgamma_off + j] = sg;
-    if ((flags & CLNORM_KF_GRAD_BETA) != 0)
-        dbeta[dbeta_off + j] = sb;
+#endif
+    for (ulong j = j0; j < min(cols, j0 + PARAM_W); j++)
+        param_column(j, gamma, gamma_off, beta, beta_off, dgamma, dgamma_off, dbeta, dbeta_off,
+                     scale, scale_off, scale_stride, dscale, dscale_off, dscale_stride, dshift,
+                     dshift_off, dshift_stride, samples, per, src, cols, flags);
 }

@@ -253,8 +253,12 @@ inline void out_apply1(row_out out, row_in in, ulong i, A2 K, A m, A r, A sc)
 #define BWD_SCALE_PARAM                                                                     \
     , __global const P *scale, ulong scale_off, ulong scale_stride, ulong sample_rows
 #define BWD_IN_PARAMS BWD_READ_PARAMS BWD_SCALE_PARAM
+/* norm_bwd_rows' tensors: dgamma and dbeta are written there only with
+ * CLNORM_KF_PARAMS_DIRECT (else by norm_bwd_params). */
 #define BWD_PARAMS                                                                          \
-    BWD_READ_PARAMS, __global T *dx, ulong dx_off, ulong dx_stride DSUM_PARAM BWD_SCALE_PARAM
+    BWD_READ_PARAMS, __global T *dx, ulong dx_off, ulong dx_stride, __global P *dgamma,      \
+        ulong dgamma_off, ulong dgamma_stride, __global P *dbeta, ulong dbeta_off,          \
+        ulong dbeta_stride DSUM_PARAM BWD_SCALE_PARAM
 
 typedef struct {
     row_in in;

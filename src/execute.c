@@ -24,8 +24,10 @@ clnorm_status clnorm_check_launch(clnorm_plan *plan, const char *fn, cl_command_
               "a plan with the reference strategy runs through the host-pointer calls only");
     RETURN_IF((nwait > 0) != (wait != NULL), ctx, CLNORM_INVALID_ARGUMENT,
               "num_wait_events = %u does not match wait_events = %p", nwait, (const void *)wait);
-    if (!*queue)
-        *queue = ctx->queue;
+    if (!*queue || *queue == ctx->queue) {
+        *queue = ctx->queue; /* the context's own: known to be of its cl_context */
+        return CLNORM_OK;
+    }
     cl_context qctx = NULL;
     CL_CHECK(ctx, clGetCommandQueueInfo(*queue, CL_QUEUE_CONTEXT, sizeof qctx, &qctx, NULL),
              "querying the queue");
@@ -83,7 +85,9 @@ clnorm_status clnorm_execute_quiet(clnorm_plan *plan, clnorm_direction dir,
                      "clEnqueueMarkerWithWaitList");
         return CLNORM_OK;
     }
-    const unsigned flags = plan->op->kernel_flags(plan->op, &plan->desc, dir, a.present);
+    unsigned flags = plan->op->kernel_flags(plan->op, &plan->desc, dir, a.present);
+    if (plan->op->geometry_flags)
+        flags = plan->op->geometry_flags(plan->op, &plan->desc, &plan->geo, dir, flags);
     int taken = 0;
     TRY(clnorm_latency_launch(plan, dir, &a, flags, queue, nwait, wait, event, &taken));
     if (inline_ran)

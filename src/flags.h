@@ -30,6 +30,10 @@
                                              reads them, the backward drops their terms) */
 #define CLNORM_KF_GRAD_SCALE (1u << 15) /* backward: write dscale */
 #define CLNORM_KF_GRAD_SHIFT (1u << 16) /* backward: write dshift */
+#define CLNORM_KF_PARAMS_DIRECT (1u << 17) /* backward of the row kinds: one block of rows and
+                                              one sample, no modulation: norm_bwd_rows writes
+                                              dgamma and dbeta itself (its partial is the sum)
+                                              and the parameter pass does not run */
 
 /* The backward's parameter partials (one row per block of rows) are added per column in
  * slices of at most CLNORM_PARAM_SLICE inside a sample first, one work-item per (column,

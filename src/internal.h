@@ -6,6 +6,7 @@
 #include "flags.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include "lock.h"
 
@@ -59,7 +60,9 @@ typedef struct clnorm_geometry {
     size_t bwd_chunk_len;      /* columns per chunk */
     size_t bwd_stats_groups;   /* work-groups of the statistics kernel */
     size_t bwd_sums_groups;    /* work-groups along rows of the chunk sums kernel */
-    size_t param_items;        /* work-items of the parameter kernel (parameters) */
+    size_t param_items;        /* work-items of the parameter kernel (parameters; on CPUs
+                                  VW parameters each) */
+    size_t slice_items;        /* work-items along columns of the slices kernel (columns) */
     size_t bwd_slices;         /* slices of the parameter partials added first, one work-item
                                   per (column, slice); 0: the parameter pass adds them all */
     size_t items, items_local; /* GEOM_ITEMS: a work-group of items_local per item (an op's
@@ -111,6 +114,9 @@ struct clnorm_ctx {
 
     clnorm_error_slot errors[CLNORM_ERROR_SLOTS];
     unsigned long long error_clock;
+    /* Messages recorded since the context was made (status.c): while 0, clearing the calling
+     * thread's message, which every call does first, needs no lock. */
+    _Atomic unsigned long long errors_recorded;
 };
 
 /* One execution's own kernel objects and scratch buffers for one direction of a plan: what
@@ -118,8 +124,18 @@ struct clnorm_ctx {
  * (retained), which the next use waits for unless it goes to the same in-order queue: on
  * another queue, or an out-of-order one, the device would otherwise let two executions share
  * the scratch. */
+/* The last value bound to each small argument of each kernel of an instance (launch.c):
+ * an argument is set again only when it changed. On PoCL every clSetKernelArg allocates and
+ * copies; a plan executed again rebinds only its tensors' cl_mem. */
+#define CLNORM_CACHED_ARGS 48
+typedef struct {
+    unsigned char size; /* 0: not known (never set, or too large to keep) */
+    unsigned char bytes[8];
+} clnorm_bound_arg;
+
 typedef struct {
     cl_kernel kernels[CLNORM_MAX_KERNELS];
+    clnorm_bound_arg bound[CLNORM_MAX_KERNELS][CLNORM_CACHED_ARGS];
     cl_mem scratch[CLNORM_MAX_SCRATCH];
     cl_event last;
     cl_command_queue last_queue; /* where `last` was enqueued (retained) */

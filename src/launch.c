@@ -112,15 +112,51 @@ static void release(clnorm_plan *plan, clnorm_instance *in)
 /* Sets kernel arguments in order; counts them so each binding stays one line. */
 typedef struct {
     cl_kernel k;
+    clnorm_bound_arg *bound; /* the kernel's cache of bound values (instance-owned) */
     cl_uint i;
     cl_int err;
 } argset;
 
+static int same_bytes(const unsigned char *a, const void *b, size_t n)
+{
+    const unsigned char *q = b;
+    for (size_t i = 0; i < n; i++) /* n <= 8: a loop the compiler unrolls, no memcmp call */
+        if (a[i] != q[i])
+            return 0;
+    return 1;
+}
+
+/* Sets argument a->i unless it holds this value already. Memory objects are always set
+ * (but NULL, an absent tensor): a released buffer's handle can come back as a new buffer's,
+ * and a runtime may have resolved the old one at clSetKernelArg. */
+static void arg_set(argset *a, size_t size, const void *value, int is_mem)
+{
+    if (a->err != CL_SUCCESS) {
+        a->i++;
+        return;
+    }
+    clnorm_bound_arg *b = a->i < CLNORM_CACHED_ARGS ? &a->bound[a->i] : NULL;
+    const int cacheable = b && value && (!is_mem || *(const cl_mem *)value == NULL) &&
+                          size <= sizeof b->bytes;
+    if (cacheable && b->size == size && same_bytes(b->bytes, value, size)) {
+        a->i++;
+        return; /* bound already: the kernel object keeps it */
+    }
+    a->err = clSetKernelArg(a->k, a->i, size, value);
+    if (b) {
+        b->size = (unsigned char)(cacheable && a->err == CL_SUCCESS ? size : 0);
+        if (b->size)
+            memcpy(b->bytes, value, size);
+    }
+    a->i++;
+}
 static void arg(argset *a, size_t size, const void *value)
 {
-    if (a->err == CL_SUCCESS)
-        a->err = clSetKernelArg(a->k, a->i, size, value);
-    a->i++;
+    arg_set(a, size, value, 0);
+}
+static void arg_mem(argset *a, cl_mem m)
+{
+    arg_set(a, sizeof m, &m, 1);
 }
 static void arg_u64(argset *a, size_t v)
 {
@@ -130,7 +166,7 @@ static void arg_u64(argset *a, size_t v)
 
 /* Binds one step: its tensor slots in ascending order (pointer, offset, stride), then its
  * argument list. */
-static cl_int bind(const clnorm_plan *plan, clnorm_direction dir, const clnorm_instance *in,
+static cl_int bind(const clnorm_plan *plan, clnorm_direction dir, clnorm_instance *in,
                    size_t k, const clnorm_call_args *a, unsigned flags, int warm,
                    size_t local)
 {
@@ -138,18 +174,18 @@ static cl_int bind(const clnorm_plan *plan, clnorm_direction dir, const clnorm_i
     const clnorm_desc *d = &plan->view; /* rows and cols as the kernels see them */
     const clnorm_geometry *g = &plan->geo;
     const int fwd_chunks = step->geom == GEOM_SPLIT;
-    argset s = {in->kernels[k], 0, CL_SUCCESS};
+    argset s = {in->kernels[k], in->bound[k], 0, CL_SUCCESS};
     for (unsigned slot = 0; slot < CLNORM_ARG_SLOT_COUNT; slot++) {
         if (!(step->slots & SLOT_BIT(slot)))
             continue;
         const cl_mem m = (a->present & SLOT_BIT(slot)) ? (cl_mem)(uintptr_t)a->handle[slot] : NULL;
-        arg(&s, sizeof m, &m);
+        arg_mem(&s, m);
         arg_u64(&s, m ? a->offset[slot] : 0);
         arg_u64(&s, a->info[slot].stride);
     }
     for (const clnorm_karg *ka = step->args; ka->kind != KA_END; ka++) {
         switch ((clnorm_karg_kind)ka->kind) {
-        case KA_SCRATCH: arg(&s, sizeof(cl_mem), &in->scratch[ka->arg]); break;
+        case KA_SCRATCH: arg_mem(&s, in->scratch[ka->arg]); break;
         case KA_ROWS: arg_u64(&s, warm ? 0 : d->rows); break;
         case KA_COLS: arg_u64(&s, d->cols); break;
         case KA_EPS:
@@ -203,8 +239,9 @@ static unsigned run_conditions(const clnorm_plan *plan, unsigned flags)
         run |= RUN_CHUNKED;
     if (flags & CLNORM_KF_GRAD_X)
         run |= RUN_GRAD_X;
-    if (flags & (CLNORM_KF_GRAD_GAMMA | CLNORM_KF_GRAD_BETA | CLNORM_KF_GRAD_SCALE |
-                 CLNORM_KF_GRAD_SHIFT))
+    if ((flags & (CLNORM_KF_GRAD_GAMMA | CLNORM_KF_GRAD_BETA | CLNORM_KF_GRAD_SCALE |
+                  CLNORM_KF_GRAD_SHIFT)) &&
+        !(flags & CLNORM_KF_PARAMS_DIRECT)) /* the rows kernel wrote them (row_norm.c) */
         run |= RUN_PARAM_GRADS;
     if ((flags & CLNORM_KF_GRAD_X) && !(flags & CLNORM_KF_GLOBAL_STATS))
         run |= RUN_DX_SUMS;

@@ -169,10 +169,13 @@ void clnorm_policy_options(const clnorm_device_profile *p, const clnorm_desc *d,
      * switches exist to measure what each brings (README). */
     const int stream = p->clang_cpu && !t->no_stream_stores;
     const int prefetch = stream && !t->no_prefetch;
-    int n = snprintf(buf, size, "-cl-std=CL1.2 -DVW=%zu -DCLNORM_X_FMT=%s -DCLNORM_X_%s=1%s%s%s",
+    /* CPU devices: the backward's parameter pass takes VW columns per work-item, in lanes
+     * (kernels/norm_backward.cl, norm_bwd_params; param_items below). */
+    int n = snprintf(buf, size, "-cl-std=CL1.2 -DVW=%zu -DCLNORM_X_FMT=%s -DCLNORM_X_%s=1%s%s%s%s",
                      g->vw, x, x, d->dtype == CLNORM_F64 ? " -DCLNORM_F64" : "",
                      stream ? " -DCLNORM_STREAM_STORES" : "",
-                     stream && !prefetch ? " -DCLNORM_NO_PREFETCH" : "");
+                     stream && !prefetch ? " -DCLNORM_NO_PREFETCH" : "",
+                     is_cpu(p) ? " -DCLNORM_PARAMS_VEC" : "");
     if (g->seg && n > 0 && (size_t)n < size)
         snprintf(buf + n, size - (size_t)n, " -DSEG=%zu -DREG_VECS=%zu", g->seg, g->reg_vecs);
 }
@@ -305,7 +308,8 @@ static void backward_geometry(const clnorm_device_profile *p, const clnorm_desc 
     g->bwd_sums_groups = clnorm_row_groups(d->rows, (size_t)1 << 16, t);
     g->bwd_chunk_len = clnorm_div_up(clnorm_div_up(d->cols, chunks), vw) * vw;
     g->bwd_chunks = clnorm_div_up(d->cols, g->bwd_chunk_len);
-    g->param_items = d->cols;
+    g->param_items = is_cpu(p) ? clnorm_div_up(d->cols, vw) : d->cols;
+    g->slice_items = d->cols;
 }
 
 clnorm_status clnorm_policy_geometry(const clnorm_device_profile *p, const clnorm_desc *d,
@@ -357,7 +361,7 @@ void clnorm_policy_ndrange(const clnorm_geometry *g, const clnorm_desc *d, int g
         return;
     case GEOM_BWD_SLICES:
         *dims = 2;
-        global[0] = clnorm_div_up(g->param_items, g->bwd_param_local) * g->bwd_param_local;
+        global[0] = clnorm_div_up(g->slice_items, g->bwd_param_local) * g->bwd_param_local;
         local[0] = g->bwd_param_local;
         global[1] = g->bwd_slices;
         return;

@@ -140,6 +140,7 @@ clnorm_status clnorm_fail(clnorm_ctx *ctx, clnorm_status status, const char *fmt
     va_copy(ap2, ap);
     int need = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
+    atomic_fetch_add(&ctx->errors_recorded, 1);
     clnorm_mutex_lock(&ctx->lock);
     clnorm_error_slot *e = thread_slot(ctx, 1);
     if (need >= 0 && (size_t)need + 1 > e->cap) {
@@ -159,6 +160,10 @@ clnorm_status clnorm_fail(clnorm_ctx *ctx, clnorm_status status, const char *fmt
 void clnorm_clear_error(clnorm_ctx *ctx)
 {
     if (!ctx)
+        return;
+    /* No message was ever recorded on ctx, so the calling thread has none to clear. (A
+     * thread's own failure is counted before its call returns, so it always sees it.) */
+    if (atomic_load(&ctx->errors_recorded) == 0)
         return;
     clnorm_mutex_lock(&ctx->lock);
     clnorm_error_slot *e = thread_slot(ctx, 0);

@@ -48,7 +48,7 @@ typedef enum {
     GEOM_BWD_ROWS,   /* 2D: (bwd chunks x bwd local, row blocks) */
     GEOM_BWD_PARAMS, /* 1D: param_items rounded up to the params local size */
     GEOM_ITEMS,      /* 1D: items work-groups of items_local (a work-group per item) */
-    GEOM_BWD_SLICES, /* 2D: (param_items rounded up to the params local size, bwd_slices) */
+    GEOM_BWD_SLICES, /* 2D: (slice_items rounded up to the params local size, bwd_slices) */
     GEOM_COUNT
 } clnorm_geom_kind;
 
@@ -120,6 +120,10 @@ typedef struct clnorm_op {
     /* The CLNORM_KF_* bits of an execution with the given slots present. */
     unsigned (*kernel_flags)(const struct clnorm_op *op, const clnorm_desc *d,
                              clnorm_direction dir, unsigned present);
+    /* Bits that depend on the plan's geometry too, added to kernel_flags' (NULL: none). */
+    unsigned (*geometry_flags)(const struct clnorm_op *op, const clnorm_desc *d,
+                               const struct clnorm_geometry *g, clnorm_direction dir,
+                               unsigned flags);
     /* The kernel chain of a strategy and direction; NULL when the op has none there. */
     const clnorm_chain *(*chain)(const clnorm_desc *d, clnorm_strategy strategy,
                                  clnorm_direction dir);

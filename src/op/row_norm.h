@@ -36,6 +36,9 @@ clnorm_status clnorm_row_norm_check_present(clnorm_ctx *ctx, const clnorm_op *op
                                             const clnorm_desc *d, clnorm_direction dir,
                                             unsigned present);
 void clnorm_row_norm_defines(const clnorm_op *op, const clnorm_desc *d, char *buf, size_t size);
+unsigned clnorm_row_norm_geometry_flags(const clnorm_op *op, const clnorm_desc *d,
+                                        const struct clnorm_geometry *g, clnorm_direction dir,
+                                        unsigned flags);
 unsigned clnorm_row_norm_flags(const clnorm_op *op, const clnorm_desc *d, clnorm_direction dir,
                                unsigned present);
 const clnorm_chain *clnorm_row_norm_chain(const clnorm_desc *d, clnorm_strategy s,
@@ -65,6 +68,7 @@ clnorm_status clnorm_row_norm_ref(const clnorm_op *op, const clnorm_desc *d,
         .check_desc = clnorm_row_norm_check_desc, .slot_info = clnorm_row_norm_slot_info,   \
         .check_present = clnorm_row_norm_check_present,                                     \
         .build_defines = clnorm_row_norm_defines, .kernel_flags = clnorm_row_norm_flags,    \
+        .geometry_flags = clnorm_row_norm_geometry_flags,                                   \
         .chain = (chain_), .scratch_bytes = clnorm_row_norm_scratch,                        \
         .scalar = clnorm_row_norm_scalar, .geometry = clnorm_row_norm_geometry,             \
         .ref = clnorm_row_norm_ref                                                          \
