@@ -120,7 +120,8 @@ int cli_devices(int argc, char **argv)
         if (env != NULL && *env != '\0')
             printf("* = default device (chosen by CLNORM_DEVICE=%s)\n", env);
         else
-            printf("* = default device (the first GPU, else the first device; set "
+            printf("* = default device (the first GPU, else the first device, PoCL's "
+                   "multi-threaded CPU device before its in-thread `basic`; set "
                    "CLNORM_DEVICE=P:D or pass --device P:D to choose another)\n");
     }
     free(infos);

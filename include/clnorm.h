@@ -303,7 +303,11 @@ typedef enum {
  *   "P:D"                          platform P, device D (indices as `clnorm devices` shows),
  *   anything else                  the first device whose name, vendor or platform name
  *                                  contains it (case-insensitive).
- * With neither, the first GPU, else the first device of any type. When no OpenCL platform or
+ * With neither, the first GPU, else the first device of any type. Where a rule other than
+ * "P:D" lands on an in-thread CPU device (PoCL's `basic`) and the same platform has a
+ * multi-threaded CPU device the rule also matches, that one is taken; on a CPU device the
+ * platform's in-thread device then joins the context for small plans (README, "Small
+ * problems on CPU devices"; CLNORM_LATENCY=0: not). When no OpenCL platform or
  * device exists and no device was asked for, the context runs on the CPU reference
  * (clnorm_backend() says so); when one was asked for and none matches, CLNORM_NO_DEVICE.
  * On failure *ctx is set to NULL. */
@@ -404,7 +408,10 @@ CLNORM_API const char *clnorm_strategy_name(clnorm_strategy strategy);
  * enqueued: a failed call writes nothing.
  * queue NULL means the context's queue; it must belong to the context's cl_context. The
  * kernels wait for the wait list; the event, when asked for, completes when every output is
- * written. Nothing blocks.
+ * written. Nothing blocks, but for one policy: a latency plan (clnorm_plan_device_name)
+ * executed on the context's own queue with a complete wait list waits for the queue's
+ * earlier work, runs in the calling thread and returns done, its event a complete user event
+ * (README, "Small problems on CPU devices").
  * ------------------------------------------------------------------------------------------- */
 CLNORM_API clnorm_status clnorm_execute(clnorm_plan *plan, clnorm_direction dir,
                                         const clnorm_arg *args, size_t nargs,
