@@ -3,6 +3,7 @@
 #include "bench.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void bench_case_desc(const bench_problem *p, unsigned flags, clnorm_desc *d)
 {
@@ -39,6 +40,15 @@ int bench_clnorm_plan(const bench_env *env, const clnorm_desc *desc, clnorm_stra
         snprintf(note, note_size, "auto=%s%s",
                  clnorm_strategy_name(clnorm_plan_strategy(*plan)),
                  forced && *forced ? " (CLNORM_STRATEGY is set)" : "");
+    }
+    /* A latency plan runs on the platform's in-thread device (README, "Small problems on CPU
+     * devices"): say so beside the numbers. */
+    const char *runs_on = clnorm_plan_device_name(*plan);
+    if (strcmp(runs_on, clnorm_device_name(env->ctx)) != 0) {
+        const size_t used = strlen(note);
+        if (used < note_size)
+            snprintf(note + used, note_size - used, "%slatency path on %s", used ? ", " : "",
+                     runs_on);
     }
     return BENCH_OK;
 }
