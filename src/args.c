@@ -17,13 +17,17 @@ static const char *dir_name(clnorm_direction dir)
 /* Fills every slot's layout and starts an empty argument set. */
 static clnorm_status start(clnorm_ctx *ctx, const clnorm_op *op, const clnorm_desc *d,
                            clnorm_direction dir, size_t nargs, int has_list,
-                           clnorm_call_args *out)
+                           const clnorm_slot_info *cached, clnorm_call_args *out)
 {
     memset(out, 0, sizeof *out);
     RETURN_IF(dir != CLNORM_FORWARD && dir != CLNORM_BACKWARD, ctx, CLNORM_INVALID_ARGUMENT,
               "direction %d is not CLNORM_FORWARD or CLNORM_BACKWARD", (int)dir);
     RETURN_IF(nargs > 0 && !has_list, ctx, CLNORM_INVALID_ARGUMENT,
               "nargs = %zu but the argument list is NULL", nargs);
+    if (cached) {
+        memcpy(out->info, cached, sizeof out->info);
+        return CLNORM_OK;
+    }
     for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
         op->slot_info(op, d, dir, (clnorm_arg_slot)s, &out->info[s]);
     return CLNORM_OK;
@@ -52,9 +56,9 @@ static clnorm_status add(clnorm_ctx *ctx, const clnorm_op *op, clnorm_direction 
 
 clnorm_status clnorm_gather_mem_args(clnorm_ctx *ctx, const clnorm_op *op, const clnorm_desc *d,
                                      clnorm_direction dir, const clnorm_arg *args, size_t nargs,
-                                     clnorm_call_args *out)
+                                     const clnorm_slot_info *cached, clnorm_call_args *out)
 {
-    TRY(start(ctx, op, d, dir, nargs, args != NULL, out));
+    TRY(start(ctx, op, d, dir, nargs, args != NULL, cached, out));
     for (size_t i = 0; i < nargs; i++)
         TRY(add(ctx, op, dir, (unsigned)args[i].slot, args[i].mem, args[i].offset, out));
     return CLNORM_OK;
@@ -63,9 +67,9 @@ clnorm_status clnorm_gather_mem_args(clnorm_ctx *ctx, const clnorm_op *op, const
 clnorm_status clnorm_gather_host_args(clnorm_ctx *ctx, const clnorm_op *op,
                                       const clnorm_desc *d, clnorm_direction dir,
                                       const clnorm_host_arg *args, size_t nargs,
-                                      clnorm_call_args *out)
+                                      const clnorm_slot_info *cached, clnorm_call_args *out)
 {
-    TRY(start(ctx, op, d, dir, nargs, args != NULL, out));
+    TRY(start(ctx, op, d, dir, nargs, args != NULL, cached, out));
     for (size_t i = 0; i < nargs; i++)
         TRY(add(ctx, op, dir, (unsigned)args[i].slot, args[i].ptr, 0, out));
     return CLNORM_OK;

@@ -76,7 +76,8 @@ clnorm_status clnorm_execute_quiet(clnorm_plan *plan, clnorm_direction dir,
     TRY(clnorm_check_launch(plan, "clnorm_execute", &queue, nwait, wait));
     TRY(check_direction(plan, dir));
     clnorm_call_args a;
-    TRY(clnorm_gather_mem_args(ctx, plan->op, &plan->desc, dir, args, nargs, &a));
+    TRY(clnorm_gather_mem_args(ctx, plan->op, &plan->desc, dir, args, nargs, plan->slots[dir],
+                               &a));
     TRY(clnorm_check_args(ctx, plan->op, &plan->desc, dir, &a, 1));
     TRY(clnorm_check_mems(ctx, &a));
     if (!writes_anything(&a)) { /* an empty batch: the event must still exist */
@@ -273,7 +274,8 @@ clnorm_status clnorm_execute_host(clnorm_plan *plan, clnorm_direction dir,
     clnorm_clear_error(ctx);
     TRY(check_direction(plan, dir));
     clnorm_call_args a;
-    TRY(clnorm_gather_host_args(ctx, plan->op, &plan->desc, dir, args, nargs, &a));
+    TRY(clnorm_gather_host_args(ctx, plan->op, &plan->desc, dir, args, nargs, plan->slots[dir],
+                                &a));
     TRY(clnorm_check_args(ctx, plan->op, &plan->desc, dir, &a, 0));
     return host_call(plan, dir, &a);
 }
@@ -287,7 +289,7 @@ clnorm_status clnorm_ref_execute(const clnorm_desc *desc, clnorm_direction dir,
     const clnorm_op *op = clnorm_op_of(desc->kind);
     const clnorm_desc d = clnorm_desc_normalized(desc);
     clnorm_call_args a;
-    TRY(clnorm_gather_host_args(NULL, op, &d, dir, args, nargs, &a));
+    TRY(clnorm_gather_host_args(NULL, op, &d, dir, args, nargs, NULL, &a));
     TRY(clnorm_check_args(NULL, op, &d, dir, &a, 0));
     clnorm_host_ptrs p;
     for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)

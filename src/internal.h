@@ -129,8 +129,8 @@ struct clnorm_ctx {
  * copies; a plan executed again rebinds only its tensors' cl_mem. */
 #define CLNORM_CACHED_ARGS 48
 typedef struct {
-    unsigned char size; /* 0: not known (never set, or too large to keep) */
-    unsigned char bytes[8];
+    unsigned long long bits; /* the value's bytes, zero-padded to 8 */
+    unsigned char size;      /* 0: not known (never set, or too large to keep) */
 } clnorm_bound_arg;
 
 typedef struct {
@@ -160,6 +160,9 @@ struct clnorm_plan {
     clnorm_geometry geo;
     clnorm_direction_kernels dir[2]; /* CLNORM_FORWARD, CLNORM_BACKWARD */
     int inline_ok;                   /* a latency plan: runs on ctx->inline_queue (latency.c) */
+    /* op->slot_info of every slot and direction, filled once at creation: each call's
+     * argument checks start from these instead of asking the op again. */
+    clnorm_slot_info slots[2][CLNORM_ARG_SLOT_COUNT];
     clnorm_mutex lock;                      /* guards the instance pools */
 };
 
@@ -227,15 +230,16 @@ typedef struct {
 } clnorm_call_args;
 
 /* Gathers a cl_mem argument list: each slot at most once, known to the op in this direction.
- * Fills the slots' layouts. */
+ * Fills the slots' layouts: from `cached` (a plan's, CLNORM_ARG_SLOT_COUNT of them) when
+ * given, else from the op. */
 clnorm_status clnorm_gather_mem_args(clnorm_ctx *ctx, const struct clnorm_op *op,
                                      const clnorm_desc *d, clnorm_direction dir,
                                      const clnorm_arg *args, size_t nargs,
-                                     clnorm_call_args *out);
+                                     const clnorm_slot_info *cached, clnorm_call_args *out);
 clnorm_status clnorm_gather_host_args(clnorm_ctx *ctx, const struct clnorm_op *op,
                                       const clnorm_desc *d, clnorm_direction dir,
                                       const clnorm_host_arg *args, size_t nargs,
-                                      clnorm_call_args *out);
+                                      const clnorm_slot_info *cached, clnorm_call_args *out);
 /* Presence (required/unused), the op's cross-slot rules, and aliasing: outputs may only be
  * exactly an input row tensor. is_mem: handles are cl_mem (overlap by offsets within one
  * buffer) rather than host pointers (overlap by address). */

@@ -117,13 +117,20 @@ typedef struct {
     cl_int err;
 } argset;
 
-static int same_bytes(const unsigned char *a, const void *b, size_t n)
+/* A value of at most 8 bytes as one integer, zero-padded (the sizes bound are 4 and 8). */
+static unsigned long long value_bits(const void *value, size_t size)
 {
-    const unsigned char *q = b;
-    for (size_t i = 0; i < n; i++) /* n <= 8: a loop the compiler unrolls, no memcmp call */
-        if (a[i] != q[i])
-            return 0;
-    return 1;
+    unsigned long long bits = 0;
+    if (size == 8) {
+        memcpy(&bits, value, 8);
+    } else if (size == 4) {
+        unsigned int u;
+        memcpy(&u, value, 4);
+        bits = u;
+    } else {
+        memcpy(&bits, value, size);
+    }
+    return bits;
 }
 
 /* Sets argument a->i unless it holds this value already. Memory objects are always set
@@ -137,16 +144,16 @@ static void arg_set(argset *a, size_t size, const void *value, int is_mem)
     }
     clnorm_bound_arg *b = a->i < CLNORM_CACHED_ARGS ? &a->bound[a->i] : NULL;
     const int cacheable = b && value && (!is_mem || *(const cl_mem *)value == NULL) &&
-                          size <= sizeof b->bytes;
-    if (cacheable && b->size == size && same_bytes(b->bytes, value, size)) {
+                          size <= sizeof b->bits;
+    const unsigned long long bits = cacheable ? value_bits(value, size) : 0;
+    if (cacheable && b->size == size && b->bits == bits) {
         a->i++;
         return; /* bound already: the kernel object keeps it */
     }
     a->err = clSetKernelArg(a->k, a->i, size, value);
     if (b) {
         b->size = (unsigned char)(cacheable && a->err == CL_SUCCESS ? size : 0);
-        if (b->size)
-            memcpy(b->bytes, value, size);
+        b->bits = bits;
     }
     a->i++;
 }

@@ -54,7 +54,7 @@ static clnorm_status warm_up(clnorm_plan *plan, clnorm_direction dir)
 {
     clnorm_ctx *ctx = plan->ctx;
     clnorm_call_args none;
-    TRY(clnorm_gather_mem_args(ctx, plan->op, &plan->desc, dir, NULL, 0, &none));
+    TRY(clnorm_gather_mem_args(ctx, plan->op, &plan->desc, dir, NULL, 0, plan->slots[dir], &none));
     cl_event done = NULL;
     TRY(clnorm_launch(plan, dir, &none, 0, 1, ctx->warm_queue, 0, NULL, &done));
     TRY(clnorm_wait_release(ctx, done));
@@ -175,6 +175,10 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
     plan->desc = d;
     plan->view = view;
     plan->strategy = strategy;
+    for (int dir = 0; dir < 2; dir++)
+        for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
+            op->slot_info(op, &plan->desc, (clnorm_direction)dir, (clnorm_arg_slot)s,
+                          &plan->slots[dir][s]);
     if (ctx->inline_device && strategy != CLNORM_STRATEGY_REFERENCE) {
         size_t threshold;
         st = clnorm_latency_threshold(ctx, &threshold);
