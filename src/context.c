@@ -66,17 +66,29 @@ clnorm_status clnorm_create(const char *device_spec, clnorm_ctx **out)
     cl_int err;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ctx->platform,
                                      0};
-    /* The latency path's in-thread device shares the cl_context, so buffers need no copy. */
+    /* The latency path's in-thread device shares the cl_context, so buffers need no copy.
+     * Where the runtime refuses the pair, or the second queue, the context goes on without
+     * it, as it would without the device. */
     ctx->inline_device = clnorm_latency_device(ctx->platform, ctx->device);
     const cl_device_id devices[2] = {ctx->device, ctx->inline_device};
     ctx->context =
         clCreateContext(props, ctx->inline_device ? 2 : 1, devices, NULL, NULL, &err);
+    if (err != CL_SUCCESS && ctx->inline_device) {
+        ctx->inline_device = NULL;
+        ctx->context = clCreateContext(props, 1, &ctx->device, NULL, NULL, &err);
+    }
     if (err == CL_SUCCESS)
         ctx->queue = clCreateCommandQueue(ctx->context, ctx->device, 0, &err);
     if (err == CL_SUCCESS && ctx->inline_device) {
-        ctx->inline_queue = clCreateCommandQueue(ctx->context, ctx->inline_device, 0, &err);
-        clGetDeviceInfo(ctx->inline_device, CL_DEVICE_NAME, sizeof ctx->inline_name - 1,
-                        ctx->inline_name, NULL);
+        cl_int qerr;
+        ctx->inline_queue = clCreateCommandQueue(ctx->context, ctx->inline_device, 0, &qerr);
+        if (qerr != CL_SUCCESS) {
+            ctx->inline_queue = NULL;
+            ctx->inline_device = NULL;
+        } else {
+            clGetDeviceInfo(ctx->inline_device, CL_DEVICE_NAME, sizeof ctx->inline_name - 1,
+                            ctx->inline_name, NULL);
+        }
     }
     if (err == CL_SUCCESS)
         err = clRetainCommandQueue(ctx->queue);

@@ -54,7 +54,8 @@ static clnorm_status warm_up(clnorm_plan *plan, clnorm_direction dir)
 {
     clnorm_ctx *ctx = plan->ctx;
     clnorm_call_args none;
-    TRY(clnorm_gather_mem_args(ctx, plan->op, &plan->desc, dir, NULL, 0, plan->slots[dir], &none));
+    TRY(clnorm_gather_mem_args(ctx, plan->op, &plan->desc, dir, NULL, 0, plan->slots[dir],
+                               &none));
     cl_event done = NULL;
     TRY(clnorm_launch(plan, dir, &none, 0, 1, ctx->warm_queue, 0, NULL, &done));
     TRY(clnorm_wait_release(ctx, done));
