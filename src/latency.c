@@ -16,8 +16,9 @@
  *    event of its wait list is already complete: the host waits for the queue's earlier work
  *    (clFinish), runs the kernels on the in-thread device, and returns with them done. The
  *    queue's order therefore holds (earlier work is done before, later work starts after),
- *    and the event returned is complete (a user event: see inline_lock in internal.h). Otherwise (a wait list still pending, an application
- *    queue, another queue of the context) the plan runs on that queue as any plan does.
+ *    and the event returned is complete (a user event: see inline_lock in internal.h).
+ *    Otherwise (a wait list still pending, an application queue, another queue of the
+ *    context) the plan runs on that queue as any plan does.
  *  - PoCL 3.1 mishandles a command of one device that waits on an event of the other in the
  *    same context (a `basic` kernel waiting on a `pthread` marker hangs; one waiting on a
  *    `pthread` kernel runs before it and reads stale data), so every wait across the two
@@ -27,9 +28,7 @@
  *    user event, never one of `basic`.
  */
 #include "internal.h"
-#include "op/op.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

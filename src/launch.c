@@ -333,10 +333,12 @@ clnorm_status clnorm_launch(clnorm_plan *plan, clnorm_direction dir, const clnor
     }
     if (nwait)
         memcpy(list, wait, nwait * sizeof *list);
+    /* The latency path's queue (latency.c): its chains are waited for before the call returns
+     * and leave no `last` behind, so only an earlier chain of the main device is waited for,
+     * on the host (PoCL mishandles one device waiting on the other's event). */
+    const int on_inline = ctx->inline_queue && queue == ctx->inline_queue;
     if (in->last && !(queue == in->last_queue && in_order(queue))) {
-        if (ctx->inline_queue &&
-            (queue == ctx->inline_queue || in->last_queue == ctx->inline_queue)) {
-            /* Across the latency device and the main one: on the host (latency.c). */
+        if (on_inline) {
             const cl_int err = clWaitForEvents(1, &in->last);
             if (err != CL_SUCCESS) {
                 if (list != local_list)
@@ -355,10 +357,10 @@ clnorm_status clnorm_launch(clnorm_plan *plan, clnorm_direction dir, const clnor
                                      nlist ? list : NULL, &done);
     if (list != local_list)
         free(list);
-    if (st == CLNORM_OK && ctx->inline_queue && queue == ctx->inline_queue) {
-        /* The latency path (latency.c) waits for `done` before it returns and holds the only
-         * reference: no later chain needs to wait for it, and no event of the in-thread device
-         * outlives the lock that guards it. */
+    if (st == CLNORM_OK && on_inline) {
+        /* The latency path waits for `done` before it returns and holds the only reference:
+         * no later chain needs to wait for it, and no event of the in-thread device outlives
+         * the lock that guards it. */
         if (in->last)
             clReleaseEvent(in->last);
         in->last = NULL;
