@@ -112,6 +112,44 @@ typedef CAT(STYPE_, CLNORM_R_FMT) R;
 /* Parameters are P, the same type as A: plain vector loads. */
 #define LOADP(p) CAT(vload, VW)(0, (p))
 
+/*
+ * Aligned vector access, for pointers known to sit on a multiple of the vector's size (the
+ * run-time flag CLNORM_KF_ALIGNED; src/execute.c sets it when every row and parameter vector
+ * does). vloadn only assumes the element's alignment, and NVIDIA's compiler then loads a
+ * float4 as four scalars; a vector-typed access is one 16-byte load. Measured on an H100
+ * (bench/RESULTS.md): 10-20% of the subgroup kernel's time. ..._AL(p, al) takes the aligned
+ * form when al, a constant wherever a kernel specializes on the flag.
+ */
+#define LOADA_F32(p) (*(__global const AV *)(p))
+#define STOREA_F32(v, p) (*(__global AV *)(p) = (v))
+#define LOADA_F64(p) (*(__global const AV *)(p))
+#define STOREA_F64(v, p) (*(__global AV *)(p) = (v))
+#define LOADA_F16(p) CAT(vloada_half, VW)(0, (p))
+#define STOREA_F16(v, p) CAT(CAT(vstorea_half, VW), _rte)((v), 0, (p))
+#if !defined(CLNORM_F64)
+#define LOADA_BF16(p) bf16_to_f32v(*(__global const ushortv *)(p))
+#define STOREA_BF16(v, p) (*(__global ushortv *)(p) = f32_to_bf16v(v))
+#endif
+#define LOADV_AL(p, al) ((al) ? CAT(LOADA_, CLNORM_X_FMT)(p) : LOADV(p))
+#define STOREV_AL(v, p, al)                                                                 \
+    do {                                                                                    \
+        if (al)                                                                             \
+            CAT(STOREA_, CLNORM_X_FMT)(v, p);                                               \
+        else                                                                                \
+            STOREV(v, p);                                                                   \
+    } while (0)
+#if defined(CLNORM_R_FMT)
+#define LOADV_R_AL(p, al) ((al) ? CAT(LOADA_, CLNORM_R_FMT)(p) : LOADV_R(p))
+#define STOREV_R_AL(v, p, al)                                                               \
+    do {                                                                                    \
+        if (al)                                                                             \
+            CAT(STOREA_, CLNORM_R_FMT)(v, p);                                               \
+        else                                                                                \
+            STOREV_R(v, p);                                                                 \
+    } while (0)
+#endif
+#define LOADP_AL(p, al) ((al) ? *(__global const AV *)(p) : LOADP(p))
+
 /* Vectors per block before the block sum is folded into the compensated total. */
 #define BLOCK_V 16
 

@@ -6,11 +6,16 @@
  * run from registers. For GPUs and rows up to SEG * VW * 16 elements. Reductions go through
  * local memory within each SEG-lane segment (portable OpenCL 1.2: no sub-group extension
  * needed), with work-group barriers, which every item reaches (rows past the end take part
- * with empty shares).
+ * with empty shares); on NVIDIA's own OpenCL (-DCLNORM_NV_SHFL, src/policy.c) a warp's share
+ * is added with shfl.sync instead, without a barrier.
  * A row whose squares overflow (|x| above about 1e19 in float) is loaded again scaled by a
  * power of two. Whether any row of the group needs that is agreed on through local memory, so
  * that every item takes the same path and reaches the same barriers; the rows that do not
  * need it redo exactly what they did (scale 1), bit for bit.
+ * With CLNORM_KF_ALIGNED (every row and parameter vector on a vector boundary) the rows are
+ * read and written with aligned vector accesses (common.cl, LOADV_AL): the kernel runs one of
+ * two copies of its body, chosen once per launch, so each copy's loads stay plain loads that
+ * the compiler can issue all at once.
  * Needs common.cl, an op_*.cl and row_stats.cl before it.
  */
 #ifndef SEG
@@ -20,38 +25,92 @@
 #define REG_VECS 4
 #endif
 
-/* Sum (op 0) or maximum (op 1) over the SEG lanes of one segment; SEG is a power of two.
- * Every item of the group must call it. */
-inline A seg_lane_reduce(A v, __local A *scratch, uint lid, uint lane, int op)
+inline A red2(A a, A b, int op) { return op ? fmax(a, b) : a + b; }
+
+#if defined(CLNORM_NV_SHFL) && SEG >= 32 && !defined(CLNORM_F64)
+/* One step of a warp's butterfly (inline PTX, which NVIDIA's OpenCL compiles). Lane l adds
+ * its value and lane l ^ m's, lane l ^ m the same two the other way round: the same bits, so
+ * after the five steps every lane of the warp holds the same sum. */
+inline float nv_bfly(float v, uint m)
 {
-    scratch[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint h = SEG / 2; h > 0; h >>= 1) {
-        if (lane < h)
-            scratch[lid] = op ? fmax(scratch[lid], scratch[lid + h]) : scratch[lid] + scratch[lid + h];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    const A r = scratch[lid - lane];
-    barrier(CLK_LOCAL_MEM_FENCE);
+    float r;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(m));
     return r;
 }
+#define SEG_WARP_SHFL 1
+#endif
 
-/* Any item's flag set? Every item of the group must call it. */
-inline int group_any(int flag, __local A *scratch, uint lid)
+/* Sum (op 0) or maximum (op 1) over the SEG lanes of one segment; SEG is a power of two.
+ * Every item of the group must call it. Every lane gets the same bits: the values are folded
+ * in one fixed order (not a tree over barriers, which cost one barrier per halving). */
+inline A seg_lane_reduce(A v, __local A *scratch, uint lid, uint lane, int op)
 {
-    if (lid == 0)
-        scratch[0] = 0;
+#if defined(SEG_WARP_SHFL)
+    for (uint m = 16; m > 0; m >>= 1)
+        v = red2(v, nv_bfly(v, m), op);
+#if SEG > 32
+    /* then the SEG / 32 warp sums, through local memory */
+    if (lane % 32 == 0)
+        scratch[lid] = v;
     barrier(CLK_LOCAL_MEM_FENCE);
+    const uint base = lid - lane;
+    v = scratch[base];
+    for (uint j = 32; j < SEG; j += 32)
+        v = red2(v, scratch[base + j], op);
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+    return v;
+#else
+    /* Chunks of up to 32 lanes: each lane reads its chunk's values (the same addresses for
+     * the whole chunk: broadcasts) and folds them in two interleaved chains. */
+    const uint chunk = SEG < 32 ? SEG : 32;
+    scratch[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    __local const A *c = scratch + (lid - lane % chunk);
+    A a = c[0];
+    if (chunk > 1) {
+        A b = c[1];
+        for (uint j = 2; j < chunk; j += 2) {
+            a = red2(a, c[j], op);
+            b = red2(b, c[j + 1], op);
+        }
+        a = red2(a, b, op);
+    }
+#if SEG > 32
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lane % 32 == 0)
+        scratch[lid] = a;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint base = lid - lane;
+    a = scratch[base];
+    for (uint j = 32; j < SEG; j += 32)
+        a = red2(a, scratch[base + j], op);
+#endif
+    barrier(CLK_LOCAL_MEM_FENCE); /* scratch may be reused right after */
+    return a;
+#endif
+}
+
+/* Any item's flag set, for the group's it-th row iteration? Every item of the group must call
+ * it, once per iteration. One barrier: iteration it uses slot it % 3, which item 0 cleared
+ * during iteration it - 2, after that iteration's barrier (every item had read slot
+ * (it - 3) % 3 by then) and before the barrier of iteration it - 1 (which every writer of
+ * iteration it has passed). */
+inline int group_any(int flag, volatile __local int *slots, uint it, uint lid)
+{
     if (flag)
-        scratch[0] = 1; /* every writer writes the same value */
+        slots[it % 3] = 1; /* every writer writes the same value */
     barrier(CLK_LOCAL_MEM_FENCE);
-    const int any = scratch[0] != (A)0;
-    barrier(CLK_LOCAL_MEM_FENCE);
+    const int any = slots[it % 3];
+    if (lid == 0)
+        slots[(it + 2) % 3] = 0;
     return any;
 }
 
-__kernel void norm_subgroup(FWD_PARAMS, ulong rows, ulong cols, A eps, uint flags,
-                            __local A *scratch)
+/* The rows of one work-group; al: every row and parameter vector is aligned (a constant at
+ * both call sites, so each copy keeps only its own loads). */
+inline void subgroup_rows(FWD_PARAMS, ulong rows, ulong cols, A eps, uint flags,
+                          __local A *scratch, volatile __local int *any_slots, const int al)
 {
     const uint lid = get_local_id(0);
     const uint lane = lid % SEG;
@@ -61,15 +120,22 @@ __kernel void norm_subgroup(FWD_PARAMS, ulong rows, ulong cols, A eps, uint flag
     const int rms = (flags & CLNORM_KF_RMS) != 0;
     const ulong ti = tail0 + lane; /* this lane's tail element, when lane < VW */
     const int has_tail = lane < VW && ti < cols;
+    uint it = 0;
     for (ulong base = get_group_id(0) * rows_per_group; base < rows;
-         base += get_num_groups(0) * rows_per_group) {
+         base += get_num_groups(0) * rows_per_group, it++) {
         const ulong row = base + lid / SEG;
         const int active = row < rows;
-        const row_in in = make_row_in(IN_ARGS, active ? row : 0);
+        row_in in = make_row_in(IN_ARGS, active ? row : 0);
+        in.al = al;
         A sc = 1, m = 0, var = 0;
         A2 K = (A2)(0);
         AV v[REG_VECS];
         A t = 0;
+#if defined(CLNORM_RESIDUAL)
+        /* x + residual as the sum output stores it, kept from the same loads (a second read
+         * of both inputs for the store cost the fused op its advantage on GPUs). */
+        AV sv[REG_VECS];
+#endif
         for (int attempt = 0; attempt < 2; attempt++) {
             if (active)
                 K = row_shift(in, sc, rms);
@@ -77,7 +143,15 @@ __kernel void norm_subgroup(FWD_PARAMS, ulong rows, ulong cols, A eps, uint flag
             A s = 0;
             for (uint k = 0; k < REG_VECS; k++) {
                 const ulong vi = lane + (ulong)k * SEG;
-                v[k] = (active && vi < nv) ? IN_DEVV(in, vi * VW, K, sc) : (AV)(0);
+                const int here = active && vi < nv;
+#if defined(CLNORM_RESIDUAL)
+                const AV xv = here ? LOADV_AL(in.x + vi * VW, al) : (AV)(0);
+                const AV rv = here ? LOADV_R_AL(in.r + vi * VW, al) : (AV)(0);
+                v[k] = here ? (xv * sc - K.s0) + (rv * sc - K.s1) : (AV)(0); /* = IN_DEVV */
+                sv[k] = xv + rv;
+#else
+                v[k] = here ? IN_DEVV(in, vi * VW, K, sc) : (AV)(0);
+#endif
                 s += HSUM(v[k]);
             }
             t = (active && has_tail) ? IN_DEV1(in, ti, K, sc) : 0;
@@ -99,7 +173,7 @@ __kernel void norm_subgroup(FWD_PARAMS, ulong rows, ulong cols, A eps, uint flag
                 qs = fma(t - m, t - m, qs);
             var = seg_lane_reduce(qs, scratch, lid, lane, 0) / (A)cols;
             const int bad = active && needs_rescale(var);
-            if (attempt == 1 || !group_any(bad, scratch, lid))
+            if (attempt == 1 || !group_any(bad, any_slots, it, lid))
                 break;
             /* The largest magnitude of each row; rows that do not need it keep scale 1. */
             A mx = 0;
@@ -117,12 +191,16 @@ __kernel void norm_subgroup(FWD_PARAMS, ulong rows, ulong cols, A eps, uint flag
         if (active) { /* past the last barrier: rows beyond the end just skip the writes */
             if (lane == 0)
                 store_stats(FWD_MEAN, FWD_RSTD, row, K, m, r, sc, flags);
-            const row_out out = make_row_out(FWD_OUT_ARGS, row, flags);
+            row_out out = make_row_out(FWD_OUT_ARGS, row, flags);
+            out.al = al;
             for (uint k = 0; k < REG_VECS; k++) {
                 const ulong vi = lane + (ulong)k * SEG;
                 if (vi < nv) {
-                    out_sumv(out, in, vi * VW);
-                    STOREV(out_yv(out, vi * VW, v[k], m, r), out.y + vi * VW);
+#if defined(CLNORM_RESIDUAL)
+                    if (out.s)
+                        STOREV_R_AL(sv[k], out.s + vi * VW, al);
+#endif
+                    STOREV_AL(out_yv(out, vi * VW, v[k], m, r), out.y + vi * VW, al);
                 }
             }
             if (has_tail) {
@@ -131,4 +209,17 @@ __kernel void norm_subgroup(FWD_PARAMS, ulong rows, ulong cols, A eps, uint flag
             }
         }
     }
+}
+
+__kernel void norm_subgroup(FWD_PARAMS, ulong rows, ulong cols, A eps, uint flags,
+                            __local A *scratch)
+{
+    volatile __local int any_slots[3];
+    if (get_local_id(0) < 3)
+        any_slots[get_local_id(0)] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (flags & CLNORM_KF_ALIGNED) /* the same for every item: both copies have barriers */
+        subgroup_rows(FWD_ARGS, rows, cols, eps, flags, scratch, any_slots, 1);
+    else
+        subgroup_rows(FWD_ARGS, rows, cols, eps, flags, scratch, any_slots, 0);
 }

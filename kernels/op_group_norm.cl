@@ -25,9 +25,11 @@ inline AV gn_siluv(AV z) { return z / ((AV)(1) + exp(-z)); }
 /* ---- the input of a row ---- */
 typedef struct {
     __global const T *x;
+    int al; /* vectors from x are aligned (CLNORM_KF_ALIGNED, common.cl); 0 unless a kernel
+               specializes on it */
 } row_in;
 
-#define IN_DEVV(in, i, K, sc) (LOADV((in).x + (i)) * (sc) - (K).s0)
+#define IN_DEVV(in, i, K, sc) (LOADV_AL((in).x + (i), (in).al) * (sc) - (K).s0)
 #define IN_DEV1(in, i, K, sc) (LOAD1((in).x + (i)) * (sc) - (K).s0)
 #define IN_ABSMAXV(in, i) fabs(LOADV((in).x + (i)))
 #define IN_ABSMAX1(in, i) fabs(LOAD1((in).x + (i)))
@@ -39,6 +41,7 @@ inline row_in make_row_in(IN_PARAMS, ulong row)
 {
     row_in in;
     in.x = x + x_off + gn_row_offset(row, x_stride, gn_groups, gn_cpg, gn_hw);
+    in.al = 0;
     return in;
 }
 
@@ -58,6 +61,7 @@ typedef struct {
     __global const P *beta;
     uint hw;                 /* columns per channel */
     int silu;
+    int al; /* y's vectors are aligned (as row_in.al) */
 } row_out;
 
 #define FWD_PARAMS                                                                          \
@@ -66,6 +70,10 @@ typedef struct {
         __global const P *beta, ulong beta_off, ulong beta_stride, __global P *mean,         \
         ulong mean_off, ulong mean_stride, __global P *rstd, ulong rstd_off,                 \
         ulong rstd_stride GN_PARAMS
+/* The arguments of FWD_PARAMS, to pass them on. */
+#define FWD_ARGS                                                                            \
+    x, x_off, x_stride, y, y_off, y_stride, gamma, gamma_off, gamma_stride, beta, beta_off, \
+        beta_stride, mean, mean_off, mean_stride, rstd, rstd_off, rstd_stride GN_ARGS
 #define FWD_OUT_PARAMS                                                                      \
     __global T *y, ulong y_off, ulong y_stride, __global const P *gamma, ulong gamma_off,    \
         __global const P *beta, ulong beta_off GN_PARAMS
@@ -78,6 +86,7 @@ inline row_out make_row_out(FWD_OUT_PARAMS, ulong row, uint flags)
     row_out out;
     const ulong c0 = (row % gn_groups) * gn_cpg;
     out.y = y + y_off + gn_row_offset(row, y_stride, gn_groups, gn_cpg, gn_hw);
+    out.al = 0;
     out.gamma = (flags & CLNORM_KF_GAMMA) ? gamma + gamma_off + c0 : 0;
     out.beta = (flags & CLNORM_KF_BETA) ? beta + beta_off + c0 : 0;
     out.hw = (uint)gn_hw;

@@ -32,12 +32,13 @@ inline __global const P *sample_row(__global const P *p, ulong off, ulong stride
 }
 /* z * (1 + scale) + shift, as PyTorch's modulate forms it (not fma(z, scale, z), which
  * would turn z = Inf with scale 0 into NaN). */
-inline AV modulate_v(AV t, __global const P *scale, __global const P *shift, ulong i)
+inline AV modulate_v(AV t, __global const P *scale, __global const P *shift, ulong i,
+                     const int al)
 {
     if (scale)
-        t *= (A)1 + LOADP(scale + i);
+        t *= (A)1 + LOADP_AL(scale + i, al);
     if (shift)
-        t += LOADP(shift + i);
+        t += LOADP_AL(shift + i, al);
     return t;
 }
 inline A modulate_1(A t, __global const P *scale, __global const P *shift, ulong i)
@@ -55,6 +56,8 @@ typedef struct {
 #if defined(CLNORM_RESIDUAL)
     __global const R *r;
 #endif
+    int al; /* vectors from x and r are aligned (CLNORM_KF_ALIGNED, common.cl): set by the
+               kernels that specialize on it, else 0 */
 } row_in;
 
 /*
@@ -66,14 +69,16 @@ typedef struct {
  * 0 and this is x * sc - K.s0, as in 0.1.
  */
 #if defined(CLNORM_RESIDUAL)
-#define IN_DEVV(in, i, K, sc) ((LOADV((in).x + (i)) * (sc) - (K).s0) + (LOADV_R((in).r + (i)) * (sc) - (K).s1))
+#define IN_DEVV(in, i, K, sc)                                                               \
+    ((LOADV_AL((in).x + (i), (in).al) * (sc) - (K).s0) +                                    \
+     (LOADV_R_AL((in).r + (i), (in).al) * (sc) - (K).s1))
 #define IN_DEV1(in, i, K, sc) ((LOAD1((in).x + (i)) * (sc) - (K).s0) + (LOAD1_R((in).r + (i)) * (sc) - (K).s1))
 #define IN_ABSMAXV(in, i) fmax(fabs(LOADV((in).x + (i))), fabs(LOADV_R((in).r + (i))))
 #define IN_ABSMAX1(in, i) fmax(fabs(LOAD1((in).x + (i))), fabs(LOAD1_R((in).r + (i))))
 #define RES_PARAM , __global const R *res, ulong res_off, ulong res_stride
 #define RES_ARG , res, res_off, res_stride
 #else
-#define IN_DEVV(in, i, K, sc) (LOADV((in).x + (i)) * (sc) - (K).s0)
+#define IN_DEVV(in, i, K, sc) (LOADV_AL((in).x + (i), (in).al) * (sc) - (K).s0)
 #define IN_DEV1(in, i, K, sc) (LOAD1((in).x + (i)) * (sc) - (K).s0)
 #define IN_ABSMAXV(in, i) fabs(LOADV((in).x + (i)))
 #define IN_ABSMAX1(in, i) fabs(LOAD1((in).x + (i)))
@@ -89,6 +94,7 @@ inline row_in make_row_in(IN_PARAMS, ulong row)
 {
     row_in in;
     in.x = x + x_off + row * x_stride;
+    in.al = 0;
 #if defined(CLNORM_RESIDUAL)
     in.r = res + res_off + row * res_stride;
 #endif
@@ -118,6 +124,7 @@ typedef struct {
 #if defined(CLNORM_RESIDUAL)
     __global R *s; /* 0 when the sum is not written */
 #endif
+    int al; /* as row_in.al, for y, s and the parameter vectors */
 } row_out;
 
 /* Forward kernels: X, Y, GAMMA, BETA, MEAN, RSTD, (RESIDUAL, SUM), SCALE, SHIFT, then the
@@ -139,6 +146,10 @@ typedef struct {
         __global const P *beta, ulong beta_off, ulong beta_stride, __global P *mean,         \
         ulong mean_off, ulong mean_stride, __global P *rstd, ulong rstd_off,                 \
         ulong rstd_stride RES_PARAM SUM_PARAM MOD_PARAM
+/* The arguments of FWD_PARAMS, to pass them on. */
+#define FWD_ARGS                                                                            \
+    x, x_off, x_stride, y, y_off, y_stride, gamma, gamma_off, gamma_stride, beta, beta_off, \
+        beta_stride, mean, mean_off, mean_stride, rstd, rstd_off, rstd_stride RES_ARG SUM_ARG MOD_ARG
 #define FWD_OUT_PARAMS                                                                      \
     __global T *y, ulong y_off, ulong y_stride, __global const P *gamma, ulong gamma_off,    \
         __global const P *beta, ulong beta_off SUM_PARAM MOD_PARAM
@@ -151,6 +162,7 @@ inline row_out make_row_out(FWD_OUT_PARAMS, ulong row, uint flags)
 {
     row_out out;
     out.y = y + y_off + row * y_stride;
+    out.al = 0;
     out.gamma = (flags & CLNORM_KF_GAMMA) ? gamma + gamma_off : 0;
     out.beta = (flags & CLNORM_KF_BETA) ? beta + beta_off : 0;
     out.scale = sample_row(scale, scale_off, scale_stride, row, sample_rows,
@@ -169,10 +181,10 @@ inline AV out_yv(row_out out, ulong i, AV d, A m, A r)
 {
     AV t = (d - m) * r;
     if (out.gamma)
-        t *= LOADP(out.gamma + i);
+        t *= LOADP_AL(out.gamma + i, out.al);
     if (out.beta)
-        t += LOADP(out.beta + i);
-    return modulate_v(t, out.scale, out.shift, i);
+        t += LOADP_AL(out.beta + i, out.al);
+    return modulate_v(t, out.scale, out.shift, i, out.al);
 }
 inline A out_y1(row_out out, ulong i, A d, A m, A r)
 {
@@ -310,7 +322,7 @@ inline bwd_row bwd_row_outputs(bwd_row b, __global T *dx, ulong dx_off, ulong dx
 /* g = dy * (1 + scale) * gamma: the gradient of xhat */
 inline AV bwd_gv(bwd_row b, ulong i, AV dyv)
 {
-    const AV dz = modulate_v(dyv, b.scale, 0, i);
+    const AV dz = modulate_v(dyv, b.scale, 0, i, 0);
     return b.gamma ? dz * LOADP(b.gamma + i) : dz;
 }
 inline A bwd_g1(bwd_row b, ulong i, A dyv)

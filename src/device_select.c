@@ -275,6 +275,9 @@ clnorm_status clnorm_read_profile(cl_device_id dev, clnorm_device_profile *p)
         clGetPlatformInfo(plat, CL_PLATFORM_NAME, sizeof pname, pname, NULL);
     pname[sizeof pname - 1] = '\0';
     p->clang_cpu = (p->type & CL_DEVICE_TYPE_CPU) && contains_nocase(pname, "Portable Computing");
+    /* NVIDIA's own OpenCL ("NVIDIA CUDA") compiles inline PTX: the subgroup kernel's warp
+     * reductions use shfl.sync there. Other runtimes on NVIDIA hardware do not count. */
+    p->nv_ptx = (p->type & CL_DEVICE_TYPE_GPU) && contains_nocase(pname, "NVIDIA CUDA");
     if (p->compute_units == 0)
         p->compute_units = 1;
     if (p->max_work_group_size == 0)

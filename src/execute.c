@@ -65,6 +65,35 @@ static int writes_anything(const clnorm_call_args *a)
     return 0;
 }
 
+/*
+ * CLNORM_KF_ALIGNED: whether the forward's vector accesses all fall on multiples of the vector
+ * width. A cl_mem's base is aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN, at least 64 bytes (the
+ * spec's minimum, int16 in the embedded profile), so when a vector is at most that, a row
+ * starts on a vector boundary when its tensor's offset and row stride (with more than one
+ * row) are whole vectors and the kernels' rows are whole vectors (a GroupNorm's groups sit
+ * C/G x spatial apart in a sample). Mean and rstd are read and written one element at a
+ * time: they do not count.
+ */
+static unsigned aligned_flag(const clnorm_plan *plan, const clnorm_call_args *a)
+{
+    const size_t vw = plan->geo.vw;
+    static const clnorm_arg_slot vec_slots[] = {CLNORM_ARG_X,     CLNORM_ARG_Y,
+                                                CLNORM_ARG_GAMMA, CLNORM_ARG_BETA,
+                                                CLNORM_ARG_RESIDUAL, CLNORM_ARG_SUM,
+                                                CLNORM_ARG_SCALE, CLNORM_ARG_SHIFT};
+    if (vw == 0 || plan->view.cols % vw != 0)
+        return 0;
+    for (size_t i = 0; i < sizeof vec_slots / sizeof vec_slots[0]; i++) {
+        const clnorm_arg_slot s = vec_slots[i];
+        if (!(a->present & SLOT_BIT(s)))
+            continue;
+        if (vw * clnorm_dtype_size(a->info[s].dtype) > 64 || a->offset[s] % vw != 0 ||
+            (a->info[s].rows > 1 && a->info[s].stride % vw != 0))
+            return 0;
+    }
+    return CLNORM_KF_ALIGNED;
+}
+
 clnorm_status clnorm_execute_quiet(clnorm_plan *plan, clnorm_direction dir,
                                    const clnorm_arg *args, size_t nargs, cl_command_queue queue,
                                    cl_uint nwait, const cl_event *wait, cl_event *event,
@@ -89,6 +118,8 @@ clnorm_status clnorm_execute_quiet(clnorm_plan *plan, clnorm_direction dir,
     unsigned flags = plan->op->kernel_flags(plan->op, &plan->desc, dir, a.present);
     if (plan->op->geometry_flags)
         flags = plan->op->geometry_flags(plan->op, &plan->desc, &plan->geo, dir, flags);
+    if (dir == CLNORM_FORWARD)
+        flags |= aligned_flag(plan, &a);
     int taken = 0;
     TRY(clnorm_latency_launch(plan, dir, &a, flags, queue, nwait, wait, event, &taken));
     if (inline_ran)

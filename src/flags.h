@@ -34,6 +34,10 @@
                                               one sample, no modulation: norm_bwd_rows writes
                                               dgamma and dbeta itself (its partial is the sum)
                                               and the parameter pass does not run */
+#define CLNORM_KF_ALIGNED (1u << 18) /* forward: every row and parameter vector of the call
+                                        starts on a multiple of the vector width (VW
+                                        elements), so kernels may use aligned vector
+                                        accesses (kernels/common.cl, LOADV_AL) */
 
 /* The backward's parameter partials (one row per block of rows) are added per column in
  * slices of at most CLNORM_PARAM_SLICE inside a sample first, one work-item per (column,

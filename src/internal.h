@@ -24,6 +24,7 @@ typedef struct {
                             __builtin_nontemporal_store */
     unsigned simd_width; /* lanes that run in lockstep: 64 on AMD GPUs, else 32 (the
                             subgroup strategy's row segment) */
+    int nv_ptx;          /* NVIDIA's OpenCL platform: kernels may use inline PTX */
 } clnorm_device_profile;
 
 /* Overrides of the policy's choices, read from the environment at plan creation (tests and

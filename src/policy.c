@@ -152,10 +152,11 @@ clnorm_status clnorm_policy_build(const clnorm_device_profile *p, const clnorm_d
                  subgroup_max_cols(p, g->vw), d->cols);
         return CLNORM_UNSUPPORTED;
     }
-    /* Vectors per item, rounded up to a power of two so few programs serve all widths. */
-    g->reg_vecs = 1;
-    while (g->reg_vecs * g->seg * g->vw < d->cols)
-        g->reg_vecs *= 2;
+    /* Vectors per item: exactly what the row needs. Rounding up to a power of two would
+     * serve more widths with one program, but the unused registers cost occupancy: 12288
+     * columns on an H100 took 8% longer with 16 vectors per lane than with the 12 it uses,
+     * the fused add (two vectors per position) 35% (bench/RESULTS.md). */
+    g->reg_vecs = clnorm_div_up(d->cols, g->seg * g->vw);
     return CLNORM_OK;
 }
 
@@ -177,7 +178,8 @@ void clnorm_policy_options(const clnorm_device_profile *p, const clnorm_desc *d,
                      stream && !prefetch ? " -DCLNORM_NO_PREFETCH" : "",
                      is_cpu(p) ? " -DCLNORM_PARAMS_VEC" : "");
     if (g->seg && n > 0 && (size_t)n < size)
-        snprintf(buf + n, size - (size_t)n, " -DSEG=%zu -DREG_VECS=%zu", g->seg, g->reg_vecs);
+        snprintf(buf + n, size - (size_t)n, " -DSEG=%zu -DREG_VECS=%zu%s", g->seg, g->reg_vecs,
+                 p->nv_ptx ? " -DCLNORM_NV_SHFL" : "");
 }
 
 /* Work-group size for the cooperative strategies: CLNORM_LOCAL_SIZE when set (tests use it

@@ -22,6 +22,8 @@ clnorm_add_test(test_golden test_golden.c golden_cases.c) # PyTorch float64 gold
 target_link_libraries(test_golden PRIVATE clnorm_npy)
 clnorm_add_test(test_forward test_forward.c)  # the 0.1 forward calls on every strategy
 target_link_libraries(test_forward PRIVATE Threads::Threads)
+# The subgroup kernel's aligned and unaligned copies: the same bits (and again with 4 lanes).
+clnorm_add_test(test_aligned test_aligned.c)
 clnorm_add_test(test_geometry test_geometry.c) # odd work-group sizes, large grids
 # PoCL builds the split kernels for multi-item work-groups ~5x faster with continuations.
 set_tests_properties(test_geometry PROPERTIES ENVIRONMENT
