@@ -3,7 +3,9 @@
  * SEG = 32; a wavefront on AMD, SEG = 64) share one row, and a work-group holds L / SEG rows.
  * Each item keeps its share of the row in registers (REG_VECS vectors of VW, set per plan
  * from cols), so the row is read from memory once and the mean, variance and apply passes all
- * run from registers. For GPUs and rows up to SEG * VW * 16 elements. Reductions go through
+ * run from registers. For GPUs and rows up to SEG * VW * 16 elements, and on CPU devices for
+ * short rows with SEG = 1 (a row per work-item: no reduction to share, no barrier, streaming
+ * stores and a prefetch of the next row as the row strategy has). Reductions go through
  * local memory within each SEG-lane segment (portable OpenCL 1.2: no sub-group extension
  * needed), with work-group barriers, which every item reaches (rows past the end take part
  * with empty shares); on NVIDIA's own OpenCL (-DCLNORM_NV_SHFL, src/policy.c) a warp's share
@@ -25,6 +27,15 @@
 #define REG_VECS 4
 #endif
 
+/* Whether vector vi of a row exists: always with one item per row, whose REG_VECS is the
+ * row's exact count of whole vectors (src/policy.c, subgroup_seg) - a constant the compiler
+ * can fold. */
+#if SEG == 1
+#define HAS_VEC(vi) 1
+#else
+#define HAS_VEC(vi) ((vi) < nv)
+#endif
+
 inline A red2(A a, A b, int op) { return op ? fmax(a, b) : a + b; }
 
 #if defined(CLNORM_NV_SHFL) && SEG >= 32 && !defined(CLNORM_F64)
@@ -40,16 +51,11 @@ inline float nv_bfly(float v, uint m)
 #define SEG_WARP_SHFL 1
 #endif
 
-/* Sum (op 0) or maximum (op 1) over the SEG lanes of one segment; SEG is a power of two.
- * Every item of the group must call it. Every lane gets the same bits: the values are folded
- * in one fixed order (not a tree over barriers, which cost one barrier per halving). */
-inline A seg_lane_reduce(A v, __local A *scratch, uint lid, uint lane, int op)
-{
-#if defined(SEG_WARP_SHFL)
-    for (uint m = 16; m > 0; m >>= 1)
-        v = red2(v, nv_bfly(v, m), op);
 #if SEG > 32
-    /* then the SEG / 32 warp sums, through local memory */
+/* A segment of several 32-lane chunks, each lane holding its chunk's result: the chunk
+ * results folded in chunk order through local memory, the same bits on every lane. */
+inline A seg_fold_chunks(A v, __local A *scratch, uint lid, uint lane, int op)
+{
     if (lane % 32 == 0)
         scratch[lid] = v;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -57,6 +63,22 @@ inline A seg_lane_reduce(A v, __local A *scratch, uint lid, uint lane, int op)
     v = scratch[base];
     for (uint j = 32; j < SEG; j += 32)
         v = red2(v, scratch[base + j], op);
+    return v;
+}
+#endif
+
+/* Sum (op 0) or maximum (op 1) over the SEG lanes of one segment; SEG is a power of two.
+ * Every item of the group must call it. Every lane gets the same bits: the values are folded
+ * in one fixed order (not a tree over barriers, which cost one barrier per halving). */
+inline A seg_lane_reduce(A v, __local A *scratch, uint lid, uint lane, int op)
+{
+#if SEG == 1
+    return v; /* a row per item (CPU devices, short rows): nothing to share, no barrier */
+#elif defined(SEG_WARP_SHFL)
+    for (uint m = 16; m > 0; m >>= 1)
+        v = red2(v, nv_bfly(v, m), op);
+#if SEG > 32
+    v = seg_fold_chunks(v, scratch, lid, lane, op); /* then the SEG / 32 warp sums */
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
     return v;
@@ -77,14 +99,8 @@ inline A seg_lane_reduce(A v, __local A *scratch, uint lid, uint lane, int op)
         a = red2(a, b, op);
     }
 #if SEG > 32
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lane % 32 == 0)
-        scratch[lid] = a;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const uint base = lid - lane;
-    a = scratch[base];
-    for (uint j = 32; j < SEG; j += 32)
-        a = red2(a, scratch[base + j], op);
+    barrier(CLK_LOCAL_MEM_FENCE); /* every chunk read before its first lane overwrites it */
+    a = seg_fold_chunks(a, scratch, lid, lane, op);
 #endif
     barrier(CLK_LOCAL_MEM_FENCE); /* scratch may be reused right after */
     return a;
@@ -127,23 +143,26 @@ inline void subgroup_rows(FWD_PARAMS, ulong rows, ulong cols, A eps, uint flags,
         const int active = row < rows;
         row_in in = make_row_in(IN_ARGS, active ? row : 0);
         in.al = al;
+#if defined(PREFETCH_NEXT) && SEG == 1
+        const row_in nxt = make_row_in(IN_ARGS, row + 1);
+#endif
         A sc = 1, m = 0, var = 0;
         A2 K = (A2)(0);
         AV v[REG_VECS];
         A t = 0;
 #if defined(CLNORM_RESIDUAL)
-        /* x + residual as the sum output stores it, kept from the same loads (a second read
-         * of both inputs for the store cost the fused op its advantage on GPUs). */
+        /* x + residual as the sum output stores it, kept from the same loads rather than
+         * reading both inputs again for the store. */
         AV sv[REG_VECS];
 #endif
         for (int attempt = 0; attempt < 2; attempt++) {
             if (active)
                 K = row_shift(in, sc, rms);
             /* Load the share once: vectors lane, lane + SEG, ...; tail elements one per lane. */
-            A s = 0;
+            AV sum = (AV)(0);
             for (uint k = 0; k < REG_VECS; k++) {
                 const ulong vi = lane + (ulong)k * SEG;
-                const int here = active && vi < nv;
+                const int here = active && HAS_VEC(vi);
 #if defined(CLNORM_RESIDUAL)
                 const AV xv = here ? LOADV_AL(in.x + vi * VW, al) : (AV)(0);
                 const AV rv = here ? LOADV_R_AL(in.r + vi * VW, al) : (AV)(0);
@@ -152,10 +171,18 @@ inline void subgroup_rows(FWD_PARAMS, ulong rows, ulong cols, A eps, uint flags,
 #else
                 v[k] = here ? IN_DEVV(in, vi * VW, K, sc) : (AV)(0);
 #endif
-                s += HSUM(v[k]);
+                sum += v[k];
+#if defined(PREFETCH_NEXT) && SEG == 1
+                /* PoCL runs the next item, the next row in memory, right after this one on
+                 * the same core: fetch it while this row computes (never faults). */
+                __builtin_prefetch(nxt.x + vi * VW);
+#if defined(CLNORM_RESIDUAL)
+                __builtin_prefetch(nxt.r + vi * VW);
+#endif
+#endif
             }
             t = (active && has_tail) ? IN_DEV1(in, ti, K, sc) : 0;
-            s += t;
+            const A s = HSUM(sum) + t;
             m = 0;
             if (!rms)
                 m = seg_lane_reduce(s, scratch, lid, lane, 0) / (A)cols;
@@ -163,7 +190,7 @@ inline void subgroup_rows(FWD_PARAMS, ulong rows, ulong cols, A eps, uint flags,
             AV q = (AV)(0);
             for (uint k = 0; k < REG_VECS; k++) {
                 const ulong vi = lane + (ulong)k * SEG;
-                if (vi < nv) {
+                if (HAS_VEC(vi)) {
                     const AV d = v[k] - m;
                     q = fma(d, d, q);
                 }
@@ -173,13 +200,18 @@ inline void subgroup_rows(FWD_PARAMS, ulong rows, ulong cols, A eps, uint flags,
                 qs = fma(t - m, t - m, qs);
             var = seg_lane_reduce(qs, scratch, lid, lane, 0) / (A)cols;
             const int bad = active && needs_rescale(var);
+#if SEG == 1
+            if (attempt == 1 || !bad) /* no barrier to keep the items together */
+                break;
+#else
             if (attempt == 1 || !group_any(bad, any_slots, it, lid))
                 break;
+#endif
             /* The largest magnitude of each row; rows that do not need it keep scale 1. */
             A mx = 0;
             for (uint k = 0; k < REG_VECS; k++) {
                 const ulong vi = lane + (ulong)k * SEG;
-                if (active && vi < nv)
+                if (active && HAS_VEC(vi))
                     mx = fmax(mx, HMAX(IN_ABSMAXV(in, vi * VW)));
             }
             if (active && has_tail)
@@ -195,10 +227,15 @@ inline void subgroup_rows(FWD_PARAMS, ulong rows, ulong cols, A eps, uint flags,
             out.al = al;
             for (uint k = 0; k < REG_VECS; k++) {
                 const ulong vi = lane + (ulong)k * SEG;
-                if (vi < nv) {
+                if (HAS_VEC(vi)) {
 #if defined(CLNORM_RESIDUAL)
                     if (out.s)
                         STOREV_R_AL(sv[k], out.s + vi * VW, al);
+#endif
+#if defined(STREAM_STORE) && SEG == 1
+                    if (al) /* aligned to the vector: a non-temporal store (common.cl) */
+                        storev_stream(out_yv(out, vi * VW, v[k], m, r), out.y + vi * VW);
+                    else
 #endif
                     STOREV_AL(out_yv(out, vi * VW, v[k], m, r), out.y + vi * VW, al);
                 }
@@ -215,9 +252,11 @@ __kernel void norm_subgroup(FWD_PARAMS, ulong rows, ulong cols, A eps, uint flag
                             __local A *scratch)
 {
     volatile __local int any_slots[3];
+#if SEG > 1
     if (get_local_id(0) < 3)
         any_slots[get_local_id(0)] = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
+#endif
     if (flags & CLNORM_KF_ALIGNED) /* the same for every item: both copies have barriers */
         subgroup_rows(FWD_ARGS, rows, cols, eps, flags, scratch, any_slots, 1);
     else

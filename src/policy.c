@@ -99,8 +99,19 @@ static size_t vector_width(const clnorm_device_profile *p, const clnorm_desc *d,
  * memory once, rather than twice as the workgroup strategy reads them. */
 enum { SUBGROUP_MAX_REG_VECS = 16, SUBGROUP_SPREAD_REG_VECS = 8, SUBGROUP_MAX_SEG = 256 };
 
+/* CPU devices: rows of at most this many whole vectors are held by one work-item (SEG = 1):
+ * the subgroup kernel without barriers, the row loaded once into registers. */
+enum { CPU_SHORT_ROW_VECS = 8 };
+
+static int cpu_short_row(const clnorm_device_profile *p, size_t cols, size_t vw)
+{
+    return is_cpu(p) && cols % vw == 0 && cols <= vw * CPU_SHORT_ROW_VECS;
+}
+
 static size_t subgroup_seg(const clnorm_device_profile *p, size_t cols, size_t vw)
 {
+    if (cpu_short_row(p, cols, vw))
+        return 1;
     size_t seg = p->simd_width;
     while (seg * vw * SUBGROUP_SPREAD_REG_VECS < cols && seg * 2 <= SUBGROUP_MAX_SEG)
         seg *= 2;
@@ -126,9 +137,14 @@ clnorm_strategy clnorm_policy_strategy(const clnorm_device_profile *p, const cln
     if (t->strategy != CLNORM_STRATEGY_AUTO)
         return t->strategy;
     const size_t cu = p->compute_units;
-    if (is_cpu(p))
-        return (d->rows < 4 * cu && d->cols >= 32768) ? CLNORM_STRATEGY_SPLIT
-                                                       : CLNORM_STRATEGY_ROW;
+    if (is_cpu(p)) {
+        if (d->rows < 4 * cu && d->cols >= 32768)
+            return CLNORM_STRATEGY_SPLIT;
+        /* Short rows: one item per row with the row in registers (SEG = 1), 1.8x the row
+         * strategy's blocked loops at 262144 x 64 (bench/RESULTS.md). */
+        return cpu_short_row(p, d->cols, vector_width(p, d, t)) ? CLNORM_STRATEGY_SUBGROUP
+                                                                : CLNORM_STRATEGY_ROW;
+    }
     if (d->rows < 2 * cu && d->cols >= 16384)
         return CLNORM_STRATEGY_SPLIT;
     if (d->cols <= subgroup_max_cols(p, vector_width(p, d, t)))
@@ -215,6 +231,17 @@ size_t clnorm_row_groups(size_t want, size_t most, const clnorm_tuning *t)
     return t->max_groups && g > t->max_groups ? t->max_groups : g;
 }
 
+/* One row per work-item: enough work-groups to keep every compute unit busy several times
+ * over, few enough that a CPU runtime's per-group cost stays small next to a group's rows. */
+static void item_rows_geometry(const clnorm_device_profile *p, const clnorm_desc *d,
+                               const clnorm_tuning *t, size_t kmax, clnorm_geometry *g)
+{
+    const size_t cu = p->compute_units;
+    g->local = clnorm_fit_local(
+        t->local_size ? t->local_size : clnorm_clamp(d->rows / (4 * cu), 1, 64), kmax, p);
+    g->groups = clnorm_row_groups(clnorm_div_up(d->rows, g->local), (size_t)1 << 20, t);
+}
+
 static clnorm_status forward_geometry(const clnorm_device_profile *p, const clnorm_desc *d,
                                       clnorm_strategy s, const clnorm_tuning *t, size_t kmax,
                                       clnorm_geometry *g, char *msg, size_t msg_size)
@@ -222,11 +249,7 @@ static clnorm_status forward_geometry(const clnorm_device_profile *p, const clno
     const size_t cu = p->compute_units, vw = g->vw;
     switch (s) {
     case CLNORM_STRATEGY_ROW:
-        /* Enough work-groups to keep every compute unit busy several times over, few enough
-         * that a CPU runtime's per-group cost stays small next to a group's rows. */
-        g->local = clnorm_fit_local(t->local_size ? t->local_size : clnorm_clamp(d->rows / (4 * cu), 1, 64), kmax,
-                       p);
-        g->groups = clnorm_row_groups(clnorm_div_up(d->rows, g->local), (size_t)1 << 20, t);
+        item_rows_geometry(p, d, t, kmax, g);
         return CLNORM_OK;
     case CLNORM_STRATEGY_WORKGROUP:
         g->local = clnorm_fit_local(cooperative_local(p, d, s, t, vw), kmax, p);
@@ -234,8 +257,12 @@ static clnorm_status forward_geometry(const clnorm_device_profile *p, const clno
         return CLNORM_OK;
     case CLNORM_STRATEGY_SUBGROUP: {
         /* 256 items per work-group on GPUs (8 rows of 32-lane segments, 1 row of 256), 2
-         * rows on CPUs, where this strategy only runs when forced (tests). */
+         * rows on CPUs, where segments of more than one item only run when forced (tests). */
         const size_t seg = g->seg;
+        if (seg == 1) { /* a row per item (CPU, short rows), laid out as the row strategy's */
+            item_rows_geometry(p, d, t, kmax, g);
+            return CLNORM_OK;
+        }
         g->local = clnorm_fit_local(seg * (is_cpu(p) ? 2 : (256 / seg > 0 ? 256 / seg : 1)), kmax, p);
         if (g->local < seg) {
             snprintf(msg, msg_size,
@@ -281,7 +308,8 @@ static void backward_geometry(const clnorm_device_profile *p, const clnorm_desc 
                               clnorm_geometry *g)
 {
     const size_t vw = g->vw, cu = p->compute_units;
-    g->bwd_local = clnorm_fit_local(s == CLNORM_STRATEGY_ROW ? 1 : cooperative_local(p, d, s, t, vw), kmax, p);
+    const int item_rows = s == CLNORM_STRATEGY_ROW || (s == CLNORM_STRATEGY_SUBGROUP && g->seg == 1);
+    g->bwd_local = clnorm_fit_local(item_rows ? 1 : cooperative_local(p, d, s, t, vw), kmax, p);
     g->bwd_param_local = clnorm_fit_local(64, kmax, p);
     const size_t min_groups = (is_cpu(p) ? 4 : 8) * cu;
     /* Work-groups: blocks of rows x column chunks, about min_groups of them. Each block
