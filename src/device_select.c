@@ -278,6 +278,10 @@ clnorm_status clnorm_read_profile(cl_device_id dev, clnorm_device_profile *p)
     /* NVIDIA's own OpenCL ("NVIDIA CUDA") compiles inline PTX: the subgroup kernel's warp
      * reductions use shfl.sync there. Other runtimes on NVIDIA hardware do not count. */
     p->nv_ptx = (p->type & CL_DEVICE_TYPE_GPU) && contains_nocase(pname, "NVIDIA CUDA");
+    cl_uint align_bits = 0;
+    if (clGetDeviceInfo(dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits,
+                        NULL) == CL_SUCCESS)
+        p->base_align = align_bits / 8;
     if (p->compute_units == 0)
         p->compute_units = 1;
     if (p->max_work_group_size == 0)

@@ -67,16 +67,18 @@ static int writes_anything(const clnorm_call_args *a)
 
 /*
  * CLNORM_KF_ALIGNED: whether the forward's vector accesses all fall on multiples of the vector
- * width. A cl_mem's base is aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN, at least 64 bytes (the
- * spec's minimum, int16 in the embedded profile), so when a vector is at most that, a row
- * starts on a vector boundary when its tensor's offset and row stride (with more than one
- * row) are whole vectors and the kernels' rows are whole vectors (a GroupNorm's groups sit
- * C/G x spatial apart in a sample). Mean and rstd are read and written one element at a
- * time: they do not count.
+ * width. A row starts on a vector boundary when its buffer does, its tensor's offset and row
+ * stride (with more than one row) are whole vectors, and the kernels' rows are whole vectors
+ * (a GroupNorm's groups sit C/G x spatial apart in a sample). A buffer the runtime allocates,
+ * and any sub-buffer, starts on CL_DEVICE_MEM_BASE_ADDR_ALIGN; one made over the
+ * application's memory (CL_MEM_USE_HOST_PTR: the Python package's, a C caller's) starts
+ * wherever that memory does, and a CPU runtime computes on it in place, so its pointer is
+ * checked. Mean and rstd are read and written one element at a time: they do not count.
  */
 static unsigned aligned_flag(const clnorm_plan *plan, const clnorm_call_args *a)
 {
     const size_t vw = plan->geo.vw;
+    const size_t base_align = plan->ctx->profile.base_align;
     static const clnorm_arg_slot vec_slots[] = {CLNORM_ARG_X,     CLNORM_ARG_Y,
                                                 CLNORM_ARG_GAMMA, CLNORM_ARG_BETA,
                                                 CLNORM_ARG_RESIDUAL, CLNORM_ARG_SUM,
@@ -87,8 +89,14 @@ static unsigned aligned_flag(const clnorm_plan *plan, const clnorm_call_args *a)
         const clnorm_arg_slot s = vec_slots[i];
         if (!(a->present & SLOT_BIT(s)))
             continue;
-        if (vw * clnorm_dtype_size(a->info[s].dtype) > 64 || a->offset[s] % vw != 0 ||
+        const size_t vbytes = vw * clnorm_dtype_size(a->info[s].dtype);
+        if (vbytes > base_align || a->offset[s] % vw != 0 ||
             (a->info[s].rows > 1 && a->info[s].stride % vw != 0))
+            return 0;
+        void *host = NULL; /* NULL unless the buffer was made with CL_MEM_USE_HOST_PTR */
+        if (clGetMemObjectInfo((cl_mem)(uintptr_t)a->handle[s], CL_MEM_HOST_PTR, sizeof host,
+                               &host, NULL) != CL_SUCCESS ||
+            (uintptr_t)host % vbytes != 0)
             return 0;
     }
     return CLNORM_KF_ALIGNED;

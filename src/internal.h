@@ -25,6 +25,8 @@ typedef struct {
     unsigned simd_width; /* lanes that run in lockstep: 64 on AMD GPUs, else 32 (the
                             subgroup strategy's row segment) */
     int nv_ptx;          /* NVIDIA's OpenCL platform: kernels may use inline PTX */
+    size_t base_align;   /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: where a cl_mem the
+                            runtime allocates (or a sub-buffer) starts */
 } clnorm_device_profile;
 
 /* Overrides of the policy's choices, read from the environment at plan creation (tests and

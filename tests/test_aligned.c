@@ -6,12 +6,16 @@
  * vector width the library uses: aligned again, away from the buffer's start) and at offsets
  * of 1 (never aligned) must match the reference each time and give the same bits each time:
  * LayerNorm, RMSNorm, the fused add with its sum, a per-sample modulation, and GroupNorm in
- * NCHW, in float32, float16 and bfloat16. CTest runs it with the CPU's vector width and with
- * a GPU's (4 lanes).
+ * NCHW, in float32, float16 and bfloat16. And a buffer made over the application's memory
+ * (CL_MEM_USE_HOST_PTR, as the Python package makes them) at an address that is not a whole
+ * vector must take the unaligned copy: a CPU runtime computes on that memory in place. CTest
+ * runs the suite with the CPU's vector width and with a GPU's (4 lanes).
  */
 #include "tu_problem.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static clnorm_ctx *g_ctx;
@@ -122,6 +126,70 @@ static void test_group_nchw(void **state)
         skip();
 }
 
+/* y of LayerNorm over x in buffers made by `make`, read back into y. */
+typedef cl_mem (*make_buffer)(cl_context c, float *host, size_t n);
+static cl_mem runtime_buffer(cl_context c, float *host, size_t n)
+{
+    cl_int err;
+    cl_mem m = clCreateBuffer(c, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n * sizeof(float),
+                              host, &err);
+    assert_int_equal(err, CL_SUCCESS);
+    return m;
+}
+static cl_mem host_buffer(cl_context c, float *host, size_t n)
+{
+    cl_int err;
+    cl_mem m = clCreateBuffer(c, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, n * sizeof(float),
+                              host, &err);
+    assert_int_equal(err, CL_SUCCESS);
+    return m;
+}
+static void layer_norm_in(clnorm_plan *plan, make_buffer make, float *x, float *y, size_t n)
+{
+    cl_context c = clnorm_get_cl_context(g_ctx);
+    cl_command_queue q = clnorm_get_queue(g_ctx);
+    cl_mem xm = make(c, x, n), ym = make(c, y, n);
+    const clnorm_arg args[] = {{CLNORM_ARG_X, xm, 0}, {CLNORM_ARG_Y, ym, 0}};
+    cl_event ev = NULL;
+    assert_int_equal(clnorm_execute(plan, CLNORM_FORWARD, args, 2, q, 0, NULL, &ev), CLNORM_OK);
+    assert_int_equal(clWaitForEvents(1, &ev), CL_SUCCESS);
+    clReleaseEvent(ev);
+    assert_int_equal(clEnqueueReadBuffer(q, ym, CL_TRUE, 0, n * sizeof(float), y, 0, NULL, NULL),
+                     CL_SUCCESS);
+    clReleaseMemObject(xm);
+    clReleaseMemObject(ym);
+}
+
+static void test_host_memory_off_vector(void **state)
+{
+    (void)state;
+    if (!tu_has_device(g_ctx))
+        skip();
+    enum { ROWS = 9, COLS = 64, N = ROWS * COLS };
+    clnorm_desc d;
+    clnorm_desc_init(&d, CLNORM_LAYER, ROWS, COLS);
+    d.flags = CLNORM_NO_GAMMA | CLNORM_NO_BETA;
+    clnorm_plan *plan = NULL; /* the automatic choice: what the Python package gets */
+    assert_int_equal(clnorm_plan_create(g_ctx, &d, &plan), CLNORM_OK);
+    /* 64-byte aligned blocks, used from their second float: 4 bytes past any vector. */
+    float *xs = aligned_alloc(64, (N + 16) * sizeof(float));
+    float *ys = aligned_alloc(64, (N + 16) * sizeof(float));
+    float *want = malloc(N * sizeof(float));
+    assert_non_null(xs);
+    assert_non_null(ys);
+    assert_non_null(want);
+    float *x = xs + 1, *y = ys + 1;
+    for (size_t i = 0; i < N; i++)
+        x[i] = (float)((i * 7919u) % 1000u) / 100.0f - 3.0f + (float)(i / COLS);
+    layer_norm_in(plan, runtime_buffer, x, want, N); /* aligned buffers: the aligned copy */
+    layer_norm_in(plan, host_buffer, x, y, N);
+    assert_memory_equal(y, want, N * sizeof(float));
+    free(xs);
+    free(ys);
+    free(want);
+    clnorm_plan_free(plan);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -142,6 +210,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_row_ops),
         cmocka_unit_test(test_group_nchw),
+        cmocka_unit_test(test_host_memory_off_vector),
     };
     return cmocka_run_group_tests_name("aligned", tests, setup, teardown);
 }
