@@ -126,29 +126,21 @@ static void test_group_nchw(void **state)
         skip();
 }
 
-/* y of LayerNorm over x in buffers made by `make`, read back into y. */
-typedef cl_mem (*make_buffer)(cl_context c, float *host, size_t n);
-static cl_mem runtime_buffer(cl_context c, float *host, size_t n)
+/* y of LayerNorm over x in buffers made with `mem_flags` over the host arrays (copied, or
+ * used in place), read back into y. */
+static cl_mem buffer_of(cl_context c, cl_mem_flags mem_flags, float *host, size_t n)
 {
     cl_int err;
-    cl_mem m = clCreateBuffer(c, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n * sizeof(float),
-                              host, &err);
+    cl_mem m = clCreateBuffer(c, CL_MEM_READ_WRITE | mem_flags, n * sizeof(float), host, &err);
     assert_int_equal(err, CL_SUCCESS);
     return m;
 }
-static cl_mem host_buffer(cl_context c, float *host, size_t n)
-{
-    cl_int err;
-    cl_mem m = clCreateBuffer(c, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, n * sizeof(float),
-                              host, &err);
-    assert_int_equal(err, CL_SUCCESS);
-    return m;
-}
-static void layer_norm_in(clnorm_plan *plan, make_buffer make, float *x, float *y, size_t n)
+static void layer_norm_in(clnorm_plan *plan, cl_mem_flags mem_flags, float *x, float *y,
+                          size_t n)
 {
     cl_context c = clnorm_get_cl_context(g_ctx);
     cl_command_queue q = clnorm_get_queue(g_ctx);
-    cl_mem xm = make(c, x, n), ym = make(c, y, n);
+    cl_mem xm = buffer_of(c, mem_flags, x, n), ym = buffer_of(c, mem_flags, y, n);
     const clnorm_arg args[] = {{CLNORM_ARG_X, xm, 0}, {CLNORM_ARG_Y, ym, 0}};
     cl_event ev = NULL;
     assert_int_equal(clnorm_execute(plan, CLNORM_FORWARD, args, 2, q, 0, NULL, &ev), CLNORM_OK);
@@ -181,8 +173,8 @@ static void test_host_memory_off_vector(void **state)
     float *x = xs + 1, *y = ys + 1;
     for (size_t i = 0; i < N; i++)
         x[i] = (float)((i * 7919u) % 1000u) / 100.0f - 3.0f + (float)(i / COLS);
-    layer_norm_in(plan, runtime_buffer, x, want, N); /* aligned buffers: the aligned copy */
-    layer_norm_in(plan, host_buffer, x, y, N);
+    layer_norm_in(plan, CL_MEM_COPY_HOST_PTR, x, want, N); /* aligned buffers: the aligned copy */
+    layer_norm_in(plan, CL_MEM_USE_HOST_PTR, x, y, N);
     assert_memory_equal(y, want, N * sizeof(float));
     free(xs);
     free(ys);
