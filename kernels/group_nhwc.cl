@@ -5,9 +5,11 @@
  * C channels of one sample, whose rows of C channels are contiguous (Apex's group_norm_nhwc
  * does the same). Three steps:
  *   gn_nhwc_moments: per (sample, tile, channel) the sum S of x - K_c (K_c: the channel's
- *                    first element, x[n, 0, c], so that a row of shifts is one vector load)
- *                    and M2, the sum of squared deviations from the tile's own mean
- *                    (two-pass over the tile, the second pass from cache); then per (sample,
+ *                    first element, x[n, 0, c], so that a row of shifts is one vector load;
+ *                    CPU devices keep the mean S / n instead) and M2, the sum of squared
+ *                    deviations from the tile's own mean
+ *                    (GPUs: two-pass over the tile, the second pass from cache; CPU devices:
+ *                    one pass, pairs of positions merged by Chan's update); then per (sample,
  *                    tile, group) the same of the group's channels, around the group's first
  *                    element K: with S'_c = S_c + n (K_c - K), S = sum S'_c and
  *                    M2 = sum (M2_c + n (S'_c / n - S / (n cpg))^2) (exact, fixed order);
@@ -16,16 +18,19 @@
  *                    channel's K, a = r * gamma_c and b = beta_c - m * a into the table;
  *   gn_nhwc_apply:   y = (x - K) * a_c + b_c, then the SiLU.
  * On GPUs the work-items of a group take consecutive channels (coalesced), each walking the
- * tile's positions; on CPU devices (one work-item per group) the loops run position by
- * position over the contiguous channels in vectors of VW.
+ * tile's positions; on CPU devices (one work-item per tile) the loops run position by
+ * position over the contiguous channels in vectors of VW, prefetching ahead.
  * On GPUs a work-group holds whole groups (cpg x groups-per-round items, group_norm.c), whose
  * channel moments meet in local memory, the group's first item adding them in channel order.
- * Moments per (n, tile): GN_TILE_LEN values of A: the S and M2 of every channel (CPU devices;
- * scratch space on GPUs), then the S and M2 of every group. The table per sample: 3 C
+ * Moments per (n, tile): GN_TILE_LEN values of A: the mean and M2 of every channel (CPU
+ * devices; scratch space on GPUs), then the S and M2 of every group. The table per sample: 3 C
  * values, the K of every channel, then the a, then the b.
  * Needs common.cl and op_group_norm.cl before it.
  */
 
+/* How far ahead (elements) the CPU loops prefetch x: PoCL's CPU device, where the hardware
+ * prefetchers alone left the moments and the apply well below the copy's speed. */
+#define GN_PD 2048
 #define GN_TILE_LEN(C, G) (2 * (C) + 2 * (G))
 
 /* Channel c's moments over positions [p0, p1) (cnt of them) around its first element: the
@@ -60,23 +65,100 @@ inline void gn_channel_moments(__global const T *xs, ulong c, ulong C, ulong p0,
 }
 
 /* The moments (S, M2) of one tile of the group of channels [c0, c0 + cpg) into out, from its
- * channels' (S_c at sc[c], M2_c at sc[C + c]; K_c at position 0), cnt positions: one
- * work-item, channels in order. */
-inline void gn_group_moments(__global const T *xs, __global A *sc, ulong c0, ulong cpg,
+ * channels' means (mu_c at mc[c], around K_c at position 0) and M2 (at mc[C + c]), cnt
+ * positions: one work-item, channels in order. Around the group's K, channel c's mean is
+ * mu_c + (K_c - K); M2 = sum (M2_c + cnt (mean_c - mean)^2) (exact). */
+inline void gn_group_moments(__global const T *xs, __global const A *mc, ulong c0, ulong cpg,
                              ulong C, A cnt, __global A *out)
 {
     const A K = LOAD1(xs + c0);
     A s = 0;
     for (ulong k = 0; k < cpg; k++)
-        s += fma(cnt, LOAD1(xs + c0 + k) - K, sc[c0 + k]);
-    const A mg = s / (cnt * (A)cpg);
+        s += mc[c0 + k] + (LOAD1(xs + c0 + k) - K);
+    const A mg = s / (A)cpg;
     A q = 0;
     for (ulong k = 0; k < cpg; k++) {
-        const A d = (sc[c0 + k] / cnt + (LOAD1(xs + c0 + k) - K)) - mg;
-        q += fma(d * d, cnt, sc[C + c0 + k]);
+        const A d = (mc[c0 + k] + (LOAD1(xs + c0 + k) - K)) - mg;
+        q += fma(d * d, cnt, mc[C + c0 + k]);
     }
-    out[0] = s;
+    out[0] = s * cnt;
     out[1] = q;
+}
+
+/* CPU devices, one work-item per tile: the moments of every channel of positions [p0, p1),
+ * the mean mu_c into sc[c] and M2_c into sc[C + c], in one read of the tile.
+ *
+ * The tile is one contiguous run of (p1 - p0) x C values, read in memory order: walking one
+ * channel vector down the positions instead touches a new page at every step (stride C),
+ * which the hardware prefetchers do not follow. A second pass for M2 would read the tile
+ * again, so the positions come in pairs, each pair's exact moments (mean (a + b) / 2, M2
+ * (a - b)^2 / 2) merged into the channel's running mean and M2 with Chan's update, the
+ * stable one-pass form of the two-pass moments. Values are taken around K_c (position 0 of
+ * the sample), as the merge across tiles expects; the running mean and M2 stay in sc, which
+ * stays in L1. */
+inline void gn_tile_moments_rows(__global const T *xs, __global A *sc, ulong p0, ulong p1,
+                                 ulong C)
+{
+    const ulong cv = C / VW * VW;
+    __global A *sq = sc + C;
+    ulong p = p0;
+    /* the first pair (or the lone position) sets the running moments */
+    {
+        __global const T *x0 = xs + p * C, *x1 = x0 + (p + 1 < p1 ? C : 0);
+        const A h = p + 1 < p1 ? (A)0.5 : (A)0; /* one position: mean a, M2 0 */
+        for (ulong c = 0; c < cv; c += VW) {
+            const AV K = LOADV(xs + c), a = LOADV(x0 + c) - K, b = LOADV(x1 + c) - K;
+            const AV d = a - b;
+            CAT(vstore, VW)(p + 1 < p1 ? (a + b) * (A)0.5 : a, 0, sc + c);
+            CAT(vstore, VW)(d * d * h, 0, sq + c);
+        }
+        for (ulong c = cv; c < C; c++) {
+            const A K = LOAD1(xs + c), a = LOAD1(x0 + c) - K, b = LOAD1(x1 + c) - K;
+            sc[c] = p + 1 < p1 ? (a + b) * (A)0.5 : a;
+            sq[c] = (a - b) * (a - b) * h;
+        }
+        p += p + 1 < p1 ? 2 : 1;
+    }
+    for (; p + 1 < p1; p += 2) {
+        /* n elements so far, 2 more: mean += delta * 2 / (n + 2),
+         * M2 += M2_pair + delta^2 * n * 2 / (n + 2) */
+        const A n = (A)(p - p0), w = (A)2 / (n + (A)2), wn = w * n;
+        __global const T *x0 = xs + p * C, *x1 = x0 + C;
+        for (ulong c = 0; c < cv; c += VW) {
+#if defined(PREFETCH_NEXT)
+            /* never faults past the end */
+            __builtin_prefetch(x0 + GN_PD + c);
+            __builtin_prefetch(x1 + GN_PD + c);
+#endif
+            const AV K = LOADV(xs + c), a = LOADV(x0 + c) - K, b = LOADV(x1 + c) - K;
+            const AV m = CAT(vload, VW)(0, sc + c), d = a - b;
+            const AV delta = (a + b) * (A)0.5 - m;
+            CAT(vstore, VW)(fma(delta, w, m), 0, sc + c);
+            CAT(vstore, VW)(fma(delta * delta, wn, fma(d * d, (A)0.5, CAT(vload, VW)(0, sq + c))),
+                            0, sq + c);
+        }
+        for (ulong c = cv; c < C; c++) {
+            const A K = LOAD1(xs + c), a = LOAD1(x0 + c) - K, b = LOAD1(x1 + c) - K;
+            const A m = sc[c], d = a - b, delta = (a + b) * (A)0.5 - m;
+            sc[c] = fma(delta, w, m);
+            sq[c] = fma(delta * delta, wn, fma(d * d, (A)0.5, sq[c]));
+        }
+    }
+    if (p < p1) { /* a last lone position: n so far, 1 more */
+        const A n = (A)(p - p0), w = (A)1 / (n + (A)1), wn = w * n;
+        __global const T *x0 = xs + p * C;
+        for (ulong c = 0; c < cv; c += VW) {
+            const AV m = CAT(vload, VW)(0, sc + c);
+            const AV delta = (LOADV(x0 + c) - LOADV(xs + c)) - m;
+            CAT(vstore, VW)(fma(delta, w, m), 0, sc + c);
+            CAT(vstore, VW)(fma(delta * delta, wn, CAT(vload, VW)(0, sq + c)), 0, sq + c);
+        }
+        for (ulong c = cv; c < C; c++) {
+            const A m = sc[c], delta = (LOAD1(x0 + c) - LOAD1(xs + c)) - m;
+            sc[c] = fma(delta, w, m);
+            sq[c] = fma(delta * delta, wn, sq[c]);
+        }
+    }
 }
 
 __kernel void gn_nhwc_moments(IN_PARAMS, __global A *part, ulong rows, ulong chunk_len,
@@ -86,44 +168,11 @@ __kernel void gn_nhwc_moments(IN_PARAMS, __global A *part, ulong rows, ulong chu
     const uint t = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
     const ulong p0 = (ulong)t * chunk_len, p1 = min(hw, p0 + chunk_len);
     const A cnt = (A)(p1 - p0);
-    const ulong cv = C / VW * VW; /* channels in whole vectors */
     for (ulong n = get_group_id(1); n < N; n += get_num_groups(1)) {
         __global const T *xs = x + x_off + n * x_stride; /* position 0: the shifts K_c */
         __global A *pt = part + (n * chunks + t) * GN_TILE_LEN(C, G);
         if (L == 1) {
-            /* A vector of channels at a time down the tile's positions (stride C): the sums
-             * stay in registers, and the vector's lines are still in L1 for the second pass. */
-            for (ulong c = 0; c < cv; c += VW) {
-                const AV K = LOADV(xs + c);
-                AV s0 = (AV)(0), s1 = (AV)(0);
-                ulong p = p0;
-                for (; p + 1 < p1; p += 2) {
-                    s0 += LOADV(xs + p * C + c) - K;
-                    s1 += LOADV(xs + (p + 1) * C + c) - K;
-                }
-                if (p < p1)
-                    s0 += LOADV(xs + p * C + c) - K;
-                const AV s = s0 + s1, mc = s / cnt;
-                AV q0 = (AV)(0), q1 = (AV)(0);
-                for (p = p0; p + 1 < p1; p += 2) {
-                    const AV d0 = (LOADV(xs + p * C + c) - K) - mc;
-                    const AV d1 = (LOADV(xs + (p + 1) * C + c) - K) - mc;
-                    q0 = fma(d0, d0, q0);
-                    q1 = fma(d1, d1, q1);
-                }
-                if (p < p1) {
-                    const AV d0 = (LOADV(xs + p * C + c) - K) - mc;
-                    q0 = fma(d0, d0, q0);
-                }
-                CAT(vstore, VW)(s, 0, pt + c);
-                CAT(vstore, VW)(q0 + q1, 0, pt + C + c);
-            }
-            for (ulong c = cv; c < C; c++) {
-                A sc, q;
-                gn_channel_moments(xs, c, C, p0, p1, cnt, &sc, &q);
-                pt[c] = sc;
-                pt[C + c] = q;
-            }
+            gn_tile_moments_rows(xs, pt, p0, p1, C);
             for (ulong g = 0; g < G; g++)
                 gn_group_moments(xs, pt, g * cpg, cpg, C, cnt, pt + 2 * C + 2 * g);
             continue;
@@ -239,6 +288,9 @@ inline void gn_apply_positions(__global const T *xs, __global T *ys, __global co
         __global const T *xp = xs + p * C;
         __global T *yp = ys + p * C;
         for (ulong c = 0; c < cv; c += VW) {
+#if defined(PREFETCH_NEXT)
+            __builtin_prefetch(xp + GN_PD + c); /* never faults past the end */
+#endif
             AV z = fma(LOADV(xp + c) - CAT(vload, VW)(0, tk + c), CAT(vload, VW)(0, ta + c),
                        CAT(vload, VW)(0, tb + c));
             if (silu)

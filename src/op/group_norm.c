@@ -197,12 +197,13 @@ static void geometry(const clnorm_device_profile *p, const clnorm_desc *d,
     g->items_local = clnorm_fit_local(t->local_size ? t->local_size : (cpu ? 1 : 256), km, p);
     if (is_nhwc(d)) {
         /* Tiles of chunk_len positions x C channels: enough of them for the device, no
-         * shorter than 16 positions (the merges add every tile's moments); on CPUs at most
-         * ~32K elements (two passes over a tile stay in the core's L2). */
-        size_t chunks =
-            clnorm_clamp(clnorm_div_up(4 * cu, d->rows ? d->rows : 1), 1, clnorm_div_up(hw, 16));
-        if (cpu)
-            chunks = clnorm_clamp(chunks, clnorm_div_up(hw * C, 32768), hw);
+         * shorter than 16 positions (the merges add every tile's moments). On CPUs, where a
+         * tile is one item's loop reading it once, no shorter than 32 positions: each tile
+         * also folds its C channel moments into group moments, which at 26-position tiles
+         * (the former cap of 32K elements, for two passes in L2) cost half the tile's read. */
+        const size_t min_len = cpu ? 32 : 16;
+        const size_t chunks = clnorm_clamp(clnorm_div_up(4 * cu, d->rows ? d->rows : 1), 1,
+                                           clnorm_div_up(hw, min_len));
         g->chunk_len = clnorm_div_up(hw, chunks);
         g->chunks = clnorm_div_up(hw, g->chunk_len);
         g->local = local;
