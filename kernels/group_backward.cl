@@ -84,6 +84,92 @@ inline A gn_dx(gn_chan ch, __global const A *cf, A v, A dyv)
     return (ch.r * ch.sc) * ((g - cf[0]) - xh * cf[1]);
 }
 
+/* ---- CPU devices (one-item work-groups): the NHWC loops in vectors along the channels ----
+ * A vector of a position's contiguous channels may span two groups, so each (n, tile) item
+ * first lays out every channel's statistics and parameters as rows of C values (tables,
+ * GN_BT_LEN(C) per item): K, m, r, sc, gamma, beta, then its group's mean(g) and
+ * mean(g * xhat) (the dx pass). Same arithmetic as gn_xhat, gn_dz and gn_dx, lane by lane. */
+#define GN_BT_LEN(C) (8 * (C))
+#define GN_TBV(tb, k, C, c) CAT(vload, VW)(0, (tb) + (k) * (C) + (c))
+
+inline void gn_bwd_table_put(__global A *tb, ulong C, ulong c, gn_chan ch,
+                             __global const A *cf)
+{
+    tb[c] = ch.K;
+    tb[C + c] = ch.m;
+    tb[2 * C + c] = ch.r;
+    tb[3 * C + c] = ch.sc;
+    tb[4 * C + c] = ch.gam;
+    tb[5 * C + c] = ch.bet;
+    if (cf) {
+        tb[6 * C + c] = cf[0];
+        tb[7 * C + c] = cf[1];
+    }
+}
+
+inline AV gn_xhatv(__global const A *tb, ulong C, ulong c, AV v)
+{
+    return ((v * GN_TBV(tb, 3, C, c) - GN_TBV(tb, 0, C, c)) - GN_TBV(tb, 1, C, c)) *
+           GN_TBV(tb, 2, C, c);
+}
+
+inline AV gn_dzv(__global const A *tb, ulong C, ulong c, AV dyv, AV xh, const int silu)
+{
+    if (!silu)
+        return dyv;
+    const AV z = fma(xh, GN_TBV(tb, 4, C, c), GN_TBV(tb, 5, C, c));
+    const AV s = (AV)(1) / ((AV)(1) + exp(-z));
+    return dyv * s * fma(z, (AV)(1) - s, (AV)(1));
+}
+
+inline AV gn_dxv(__global const A *tb, ulong C, ulong c, AV v, AV dyv, const int silu)
+{
+#pragma OPENCL FP_CONTRACT OFF
+    const AV xh = gn_xhatv(tb, C, c, v);
+    const AV g = gn_dzv(tb, C, c, dyv, xh, silu) * GN_TBV(tb, 4, C, c); /* as gn_dx */
+    return (GN_TBV(tb, 2, C, c) * GN_TBV(tb, 3, C, c)) *
+           ((g - GN_TBV(tb, 6, C, c)) - xh * GN_TBV(tb, 7, C, c));
+}
+
+/* Positions [p0, p1) of a sample: the sums of dz * xhat and dz of each whole vector of
+ * channels into st (st[c], st[C + c]), position by position as the scalar loop adds them. */
+inline void gn_bwd_sums_vec(__global const T *xs, __global const T *ds, __global const A *tb,
+                            __global A *st, ulong p0, ulong p1, ulong C, const int silu)
+{
+    const ulong cv = C / VW * VW;
+    for (ulong p = p0; p < p1; p++) {
+        __global const T *xp = xs + p * C, *dp = ds + p * C;
+        for (ulong c = 0; c < cv; c += VW) {
+#if defined(PREFETCH_NEXT)
+            __builtin_prefetch(xp + GN_PD + c); /* never faults past the end */
+            __builtin_prefetch(dp + GN_PD + c);
+#endif
+            const AV xh = gn_xhatv(tb, C, c, LOADV(xp + c));
+            const AV dz = gn_dzv(tb, C, c, LOADV(dp + c), xh, silu);
+            CAT(vstore, VW)(fma(dz, xh, CAT(vload, VW)(0, st + c)), 0, st + c);
+            CAT(vstore, VW)(CAT(vload, VW)(0, st + C + c) + dz, 0, st + C + c);
+        }
+    }
+}
+
+/* dx of positions [p0, p1) of a sample, whole vectors of channels. */
+inline void gn_bwd_dx_vec(__global const T *xs, __global const T *ds, __global T *os,
+                          __global const A *tb, ulong p0, ulong p1, ulong C, const int silu)
+{
+    const ulong cv = C / VW * VW;
+    for (ulong p = p0; p < p1; p++) {
+        __global const T *xp = xs + p * C, *dp = ds + p * C;
+        __global T *op = os + p * C;
+        for (ulong c = 0; c < cv; c += VW) {
+#if defined(PREFETCH_NEXT)
+            __builtin_prefetch(xp + GN_PD + c);
+            __builtin_prefetch(dp + GN_PD + c);
+#endif
+            STOREV(gn_dxv(tb, C, c, LOADV(xp + c), LOADV(dp + c), silu), op + c);
+        }
+    }
+}
+
 /* Statistics of every group row, as the NCHW forward computes them. */
 __kernel void gn_nchw_stats(IN_PARAMS, __global A *stats, ulong rows, ulong cols, A eps,
                             uint flags, __local A *scratch)
@@ -127,8 +213,8 @@ __kernel void gn_nchw_bwd_sums(GN_BWD_IN_PARAMS GN_PARAMS, __global const A *sta
 
 /* A work-group per tile of positions x all channels of a sample (group_nhwc.cl). */
 __kernel void gn_nhwc_bwd_sums(GN_BWD_IN_PARAMS GN_PARAMS, __global const A *stats,
-                               __global A *sums, ulong rows, ulong chunk_len, uint chunks,
-                               uint flags)
+                               __global A *sums, __global A *tables, ulong rows,
+                               ulong chunk_len, uint chunks, uint flags)
 {
     const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg, N = rows / G;
     const uint t = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
@@ -138,19 +224,28 @@ __kernel void gn_nhwc_bwd_sums(GN_BWD_IN_PARAMS GN_PARAMS, __global const A *sta
         __global const T *ds = dy + dy_off + n * dy_stride;
         __global A *st = sums + (n * chunks + t) * 2 * C;
         if (L == 1) {
+            __global A *tb = tables + (n * chunks + t) * GN_BT_LEN(C);
+            for (ulong c0 = 0; c0 < C; c0 += cpg) {
+                const gn_chan cg = GN_CHAN(n, c0); /* the group's statistics, once */
+                for (ulong c = c0; c < c0 + cpg; c++)
+                    gn_bwd_table_put(tb, C, c, GN_CHAN_AT(cg, c), 0);
+            }
             for (ulong c = 0; c < 2 * C; c++)
                 st[c] = 0;
-            for (ulong p = p0; p < p1; p++)
-                for (ulong c0 = 0; c0 < C; c0 += cpg) {
-                    const gn_chan cg = GN_CHAN(n, c0); /* the group's statistics, once */
-                    for (ulong c = c0; c < c0 + cpg; c++) {
-                        const gn_chan ch = GN_CHAN_AT(cg, c);
-                        const A xh = gn_xhat(ch, LOAD1(xs + p * C + c));
-                        const A dz = gn_dz(ch, LOAD1(ds + p * C + c), xh);
-                        st[c] = fma(dz, xh, st[c]);
-                        st[C + c] += dz;
-                    }
+            if ((flags & CLNORM_KF_SILU) != 0) /* decided once, not per vector */
+                gn_bwd_sums_vec(xs, ds, tb, st, p0, p1, C, 1);
+            else
+                gn_bwd_sums_vec(xs, ds, tb, st, p0, p1, C, 0);
+            /* channels past the last whole vector */
+            for (ulong c = C / VW * VW; c < C; c++) {
+                const gn_chan ch = GN_CHAN(n, c);
+                for (ulong p = p0; p < p1; p++) {
+                    const A xh = gn_xhat(ch, LOAD1(xs + p * C + c));
+                    const A dz = gn_dz(ch, LOAD1(ds + p * C + c), xh);
+                    st[c] = fma(dz, xh, st[c]);
+                    st[C + c] += dz;
                 }
+            }
             continue;
         }
         for (ulong c = lid; c < C; c += L) {
@@ -269,7 +364,8 @@ __kernel void gn_nchw_bwd_dx(GN_BWD_PARAMS GN_PARAMS, __global const A *stats,
 }
 
 __kernel void gn_nhwc_bwd_dx(GN_BWD_PARAMS GN_PARAMS, __global const A *stats,
-                             __global const A *coef, ulong rows, ulong chunk_len, uint flags)
+                             __global const A *coef, __global A *tables, ulong rows,
+                             ulong chunk_len, uint flags)
 {
     const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg, N = rows / G;
     const uint t = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
@@ -279,15 +375,24 @@ __kernel void gn_nhwc_bwd_dx(GN_BWD_PARAMS GN_PARAMS, __global const A *stats,
         __global const T *ds = dy + dy_off + n * dy_stride;
         __global T *os = dx + dx_off + n * dx_stride;
         if (L == 1) {
-            for (ulong p = p0; p < p1; p++)
-                for (ulong c0 = 0; c0 < C; c0 += cpg) {
-                    const gn_chan cg = GN_CHAN(n, c0); /* the group's statistics, once */
-                    __global const A *cf = coef + (n * G + c0 / cpg) * 2;
-                    for (ulong c = c0; c < c0 + cpg; c++)
-                        STORE1(gn_dx(GN_CHAN_AT(cg, c), cf, LOAD1(xs + p * C + c),
-                                     LOAD1(ds + p * C + c)),
-                               os + p * C + c);
-                }
+            __global A *tb = tables + (n * get_num_groups(0) + t) * GN_BT_LEN(C);
+            for (ulong c0 = 0; c0 < C; c0 += cpg) {
+                const gn_chan cg = GN_CHAN(n, c0); /* the group's statistics, once */
+                __global const A *cf = coef + (n * G + c0 / cpg) * 2;
+                for (ulong c = c0; c < c0 + cpg; c++)
+                    gn_bwd_table_put(tb, C, c, GN_CHAN_AT(cg, c), cf);
+            }
+            if ((flags & CLNORM_KF_SILU) != 0)
+                gn_bwd_dx_vec(xs, ds, os, tb, p0, p1, C, 1);
+            else
+                gn_bwd_dx_vec(xs, ds, os, tb, p0, p1, C, 0);
+            for (ulong c = C / VW * VW; c < C; c++) {
+                const gn_chan ch = GN_CHAN(n, c);
+                __global const A *cf = coef + (n * G + c / cpg) * 2;
+                for (ulong p = p0; p < p1; p++)
+                    STORE1(gn_dx(ch, cf, LOAD1(xs + p * C + c), LOAD1(ds + p * C + c)),
+                           os + p * C + c);
+            }
             continue;
         }
         for (ulong c = lid; c < C; c += L) {

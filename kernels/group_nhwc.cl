@@ -28,9 +28,6 @@
  * Needs common.cl and op_group_norm.cl before it.
  */
 
-/* How far ahead (elements) the CPU loops prefetch x: PoCL's CPU device, where the hardware
- * prefetchers alone left the moments and the apply well below the copy's speed. */
-#define GN_PD 2048
 #define GN_TILE_LEN(C, G) (2 * (C) + 2 * (G))
 
 /* Channel c's moments over positions [p0, p1) (cnt of them) around its first element: the

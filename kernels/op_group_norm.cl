@@ -153,6 +153,10 @@ inline void out_apply1(row_out out, row_in in, ulong i, A2 K, A m, A r, A sc)
 
 /* ---- what GroupNorm's own kernels share ---- */
 
+/* How far ahead (elements) the NHWC loops of CPU devices prefetch x (and dy): on PoCL's CPU
+ * device the hardware prefetchers alone left them well below the copy's speed. */
+#define GN_PD 2048
+
 /* A group's statistics (K, m, r, sc), xhat = ((x * sc - K) - m) * r, r * sc the true rstd:
  * from the saved mean and rstd (K = 0, m = mean, sc = 1), or from the stats scratch the chain
  * recomputed (CLNORM_KF_RECOMPUTE; CLNORM_STATS_PER_ROW values per group: K, 0, m, r, sc). */

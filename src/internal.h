@@ -41,7 +41,7 @@ typedef struct {
     int no_prefetch;          /* CLNORM_NO_PREFETCH */
 } clnorm_tuning;
 
-#define CLNORM_MAX_SCRATCH 4
+#define CLNORM_MAX_SCRATCH 5
 #define CLNORM_MAX_KERNELS 6 /* steps of one chain */
 
 /* Launch geometry of a plan: a pure function of (device profile, description, strategy,

@@ -256,6 +256,10 @@ static void scratch_bytes(const clnorm_desc *d, const clnorm_geometry *g, clnorm
     bytes[0] = clnorm_bytes3(ng, CLNORM_STATS_PER_ROW, acc);
     bytes[1] = clnorm_bytes3(d->rows * g->bwd_chunks, 2 * (d->cols + d->groups), acc);
     bytes[2] = clnorm_bytes3(ng, 2, acc);
+    /* NHWC on one-item work-groups (CPU devices): per-channel tables per (n, tile), which
+     * let the sums and dx loops run in vectors (group_backward.cl, GN_BT_LEN) */
+    if (is_nhwc(d) && g->local == 1)
+        bytes[4] = clnorm_bytes3(d->rows * g->bwd_chunks, 8 * d->cols, acc);
 }
 
 /* ---- kernel chains ---- */
@@ -307,7 +311,8 @@ static const clnorm_chain nhwc_forward = {
     3};
 
 /* Backward (kernels/group_backward.cl). Scratch: 0 statistics per (n, g), 1 sums per
- * (n, tile, c) (first the recomputed moments in NHWC), 2 dx coefficients per (n, g). */
+ * (n, tile, c) (first the recomputed moments in NHWC), 2 dx coefficients per (n, g), 4 (NHWC
+ * on CPU devices) per-channel tables per (n, tile). */
 #define BWD_IN (B(X) | B(GAMMA) | B(BETA) | B(MEAN) | B(RSTD) | B(DY))
 static const clnorm_karg stats_args[] = {OPS, {KA_SCRATCH, 0}, {KA_ROWS, 0}, {KA_COLS, 0},
                                          {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
@@ -323,8 +328,9 @@ static const clnorm_karg sums_nchw_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 
                                              {KA_ROWS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
                                              {KA_END, 0}};
 static const clnorm_karg sums_nhwc_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1},
-                                             {KA_ROWS, 0}, {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0},
-                                             {KA_FLAGS, 0}, {KA_END, 0}};
+                                             {KA_SCRATCH, 4}, {KA_ROWS, 0},
+                                             {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0}, {KA_FLAGS, 0},
+                                             {KA_END, 0}};
 static const clnorm_karg coef_args[] = {OPS, {KA_SCRATCH, 1}, {KA_SCRATCH, 2}, {KA_ROWS, 0},
                                         {KA_CHUNKS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
                                         {KA_END, 0}};
@@ -332,8 +338,9 @@ static const clnorm_karg params_args[] = {OPS, {KA_SCRATCH, 1}, {KA_ROWS, 0}, {K
                                           {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
 static const clnorm_karg dx_nchw_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 2}, {KA_ROWS, 0},
                                            {KA_FLAGS, 0}, {KA_END, 0}};
-static const clnorm_karg dx_nhwc_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 2}, {KA_ROWS, 0},
-                                           {KA_CHUNK_LEN, 0}, {KA_FLAGS, 0}, {KA_END, 0}};
+static const clnorm_karg dx_nhwc_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 2},
+                                           {KA_SCRATCH, 4}, {KA_ROWS, 0}, {KA_CHUNK_LEN, 0},
+                                           {KA_FLAGS, 0}, {KA_END, 0}};
 
 #define COEF_STEP {"gn_bwd_coef", B(GAMMA), coef_args, GEOM_ITEMS, RUN_GRAD_X}
 #define PARAMS_STEP                                                                         \
