@@ -375,6 +375,7 @@ __kernel void gn_nhwc_bwd_dx(GN_BWD_PARAMS GN_PARAMS, __global const A *stats,
         __global const T *ds = dy + dy_off + n * dy_stride;
         __global T *os = dx + dx_off + n * dx_stride;
         if (L == 1) {
+            /* the tiles are this NDRange's work-groups along dimension 0 */
             __global A *tb = tables + (n * get_num_groups(0) + t) * GN_BT_LEN(C);
             for (ulong c0 = 0; c0 < C; c0 += cpg) {
                 const gn_chan cg = GN_CHAN(n, c0); /* the group's statistics, once */

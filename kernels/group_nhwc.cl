@@ -274,8 +274,35 @@ inline A gn_apply1(A v, A K, A a, A b, int silu)
     return z;
 }
 
+/* The whole vectors of channels of one position; stream: non-temporal stores (a constant at
+ * each call, so each copy has one kind of store). */
+inline void gn_apply_vectors(__global const T *xp, __global T *yp, __global const A *tk,
+                             __global const A *ta, __global const A *tb, ulong cv,
+                             const int silu, const int stream)
+{
+    for (ulong c = 0; c < cv; c += VW) {
+#if defined(PREFETCH_NEXT)
+        __builtin_prefetch(xp + GN_PD + c); /* never faults past the end */
+#endif
+        AV z = fma(LOADV(xp + c) - CAT(vload, VW)(0, tk + c), CAT(vload, VW)(0, ta + c),
+                   CAT(vload, VW)(0, tb + c));
+        if (silu)
+            z = gn_siluv(z);
+#if defined(STREAM_STORE)
+        if (stream)
+            storev_stream(z, yp + c);
+        else
+#endif
+            STOREV(z, yp + c);
+    }
+}
+
 /* Positions [p0, p1) of a sample, one work-item, in vectors along the channels. In place (y
- * is x) is safe: each element is read just before it is written. */
+ * is x) is safe: each element is read just before it is written. A position's vectors are
+ * all aligned to their size or none is (each starts VW elements after the last), so the kind
+ * of store is chosen once per position. (Choosing it per vector, in one loop, had PoCL's
+ * compiler (LLVM 15) emit an aligned 16-byte store on the plain path for float16 storage: a
+ * crash at C >= 16.) */
 inline void gn_apply_positions(__global const T *xs, __global T *ys, __global const A *tk,
                                ulong p0, ulong p1, ulong C, const int silu)
 {
@@ -284,21 +311,12 @@ inline void gn_apply_positions(__global const T *xs, __global T *ys, __global co
     for (ulong p = p0; p < p1; p++) {
         __global const T *xp = xs + p * C;
         __global T *yp = ys + p * C;
-        for (ulong c = 0; c < cv; c += VW) {
-#if defined(PREFETCH_NEXT)
-            __builtin_prefetch(xp + GN_PD + c); /* never faults past the end */
-#endif
-            AV z = fma(LOADV(xp + c) - CAT(vload, VW)(0, tk + c), CAT(vload, VW)(0, ta + c),
-                       CAT(vload, VW)(0, tb + c));
-            if (silu)
-                z = gn_siluv(z);
 #if defined(STREAM_STORE)
-            if (((ulong)(yp + c) % (VW * sizeof(T))) == 0)
-                storev_stream(z, yp + c);
-            else
+        if (((ulong)yp % (VW * sizeof(T))) == 0)
+            gn_apply_vectors(xp, yp, tk, ta, tb, cv, silu, 1);
+        else
 #endif
-                STOREV(z, yp + c);
-        }
+            gn_apply_vectors(xp, yp, tk, ta, tb, cv, silu, 0);
         for (ulong c = cv; c < C; c++)
             STORE1(gn_apply1(LOAD1(xp + c), tk[c], ta[c], tb[c], silu), yp + c);
     }

@@ -198,9 +198,11 @@ static void geometry(const clnorm_device_profile *p, const clnorm_desc *d,
     if (is_nhwc(d)) {
         /* Tiles of chunk_len positions x C channels: enough of them for the device, no
          * shorter than 16 positions (the merges add every tile's moments). On CPUs, where a
-         * tile is one item's loop reading it once, no shorter than 32 positions: each tile
-         * also folds its C channel moments into group moments, which at 26-position tiles
-         * (the former cap of 32K elements, for two passes in L2) cost half the tile's read. */
+         * tile is one item's loop reading it once, no shorter than 32 positions and with no
+         * cap on its elements (the former 32K kept two passes in L2): each tile also folds
+         * its C channel moments into group moments (and the backward lays out per-channel
+         * tables), a cost per tile; 8K-element tiles made the moments 1.1-2x slower than 32K
+         * ones on PoCL (bench/RESULTS.md, GroupNorm). */
         const size_t min_len = cpu ? 32 : 16;
         const size_t chunks = clnorm_clamp(clnorm_div_up(4 * cu, d->rows ? d->rows : 1), 1,
                                            clnorm_div_up(hw, min_len));
