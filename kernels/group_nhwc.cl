@@ -98,24 +98,10 @@ inline void gn_tile_moments_rows(__global const T *xs, __global A *sc, ulong p0,
 {
     const ulong cv = C / VW * VW;
     __global A *sq = sc + C;
+    /* From zero moments, the first pair's update (n = 0: w = 1, wn = 0) is its own moments. */
+    for (ulong c = 0; c < 2 * C; c++)
+        sc[c] = 0;
     ulong p = p0;
-    /* the first pair (or the lone position) sets the running moments */
-    {
-        __global const T *x0 = xs + p * C, *x1 = x0 + (p + 1 < p1 ? C : 0);
-        const A h = p + 1 < p1 ? (A)0.5 : (A)0; /* one position: mean a, M2 0 */
-        for (ulong c = 0; c < cv; c += VW) {
-            const AV K = LOADV(xs + c), a = LOADV(x0 + c) - K, b = LOADV(x1 + c) - K;
-            const AV d = a - b;
-            CAT(vstore, VW)(p + 1 < p1 ? (a + b) * (A)0.5 : a, 0, sc + c);
-            CAT(vstore, VW)(d * d * h, 0, sq + c);
-        }
-        for (ulong c = cv; c < C; c++) {
-            const A K = LOAD1(xs + c), a = LOAD1(x0 + c) - K, b = LOAD1(x1 + c) - K;
-            sc[c] = p + 1 < p1 ? (a + b) * (A)0.5 : a;
-            sq[c] = (a - b) * (a - b) * h;
-        }
-        p += p + 1 < p1 ? 2 : 1;
-    }
     for (; p + 1 < p1; p += 2) {
         /* n elements so far, 2 more: mean += delta * 2 / (n + 2),
          * M2 += M2_pair + delta^2 * n * 2 / (n + 2) */
@@ -141,7 +127,7 @@ inline void gn_tile_moments_rows(__global const T *xs, __global A *sc, ulong p0,
             sq[c] = fma(delta * delta, wn, fma(d * d, (A)0.5, sq[c]));
         }
     }
-    if (p < p1) { /* a last lone position: n so far, 1 more */
+    if (p < p1) { /* a lone last position (or the tile's only one): n so far, 1 more */
         const A n = (A)(p - p0), w = (A)1 / (n + (A)1), wn = w * n;
         __global const T *x0 = xs + p * C;
         for (ulong c = 0; c < cv; c += VW) {
