@@ -326,7 +326,7 @@ extern const bench_contender bench_clnorm_auto, bench_clnorm_row, bench_clnorm_w
     bench_clnorm_split, bench_clnorm_subgroup;
 extern const bench_contender bench_clnorm_unfused, bench_clnorm_unfused_mod;
 extern const bench_contender bench_naive_onepass;
-extern const bench_contender bench_ref_cpu;
+extern const bench_contender bench_ref_cpu, bench_clnorm_host;
 #ifdef CLNORM_HAVE_CLBLAST
 extern const bench_contender bench_clblast_gemv;
 void bench_clblast_release_cache(void);
@@ -360,6 +360,9 @@ typedef struct {
 /* A bench_ref_state (the case's descriptor), freed with free(); a create of bench_contender. */
 int bench_ref_create(const bench_env *env, void **out, char *note, size_t note_size, char *msg,
                      size_t msg_size);
+/* The host arguments of every slot the case's op is given, from host set `set` (args holds
+ * BENCH_N_SLOTS); returns how many. */
+size_t bench_host_args(const bench_env *env, size_t set, clnorm_host_arg *args);
 /* "the naive kernel is float32 only (dtype f16)" into msg; BENCH_SKIP unless F32. */
 int bench_f32_only(const bench_problem *p, const char *who, char *msg, size_t msg_size);
 

@@ -98,3 +98,14 @@ int bench_ref_create(const bench_env *env, void **out, char *note, size_t note_s
     *out = s;
     return BENCH_OK;
 }
+
+size_t bench_host_args(const bench_env *env, size_t set, clnorm_host_arg *args)
+{
+    const bench_problem *p = env->p;
+    size_t n = 0;
+    for (int a = 0; a < BENCH_N_SLOTS; a++)
+        if (p->info->given & BENCH_SLOT(a))
+            args[n++] = (clnorm_host_arg){(clnorm_arg_slot)a,
+                                          bench_host_arg(env->host, set, (clnorm_arg_slot)a)};
+    return n;
+}

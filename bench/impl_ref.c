@@ -10,14 +10,9 @@
 static int run(void *state, size_t set, char *msg, size_t msg_size)
 {
     bench_ref_state *s = state;
-    const bench_problem *p = s->env->p;
     clnorm_host_arg args[BENCH_N_SLOTS];
-    size_t n = 0;
-    for (int a = 0; a < BENCH_N_SLOTS; a++)
-        if (p->info->given & BENCH_SLOT(a))
-            args[n++] = (clnorm_host_arg){(clnorm_arg_slot)a,
-                                          bench_host_arg(s->env->host, set, (clnorm_arg_slot)a)};
-    clnorm_status st = clnorm_ref_execute(&s->desc, p->dir, args, n);
+    const size_t n = bench_host_args(s->env, set, args);
+    clnorm_status st = clnorm_ref_execute(&s->desc, s->env->p->dir, args, n);
     if (st != CLNORM_OK) {
         snprintf(msg, msg_size, "clnorm_ref_execute: %s", clnorm_status_string(st));
         return BENCH_FAIL;

@@ -54,8 +54,9 @@ static void usage(FILE *out)
     fprintf(out,
         "usage: clnorm-bench [options]\n"
         "Layer normalization and its relatives, forward and backward, side by side on the same\n"
-        "data: clnorm (auto and each strategy), a naive one-pass kernel, CLBlast, the CPU\n"
-        "reference, oneDNN, the unfused pairs of the fused residual ops, and the copy bandwidth\n"
+        "data: clnorm (auto and each strategy through cl_mem, and auto through the host-pointer\n"
+        "call: clnorm_host), a naive one-pass kernel, CLBlast, the CPU reference, oneDNN, the\n"
+        "unfused pairs of the fused residual ops, and the copy bandwidth\n"
         "of the device and the host. Median of the reps after warm-up, rotated buffers larger\n"
         "than the last-level cache, outputs checked against the reference first. One run\n"
         "covers every op x dtype x shape asked for.\n"

@@ -25,6 +25,7 @@ static const bench_contender *const all[] = {
     &bench_clblast_gemv,
 #endif
     &bench_copy_host,
+    &bench_clnorm_host,
     &bench_ref_cpu,
 #ifdef CLNORM_HAVE_DNNL
     &bench_onednn,

@@ -269,6 +269,8 @@ typedef struct {
     int has_residual;        /* adds a residual first (the ADD kinds) */
     clnorm_kind base_kind;   /* the kind it normalizes like: itself, or for an ADD kind the
                                 plain kind (CLNORM_ADD_LAYER: CLNORM_LAYER) */
+    int has_host_loop;       /* it has a host loop for small host-pointer calls on CPU
+                                devices (clnorm_plan_uses_host_loop) */
 } clnorm_op_info;
 
 /* The op table entry of `kind`; CLNORM_INVALID_ARGUMENT for a kind that is not one. */
@@ -393,6 +395,11 @@ CLNORM_API const clnorm_desc *clnorm_plan_desc(const clnorm_plan *plan);
  * "Small problems on CPU devices": x of at most CLNORM_LATENCY_BYTES on a CPU device whose
  * platform lists an in-thread device, such as PoCL's `basic`). Valid while the plan lives. */
 CLNORM_API const char *clnorm_plan_device_name(const clnorm_plan *plan);
+/* 1 when the plan's host-pointer calls (layer 2) run the operation's host loop: C loops in
+ * the calling thread with the kernels' numerics, no OpenCL command (README, "Small problems
+ * on CPU devices": the row operations, strategy auto, on a CPU device, x of at most
+ * CLNORM_HOST_BYTES); 0 when they go through the device. Layer 1 always uses the device. */
+CLNORM_API int clnorm_plan_uses_host_loop(const clnorm_plan *plan);
 /* "row", "workgroup", "split", "reference", "subgroup" (or "auto"). */
 CLNORM_API const char *clnorm_strategy_name(clnorm_strategy strategy);
 
@@ -473,8 +480,9 @@ CLNORM_API clnorm_status clnorm_backward(clnorm_plan *plan, unsigned mask,
 /* ---------------------------------------------------------------------------------------------
  * Layer 2: host pointers, synchronous. Same slots and rules as layer 1 (in place: the same
  * pointer with the same stride). Copies in, runs layer 1 on the context's queue, copies the
- * outputs' elements out (the gaps of strided outputs are left alone). On a reference-backend
- * context this runs the CPU reference.
+ * outputs' elements out (the gaps of strided outputs are left alone). A host-loop plan
+ * (clnorm_plan_uses_host_loop) instead waits for the queue's earlier work and runs the host
+ * loop in the calling thread. On a reference-backend context this runs the CPU reference.
  * ------------------------------------------------------------------------------------------- */
 CLNORM_API clnorm_status clnorm_execute_host(clnorm_plan *plan, clnorm_direction dir,
                                              const clnorm_host_arg *args, size_t nargs);

@@ -213,6 +213,7 @@ clnorm_status clnorm_op_query(clnorm_kind kind, clnorm_op_info *info)
     info->has_mean = op->has_mean;
     info->has_residual = op->residual;
     info->base_kind = op->base_kind;
+    info->has_host_loop = op->host != NULL;
     return CLNORM_OK;
 }
 

@@ -278,6 +278,7 @@ static clnorm_status host_call(clnorm_plan *plan, clnorm_direction dir,
     const double t0 = ctx->verbose ? clnorm_now_ms() : 0.0;
     clnorm_status st;
     int inline_ran = 0;
+    const char *ran_on = ctx->name;
     if (plan->strategy == CLNORM_STRATEGY_REFERENCE) {
         clnorm_host_ptrs p;
         for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
@@ -285,6 +286,17 @@ static clnorm_status host_call(clnorm_plan *plan, clnorm_direction dir,
         st = plan->op->ref(plan->op, &plan->desc, dir, &p);
         RETURN_IF(st != CLNORM_OK, ctx, st, "the CPU reference failed: %s",
                   clnorm_status_string(st));
+    } else if (plan->host_ok) {
+        /* The host loop: no command at all. The device path writes the outputs after the
+         * queue's earlier work; the loop waits for that work, then reads and writes the
+         * host arrays in place. */
+        CL_CHECK(ctx, clFinish(ctx->queue), "clFinish (before the host loop)");
+        clnorm_host_ptrs p;
+        for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
+            p.p[s] = (void *)(uintptr_t)a->handle[s];
+        st = plan->op->host(plan->op, &plan->desc, dir, &p);
+        RETURN_IF(st != CLNORM_OK, ctx, st, "the host loop failed: %s", clnorm_status_string(st));
+        ran_on = "host loop (calling thread)";
     } else {
         host_bufs h;
         memset(&h, 0, sizeof h);
@@ -299,7 +311,7 @@ static clnorm_status host_call(clnorm_plan *plan, clnorm_direction dir,
             return st;
     }
     if (ctx->verbose)
-        clnorm_verbose_exec(plan, dir, "host", inline_ran ? ctx->inline_name : ctx->name,
+        clnorm_verbose_exec(plan, dir, "host", inline_ran ? ctx->inline_name : ran_on,
                             clnorm_now_ms() - t0);
     return CLNORM_OK;
 }

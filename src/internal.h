@@ -163,6 +163,7 @@ struct clnorm_plan {
     clnorm_geometry geo;
     clnorm_direction_kernels dir[2]; /* CLNORM_FORWARD, CLNORM_BACKWARD */
     int inline_ok;                   /* a latency plan: runs on ctx->inline_queue (latency.c) */
+    int host_ok; /* a host-loop plan: host-pointer calls run op->host (execute.c) */
     /* op->slot_info of every slot and direction, filled once at creation: each call's
      * argument checks start from these instead of asking the op again. */
     clnorm_slot_info slots[2][CLNORM_ARG_SLOT_COUNT];
@@ -327,14 +328,21 @@ clnorm_status clnorm_wait_release(clnorm_ctx *ctx, cl_event event);
  * otherwise: where one thread in the calling thread beat PoCL's pthread device on the CI
  * machine, cold buffers (bench/RESULTS.md, "Small problems"). */
 #define CLNORM_LATENCY_DEFAULT_BYTES ((size_t)1 << 20)
+/* x of at most this many bytes makes a host-loop plan (its host-pointer calls run the op's
+ * host loop, no OpenCL command), unless CLNORM_HOST_BYTES says otherwise (0: never): where
+ * the loop beat the launch on the CI machine (bench/RESULTS.md, "Small problems"). */
+#define CLNORM_HOST_DEFAULT_BYTES ((size_t)1 << 20)
 /* PoCL's in-thread device (`basic`)? */
 int clnorm_is_inline_device(cl_device_id device);
 /* The in-thread device a context on `main` takes in too, or NULL: none in the platform, main
  * not a CPU device, or CLNORM_LATENCY=0. */
 cl_device_id clnorm_latency_device(cl_platform_id platform, cl_device_id main);
-clnorm_status clnorm_latency_threshold(clnorm_ctx *ctx, size_t *bytes);
 /* Does a description's x fit in the threshold? */
 int clnorm_latency_fits(const clnorm_desc *d, size_t threshold);
+/* *fits: x fits in the threshold of environment variable `name` (def when unset; 0 means
+ * nothing fits); CLNORM_INVALID_ARGUMENT for a bad value. */
+clnorm_status clnorm_fits_env(clnorm_ctx *ctx, const clnorm_desc *d, const char *name,
+                              size_t def, int *fits);
 /* Runs a validated call on the in-thread device when the policy takes it (*taken = 1); else
  * does nothing and the caller launches on `queue`. */
 clnorm_status clnorm_latency_launch(clnorm_plan *plan, clnorm_direction dir,

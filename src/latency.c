@@ -19,6 +19,8 @@
  *    and the event returned is complete (a user event: see inline_lock in internal.h).
  *    Otherwise (a wait list still pending, an application queue, another queue of the
  *    context) the plan runs on that queue as any plan does.
+ *  - The host loop's threshold (CLNORM_HOST_BYTES, src/execute.c runs the loop) is read the
+ *    same way, by clnorm_fits_env.
  *  - PoCL 3.1 mishandles a command of one device that waits on an event of the other in the
  *    same context (a `basic` kernel waiting on a `pthread` marker hangs; one waiting on a
  *    `pthread` kernel runs before it and reads stale data), so every wait across the two
@@ -75,18 +77,29 @@ cl_device_id clnorm_latency_device(cl_platform_id platform, cl_device_id main)
     return find_inline_device(platform, main);
 }
 
-clnorm_status clnorm_latency_threshold(clnorm_ctx *ctx, size_t *bytes)
+/* A threshold in bytes from the environment variable `name` (def when unset or empty). */
+static clnorm_status threshold_env(clnorm_ctx *ctx, const char *name, size_t def,
+                                   size_t *bytes)
 {
-    *bytes = CLNORM_LATENCY_DEFAULT_BYTES;
-    const char *env = getenv("CLNORM_LATENCY_BYTES");
+    *bytes = def;
+    const char *env = getenv(name);
     if (!env || !*env)
         return CLNORM_OK;
     char *end;
     const unsigned long long v = strtoull(env, &end, 10);
     RETURN_IF(*end != '\0' || env[0] == '-' || v > ((unsigned long long)1 << 40), ctx,
-              CLNORM_INVALID_ARGUMENT,
-              "CLNORM_LATENCY_BYTES=%s is not a whole number of bytes up to 2^40", env);
+              CLNORM_INVALID_ARGUMENT, "%s=%s is not a whole number of bytes up to 2^40", name,
+              env);
     *bytes = (size_t)v;
+    return CLNORM_OK;
+}
+
+clnorm_status clnorm_fits_env(clnorm_ctx *ctx, const clnorm_desc *d, const char *name,
+                              size_t def, int *fits)
+{
+    size_t threshold;
+    TRY(threshold_env(ctx, name, def, &threshold));
+    *fits = threshold > 0 && clnorm_latency_fits(d, threshold);
     return CLNORM_OK;
 }
 

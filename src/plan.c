@@ -140,6 +140,9 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
     if (op->kernel_view)
         op->kernel_view(&d, &view);
 
+    /* Neither the caller nor CLNORM_STRATEGY forces a strategy. */
+    const int auto_asked =
+        strategy == CLNORM_STRATEGY_AUTO && tuning.strategy == CLNORM_STRATEGY_AUTO;
     if (ctx->backend == CLNORM_BACKEND_REFERENCE) {
         RETURN_IF(strategy != CLNORM_STRATEGY_AUTO && strategy != CLNORM_STRATEGY_REFERENCE, ctx,
                   CLNORM_NO_DEVICE, "strategy %s needs an OpenCL device; this context has none",
@@ -180,14 +183,20 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
         for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
             op->slot_info(op, &plan->desc, (clnorm_direction)dir, (clnorm_arg_slot)s,
                           &plan->slots[dir][s]);
-    if (ctx->inline_device && strategy != CLNORM_STRATEGY_REFERENCE) {
-        size_t threshold;
-        st = clnorm_latency_threshold(ctx, &threshold);
-        if (st != CLNORM_OK) {
-            clnorm_plan_free(plan);
-            return st;
-        }
-        plan->inline_ok = clnorm_latency_fits(&d, threshold);
+    /* A latency plan: x small enough for the in-thread device (latency.c). */
+    st = CLNORM_OK;
+    if (ctx->inline_device && strategy != CLNORM_STRATEGY_REFERENCE)
+        st = clnorm_fits_env(ctx, &d, "CLNORM_LATENCY_BYTES", CLNORM_LATENCY_DEFAULT_BYTES,
+                             &plan->inline_ok);
+    /* The host loop serves the plans whose strategy is clnorm's to choose, on a CPU device,
+     * whose x is small enough (README, "Small problems on CPU devices"). */
+    if (st == CLNORM_OK && auto_asked && strategy != CLNORM_STRATEGY_REFERENCE && op->host &&
+        (ctx->profile.type & CL_DEVICE_TYPE_CPU))
+        st = clnorm_fits_env(ctx, &d, "CLNORM_HOST_BYTES", CLNORM_HOST_DEFAULT_BYTES,
+                             &plan->host_ok);
+    if (st != CLNORM_OK) {
+        clnorm_plan_free(plan);
+        return st;
     }
     if (strategy != CLNORM_STRATEGY_REFERENCE) {
         const size_t builds = clnorm_program_builds(ctx);
@@ -228,6 +237,11 @@ clnorm_strategy clnorm_plan_strategy(const clnorm_plan *plan)
 const clnorm_desc *clnorm_plan_desc(const clnorm_plan *plan)
 {
     return plan ? &plan->desc : NULL;
+}
+
+int clnorm_plan_uses_host_loop(const clnorm_plan *plan)
+{
+    return plan ? plan->host_ok : 0;
 }
 
 const char *clnorm_plan_device_name(const clnorm_plan *plan)

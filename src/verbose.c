@@ -28,12 +28,13 @@ void clnorm_verbose_plan(const clnorm_plan *p, double ms, int built)
     char s[64];
     shape(p, s, sizeof s);
     fprintf(stderr,
-            "clnorm_verbose,plan,%s,%s,%s,strategy=%s,local=%zu,chunks=%zu,device=%s,%s%s,%s,"
-            "%.3f ms\n",
+            "clnorm_verbose,plan,%s,%s,%s,strategy=%s,local=%zu,chunks=%zu,device=%s,%s%s,"
+            "host_loop=%s,%s,%.3f ms\n",
             op_name(p), clnorm_dtype_name(p->desc.dtype), s, clnorm_strategy_name(p->strategy),
             p->geo.local, p->geo.chunks, p->ctx->name,
             p->inline_ok ? "latency=" : "latency=none",
-            p->inline_ok ? p->ctx->inline_name : "", built ? "built" : "cached", ms);
+            p->inline_ok ? p->ctx->inline_name : "", p->host_ok ? "yes" : "no",
+            built ? "built" : "cached", ms);
 }
 
 void clnorm_verbose_exec(const clnorm_plan *p, clnorm_direction dir, const char *api,

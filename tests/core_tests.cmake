@@ -34,13 +34,21 @@ clnorm_add_test(test_context test_context.c)  # device choice, adoption, cache, 
 target_link_libraries(test_context PRIVATE Threads::Threads)
 
 # An adopted out-of-order application queue: multi-kernel operations and the host layer's
-# read-backs ordered by events, not by the queue.
+# read-backs ordered by events, not by the queue (CLNORM_HOST_BYTES=0: its small host calls
+# would otherwise run the host loop, which reads nothing back).
 clnorm_add_test(test_ooo_queue test_ooo_queue.c)
+set_tests_properties(test_ooo_queue PROPERTIES ENVIRONMENT
+  "CLNORM_GOLDEN_DIR=${CMAKE_CURRENT_SOURCE_DIR}/golden;CLNORM_HOST_BYTES=0")
+
+# The host loop of small host-pointer calls on CPU devices (src/op/row_norm_host.c): its
+# policy, and its answers against the reference over dtypes, flags, shapes and in place.
+clnorm_add_test(test_host_loop test_host_loop.c)
 
 # The latency path (src/latency.c): PoCL lists its in-thread `basic` device only when
 # POCL_DEVICES names it, so this suite names both of PoCL's CPU devices. Elsewhere it skips.
 clnorm_add_test(test_latency test_latency.c)
 target_link_libraries(test_latency PRIVATE Threads::Threads)
+# Its host calls go to the in-thread device only with the host loop off (CLNORM_HOST_BYTES=0).
 set_tests_properties(test_latency PROPERTIES
-  ENVIRONMENT "CLNORM_GOLDEN_DIR=${CMAKE_CURRENT_SOURCE_DIR}/golden;POCL_DEVICES=pthread basic"
+  ENVIRONMENT "CLNORM_GOLDEN_DIR=${CMAKE_CURRENT_SOURCE_DIR}/golden;POCL_DEVICES=pthread basic;CLNORM_HOST_BYTES=0"
   SKIP_RETURN_CODE 77)

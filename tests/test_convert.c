@@ -9,7 +9,7 @@
  *     random floats vs a nearest-value search over the format's value table;
  *   - the device's stores: LayerNorm of a constant row gives exactly beta, so with beta set to
  *     those hard cases y must be clnorm_f32_to_f16(beta) / clnorm_f32_to_bf16(beta) bit for bit
- *     on every strategy.
+ *     on every strategy, and through the host layer's host loop (its own conversions).
  */
 #include "tu_runner.h"
 
@@ -352,11 +352,20 @@ static void device_stores(clnorm_dtype dtype, const format *fm)
         want[c] = fm->encode(beta[c]);
     unsigned short *y = tu_alloc_sentinel(dtype, 3 * cols, 1);
     const tu_launch launch = tu_launch_offsets(); /* tu_forward_cl: the 0.1 call */
-    for (int s = 0; s < TU_NUM_STRATEGIES; s++) {
-        clnorm_plan *plan = tu_plan_if(g_ctx, &d, tu_strategies[s]);
+    /* Every strategy through layer 1, then (s = TU_NUM_STRATEGIES) clnorm's choice through
+     * the host layer: on a CPU device the host loop, with its own conversions (F16C where the
+     * CPU has it). */
+    for (int s = 0; s <= TU_NUM_STRATEGIES; s++) {
+        const int host = s == TU_NUM_STRATEGIES;
+        clnorm_plan *plan = tu_plan_if(g_ctx, &d, host ? CLNORM_STRATEGY_AUTO : tu_strategies[s]);
         if (plan == NULL)
             continue;
-        tu_forward_cl(g_ctx, plan, &launch, x, NULL, beta, y, NULL, NULL);
+        const char *who = host ? (clnorm_plan_uses_host_loop(plan) ? "host loop" : "host layer")
+                               : clnorm_strategy_name(tu_strategies[s]);
+        if (host)
+            assert_int_equal(clnorm_forward_host(plan, x, y, NULL, beta, NULL, NULL), CLNORM_OK);
+        else
+            tu_forward_cl(g_ctx, plan, &launch, x, NULL, beta, y, NULL, NULL);
         clnorm_plan_free(plan);
         size_t bad = 0;
         for (size_t r = 0; r < 3; r++) {
@@ -369,13 +378,13 @@ static void device_stores(clnorm_dtype dtype, const format *fm)
                 if (!ok && bad++ < 8)
                     print_error("%s %s store of beta %.9g (0x%08x), constant row %zu: 0x%04x, "
                                 "expected 0x%04x\n",
-                                clnorm_strategy_name(tu_strategies[s]), fm->name,
-                                (double)beta[c], (unsigned)bits_of(beta[c]), r, got, w);
+                                who, fm->name, (double)beta[c], (unsigned)bits_of(beta[c]), r,
+                                got, w);
             }
         }
         if (bad)
-            fail_msg("%s: the device's %s stores differ from clnorm_f32_to_%s in %zu places",
-                     clnorm_strategy_name(tu_strategies[s]), fm->name, fm->name, bad);
+            fail_msg("%s: the %s stores differ from clnorm_f32_to_%s in %zu places", who,
+                     fm->name, fm->name, bad);
     }
     free(beta);
     free(x);

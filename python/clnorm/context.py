@@ -72,7 +72,8 @@ class _CtxHandle:
 
 class Plan:
     """A clnorm_plan and its slots' layouts per direction (clnorm_slot_query)."""
-    __slots__ = ("handle", "ctx_handle", "key", "infos", "strategy", "row_bytes", "__weakref__")
+    __slots__ = ("handle", "ctx_handle", "key", "infos", "strategy", "row_bytes", "host_loop",
+                 "__weakref__")
 
     def __init__(self, ctx_handle, key):
         self.ctx_handle = ctx_handle
@@ -85,6 +86,8 @@ class Plan:
         self.handle = plan.value
         self.strategy = _lib_handle.clnorm_strategy_name(
             _lib_handle.clnorm_plan_strategy(self.handle)).decode()
+        # Its host calls run the library's host loop (no command, no copy): see _core.
+        self.host_loop = bool(_lib_handle.clnorm_plan_uses_host_loop(self.handle))
         dirs = [_lib.FORWARD] + ([_lib.BACKWARD] if key[7] & _lib.WITH_BACKWARD else [])
         self.infos = {}
         info = _lib.SlotInfo()

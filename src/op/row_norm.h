@@ -55,6 +55,9 @@ void clnorm_row_norm_geometry(const clnorm_device_profile *p, const clnorm_desc 
 /* The CPU reference of the family (ref/ref_row_norm.c). */
 clnorm_status clnorm_row_norm_ref(const clnorm_op *op, const clnorm_desc *d,
                                   clnorm_direction dir, const clnorm_host_ptrs *a);
+/* Its host loop (row_norm_host.c). */
+clnorm_status clnorm_row_norm_host(const clnorm_op *op, const clnorm_desc *d,
+                                   clnorm_direction dir, const clnorm_host_ptrs *a);
 
 /* The entry of a member: only its name, summary and two facts differ. */
 #define ROW_NORM_OP(kind_, base_, name_, summary_, has_mean_, residual_, chain_)            \
@@ -71,7 +74,7 @@ clnorm_status clnorm_row_norm_ref(const clnorm_op *op, const clnorm_desc *d,
         .geometry_flags = clnorm_row_norm_geometry_flags,                                   \
         .chain = (chain_), .scratch_bytes = clnorm_row_norm_scratch,                        \
         .scalar = clnorm_row_norm_scalar, .geometry = clnorm_row_norm_geometry,             \
-        .ref = clnorm_row_norm_ref                                                          \
+        .ref = clnorm_row_norm_ref, .host = clnorm_row_norm_host                            \
     }
 
 #endif

@@ -1,0 +1,256 @@
+/*
+ * test_host_loop.c - the host loop (src/op/row_norm_host*.{c,h}): small host-pointer calls on
+ * CPU devices run the operation as C loops in the calling thread (README, "Small problems on
+ * CPU devices").
+ *   - the policy: which plans use it (every op of the registry that has one, strategy auto,
+ *     a CPU device, x of at most CLNORM_HOST_BYTES), and which do not (a forced strategy,
+ *     CLNORM_STRATEGY, a larger x, CLNORM_HOST_BYTES=0, an op without a loop); a bad
+ *     CLNORM_HOST_BYTES is refused at plan creation;
+ *   - its answers against the reference, for every op with a loop in both directions: every
+ *     dtype, the optional slots, no affine, modulation, precomputed statistics, float32
+ *     residuals, strides, several blocks and a tail, an empty batch, in place, and rows whose
+ *     squares overflow float32 (redone scaled, as the kernels do).
+ * Every check asserts that the loop really ran (clnorm_plan_uses_host_loop): the other suites
+ * run it too wherever they call the host layer with clnorm's choice on small problems, and
+ * their variants with CLNORM_HOST_BYTES=0 keep the device path of the host layer covered.
+ */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
+#include "test_util.h"
+#include "tu_problem.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SLOTS CLNORM_ARG_SLOT_COUNT
+
+static clnorm_ctx *g_ctx;
+
+static const clnorm_direction dirs[2] = {CLNORM_FORWARD, CLNORM_BACKWARD};
+
+/* The policy applies to CPU devices only; elsewhere the suite has nothing to check. */
+static void require_cpu(void)
+{
+    if (g_ctx == NULL || !tu_has_device(g_ctx) || !tu_device_is_cpu(g_ctx))
+        skip();
+}
+
+static int op_has_loop(size_t op)
+{
+    clnorm_op_info info;
+    assert_int_equal(clnorm_op_query((clnorm_kind)op, &info), CLNORM_OK);
+    return info.has_host_loop;
+}
+
+static clnorm_desc small_desc(size_t op, size_t rows, size_t cols)
+{
+    clnorm_desc d;
+    clnorm_desc_init(&d, (clnorm_kind)op, rows, cols);
+    d.flags = CLNORM_SAVE_STATS | CLNORM_WITH_BACKWARD;
+    return d;
+}
+
+/* Whether a plan of d on `strategy` uses the loop (-1: no plan, e.g. a refused strategy). */
+static int uses_loop(const clnorm_desc *d, clnorm_strategy strategy)
+{
+    clnorm_plan *plan = NULL;
+    const clnorm_status st = strategy == CLNORM_STRATEGY_AUTO
+                                 ? clnorm_plan_create(g_ctx, d, &plan)
+                                 : clnorm_plan_create_with(g_ctx, d, strategy, &plan);
+    if (st != CLNORM_OK)
+        return -1;
+    const int uses = clnorm_plan_uses_host_loop(plan);
+    clnorm_plan_free(plan);
+    return uses;
+}
+
+static void test_policy(void **state)
+{
+    (void)state;
+    require_cpu();
+    assert_int_equal(clnorm_plan_uses_host_loop(NULL), 0);
+    size_t with_loop = 0;
+    for (size_t op = 0; op < clnorm_op_count(); op++) {
+        const clnorm_desc d = small_desc(op, 4, 768);
+        assert_int_equal(uses_loop(&d, CLNORM_STRATEGY_AUTO), op_has_loop(op));
+        with_loop += (size_t)op_has_loop(op);
+        /* a strategy asked for, by the call or by CLNORM_STRATEGY, is what runs */
+        assert_int_equal(uses_loop(&d, CLNORM_STRATEGY_ROW), 0);
+        setenv("CLNORM_STRATEGY", "row", 1);
+        assert_int_equal(uses_loop(&d, CLNORM_STRATEGY_AUTO), 0);
+        unsetenv("CLNORM_STRATEGY");
+        if (!op_has_loop(op))
+            continue;
+        /* the threshold: x of exactly that many bytes is in, one more row is out */
+        setenv("CLNORM_HOST_BYTES", "12288", 1); /* 4 x 768 float32 */
+        assert_int_equal(uses_loop(&d, CLNORM_STRATEGY_AUTO), 1);
+        const clnorm_desc d5 = small_desc(op, 5, 768);
+        assert_int_equal(uses_loop(&d5, CLNORM_STRATEGY_AUTO), 0);
+        clnorm_desc h = d5; /* float16: half the bytes */
+        h.dtype = CLNORM_F16;
+        assert_int_equal(uses_loop(&h, CLNORM_STRATEGY_AUTO), 1);
+        setenv("CLNORM_HOST_BYTES", "0", 1); /* off */
+        assert_int_equal(uses_loop(&d, CLNORM_STRATEGY_AUTO), 0);
+        setenv("CLNORM_HOST_BYTES", "12x", 1); /* refused, with a message naming it */
+        clnorm_plan *plan = NULL;
+        assert_int_equal(clnorm_plan_create(g_ctx, &d, &plan), CLNORM_INVALID_ARGUMENT);
+        assert_null(plan);
+        assert_non_null(strstr(clnorm_last_error(g_ctx), "CLNORM_HOST_BYTES"));
+        unsetenv("CLNORM_HOST_BYTES");
+        /* the default threshold: 1 MiB of x */
+        const clnorm_desc big = small_desc(op, 1024, 256);
+        assert_int_equal(uses_loop(&big, CLNORM_STRATEGY_AUTO), 1);
+        const clnorm_desc bigger = small_desc(op, 1025, 256);
+        assert_int_equal(uses_loop(&bigger, CLNORM_STRATEGY_AUTO), 0);
+    }
+    assert_true(with_loop >= 4); /* LayerNorm, RMSNorm and their fused residual adds */
+}
+
+/* The problems of the sweep: rows, cols, stride of every row tensor (0: dense), samples. */
+typedef struct {
+    size_t rows, cols, stride, samples;
+} shape;
+
+static const shape shapes[] = {
+    {1, 1, 0, 1},    {17, 7, 9, 1},   {3, 768, 0, 1},  {64, 130, 0, 4},
+    {5, 4097, 0, 5}, {6, 300, 301, 3}, {0, 33, 0, 2},
+};
+
+/* The flag sets of the sweep (each with CLNORM_WITH_BACKWARD). */
+static const unsigned flag_sets[] = {
+    CLNORM_SAVE_STATS,
+    CLNORM_NO_GAMMA | CLNORM_NO_BETA,
+    CLNORM_NO_BETA | CLNORM_SCALE | CLNORM_SHIFT,
+    CLNORM_SCALE,
+    CLNORM_USE_GLOBAL_STATS | CLNORM_SHIFT,
+    CLNORM_RESIDUAL_F32 | CLNORM_SAVE_STATS,
+};
+
+static const clnorm_dtype dtypes[] = {CLNORM_F32, CLNORM_F16, CLNORM_BF16, CLNORM_F64};
+
+/* Whether the description is one the library takes (flags that do not apply are skipped). */
+static int valid(const clnorm_desc *d)
+{
+    return clnorm_desc_check(d, NULL, 0) == CLNORM_OK;
+}
+
+/* The row tensors a problem may run in place: an output and an input of the same type and
+ * layout (the op table's row slots). */
+static int may_alias(const tu_problem *p, unsigned rows_mask, unsigned out, unsigned in)
+{
+    const clnorm_slot_info *o = &p->info[out], *i = &p->info[in];
+    return out != in && (rows_mask & TU_SLOT(out)) && (rows_mask & TU_SLOT(in)) &&
+           o->is_output && !i->is_output && o->dtype == i->dtype && o->stride == i->stride;
+}
+
+static void test_sweep(void **state)
+{
+    (void)state;
+    require_cpu();
+    size_t failed = 0, runs = 0;
+    for (size_t op = 0; op < clnorm_op_count(); op++) {
+        if (!op_has_loop(op))
+            continue;
+        for (size_t t = 0; t < TU_COUNT(dtypes); t++) {
+            for (size_t f = 0; f < TU_COUNT(flag_sets); f++) {
+                for (size_t s = 0; s < TU_COUNT(shapes); s++) {
+                    clnorm_desc d;
+                    clnorm_desc_init(&d, (clnorm_kind)op, shapes[s].rows, shapes[s].cols);
+                    d.dtype = dtypes[t];
+                    d.flags = flag_sets[f] | CLNORM_WITH_BACKWARD;
+                    d.samples = shapes[s].samples;
+                    d.x_stride = d.y_stride = d.residual_stride = d.sum_stride =
+                        shapes[s].stride;
+                    if (!valid(&d))
+                        continue;
+                    clnorm_plan *plan = tu_plan_if(g_ctx, &d, CLNORM_STRATEGY_AUTO);
+                    if (plan == NULL)
+                        continue; /* float64 without cl_khr_fp64 */
+                    if (!clnorm_plan_uses_host_loop(plan))
+                        fail_msg("op %zu, %s, flags 0x%x, %zux%zu: not a host-loop plan", op,
+                                 tu_dtype_name(d.dtype), d.flags, d.rows, d.cols);
+                    for (int k = 0; k < 2; k++) {
+                        tu_problem p;
+                        tu_problem_make(&p, &d, dirs[k], TU_ALL_OPTIONAL,
+                                        700000 + 10000 * op + 1000 * t + 100 * f + 10 * s +
+                                            (uint64_t)k,
+                                        NULL);
+                        const tu_launch l = tu_launch_offsets();
+                        failed += tu_problem_try_host(g_ctx, &p, plan, &l, 0) != 0;
+                        runs++;
+                        /* in place, on the dense float32 problems */
+                        const unsigned rows_mask = tu_row_slots(&p.desc, p.dir);
+                        for (unsigned out = 0; d.dtype == CLNORM_F32 && out < SLOTS; out++)
+                            for (unsigned in = 0; in < SLOTS; in++) {
+                                if (!(p.given & TU_SLOT(out)) || !(p.given & TU_SLOT(in)) ||
+                                    !may_alias(&p, rows_mask, out, in))
+                                    continue;
+                                tu_launch li = tu_launch_offsets();
+                                tu_launch_in_place(&li, (clnorm_arg_slot)out,
+                                                   (clnorm_arg_slot)in);
+                                failed += tu_problem_try_host(g_ctx, &p, plan, &li, 0) != 0;
+                                runs++;
+                            }
+                        tu_problem_free(&p);
+                    }
+                    clnorm_plan_free(plan);
+                }
+            }
+        }
+    }
+    print_message("host loop: %zu runs\n", runs);
+    assert_true(runs > 100);
+    if (failed)
+        fail_msg("%zu host-loop runs mismatched (the FAILED CASE lines above)", failed);
+}
+
+/* Rows whose squares overflow float32 (|x| about 1e20, finite): the loop redoes them scaled
+ * by a power of two, as the kernels do, and matches the reference. */
+static void test_overflow(void **state)
+{
+    (void)state;
+    require_cpu();
+    const tu_data big = {1e20, 3e19, -2e19, 1e19};
+    for (size_t op = 0; op < clnorm_op_count(); op++) {
+        if (!op_has_loop(op))
+            continue;
+        const clnorm_desc d = small_desc(op, 9, 300);
+        clnorm_plan *plan = tu_plan_if(g_ctx, &d, CLNORM_STRATEGY_AUTO);
+        assert_non_null(plan);
+        assert_int_equal(clnorm_plan_uses_host_loop(plan), 1);
+        for (int k = 0; k < 2; k++) {
+            tu_problem p;
+            tu_problem_make(&p, &d, dirs[k], TU_ALL_OPTIONAL, 790000 + 10 * op + (uint64_t)k,
+                            &big);
+            const tu_launch l = tu_launch_offsets();
+            tu_problem_run_host(g_ctx, &p, plan, &l, 0, NULL);
+            tu_problem_free(&p);
+        }
+        clnorm_plan_free(plan);
+    }
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    unsetenv("CLNORM_HOST_BYTES"); /* the suite sets it itself where it means to */
+    g_ctx = tu_context("host loop");
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    clnorm_free(g_ctx);
+    g_ctx = NULL;
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_policy),
+        cmocka_unit_test(test_sweep),
+        cmocka_unit_test(test_overflow),
+    };
+    return cmocka_run_group_tests_name("host loop", tests, group_setup, group_teardown);
+}
