@@ -1,8 +1,9 @@
 /* clnorm through layer 2 (clnorm_execute_host on host arrays), the call of the Python package,
  * the CLI and host applications, for every op of the table in either direction, strategy
- * auto. Below CLNORM_HOST_BYTES on a CPU device its row ops run the host loop in the calling
- * thread (note "host loop"); otherwise the call copies into device buffers, launches and
- * reads back (note "device"), which is what the loop saves on small problems. Host side: its
+ * auto. Below CLNORM_HOST_BYTES (backward: CLNORM_HOST_BACKWARD_BYTES) on a CPU device its
+ * row ops run the host loop in the calling thread (note "host loop"); otherwise the call makes
+ * buffers over the arrays (a CPU device; copies on others), launches and syncs the outputs
+ * back (note "device"), whose launch is what the loop saves on small problems. Host side: its
  * own context on the run's device (--device), made per case; frac_of_copy is against the
  * multi-threaded host copy. */
 #include "bench.h"
@@ -49,7 +50,7 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
         return st == CLNORM_UNSUPPORTED ? BENCH_SKIP : BENCH_FAIL;
     }
     snprintf(note, note_size, "%s",
-             clnorm_plan_uses_host_loop(s->plan) ? "host loop" : "device (copies in and out)");
+             clnorm_plan_uses_host_loop(s->plan, env->p->dir) ? "host loop" : "device");
     *out = s;
     return BENCH_OK;
 }

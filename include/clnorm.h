@@ -4,7 +4,8 @@
  * The one public header of clnorm. Three API layers, each a thin skin over the one below:
  *   1. device buffers, asynchronous: cl_mem + element offsets, a queue, a wait list, an event
  *      out (the CLBlast convention). Nothing is read back, nothing blocks.
- *   2. host pointers, synchronous: copies in, runs layer 1, copies out.
+ *   2. host pointers, synchronous: copies in, runs layer 1, copies out (or, on CPU devices,
+ *      works on the arrays themselves, small problems as a host loop in the calling thread).
  *   3. the CPU reference clnorm_ref_*: no OpenCL at all, double accumulation; the test oracle
  *      and the fallback of a context that found no OpenCL device.
  *
@@ -395,11 +396,12 @@ CLNORM_API const clnorm_desc *clnorm_plan_desc(const clnorm_plan *plan);
  * "Small problems on CPU devices": x of at most CLNORM_LATENCY_BYTES on a CPU device whose
  * platform lists an in-thread device, such as PoCL's `basic`). Valid while the plan lives. */
 CLNORM_API const char *clnorm_plan_device_name(const clnorm_plan *plan);
-/* 1 when the plan's host-pointer calls (layer 2) run the operation's host loop: C loops in
- * the calling thread with the kernels' numerics, no OpenCL command (README, "Small problems
- * on CPU devices": the row operations, strategy auto, on a CPU device, x of at most
- * CLNORM_HOST_BYTES); 0 when they go through the device. Layer 1 always uses the device. */
-CLNORM_API int clnorm_plan_uses_host_loop(const clnorm_plan *plan);
+/* 1 when the plan's host-pointer calls (layer 2) in direction dir run the operation's host
+ * loop: C loops in the calling thread with the kernels' numerics, no OpenCL command (README,
+ * "Small problems on CPU devices": the row operations, strategy auto, on a CPU device, x of
+ * at most CLNORM_HOST_BYTES, and for the backward at most CLNORM_HOST_BACKWARD_BYTES); 0
+ * when they go through the device. Layer 1 always uses the device. */
+CLNORM_API int clnorm_plan_uses_host_loop(const clnorm_plan *plan, clnorm_direction dir);
 /* "row", "workgroup", "split", "reference", "subgroup" (or "auto"). */
 CLNORM_API const char *clnorm_strategy_name(clnorm_strategy strategy);
 
@@ -480,9 +482,11 @@ CLNORM_API clnorm_status clnorm_backward(clnorm_plan *plan, unsigned mask,
 /* ---------------------------------------------------------------------------------------------
  * Layer 2: host pointers, synchronous. Same slots and rules as layer 1 (in place: the same
  * pointer with the same stride). Copies in, runs layer 1 on the context's queue, copies the
- * outputs' elements out (the gaps of strided outputs are left alone). A host-loop plan
- * (clnorm_plan_uses_host_loop) instead waits for the queue's earlier work and runs the host
- * loop in the calling thread. On a reference-backend context this runs the CPU reference.
+ * outputs' elements out (the gaps of strided outputs are left alone); on a CPU device the
+ * buffers are the arrays themselves (CL_MEM_USE_HOST_PTR) and the outputs are mapped back.
+ * A host-loop plan (clnorm_plan_uses_host_loop) instead waits for the queue's earlier work
+ * and runs the host loop in the calling thread. On a reference-backend context this runs the
+ * CPU reference.
  * ------------------------------------------------------------------------------------------- */
 CLNORM_API clnorm_status clnorm_execute_host(clnorm_plan *plan, clnorm_direction dir,
                                              const clnorm_host_arg *args, size_t nargs);

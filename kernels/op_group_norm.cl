@@ -114,7 +114,14 @@ inline AV out_yv(row_out out, ulong i, AV d, A m, A r)
                 gl[k] = out.gamma ? out.gamma[ck] : (A)1;
                 bl[k] = out.beta ? out.beta[ck] : (A)0;
             }
-            t = t * CAT(vload, VW)(0, gl) + CAT(vload, VW)(0, bl);
+            /* Two statements, as above and in out_y1: one expression would let the compiler
+             * contract it into an fma, and an element's bits would then depend on whether its
+             * vector crosses a channel, which moves with the alignment of y (the stores'
+             * peeled start). */
+            if (out.gamma)
+                t = t * CAT(vload, VW)(0, gl);
+            if (out.beta)
+                t = t + CAT(vload, VW)(0, bl);
         }
     }
     /* a branch, not a select: the exponentials only when asked for */

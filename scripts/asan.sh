@@ -18,9 +18,10 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # width (_vw4) and a cap on the work-groups (_max_groups2) change only the kernels PoCL builds,
 # so they run in scripts/test.sh and not again here (CLNORM_CTEST_ARGS overrides). The host
 # applications run here at their small sizes only: the demo sizes take minutes under ASan and
-# reach no code the small ones do not. The host layer's device path (copies in, rectangular
-# reads back) runs here through test_forward_no_host_loop and test_backward_no_host_loop; the
-# registry sweep's repeat without the host loop (test_ops_no_host_loop) adds minutes for little more.
+# reach no code the small ones do not. The host layer's device path on the host arrays runs
+# here through test_forward_no_host_loop and test_backward_no_host_loop; the registry sweep's
+# repeat on the copying path of other devices (test_ops_no_host_loop) adds minutes, and runs
+# in scripts/test.sh.
 export CLNORM_CTEST_ARGS=${CLNORM_CTEST_ARGS:--E _vw4\$|_max_groups2\$|^test_ops_no_host_loop\$|^apps_.*demo\$|^apps_torch_lnlstm_784\$}
 
 exec bash "$root/scripts/test.sh"

@@ -159,7 +159,8 @@ clnorm_status clnorm_execute(clnorm_plan *plan, clnorm_direction dir, const clno
 
 /* ---- layer 2: host pointers ---- */
 
-/* Device copies of one host call, by slot; aliases share their slot's buffer. */
+/* The buffers of one host call, by slot (device copies, or on a CPU device the host arrays
+ * themselves); aliases share their slot's buffer. */
 typedef struct {
     cl_mem mem[CLNORM_ARG_SLOT_COUNT];
     int owner[CLNORM_ARG_SLOT_COUNT]; /* this slot created (and releases) mem */
@@ -172,17 +173,44 @@ static void release_bufs(host_bufs *h)
             clReleaseMemObject(h->mem[s]);
 }
 
-/* A buffer for a slot: copied from the host for an input, uninitialized for an output. */
-static clnorm_status make_buf(clnorm_ctx *ctx, const char *name, const void *src, size_t bytes,
-                              cl_mem *out)
+/* How a host call's buffers hold the host's arrays. */
+typedef enum {
+    BUF_OUTPUT,   /* a device copy, uninitialized: an output the kernels only write */
+    BUF_COPY_IN,  /* a device copy of the host's data */
+    BUF_HOST_MEM  /* the host's array itself (CL_MEM_USE_HOST_PTR): CPU devices */
+} buf_kind;
+
+/* A buffer for a slot over the host array `host` of `bytes` bytes. */
+static clnorm_status make_buf(clnorm_ctx *ctx, const char *name, const void *host, size_t bytes,
+                              buf_kind kind, cl_mem *out)
 {
     RETURN_IF(bytes > ctx->profile.max_alloc_bytes, ctx, CLNORM_UNSUPPORTED,
               "%s needs %zu bytes, more than the device's largest allocation (%llu bytes)", name,
               bytes, (unsigned long long)ctx->profile.max_alloc_bytes);
+    const cl_mem_flags flags = kind == BUF_HOST_MEM  ? CL_MEM_USE_HOST_PTR
+                               : kind == BUF_COPY_IN ? CL_MEM_COPY_HOST_PTR
+                                                     : 0;
     cl_int err;
-    *out = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE | (src ? CL_MEM_COPY_HOST_PTR : 0),
-                          bytes, (void *)(uintptr_t)src, &err);
+    *out = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE | flags, bytes,
+                          kind == BUF_OUTPUT ? NULL : (void *)(uintptr_t)host, &err);
     CL_CHECK(ctx, err, name);
+    return CLNORM_OK;
+}
+
+/* An output over the host's own array (BUF_HOST_MEM) made coherent: mapped for reading and
+ * unmapped, after `done` (the runtime copies back only if it kept a copy of its own). */
+static clnorm_status sync_back(clnorm_ctx *ctx, cl_command_queue q, cl_mem mem, size_t bytes,
+                               cl_event done, cl_event *evs, cl_uint *nevs)
+{
+    cl_int err;
+    cl_event mapped = NULL;
+    void *p = clEnqueueMapBuffer(q, mem, CL_FALSE, CL_MAP_READ, 0, bytes, 1, &done, &mapped,
+                                 &err);
+    CL_CHECK(ctx, err, "mapping an output (clEnqueueMapBuffer)");
+    err = clEnqueueUnmapMemObject(q, mem, p, 1, &mapped, &evs[*nevs]);
+    clReleaseEvent(mapped);
+    CL_CHECK(ctx, err, "unmapping an output (clEnqueueUnmapMemObject)");
+    ++*nevs;
     return CLNORM_OK;
 }
 
@@ -231,6 +259,10 @@ static clnorm_status run_host(clnorm_plan *plan, clnorm_direction dir,
                               const clnorm_call_args *a, host_bufs *h, int *inline_ran)
 {
     clnorm_ctx *ctx = plan->ctx;
+    /* A CPU device computes in host memory: its kernels work on the host's arrays themselves,
+     * with no copy in or out (fresh device copies also cost a page fault per 4 KiB page on
+     * first touch, every call: bench/RESULTS.md, "The host loop"). */
+    const int host_mem = plan->host_mem;
     clnorm_arg args[CLNORM_ARG_SLOT_COUNT];
     size_t nargs = 0;
     for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++) {
@@ -240,9 +272,12 @@ static clnorm_status run_host(clnorm_plan *plan, clnorm_direction dir,
             if (h->mem[t] && a->handle[t] == a->handle[s])
                 h->mem[s] = h->mem[t]; /* in place: validated to be the very same tensor */
         if (!h->mem[s]) {
-            TRY(make_buf(ctx, clnorm_arg_name((clnorm_arg_slot)s),
-                         read_by_kernels(a, s) ? a->handle[s] : NULL,
-                         a->info[s].extent * clnorm_dtype_size(a->info[s].dtype), &h->mem[s]));
+            const buf_kind kind = host_mem               ? BUF_HOST_MEM
+                                  : read_by_kernels(a, s) ? BUF_COPY_IN
+                                                          : BUF_OUTPUT;
+            TRY(make_buf(ctx, clnorm_arg_name((clnorm_arg_slot)s), a->handle[s],
+                         a->info[s].extent * clnorm_dtype_size(a->info[s].dtype), kind,
+                         &h->mem[s]));
             h->owner[s] = 1;
         }
         args[nargs++] = (clnorm_arg){(clnorm_arg_slot)s, h->mem[s], 0};
@@ -258,8 +293,11 @@ static clnorm_status run_host(clnorm_plan *plan, clnorm_direction dir,
     clnorm_status st = CLNORM_OK;
     for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT && st == CLNORM_OK; s++)
         if (h->mem[s] && a->info[s].is_output)
-            st = read_back(ctx, rq, h->mem[s], &a->info[s], (void *)(uintptr_t)a->handle[s], done,
-                           evs, &nevs);
+            st = host_mem ? sync_back(ctx, rq, h->mem[s],
+                                      a->info[s].extent * clnorm_dtype_size(a->info[s].dtype),
+                                      done, evs, &nevs)
+                          : read_back(ctx, rq, h->mem[s], &a->info[s],
+                                      (void *)(uintptr_t)a->handle[s], done, evs, &nevs);
     cl_int err = nevs ? clWaitForEvents(nevs, evs) : clWaitForEvents(1, &done);
     for (cl_uint i = 0; i < nevs; i++)
         clReleaseEvent(evs[i]);
@@ -286,7 +324,7 @@ static clnorm_status host_call(clnorm_plan *plan, clnorm_direction dir,
         st = plan->op->ref(plan->op, &plan->desc, dir, &p);
         RETURN_IF(st != CLNORM_OK, ctx, st, "the CPU reference failed: %s",
                   clnorm_status_string(st));
-    } else if (plan->host_ok) {
+    } else if (plan->host_ok[dir]) {
         /* The host loop: no command at all. The device path writes the outputs after the
          * queue's earlier work; the loop waits for that work, then reads and writes the
          * host arrays in place. */

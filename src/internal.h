@@ -163,7 +163,8 @@ struct clnorm_plan {
     clnorm_geometry geo;
     clnorm_direction_kernels dir[2]; /* CLNORM_FORWARD, CLNORM_BACKWARD */
     int inline_ok;                   /* a latency plan: runs on ctx->inline_queue (latency.c) */
-    int host_ok; /* a host-loop plan: host-pointer calls run op->host (execute.c) */
+    int host_ok[2]; /* per direction: its host-pointer calls run op->host (execute.c) */
+    int host_mem;   /* its host-pointer calls make buffers over the host arrays (execute.c) */
     /* op->slot_info of every slot and direction, filled once at creation: each call's
      * argument checks start from these instead of asking the op again. */
     clnorm_slot_info slots[2][CLNORM_ARG_SLOT_COUNT];
@@ -328,10 +329,12 @@ clnorm_status clnorm_wait_release(clnorm_ctx *ctx, cl_event event);
  * otherwise: where one thread in the calling thread beat PoCL's pthread device on the CI
  * machine, cold buffers (bench/RESULTS.md, "Small problems"). */
 #define CLNORM_LATENCY_DEFAULT_BYTES ((size_t)1 << 20)
-/* x of at most this many bytes makes a host-loop plan (its host-pointer calls run the op's
- * host loop, no OpenCL command), unless CLNORM_HOST_BYTES says otherwise (0: never): where
- * the loop beat the launch on the CI machine (bench/RESULTS.md, "Small problems"). */
+/* x of at most this many bytes makes a plan's host-pointer calls run the op's host loop (no
+ * OpenCL command), forward and backward, unless CLNORM_HOST_BYTES and
+ * CLNORM_HOST_BACKWARD_BYTES say otherwise (CLNORM_HOST_BYTES=0: never): up to where the loop
+ * beat the host layer's device path on the CI machine (bench/RESULTS.md, "The host loop"). */
 #define CLNORM_HOST_DEFAULT_BYTES ((size_t)1 << 20)
+#define CLNORM_HOST_BACKWARD_DEFAULT_BYTES ((size_t)256 << 10)
 /* PoCL's in-thread device (`basic`)? */
 int clnorm_is_inline_device(cl_device_id device);
 /* The in-thread device a context on `main` takes in too, or NULL: none in the platform, main

@@ -191,13 +191,26 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
     /* The host loop serves the plans whose strategy is clnorm's to choose, on a CPU device,
      * whose x is small enough (README, "Small problems on CPU devices"). */
     if (st == CLNORM_OK && auto_asked && strategy != CLNORM_STRATEGY_REFERENCE && op->host &&
-        (ctx->profile.type & CL_DEVICE_TYPE_CPU))
+        (ctx->profile.type & CL_DEVICE_TYPE_CPU)) {
         st = clnorm_fits_env(ctx, &d, "CLNORM_HOST_BYTES", CLNORM_HOST_DEFAULT_BYTES,
-                             &plan->host_ok);
+                             &plan->host_ok[CLNORM_FORWARD]);
+        /* The backward's own threshold, within the forward's (0 there turns both off). */
+        if (st == CLNORM_OK)
+            st = clnorm_fits_env(ctx, &d, "CLNORM_HOST_BACKWARD_BYTES",
+                                 CLNORM_HOST_BACKWARD_DEFAULT_BYTES,
+                                 &plan->host_ok[CLNORM_BACKWARD]);
+        plan->host_ok[CLNORM_BACKWARD] &= plan->host_ok[CLNORM_FORWARD];
+    }
     if (st != CLNORM_OK) {
         clnorm_plan_free(plan);
         return st;
     }
+    /* A CPU device computes in host memory: host calls that launch work on the arrays
+     * themselves, unless CLNORM_HOST_MEM=0 asks for the copies other devices get (which is
+     * how CI on a CPU tests that path). */
+    const char *host_mem = getenv("CLNORM_HOST_MEM");
+    plan->host_mem = (ctx->profile.type & CL_DEVICE_TYPE_CPU) != 0 &&
+                     !(host_mem && strcmp(host_mem, "0") == 0);
     if (strategy != CLNORM_STRATEGY_REFERENCE) {
         const size_t builds = clnorm_program_builds(ctx);
         const double t0 = clnorm_now_ms();
@@ -239,9 +252,9 @@ const clnorm_desc *clnorm_plan_desc(const clnorm_plan *plan)
     return plan ? &plan->desc : NULL;
 }
 
-int clnorm_plan_uses_host_loop(const clnorm_plan *plan)
+int clnorm_plan_uses_host_loop(const clnorm_plan *plan, clnorm_direction dir)
 {
-    return plan ? plan->host_ok : 0;
+    return plan && (dir == CLNORM_FORWARD || dir == CLNORM_BACKWARD) ? plan->host_ok[dir] : 0;
 }
 
 const char *clnorm_plan_device_name(const clnorm_plan *plan)

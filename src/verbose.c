@@ -33,7 +33,10 @@ void clnorm_verbose_plan(const clnorm_plan *p, double ms, int built)
             op_name(p), clnorm_dtype_name(p->desc.dtype), s, clnorm_strategy_name(p->strategy),
             p->geo.local, p->geo.chunks, p->ctx->name,
             p->inline_ok ? "latency=" : "latency=none",
-            p->inline_ok ? p->ctx->inline_name : "", p->host_ok ? "yes" : "no",
+            p->inline_ok ? p->ctx->inline_name : "",
+            p->host_ok[CLNORM_BACKWARD]  ? "forward+backward"
+            : p->host_ok[CLNORM_FORWARD] ? "forward"
+                                         : "none",
             built ? "built" : "cached", ms);
 }
 

@@ -360,7 +360,7 @@ static void device_stores(clnorm_dtype dtype, const format *fm)
         clnorm_plan *plan = tu_plan_if(g_ctx, &d, host ? CLNORM_STRATEGY_AUTO : tu_strategies[s]);
         if (plan == NULL)
             continue;
-        const char *who = host ? (clnorm_plan_uses_host_loop(plan) ? "host loop" : "host layer")
+        const char *who = host ? (clnorm_plan_uses_host_loop(plan, CLNORM_FORWARD) ? "host loop" : "host layer")
                                : clnorm_strategy_name(tu_strategies[s]);
         if (host)
             assert_int_equal(clnorm_forward_host(plan, x, y, NULL, beta, NULL, NULL), CLNORM_OK);

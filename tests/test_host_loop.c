@@ -2,10 +2,11 @@
  * test_host_loop.c - the host loop (src/op/row_norm_host*.{c,h}): small host-pointer calls on
  * CPU devices run the operation as C loops in the calling thread (README, "Small problems on
  * CPU devices").
- *   - the policy: which plans use it (every op of the registry that has one, strategy auto,
- *     a CPU device, x of at most CLNORM_HOST_BYTES), and which do not (a forced strategy,
- *     CLNORM_STRATEGY, a larger x, CLNORM_HOST_BYTES=0, an op without a loop); a bad
- *     CLNORM_HOST_BYTES is refused at plan creation;
+ *   - the policy: which plans use it in which direction (every op of the registry that has
+ *     one, strategy auto, a CPU device, x of at most CLNORM_HOST_BYTES, and for the backward
+ *     of at most CLNORM_HOST_BACKWARD_BYTES too), and which do not (a forced strategy,
+ *     CLNORM_STRATEGY, a larger x, CLNORM_HOST_BYTES=0, an op without a loop); bad values of
+ *     either variable are refused at plan creation;
  *   - its answers against the reference, for every op with a loop in both directions: every
  *     dtype, the optional slots, no affine, modulation, precomputed statistics, float32
  *     residuals, strides, several blocks and a tail, an empty batch, in place, and rows whose
@@ -49,7 +50,8 @@ static clnorm_desc small_desc(size_t op, size_t rows, size_t cols)
     return d;
 }
 
-/* Whether a plan of d on `strategy` uses the loop (-1: no plan, e.g. a refused strategy). */
+/* Which directions of a plan of d on `strategy` use the loop: bit 0 the forward, bit 1 the
+ * backward (-1: no plan, e.g. a refused strategy). */
 static int uses_loop(const clnorm_desc *d, clnorm_strategy strategy)
 {
     clnorm_plan *plan = NULL;
@@ -58,7 +60,8 @@ static int uses_loop(const clnorm_desc *d, clnorm_strategy strategy)
                                  : clnorm_plan_create_with(g_ctx, d, strategy, &plan);
     if (st != CLNORM_OK)
         return -1;
-    const int uses = clnorm_plan_uses_host_loop(plan);
+    const int uses = clnorm_plan_uses_host_loop(plan, CLNORM_FORWARD) |
+                     clnorm_plan_uses_host_loop(plan, CLNORM_BACKWARD) << 1;
     clnorm_plan_free(plan);
     return uses;
 }
@@ -67,11 +70,11 @@ static void test_policy(void **state)
 {
     (void)state;
     require_cpu();
-    assert_int_equal(clnorm_plan_uses_host_loop(NULL), 0);
+    assert_int_equal(clnorm_plan_uses_host_loop(NULL, CLNORM_FORWARD), 0);
     size_t with_loop = 0;
     for (size_t op = 0; op < clnorm_op_count(); op++) {
         const clnorm_desc d = small_desc(op, 4, 768);
-        assert_int_equal(uses_loop(&d, CLNORM_STRATEGY_AUTO), op_has_loop(op));
+        assert_int_equal(uses_loop(&d, CLNORM_STRATEGY_AUTO), op_has_loop(op) ? 3 : 0);
         with_loop += (size_t)op_has_loop(op);
         /* a strategy asked for, by the call or by CLNORM_STRATEGY, is what runs */
         assert_int_equal(uses_loop(&d, CLNORM_STRATEGY_ROW), 0);
@@ -80,27 +83,42 @@ static void test_policy(void **state)
         unsetenv("CLNORM_STRATEGY");
         if (!op_has_loop(op))
             continue;
-        /* the threshold: x of exactly that many bytes is in, one more row is out */
+        /* the threshold: x of exactly that many bytes is in, one more row is out; the
+         * backward's own threshold lies within the forward's */
         setenv("CLNORM_HOST_BYTES", "12288", 1); /* 4 x 768 float32 */
-        assert_int_equal(uses_loop(&d, CLNORM_STRATEGY_AUTO), 1);
+        assert_int_equal(uses_loop(&d, CLNORM_STRATEGY_AUTO), 3);
         const clnorm_desc d5 = small_desc(op, 5, 768);
         assert_int_equal(uses_loop(&d5, CLNORM_STRATEGY_AUTO), 0);
         clnorm_desc h = d5; /* float16: half the bytes */
         h.dtype = CLNORM_F16;
+        assert_int_equal(uses_loop(&h, CLNORM_STRATEGY_AUTO), 3);
+        setenv("CLNORM_HOST_BACKWARD_BYTES", "9216", 1); /* 3 x 768 float32 */
+        assert_int_equal(uses_loop(&d, CLNORM_STRATEGY_AUTO), 1);
+        assert_int_equal(uses_loop(&h, CLNORM_STRATEGY_AUTO), 3);
+        setenv("CLNORM_HOST_BACKWARD_BYTES", "0", 1); /* the backward off */
         assert_int_equal(uses_loop(&h, CLNORM_STRATEGY_AUTO), 1);
-        setenv("CLNORM_HOST_BYTES", "0", 1); /* off */
+        unsetenv("CLNORM_HOST_BACKWARD_BYTES");
+        setenv("CLNORM_HOST_BYTES", "0", 1); /* both off */
         assert_int_equal(uses_loop(&d, CLNORM_STRATEGY_AUTO), 0);
-        setenv("CLNORM_HOST_BYTES", "12x", 1); /* refused, with a message naming it */
-        clnorm_plan *plan = NULL;
-        assert_int_equal(clnorm_plan_create(g_ctx, &d, &plan), CLNORM_INVALID_ARGUMENT);
-        assert_null(plan);
-        assert_non_null(strstr(clnorm_last_error(g_ctx), "CLNORM_HOST_BYTES"));
-        unsetenv("CLNORM_HOST_BYTES");
-        /* the default threshold: 1 MiB of x */
+        static const char *const names[] = {"CLNORM_HOST_BYTES", "CLNORM_HOST_BACKWARD_BYTES"};
+        for (int k = 0; k < 2; k++) { /* refused, with a message naming it */
+            unsetenv("CLNORM_HOST_BYTES");
+            setenv(names[k], k ? "-1" : "12x", 1);
+            clnorm_plan *plan = NULL;
+            assert_int_equal(clnorm_plan_create(g_ctx, &d, &plan), CLNORM_INVALID_ARGUMENT);
+            assert_null(plan);
+            assert_non_null(strstr(clnorm_last_error(g_ctx), names[k]));
+            unsetenv(names[k]);
+        }
+        /* the default thresholds: 1 MiB of x, the backward 256 KiB */
         const clnorm_desc big = small_desc(op, 1024, 256);
         assert_int_equal(uses_loop(&big, CLNORM_STRATEGY_AUTO), 1);
         const clnorm_desc bigger = small_desc(op, 1025, 256);
         assert_int_equal(uses_loop(&bigger, CLNORM_STRATEGY_AUTO), 0);
+        const clnorm_desc mid = small_desc(op, 256, 256);
+        assert_int_equal(uses_loop(&mid, CLNORM_STRATEGY_AUTO), 3);
+        const clnorm_desc mid1 = small_desc(op, 257, 256);
+        assert_int_equal(uses_loop(&mid1, CLNORM_STRATEGY_AUTO), 1);
     }
     assert_true(with_loop >= 4); /* LayerNorm, RMSNorm and their fused residual adds */
 }
@@ -165,7 +183,8 @@ static void test_sweep(void **state)
                     clnorm_plan *plan = tu_plan_if(g_ctx, &d, CLNORM_STRATEGY_AUTO);
                     if (plan == NULL)
                         continue; /* float64 without cl_khr_fp64 */
-                    if (!clnorm_plan_uses_host_loop(plan))
+                    if (!clnorm_plan_uses_host_loop(plan, CLNORM_FORWARD) ||
+                        !clnorm_plan_uses_host_loop(plan, CLNORM_BACKWARD))
                         fail_msg("op %zu, %s, flags 0x%x, %zux%zu: not a host-loop plan", op,
                                  tu_dtype_name(d.dtype), d.flags, d.rows, d.cols);
                     for (int k = 0; k < 2; k++) {
@@ -216,7 +235,8 @@ static void test_overflow(void **state)
         const clnorm_desc d = small_desc(op, 9, 300);
         clnorm_plan *plan = tu_plan_if(g_ctx, &d, CLNORM_STRATEGY_AUTO);
         assert_non_null(plan);
-        assert_int_equal(clnorm_plan_uses_host_loop(plan), 1);
+        assert_int_equal(clnorm_plan_uses_host_loop(plan, CLNORM_FORWARD), 1);
+        assert_int_equal(clnorm_plan_uses_host_loop(plan, CLNORM_BACKWARD), 1);
         for (int k = 0; k < 2; k++) {
             tu_problem p;
             tu_problem_make(&p, &d, dirs[k], TU_ALL_OPTIONAL, 790000 + 10 * op + (uint64_t)k,
@@ -232,7 +252,8 @@ static void test_overflow(void **state)
 static int group_setup(void **state)
 {
     (void)state;
-    unsetenv("CLNORM_HOST_BYTES"); /* the suite sets it itself where it means to */
+    unsetenv("CLNORM_HOST_BYTES"); /* the suite sets them itself where it means to */
+    unsetenv("CLNORM_HOST_BACKWARD_BYTES");
     g_ctx = tu_context("host loop");
     return 0;
 }

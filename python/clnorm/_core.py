@@ -15,9 +15,10 @@ How a call reaches the library:
   (clnorm_execute_host), which copies; below ZERO_COPY_FROM bytes its copies cost less than
   the zero-copy path's extra commands (PoCL: about 20 us each), and on the reference backend
   it is the only way.
-- host arrays whose plan runs the library's host loop (clnorm_plan_uses_host_loop: a row op
-  on a CPU device, x of at most CLNORM_HOST_BYTES): layer 2 at every size, where the loop
-  reads and writes the arrays in place in the calling thread, with no command and no copy.
+- host arrays whose plan runs the library's host loop in that direction
+  (clnorm_plan_uses_host_loop: a row op on a CPU device, x of at most CLNORM_HOST_BYTES, or
+  CLNORM_HOST_BACKWARD_BYTES for the backward): layer 2 at every size, where the loop reads
+  and writes the arrays in place in the calling thread, with no command and no copy.
 """
 import ctypes
 import struct
@@ -99,7 +100,8 @@ def run(call, direction=_lib.FORWARD, ctx=None):
         tensors.append((slot, out))
     if kind.on_device:
         _run_device(ctx, plan, direction, tensors, outs, call.like.queue)
-    elif ctx.backend == "opencl" and plan.row_bytes >= ZERO_COPY_FROM and not plan.host_loop:
+    elif (ctx.backend == "opencl" and plan.row_bytes >= ZERO_COPY_FROM and
+          not plan.host_loop[direction]):
         _run_zero_copy(ctx, plan, direction, info, tensors, kind.ptr)
     else:
         _run_host(ctx, plan, direction, tensors, kind.ptr)

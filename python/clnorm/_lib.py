@@ -170,7 +170,7 @@ def _declare(lib):
         "clnorm_plan_create": (status, [c.c_void_p, c.POINTER(Desc), c.POINTER(c.c_void_p)]),
         "clnorm_plan_free": (None, [c.c_void_p]),
         "clnorm_plan_strategy": (c.c_int, [c.c_void_p]),
-        "clnorm_plan_uses_host_loop": (c.c_int, [c.c_void_p]),
+        "clnorm_plan_uses_host_loop": (c.c_int, [c.c_void_p, c.c_int]),
         "clnorm_strategy_name": (c.c_char_p, [c.c_int]),
         "clnorm_execute": (status, [c.c_void_p, c.c_int, c.POINTER(Arg), c.c_size_t,
                                     cl_command_queue, c.c_uint, c.POINTER(cl_event),

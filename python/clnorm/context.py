@@ -86,8 +86,10 @@ class Plan:
         self.handle = plan.value
         self.strategy = _lib_handle.clnorm_strategy_name(
             _lib_handle.clnorm_plan_strategy(self.handle)).decode()
-        # Its host calls run the library's host loop (no command, no copy): see _core.
-        self.host_loop = bool(_lib_handle.clnorm_plan_uses_host_loop(self.handle))
+        # Directions whose host calls run the library's host loop (no command, no copy):
+        # see _core.
+        self.host_loop = {d: bool(_lib_handle.clnorm_plan_uses_host_loop(self.handle, d))
+                          for d in (_lib.FORWARD, _lib.BACKWARD)}
         dirs = [_lib.FORWARD] + ([_lib.BACKWARD] if key[7] & _lib.WITH_BACKWARD else [])
         self.infos = {}
         info = _lib.SlotInfo()

@@ -241,7 +241,7 @@ def _fast_remember(sig, call, inputs, given_arrays, out):
         return  # an input was copied or converted: its pointer is not the caller's
     ctx = _core.current_context()
     plan = ctx.plan(call.key)
-    if not call.kind.on_device and (ctx.backend != "opencl" or plan.host_loop or
+    if not call.kind.on_device and (ctx.backend != "opencl" or plan.host_loop[_lib.FORWARD] or
                                    plan.row_bytes < _core.ZERO_COPY_FROM):
         slots = tuple(slot for slot, _ in inputs) + (_Y,)
         shape, order = call.outputs[0][1], call.outputs[0][2]

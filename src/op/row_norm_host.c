@@ -9,7 +9,8 @@
  * accumulates in double element by element, the host loop computes as the kernels do, in
  * float for f32/f16/bf16 storage (double for f64) with the kernels' blocked shifted two-pass
  * statistics (row_norm_host_body.h), and is tested against the reference like a strategy.
- * Parameter gradients are summed in double over the rows, deterministic in row order.
+ * Parameter gradients are summed in float over blocks of HROWS rows, then in double,
+ * deterministic in row order.
  */
 #include "../half_bits.h"
 #include "row_norm.h"
@@ -25,11 +26,11 @@
  * added into double (the kernels' backward row blocks). */
 #define HROWS 32
 
-/* One call's loops are inlined into one function, which GCC compiles twice on x86-64 Linux:
- * for AVX2 (x86-64-v3) and for the baseline, chosen once by the loader (an ifunc). Both
+/* One call's loops are inlined into one function, which GCC compiles twice on x86-64 with
+ * glibc: for AVX2 (x86-64-v3) and for the baseline, chosen once by the loader (an ifunc). Both
  * compute the same bits: the lanes are the source's (HLANES), and ISO C mode contracts no
  * multiply-add into an FMA. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__) && \
     !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define HCLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else

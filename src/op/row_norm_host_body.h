@@ -1,8 +1,10 @@
 /*
  * row_norm_host_body.h - the row family's host loop in one arithmetic type, included by
  * row_norm_host.c once per type with
- *   HA      the arithmetic type (float for f32, f16 and bf16 storage; double for f64), and
- *   HN(n)   the name n of this instance's functions.
+ *   HA       the arithmetic type (float for f32, f16 and bf16 storage; double for f64),
+ *   HNATIVE  the storage type that is HA itself (its rows are read and written in place),
+ *   HF16C    1 when float16 rows may go through row_norm_host.c's F16C conversions, and
+ *   HN(n)    the name n of this instance's functions.
  * The numerics are the kernels' (kernels/row_stats.cl): the row shifted by its first elements,
  * its moments in blocks of HBLOCK elements summed in HLANES independent lanes, each block's
  * own two-pass M2 merged with Chan's update, Kahan-compensated across blocks, a rescaled
