@@ -130,7 +130,7 @@ typedef struct {
 
 static const shape shapes[] = {
     {1, 1, 0, 1},    {17, 7, 9, 1},   {3, 768, 0, 1},  {64, 130, 0, 4},
-    {5, 4097, 0, 5}, {6, 300, 301, 3}, {0, 33, 0, 2},
+    {5, 4097, 0, 5}, {6, 300, 301, 3}, {0, 33, 0, 2}, {0, 5, 0, 0},
 };
 
 /* The flag sets of the sweep (each with CLNORM_WITH_BACKWARD). */

@@ -317,7 +317,7 @@ static HINLINE void HN(sample_mod)(const clnorm_desc *d, const clnorm_host_ptrs 
 static HINLINE void HN(forward)(const clnorm_op *op, const clnorm_desc *d,
                                 const clnorm_host_ptrs *a, HN(bufs) *b)
 {
-    const size_t cols = d->cols, T = d->rows / d->samples;
+    const size_t cols = d->cols, T = d->samples ? d->rows / d->samples : 0; /* 0: no rows */
     const clnorm_dtype pt = clnorm_param_dtype(d->dtype), rt = clnorm_residual_dtype(d);
     const int rms = !op->has_mean, residual = op->residual;
     const int global = (d->flags & CLNORM_USE_GLOBAL_STATS) != 0;
