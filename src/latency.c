@@ -19,8 +19,8 @@
  *    and the event returned is complete (a user event: see inline_lock in internal.h).
  *    Otherwise (a wait list still pending, an application queue, another queue of the
  *    context) the plan runs on that queue as any plan does.
- *  - The host loop's threshold (CLNORM_HOST_BYTES, src/execute.c runs the loop) is read the
- *    same way, by clnorm_fits_env.
+ *  - The host loop's thresholds (CLNORM_HOST_BYTES, CLNORM_HOST_BACKWARD_BYTES; src/execute.c
+ *    runs the loop) are read the same way, by clnorm_fits_env.
  *  - PoCL 3.1 mishandles a command of one device that waits on an event of the other in the
  *    same context (a `basic` kernel waiting on a `pthread` marker hangs; one waiting on a
  *    `pthread` kernel runs before it and reads stale data), so every wait across the two

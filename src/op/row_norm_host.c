@@ -12,6 +12,7 @@
  * Parameter gradients are summed in float over blocks of HROWS rows, then in double,
  * deterministic in row order.
  */
+#include "../dtype.h"
 #include "../half_bits.h"
 #include "row_norm.h"
 
@@ -80,6 +81,18 @@ __attribute__((target("avx,f16c"))) static void floats_to_halves_f16c(uint16_t *
 #else
 #define HAVE_F16C_PATH 0
 #endif
+
+/* n double sums stored as parameters of type pt (element access of dtype.h, as the
+ * reference stores them) at base + off when base is given; zeroed after when `clear`. */
+static void store_sums(clnorm_dtype pt, void *base, size_t off, double *v, size_t n, int clear)
+{
+    for (size_t j = 0; j < n; j++) {
+        if (base)
+            clnorm_elem_store(pt, base, off + j, v[j]);
+        if (clear)
+            v[j] = 0.0;
+    }
+}
 
 #define HA float
 #define HF16C HAVE_F16C_PATH

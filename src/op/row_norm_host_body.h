@@ -389,22 +389,6 @@ static HINLINE void HN(flush)(double *acc, HA *part, size_t n)
     }
 }
 
-/* n doubles stored as parameters (type pt) at base + off; zeroes them after when `clear`. */
-static HINLINE void HN(store_acc)(clnorm_dtype pt, void *base, size_t off, double *v, size_t n,
-                                  int clear)
-{
-    for (size_t j = 0; j < n; j++) {
-        if (base) {
-            if (pt == CLNORM_F64)
-                ((double *)base)[off + j] = v[j];
-            else
-                ((float *)base)[off + j] = (float)v[j];
-        }
-        if (clear)
-            v[j] = 0.0;
-    }
-}
-
 static HINLINE void HN(backward)(const clnorm_op *op, const clnorm_desc *d,
                                  const clnorm_host_ptrs *a, HN(bufs) *b, double *acc, HA *part)
 {
@@ -443,8 +427,8 @@ static HINLINE void HN(backward)(const clnorm_op *op, const clnorm_desc *d,
                 HN(flush)(acc, part, (mod ? 4 : 2) * cols);
             if (sample_end && mod) { /* the sample's last row */
                 const size_t off = row / T * d->mod_stride;
-                HN(store_acc)(pt, dscale, off, acc + 2 * cols, cols, 1);
-                HN(store_acc)(pt, dshift, off, acc + 3 * cols, cols, 1);
+                store_sums(pt, dscale, off, acc + 2 * cols, cols, 1);
+                store_sums(pt, dshift, off, acc + 3 * cols, cols, 1);
             }
         }
         if (!dx)
@@ -469,12 +453,12 @@ static HINLINE void HN(backward)(const clnorm_op *op, const clnorm_desc *d,
     }
     /* Samples of no rows (T = 0): their dscale and dshift are zeros. */
     for (size_t s = 0; T == 0 && mod && s < d->samples; s++) {
-        HN(store_acc)(pt, dscale, s * d->mod_stride, acc + 2 * cols, cols, 0);
-        HN(store_acc)(pt, dshift, s * d->mod_stride, acc + 3 * cols, cols, 0);
+        store_sums(pt, dscale, s * d->mod_stride, acc + 2 * cols, cols, 0);
+        store_sums(pt, dshift, s * d->mod_stride, acc + 3 * cols, cols, 0);
     }
     if (acc) {
-        HN(store_acc)(pt, a->p[CLNORM_ARG_DGAMMA], 0, acc, cols, 0);
-        HN(store_acc)(pt, a->p[CLNORM_ARG_DBETA], 0, acc + cols, cols, 0);
+        store_sums(pt, a->p[CLNORM_ARG_DGAMMA], 0, acc, cols, 0);
+        store_sums(pt, a->p[CLNORM_ARG_DBETA], 0, acc + cols, cols, 0);
     }
 }
 
