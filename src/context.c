@@ -23,6 +23,8 @@ static clnorm_ctx *ctx_alloc(void)
     }
     const char *v = getenv("CLNORM_VERBOSE");
     ctx->verbose = v && *v && strcmp(v, "0") != 0;
+    atomic_init(&ctx->host_pool, NULL);
+    clnorm_host_threads_init(ctx); /* one thread until the device is known */
     return ctx;
 }
 
@@ -37,6 +39,7 @@ static clnorm_status ctx_describe(clnorm_ctx *ctx)
     clnorm_status st = clnorm_read_profile(ctx->device, &ctx->profile);
     RETURN_IF(st != CLNORM_OK, ctx, st, "reading the device's properties failed: %s",
               clnorm_status_string(st));
+    clnorm_host_threads_init(ctx);
     return CLNORM_OK;
 }
 
@@ -156,6 +159,7 @@ void clnorm_free(clnorm_ctx *ctx)
 {
     if (!ctx)
         return;
+    clnorm_pool_free(atomic_load(&ctx->host_pool));
     clnorm_release_programs(ctx);
     if (ctx->inline_queue)
         clReleaseCommandQueue(ctx->inline_queue);

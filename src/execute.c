@@ -332,9 +332,9 @@ static clnorm_status host_call(clnorm_plan *plan, clnorm_direction dir,
         clnorm_host_ptrs p;
         for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
             p.p[s] = (void *)(uintptr_t)a->handle[s];
-        st = plan->op->host(plan->op, &plan->desc, dir, &p);
+        st = plan->op->host(plan->op, &plan->desc, dir, &p, ctx);
         RETURN_IF(st != CLNORM_OK, ctx, st, "the host loop failed: %s", clnorm_status_string(st));
-        ran_on = "host loop (calling thread)";
+        ran_on = clnorm_host_loop_name(ctx);
     } else {
         host_bufs h;
         memset(&h, 0, sizeof h);

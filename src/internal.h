@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include "host_pool.h"
 #include "lock.h"
 
 struct clnorm_op;
@@ -120,6 +121,16 @@ struct clnorm_ctx {
     /* Messages recorded since the context was made (status.c): while 0, clearing the calling
      * thread's message, which every call does first, needs no lock. */
     _Atomic unsigned long long errors_recorded;
+
+    /* The host loop's threads (host_threads.c): how many run a call, the calling thread
+     * included (CLNORM_HOST_THREADS, else the device's compute units), how long idle workers
+     * spin (CLNORM_HOST_SPIN_US), both read at creation; a bad value of either, which plan
+     * creation reports; and the pool, started by the first call that needs it. */
+    unsigned host_threads, host_spin_us;
+    char host_env_error[160];
+    char host_loop_name[64]; /* where CLNORM_VERBOSE says the host loop ran */
+    _Atomic(clnorm_pool *) host_pool;
+    int host_pool_failed; /* under lock: starting the pool failed, the calls run alone */
 };
 
 /* One execution's own kernel objects and scratch buffers for one direction of a plan: what
@@ -331,10 +342,11 @@ clnorm_status clnorm_wait_release(clnorm_ctx *ctx, cl_event event);
 #define CLNORM_LATENCY_DEFAULT_BYTES ((size_t)1 << 20)
 /* x of at most this many bytes makes a plan's host-pointer calls run the op's host loop (no
  * OpenCL command), forward and backward, unless CLNORM_HOST_BYTES and
- * CLNORM_HOST_BACKWARD_BYTES say otherwise (CLNORM_HOST_BYTES=0: never): up to where the loop
- * beat the host layer's device path on the CI machine (bench/RESULTS.md, "The host loop"). */
-#define CLNORM_HOST_DEFAULT_BYTES ((size_t)1 << 20)
-#define CLNORM_HOST_BACKWARD_DEFAULT_BYTES ((size_t)256 << 10)
+ * CLNORM_HOST_BACKWARD_BYTES say otherwise (CLNORM_HOST_BYTES=0: never): up to where the loop,
+ * on as many threads as the device has, beat the host layer's device path on the CI machine
+ * (bench/RESULTS.md, "The host loop on the device's threads"). */
+#define CLNORM_HOST_DEFAULT_BYTES ((size_t)16 << 20)
+#define CLNORM_HOST_BACKWARD_DEFAULT_BYTES ((size_t)1 << 20)
 /* PoCL's in-thread device (`basic`)? */
 int clnorm_is_inline_device(cl_device_id device);
 /* The in-thread device a context on `main` takes in too, or NULL: none in the platform, main
@@ -352,6 +364,18 @@ clnorm_status clnorm_latency_launch(clnorm_plan *plan, clnorm_direction dir,
                                     const clnorm_call_args *a, unsigned flags,
                                     cl_command_queue queue, cl_uint nwait, const cl_event *wait,
                                     cl_event *event, int *taken);
+
+/* ---- the host loop's threads (host_threads.c) ---- */
+/* Idle workers spin this long before they sleep, unless CLNORM_HOST_SPIN_US says otherwise. */
+#define CLNORM_HOST_SPIN_DEFAULT_US 100u
+/* Reads CLNORM_HOST_THREADS and CLNORM_HOST_SPIN_US into a context being created. */
+void clnorm_host_threads_init(clnorm_ctx *ctx);
+/* CLNORM_INVALID_ARGUMENT, with the message, when either variable was bad (plan creation). */
+clnorm_status clnorm_host_threads_check(clnorm_ctx *ctx);
+/* The context's pool, started at first use; NULL when one thread runs the host loop. */
+clnorm_pool *clnorm_host_pool(clnorm_ctx *ctx);
+/* "host loop (N threads)" or "host loop (calling thread)", for CLNORM_VERBOSE. */
+const char *clnorm_host_loop_name(const clnorm_ctx *ctx);
 
 /* ---- verbose (verbose.c) ---- */
 double clnorm_now_ms(void);

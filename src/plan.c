@@ -192,8 +192,10 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
      * whose x is small enough (README, "Small problems on CPU devices"). */
     if (st == CLNORM_OK && auto_asked && strategy != CLNORM_STRATEGY_REFERENCE && op->host &&
         (ctx->profile.type & CL_DEVICE_TYPE_CPU)) {
-        st = clnorm_fits_env(ctx, &d, "CLNORM_HOST_BYTES", CLNORM_HOST_DEFAULT_BYTES,
-                             &plan->host_ok[CLNORM_FORWARD]);
+        st = clnorm_host_threads_check(ctx);
+        if (st == CLNORM_OK)
+            st = clnorm_fits_env(ctx, &d, "CLNORM_HOST_BYTES", CLNORM_HOST_DEFAULT_BYTES,
+                                 &plan->host_ok[CLNORM_FORWARD]);
         /* The backward's own threshold, within the forward's (0 there turns both off). */
         if (st == CLNORM_OK)
             st = clnorm_fits_env(ctx, &d, "CLNORM_HOST_BACKWARD_BYTES",

@@ -19,6 +19,7 @@
 #include "test_util.h"
 #include "tu_problem.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,14 +111,14 @@ static void test_policy(void **state)
             assert_non_null(strstr(clnorm_last_error(g_ctx), names[k]));
             unsetenv(names[k]);
         }
-        /* the default thresholds: 1 MiB of x, the backward 256 KiB */
-        const clnorm_desc big = small_desc(op, 1024, 256);
+        /* the default thresholds: 16 MiB of x, the backward 1 MiB */
+        const clnorm_desc big = small_desc(op, 16384, 256);
         assert_int_equal(uses_loop(&big, CLNORM_STRATEGY_AUTO), 1);
-        const clnorm_desc bigger = small_desc(op, 1025, 256);
+        const clnorm_desc bigger = small_desc(op, 16385, 256);
         assert_int_equal(uses_loop(&bigger, CLNORM_STRATEGY_AUTO), 0);
-        const clnorm_desc mid = small_desc(op, 256, 256);
+        const clnorm_desc mid = small_desc(op, 1024, 256);
         assert_int_equal(uses_loop(&mid, CLNORM_STRATEGY_AUTO), 3);
-        const clnorm_desc mid1 = small_desc(op, 257, 256);
+        const clnorm_desc mid1 = small_desc(op, 1025, 256);
         assert_int_equal(uses_loop(&mid1, CLNORM_STRATEGY_AUTO), 1);
     }
     assert_true(with_loop >= 4); /* LayerNorm, RMSNorm and their fused residual adds */
@@ -151,6 +152,18 @@ static int valid(const clnorm_desc *d)
     return clnorm_desc_check(d, NULL, 0) == CLNORM_OK;
 }
 
+/* d: op over shape sh in dtype t with flags; 0 when the library refuses that (flags that do
+ * not apply to the op are skipped). */
+static int shape_desc(clnorm_desc *d, size_t op, clnorm_dtype t, unsigned flags, const shape *sh)
+{
+    clnorm_desc_init(d, (clnorm_kind)op, sh->rows, sh->cols);
+    d->dtype = t;
+    d->flags = flags;
+    d->samples = sh->samples;
+    d->x_stride = d->y_stride = d->residual_stride = d->sum_stride = sh->stride;
+    return valid(d);
+}
+
 /* The row tensors a problem may run in place: an output and an input of the same type and
  * layout (the op table's row slots). */
 static int may_alias(const tu_problem *p, unsigned rows_mask, unsigned out, unsigned in)
@@ -172,13 +185,8 @@ static void test_sweep(void **state)
             for (size_t f = 0; f < TU_COUNT(flag_sets); f++) {
                 for (size_t s = 0; s < TU_COUNT(shapes); s++) {
                     clnorm_desc d;
-                    clnorm_desc_init(&d, (clnorm_kind)op, shapes[s].rows, shapes[s].cols);
-                    d.dtype = dtypes[t];
-                    d.flags = flag_sets[f] | CLNORM_WITH_BACKWARD;
-                    d.samples = shapes[s].samples;
-                    d.x_stride = d.y_stride = d.residual_stride = d.sum_stride =
-                        shapes[s].stride;
-                    if (!valid(&d))
+                    if (!shape_desc(&d, op, dtypes[t], flag_sets[f] | CLNORM_WITH_BACKWARD,
+                                    &shapes[s]))
                         continue;
                     clnorm_plan *plan = tu_plan_if(g_ctx, &d, CLNORM_STRATEGY_AUTO);
                     if (plan == NULL)
@@ -249,6 +257,159 @@ static void test_overflow(void **state)
     }
 }
 
+/* Calls of several chunks of rows, which the context's workers share (host_threads.c): with
+ * one, two and three threads (a context each, CLNORM_HOST_THREADS), every output matches the
+ * reference and has the same bits as with one thread, since the chunks and the order of the
+ * sums depend on the shape alone. The shapes have samples that cross chunks (T = 25 and 26
+ * against chunks of 55 and 64 rows), chunks in which no sample ends (T = 100), many whole
+ * samples in a chunk (T = 1), strides, and long rows. */
+static const shape chunk_shapes[] = {
+    {200, 300, 0, 8}, {200, 300, 0, 2}, {1000, 40, 0, 1000}, {130, 1000, 1003, 5}, {97, 2048, 0, 1},
+};
+
+static void test_threads(void **state)
+{
+    (void)state;
+    require_cpu();
+    static const unsigned widths[] = {1, 2, 3};
+    clnorm_ctx *ctx[TU_COUNT(widths)];
+    char value[16];
+    for (size_t w = 0; w < TU_COUNT(widths); w++) {
+        snprintf(value, sizeof value, "%u", widths[w]);
+        setenv("CLNORM_HOST_THREADS", value, 1);
+        ctx[w] = tu_context("host loop threads");
+    }
+    unsetenv("CLNORM_HOST_THREADS");
+    setenv("CLNORM_HOST_BYTES", "1073741824", 1); /* every shape on the loop */
+    setenv("CLNORM_HOST_BACKWARD_BYTES", "1073741824", 1);
+    static const clnorm_dtype types[] = {CLNORM_F32, CLNORM_F16, CLNORM_F64};
+    size_t runs = 0, failed = 0;
+    for (size_t op = 0; op < clnorm_op_count(); op++) {
+        if (!op_has_loop(op))
+            continue;
+        for (size_t t = 0; t < TU_COUNT(types); t++)
+            for (size_t f = 0; f < TU_COUNT(flag_sets); f++)
+                for (size_t s = 0; s < TU_COUNT(chunk_shapes); s++) {
+                    clnorm_desc d;
+                    if (!shape_desc(&d, op, types[t], flag_sets[f] | CLNORM_WITH_BACKWARD,
+                                    &chunk_shapes[s]))
+                        continue;
+                    for (int k = 0; k < 2; k++) {
+                        tu_problem p;
+                        tu_problem_make(&p, &d, dirs[k], TU_ALL_OPTIONAL,
+                                        800000 + 10000 * op + 1000 * t + 100 * f + 10 * s +
+                                            (uint64_t)k,
+                                        NULL);
+                        tu_args first = {{0}};
+                        for (size_t w = 0; w < TU_COUNT(widths); w++) {
+                            clnorm_plan *plan = tu_plan_if(ctx[w], &d, CLNORM_STRATEGY_AUTO);
+                            if (plan == NULL)
+                                break; /* float64 without cl_khr_fp64 */
+                            assert_int_equal(clnorm_plan_uses_host_loop(plan, dirs[k]), 1);
+                            tu_args got = {{0}};
+                            const tu_launch l = tu_launch_offsets();
+                            tu_problem_run_host(ctx[w], &p, plan, &l, 0, &got);
+                            runs++;
+                            for (unsigned slot = 0; w > 0 && slot < SLOTS; slot++) {
+                                if (!got.p[slot])
+                                    continue;
+                                const size_t bytes = p.info[slot].extent *
+                                                     clnorm_elem_size(p.info[slot].dtype);
+                                if (memcmp(got.p[slot], first.p[slot], bytes) != 0) {
+                                    print_error("FAILED CASE op %zu, %s, flags 0x%x, %zux%zu, "
+                                                "%zu samples, %s: %s differs between 1 and %u "
+                                                "threads\n",
+                                                op, tu_dtype_name(d.dtype), d.flags, d.rows,
+                                                d.cols, d.samples,
+                                                k ? "backward" : "forward",
+                                                clnorm_arg_name((clnorm_arg_slot)slot),
+                                                widths[w]);
+                                    failed++;
+                                }
+                            }
+                            if (w == 0)
+                                first = got;
+                            else
+                                tu_args_free(&got);
+                            clnorm_plan_free(plan);
+                        }
+                        tu_args_free(&first);
+                        tu_problem_free(&p);
+                    }
+                }
+    }
+    unsetenv("CLNORM_HOST_BYTES");
+    unsetenv("CLNORM_HOST_BACKWARD_BYTES");
+    for (size_t w = 0; w < TU_COUNT(widths); w++)
+        clnorm_free(ctx[w]);
+    print_message("host loop threads: %zu runs\n", runs);
+    assert_true(runs > 100);
+    if (failed)
+        fail_msg("%zu outputs depended on the number of threads", failed);
+}
+
+/* Forward calls whose float32 y is large enough for the streaming stores (4 MiB): dense and
+ * strided rows, from the offsets of tu_launch_offsets (so y's rows start off the stores'
+ * 32-byte boundary) and in place. */
+static void test_large_forward(void **state)
+{
+    (void)state;
+    require_cpu();
+    static const shape big[] = {{1024, 1024, 0, 4}, {1100, 1000, 1003, 11}};
+    static const unsigned flags[] = {CLNORM_SAVE_STATS, CLNORM_SCALE | CLNORM_SHIFT};
+    size_t runs = 0;
+    for (size_t op = 0; op < clnorm_op_count(); op++) {
+        if (!op_has_loop(op))
+            continue;
+        for (size_t f = 0; f < TU_COUNT(flags); f++)
+            for (size_t s = 0; s < TU_COUNT(big); s++) {
+                clnorm_desc d;
+                if (!shape_desc(&d, op, CLNORM_F32, flags[f], &big[s]))
+                    continue;
+                clnorm_plan *plan = tu_plan_if(g_ctx, &d, CLNORM_STRATEGY_AUTO);
+                assert_non_null(plan);
+                assert_int_equal(clnorm_plan_uses_host_loop(plan, CLNORM_FORWARD), 1);
+                tu_problem p;
+                tu_problem_make(&p, &d, CLNORM_FORWARD, TU_ALL_OPTIONAL,
+                                900000 + 100 * op + 10 * f + s, NULL);
+                const tu_launch l = tu_launch_offsets();
+                tu_problem_run_host(g_ctx, &p, plan, &l, 0, NULL);
+                tu_launch li = tu_launch_offsets();
+                tu_launch_in_place(&li, CLNORM_ARG_Y, CLNORM_ARG_X);
+                tu_problem_run_host(g_ctx, &p, plan, &li, 0, NULL);
+                runs += 2;
+                tu_problem_free(&p);
+                clnorm_plan_free(plan);
+            }
+    }
+    assert_true(runs >= 8);
+}
+
+/* A bad CLNORM_HOST_THREADS or CLNORM_HOST_SPIN_US: the context is made, and its plans are
+ * refused with a message naming the variable. */
+static void test_thread_env_errors(void **state)
+{
+    (void)state;
+    require_cpu();
+    static const char *const cases[][2] = {
+        {"CLNORM_HOST_THREADS", "0"},      {"CLNORM_HOST_THREADS", "two"},
+        {"CLNORM_HOST_THREADS", "-2"},     {"CLNORM_HOST_THREADS", "100000"},
+        {"CLNORM_HOST_SPIN_US", "1e3"},    {"CLNORM_HOST_SPIN_US", "-1"},
+        {"CLNORM_HOST_SPIN_US", "99999999"},
+    };
+    for (size_t i = 0; i < TU_COUNT(cases); i++) {
+        setenv(cases[i][0], cases[i][1], 1);
+        clnorm_ctx *ctx = tu_context("host loop env");
+        unsetenv(cases[i][0]);
+        const clnorm_desc d = small_desc(0, 4, 64);
+        clnorm_plan *plan = NULL;
+        assert_int_equal(clnorm_plan_create(ctx, &d, &plan), CLNORM_INVALID_ARGUMENT);
+        assert_null(plan);
+        assert_non_null(strstr(clnorm_last_error(ctx), cases[i][0]));
+        clnorm_free(ctx);
+    }
+}
+
 static int group_setup(void **state)
 {
     (void)state;
@@ -272,6 +433,9 @@ int main(void)
         cmocka_unit_test(test_policy),
         cmocka_unit_test(test_sweep),
         cmocka_unit_test(test_overflow),
+        cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_large_forward),
+        cmocka_unit_test(test_thread_env_errors),
     };
     return cmocka_run_group_tests_name("host loop", tests, group_setup, group_teardown);
 }

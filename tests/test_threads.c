@@ -578,8 +578,9 @@ static void test_own_plans(void **state)
         }
 }
 
-/* (b) 4 threads on one plan of a strategy, in every mode. */
-static void shared_plan_desc(suite *s, clnorm_strategy st, const clnorm_desc *d)
+/* (b) 4 threads on one plan of a strategy, in every mode of `modes` (bit m: mode m). */
+#define ALL_MODES ((1u << MODE_COUNT) - 1)
+static void shared_plan_desc(suite *s, clnorm_strategy st, const clnorm_desc *d, unsigned modes)
 {
     enum { N = 4 };
     data in[N][2];
@@ -600,8 +601,8 @@ static void shared_plan_desc(suite *s, clnorm_strategy st, const clnorm_desc *d)
         assert_int_equal(err, CL_SUCCESS);
     }
     for (int m = 0; m < MODE_COUNT; m++) {
-        if (m == MODE_SHARED_OOO && !ooo)
-            continue; /* the device has no out-of-order queues */
+        if ((m == MODE_SHARED_OOO && !ooo) || !(modes & (1u << m)))
+            continue; /* the device has no out-of-order queues, or not asked for */
         worker w[N];
         cl_command_queue own[N] = {NULL};
         for (int i = 0; i < N; i++) {
@@ -635,7 +636,7 @@ static void shared_plan(suite *s, clnorm_strategy st, size_t rows, size_t cols)
 {
     clnorm_desc d;
     clnorm_desc_init(&d, CLNORM_LAYER, rows, cols);
-    shared_plan_desc(s, st, &d);
+    shared_plan_desc(s, st, &d, ALL_MODES);
 }
 
 /* Few long rows: split runs several column chunks (scratch: per-chunk statistics) and the
@@ -670,7 +671,23 @@ static void test_shared_plan_group_nhwc(void **state)
     d.groups = 8;
     d.spatial = 150;
     d.layout = CLNORM_NHWC;
-    shared_plan_desc(device_suite(state), CLNORM_STRATEGY_SPLIT, &d);
+    shared_plan_desc(device_suite(state), CLNORM_STRATEGY_SPLIT, &d, ALL_MODES);
+}
+
+/* The host loop (strategy auto, host calls on a CPU device): calls of several chunks of rows,
+ * each shared with the context's worker threads, from four threads at once, one of which at
+ * a time has the workers while the others run their chunks alone; the same bits either way.
+ * Host calls only: the loop's bits are its own, not the kernels' that cl_mem calls run. (On
+ * other devices the plan launches like any other.) */
+static void test_shared_plan_host_loop(void **state)
+{
+    suite *s = device_suite(state);
+    static const clnorm_kind kinds[] = {CLNORM_LAYER, CLNORM_ADD_RMS};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        clnorm_desc d;
+        clnorm_desc_init(&d, kinds[i], 200, 300);
+        shared_plan_desc(s, CLNORM_STRATEGY_AUTO, &d, 1u << MODE_HOST);
+    }
 }
 
 /* ---- (c) CLNORM_VERBOSE with threads ---- */
@@ -949,6 +966,7 @@ int main(void)
         cmocka_unit_test(test_shared_plan_workgroup),
         cmocka_unit_test(test_shared_plan_subgroup),
         cmocka_unit_test(test_shared_plan_group_nhwc),
+        cmocka_unit_test(test_shared_plan_host_loop),
         cmocka_unit_test(test_verbose_threads),
         cmocka_unit_test(test_last_error_per_thread),
         cmocka_unit_test(test_last_error_new_thread),

@@ -144,11 +144,12 @@ typedef struct clnorm_op {
     /* The CPU reference: arguments already validated. */
     clnorm_status (*ref)(const struct clnorm_op *op, const clnorm_desc *d, clnorm_direction dir,
                          const clnorm_host_ptrs *a);
-    /* The host loop: the operation with the kernels' numerics as C loops in the calling
-     * thread, for small host-pointer calls on CPU devices (execute.c); NULL when the op has
-     * none (its host calls always launch). Arguments already validated. */
+    /* The host loop: the operation with the kernels' numerics as C loops on the host, in the
+     * calling thread and, for a call of several chunks, the worker threads of ctx
+     * (clnorm_host_pool), for host-pointer calls on CPU devices (execute.c); NULL when the
+     * op has none (its host calls always launch). Arguments already validated. */
     clnorm_status (*host)(const struct clnorm_op *op, const clnorm_desc *d,
-                          clnorm_direction dir, const clnorm_host_ptrs *a);
+                          clnorm_direction dir, const clnorm_host_ptrs *a, clnorm_ctx *ctx);
 } clnorm_op;
 
 /* ---- what slot layouts and scratch sizes share (op_util.c) ---- */

@@ -57,7 +57,8 @@ clnorm_status clnorm_row_norm_ref(const clnorm_op *op, const clnorm_desc *d,
                                   clnorm_direction dir, const clnorm_host_ptrs *a);
 /* Its host loop (row_norm_host.c). */
 clnorm_status clnorm_row_norm_host(const clnorm_op *op, const clnorm_desc *d,
-                                   clnorm_direction dir, const clnorm_host_ptrs *a);
+                                   clnorm_direction dir, const clnorm_host_ptrs *a,
+                                   clnorm_ctx *ctx);
 
 /* The entry of a member: only its name, summary and two facts differ. */
 #define ROW_NORM_OP(kind_, base_, name_, summary_, has_mean_, residual_, chain_)            \

@@ -3,7 +3,8 @@
  * row_norm_host.c once per type with
  *   HA       the arithmetic type (float for f32, f16 and bf16 storage; double for f64),
  *   HNATIVE  the storage type that is HA itself (its rows are read and written in place),
- *   HF16C    1 when float16 rows may go through row_norm_host.c's F16C conversions, and
+ *   HF16C    1 when float16 rows may go through row_norm_host.c's F16C conversions,
+ *   HSTREAM  1 when float32 outputs may go through its streaming stores, and
  *   HN(n)    the name n of this instance's functions.
  * The numerics are the kernels' (kernels/row_stats.cl): the row shifted by its first elements,
  * its moments in blocks of HBLOCK elements summed in HLANES independent lanes, each block's
@@ -186,14 +187,15 @@ static HINLINE void HN(out_done)(const HA *o, clnorm_dtype t, void *base, size_t
         HN(store)(t, base, off, o, n);
 }
 
-/* The buffers of one call (each cols long) and the current row's inputs. */
+/* One thread's buffers (each cols long; gam and bet are the job's, shared) and its current
+ * row's inputs. */
 typedef struct {
     const HA *x, *r;   /* the row of x and of the residual (row_in) */
     const HA *dyr;     /* backward: the row of dy (row_in) */
     HA *xa, *ra, *dya; /* their staging */
     HA *dev;           /* the row's deviations (x sc - K0) + (r sc - K1) */
     HA *out;           /* staging of the outputs */
-    HA *gam, *bet;     /* gamma, beta (1 and 0 when absent) */
+    HA *gam, *bet;     /* gamma, beta (1 and 0 when absent): read only */
     HA *ops, *sh;      /* the sample's 1 + scale and shift (1 and 0 when absent) */
     HA *g, *xh;        /* backward: dy (1 + scale) gamma, xhat; forward: g stages the sum */
     HA *dsa;           /* backward: staging of dsum */
@@ -314,9 +316,34 @@ static HINLINE void HN(sample_mod)(const clnorm_desc *d, const clnorm_host_ptrs 
     HN(param)(b->sh, d, a->p[CLNORM_ARG_SHIFT], s * d->mod_stride, 0);
 }
 
-static HINLINE void HN(forward)(const clnorm_op *op, const clnorm_desc *d,
-                                const clnorm_host_ptrs *a, HN(bufs) *b)
+/* One job of the host loop: the call, its chunks of rows and their scratch (row_norm_host.c
+ * cuts the rows into chunks by the shape alone, so the results never depend on how many
+ * threads run them). */
+typedef struct {
+    const clnorm_op *op;
+    const clnorm_desc *d;
+    const clnorm_host_ptrs *a;
+    clnorm_direction dir;
+    int stream;    /* forward: y is float32 written with streaming stores (HSTREAM) */
+    size_t chunk_rows, nchunks;
+    HA *params;    /* gamma, beta as HA: loaded once, read by every thread */
+    HA *scratch;   /* per thread: NBUF rows of staging (HN(bufs)) */
+    HA *part;      /* backward, per thread: 4 rows of HA partials (HN(accumulate)) */
+    double *cur;   /* backward with dscale/dshift, per thread: the current sample's 2 rows */
+    double *sums;  /* backward, per chunk: acc_rows rows of double sums (HN(backward)) */
+    double *carry; /* backward with dscale/dshift: 2 rows of zeros (HN(combine)) */
+    unsigned char *ends; /* backward, per chunk: a sample ends within it */
+    size_t acc_rows;
+} HN(job);
+
+enum { HN(NBUF) = 10 };
+
+/* Rows [r0, r1) of the forward. */
+static HINLINE void HN(forward)(const HN(job) *job, HN(bufs) *b, size_t r0, size_t r1)
 {
+    const clnorm_op *op = job->op;
+    const clnorm_desc *d = job->d;
+    const clnorm_host_ptrs *a = job->a;
     const size_t cols = d->cols, T = d->samples ? d->rows / d->samples : 0; /* 0: no rows */
     const clnorm_dtype pt = clnorm_param_dtype(d->dtype), rt = clnorm_residual_dtype(d);
     const int rms = !op->has_mean, residual = op->residual;
@@ -324,10 +351,8 @@ static HINLINE void HN(forward)(const clnorm_op *op, const clnorm_desc *d,
     const int mod = a->p[CLNORM_ARG_SCALE] || a->p[CLNORM_ARG_SHIFT];
     void *mean = a->p[CLNORM_ARG_MEAN], *rstd = a->p[CLNORM_ARG_RSTD];
     const HA eps = (HA)clnorm_arith_eps(d);
-    HN(param)(b->gam, d, a->p[CLNORM_ARG_GAMMA], 0, 1);
-    HN(param)(b->bet, d, a->p[CLNORM_ARG_BETA], 0, 0);
-    for (size_t row = 0; row < d->rows; row++) {
-        if (mod && row % T == 0)
+    for (size_t row = r0; row < r1; row++) {
+        if (mod && (row == r0 || row % T == 0))
             HN(sample_mod)(d, a, b, row / T);
         HN(stage_row)(d, a, b, row, residual);
         HA K[2], m, r, sc;
@@ -350,21 +375,30 @@ static HINLINE void HN(forward)(const clnorm_op *op, const clnorm_desc *d,
                 b->g[j] = b->x[j] + b->r[j];
             HN(store)(rt, sum, row * d->sum_stride, b->g, cols);
         }
-        HA *o = HN(row_out)(b->out, d->dtype, y, row * d->y_stride);
+        HA *o = job->stream ? b->out : HN(row_out)(b->out, d->dtype, y, row * d->y_stride);
         if (mod)
             for (size_t j = 0; j < cols; j++)
                 o[j] = (((b->dev[j] - m) * r) * b->gam[j] + b->bet[j]) * b->ops[j] + b->sh[j];
         else
             for (size_t j = 0; j < cols; j++)
                 o[j] = ((b->dev[j] - m) * r) * b->gam[j] + b->bet[j];
+#if HSTREAM
+        if (job->stream) {
+            stream_floats((float *)y + row * d->y_stride, (const float *)o, cols);
+            continue;
+        }
+#endif
         HN(out_done)(o, d->dtype, y, row * d->y_stride, cols);
     }
+#if HSTREAM
+    if (job->stream)
+        stream_fence();
+#endif
 }
 
 /* The parameter gradients' running sums: per row in HA partials (dgamma, dbeta, dscale,
- * dshift; acc + 4 cols), added into double sums (acc) every HROWS rows and at each sample's
- * end, as the kernels add per-block partials; rounded once at the end. Deterministic: the
- * order is the rows'. */
+ * dshift; part + 4 cols), added into double sums every HROWS rows and at each sample's end,
+ * as the kernels add per-block partials; rounded once at the end. */
 static HINLINE void HN(accumulate)(const HN(bufs) *b, size_t cols, HA *part, int mod)
 {
     HA *dg = part, *db = part + cols, *dsc = part + 2 * cols, *dsh = part + 3 * cols;
@@ -389,9 +423,26 @@ static HINLINE void HN(flush)(double *acc, HA *part, size_t n)
     }
 }
 
-static HINLINE void HN(backward)(const clnorm_op *op, const clnorm_desc *d,
-                                 const clnorm_host_ptrs *a, HN(bufs) *b, double *acc, HA *part)
+/* Moves n double sums from src to dst (added when add, else copied) and zeroes src. */
+static HINLINE void HN(move_sums)(double *dst, double *src, size_t n, int add)
 {
+    for (size_t j = 0; j < n; j++) {
+        dst[j] = add ? dst[j] + src[j] : src[j];
+        src[j] = 0;
+    }
+}
+
+/* Rows [r0, r1) of the backward, chunk c. Its parameter gradients go to the chunk's double
+ * sums (job->sums + c * acc_rows * cols): dgamma and dbeta; with dscale/dshift also the
+ * sample the chunk starts in, up to that sample's end or the chunk's ("head"), and the
+ * sample it ends in when that one goes on past it ("tail"). Samples wholly inside the chunk
+ * are stored here; HN(combine) adds the rest in chunk order. */
+static HINLINE void HN(backward)(const HN(job) *job, HN(bufs) *b, HA *part, double *cur,
+                                 size_t c, size_t r0, size_t r1)
+{
+    const clnorm_op *op = job->op;
+    const clnorm_desc *d = job->d;
+    const clnorm_host_ptrs *a = job->a;
     const size_t cols = d->cols, T = d->samples ? d->rows / d->samples : 0;
     const clnorm_dtype t = d->dtype, pt = clnorm_param_dtype(t), rt = clnorm_residual_dtype(d);
     const int rms = !op->has_mean, residual = op->residual;
@@ -401,13 +452,14 @@ static HINLINE void HN(backward)(const clnorm_op *op, const clnorm_desc *d,
     void *dx = a->p[CLNORM_ARG_DX], *dscale = a->p[CLNORM_ARG_DSCALE];
     void *dshift = a->p[CLNORM_ARG_DSHIFT];
     const int mod = dscale || dshift;
+    double *acc = job->sums ? job->sums + c * job->acc_rows * cols : NULL;
+    double *head = acc ? acc + 2 * cols : NULL, *tail = acc ? acc + 4 * cols : NULL;
+    int ended = 0;
     const HA eps = (HA)clnorm_arith_eps(d);
-    HN(param)(b->gam, d, a->p[CLNORM_ARG_GAMMA], 0, 1);
-    HN(param)(b->bet, d, a->p[CLNORM_ARG_BETA], 0, 0);
     for (size_t j = 0; j < cols; j++)
         b->ops[j] = 1;
-    for (size_t row = 0; row < d->rows && (acc || dx); row++) {
-        if (a->p[CLNORM_ARG_SCALE] && row % T == 0)
+    for (size_t row = r0; row < r1; row++) {
+        if (a->p[CLNORM_ARG_SCALE] && (row == r0 || row % T == 0))
             HN(sample_mod)(d, a, b, row / T);
         HN(stage_row)(d, a, b, row, residual);
         b->dyr = HN(row_in)(b->dya, t, a->p[CLNORM_ARG_DY], row * d->y_stride, cols);
@@ -423,12 +475,22 @@ static HINLINE void HN(backward)(const clnorm_op *op, const clnorm_desc *d,
         if (acc) {
             HN(accumulate)(b, cols, part, mod);
             const int sample_end = (row + 1) % T == 0;
-            if (sample_end || (row + 1) % HROWS == 0) /* the last row ends a sample */
-                HN(flush)(acc, part, (mod ? 4 : 2) * cols);
-            if (sample_end && mod) { /* the sample's last row */
-                const size_t off = row / T * d->mod_stride;
-                store_sums(pt, dscale, off, acc + 2 * cols, cols, 1);
-                store_sums(pt, dshift, off, acc + 3 * cols, cols, 1);
+            /* Chunks are whole HROWS blocks but the last, which ends a sample: the same
+             * blocks as one thread running every row. */
+            if (sample_end || (row + 1) % HROWS == 0) {
+                HN(flush)(acc, part, 2 * cols);
+                if (mod)
+                    HN(flush)(cur, part + 2 * cols, 2 * cols);
+            }
+            if (sample_end && mod) {
+                if (!ended) { /* the sample the chunk starts in: HN(combine) finishes it */
+                    HN(move_sums)(head, cur, 2 * cols, 0);
+                    ended = 1;
+                } else { /* a whole sample of this chunk */
+                    const size_t off = row / T * d->mod_stride;
+                    store_sums(pt, dscale, off, cur, cols, 1);
+                    store_sums(pt, dshift, off, cur + cols, cols, 1);
+                }
             }
         }
         if (!dx)
@@ -451,51 +513,130 @@ static HINLINE void HN(backward)(const clnorm_op *op, const clnorm_desc *d,
         }
         HN(out_done)(o, t, dx, row * d->x_stride, cols);
     }
-    /* Samples of no rows (T = 0): their dscale and dshift are zeros. */
-    for (size_t s = 0; T == 0 && mod && s < d->samples; s++) {
-        store_sums(pt, dscale, s * d->mod_stride, acc + 2 * cols, cols, 0);
-        store_sums(pt, dshift, s * d->mod_stride, acc + 3 * cols, cols, 0);
-    }
-    if (acc) {
-        store_sums(pt, a->p[CLNORM_ARG_DGAMMA], 0, acc, cols, 0);
-        store_sums(pt, a->p[CLNORM_ARG_DBETA], 0, acc + cols, cols, 0);
+    if (acc && mod) {
+        HN(move_sums)(ended ? tail : head, cur, 2 * cols, 0);
+        job->ends[c] = (unsigned char)ended;
     }
 }
 
-/* One call: the buffers in one allocation (nothing is written when it fails). */
-HCLONES static clnorm_status HN(run)(const clnorm_op *op, const clnorm_desc *d,
-                                     clnorm_direction dir, const clnorm_host_ptrs *a)
+/* The chunks' parameter gradients added in chunk order and stored (the calling thread, after
+ * every chunk ran): dgamma and dbeta; dscale and dshift of the samples that cross a chunk's
+ * end, carried from chunk to chunk: each chunk's head is added to the carry, which is stored
+ * where a sample ends in the chunk and then restarts from the chunk's tail. */
+static void HN(combine)(const HN(job) *job)
+{
+    const clnorm_desc *d = job->d;
+    const clnorm_host_ptrs *a = job->a;
+    const size_t cols = d->cols, T = d->samples ? d->rows / d->samples : 0;
+    const clnorm_dtype pt = clnorm_param_dtype(d->dtype);
+    void *dscale = a->p[CLNORM_ARG_DSCALE], *dshift = a->p[CLNORM_ARG_DSHIFT];
+    const int mod = dscale || dshift;
+    /* dgamma and dbeta add up in the first chunk's sums */
+    double *total = job->sums, *carry = job->carry;
+    for (size_t c = 0; c < job->nchunks; c++) {
+        double *s = job->sums + c * job->acc_rows * cols;
+        for (size_t j = 0; c > 0 && j < 2 * cols; j++)
+            total[j] += s[j];
+        if (!mod)
+            continue;
+        HN(move_sums)(carry, s + 2 * cols, 2 * cols, 1); /* carry + head */
+        if (job->ends[c]) {
+            const size_t off = c * job->chunk_rows / T * d->mod_stride;
+            store_sums(pt, dscale, off, carry, cols, 1);
+            store_sums(pt, dshift, off, carry + cols, cols, 1);
+            HN(move_sums)(carry, s + 4 * cols, 2 * cols, 0); /* the tail */
+        }
+    }
+    /* Samples of no rows (T = 0): their dscale and dshift are zeros (carry is). No rows, no
+     * chunk: dgamma and dbeta are zeros too. */
+    if (job->nchunks == 0)
+        total = carry;
+    for (size_t s = 0; T == 0 && mod && s < d->samples; s++) {
+        store_sums(pt, dscale, s * d->mod_stride, carry, cols, 0);
+        store_sums(pt, dshift, s * d->mod_stride, carry + cols, cols, 0);
+    }
+    store_sums(pt, a->p[CLNORM_ARG_DGAMMA], 0, total, cols, 0);
+    store_sums(pt, a->p[CLNORM_ARG_DBETA], 0, total + cols, cols, 0);
+}
+
+/* Chunk c of a job, on thread `worker` (clnorm_pool_fn): its rows, with that thread's
+ * scratch. The loops of this function are the ones GCC compiles twice (HCLONES). */
+HCLONES static void HN(chunk)(void *arg, size_t c, unsigned worker)
+{
+    const HN(job) *job = arg;
+    const size_t cols = job->d->cols;
+    HN(bufs) b;
+    HA *next = job->scratch + (size_t)worker * HN(NBUF) * cols;
+    HA **const own[HN(NBUF)] = {&b.xa, &b.ra, &b.dya, &b.dev, &b.out,
+                                &b.ops, &b.sh, &b.g, &b.xh, &b.dsa};
+    for (size_t i = 0; i < HN(NBUF); i++, next += cols)
+        *own[i] = next;
+    b.gam = job->params;
+    b.bet = job->params + cols;
+    b.x = b.r = b.dyr = NULL;
+    const size_t r0 = c * job->chunk_rows;
+    const size_t r1 = job->d->rows - r0 < job->chunk_rows ? job->d->rows : r0 + job->chunk_rows;
+    if (job->dir == CLNORM_FORWARD)
+        HN(forward)(job, &b, r0, r1);
+    else
+        HN(backward)(job, &b, job->part ? job->part + (size_t)worker * 4 * cols : NULL,
+                     job->cur ? job->cur + (size_t)worker * 2 * cols : NULL, c, r0, r1);
+}
+
+/* One call: its chunks (row_norm_host.c, host_chunk_rows) run on the pool, the scratch of
+ * every thread in one allocation made first (nothing is written when it fails). */
+static clnorm_status HN(run)(const clnorm_op *op, const clnorm_desc *d, clnorm_direction dir,
+                             const clnorm_host_ptrs *a, clnorm_ctx *ctx)
 {
     const size_t cols = d->cols;
-    enum { NBUF = 12 };
-    HA *mem = malloc(NBUF * cols * sizeof *mem);
+    HN(job) job = {.op = op, .d = d, .a = a, .dir = dir};
+#if HSTREAM
+    job.stream = dir == CLNORM_FORWARD && d->dtype == CLNORM_F32 &&
+                 d->rows >= HSTREAM_BYTES / sizeof(float) / (cols ? cols : 1) && have_avx();
+#endif
+    job.chunk_rows = host_chunk_rows(d, dir);
+    job.nchunks = d->rows ? clnorm_div_up_sz(d->rows, job.chunk_rows) : 0;
+    /* The workers start with the first call that has work for them. */
+    clnorm_pool *pool = job.nchunks > 1 ? clnorm_host_pool(ctx) : NULL;
+    const size_t width = clnorm_pool_width(pool);
+    const int grads = dir == CLNORM_BACKWARD &&
+                      (a->p[CLNORM_ARG_DGAMMA] || a->p[CLNORM_ARG_DBETA] ||
+                       a->p[CLNORM_ARG_DSCALE] || a->p[CLNORM_ARG_DSHIFT]);
+    const int mod = dir == CLNORM_BACKWARD && (a->p[CLNORM_ARG_DSCALE] || a->p[CLNORM_ARG_DSHIFT]);
+    job.acc_rows = mod ? 6 : 2;
+    /* HA: params, scratch, part; double: cur, sums, total; bytes: ends */
+    const size_t nha = 2 * cols + width * HN(NBUF) * cols + (grads ? width * 4 * cols : 0);
+    const size_t ndbl = (mod ? width * 2 * cols : 0) +
+                        (grads ? job.nchunks * job.acc_rows * cols + 2 * cols : 0);
+    const size_t nbytes = mod ? job.nchunks : 0;
+    if (nha > SIZE_MAX / 4 / sizeof(HA) || ndbl > SIZE_MAX / 4 / sizeof(double) ||
+        nbytes > SIZE_MAX / 4)
+        return CLNORM_OUT_OF_MEMORY;
+    /* One allocation: the double sums, the HA rows, the flags. Only the partials, the sums
+     * and the flags start at zero: the staging is written before it is read (zeroing it
+     * would cost a small call a quarter of its time). */
+    char *mem = malloc(ndbl * sizeof(double) + nha * sizeof(HA) + nbytes + 1);
     if (!mem)
         return CLNORM_OUT_OF_MEMORY;
-    HN(bufs) b;
-    HA *next = mem;
-    HA **const own[NBUF] = {&b.xa,  &b.ra,  &b.dya, &b.dev, &b.out, &b.gam,
-                            &b.bet, &b.ops, &b.sh,  &b.g,   &b.xh,  &b.dsa};
-    for (size_t i = 0; i < NBUF; i++, next += cols)
-        *own[i] = next;
-    b.x = b.r = b.dyr = NULL;
-    clnorm_status st = CLNORM_OK;
-    if (dir == CLNORM_FORWARD) {
-        HN(forward)(op, d, a, &b);
-    } else {
-        double *acc = NULL;
-        HA *part = NULL;
-        if (a->p[CLNORM_ARG_DGAMMA] || a->p[CLNORM_ARG_DBETA] || a->p[CLNORM_ARG_DSCALE] ||
-            a->p[CLNORM_ARG_DSHIFT]) {
-            acc = calloc(4 * cols, sizeof *acc);
-            part = calloc(4 * cols, sizeof *part);
-            if (!acc || !part)
-                st = CLNORM_OUT_OF_MEMORY;
-        }
-        if (st == CLNORM_OK)
-            HN(backward)(op, d, a, &b, acc, part);
-        free(acc);
-        free(part);
-    }
+    double *dbl = (double *)(void *)mem;
+    HA *ha = (HA *)(void *)(mem + ndbl * sizeof(double));
+    unsigned char *ends = (unsigned char *)(ha + nha);
+    const size_t nzero = grads ? width * 4 * cols : 0; /* the partials, last of the HA rows */
+    memset(dbl, 0, ndbl * sizeof(double));
+    memset(ha + (nha - nzero), 0, nzero * sizeof(HA));
+    memset(ends, 0, nbytes);
+    job.params = ha;
+    job.scratch = ha + 2 * cols;
+    job.part = grads ? job.scratch + width * HN(NBUF) * cols : NULL;
+    job.cur = mod ? dbl : NULL;
+    job.sums = grads ? dbl + (mod ? width * 2 * cols : 0) : NULL;
+    job.carry = grads ? job.sums + job.nchunks * job.acc_rows * cols : NULL;
+    job.ends = mod ? ends : NULL;
+    HN(param)(job.params, d, a->p[CLNORM_ARG_GAMMA], 0, 1);
+    HN(param)(job.params + cols, d, a->p[CLNORM_ARG_BETA], 0, 0);
+    clnorm_pool_run(pool, job.nchunks, HN(chunk), &job);
+    if (grads)
+        HN(combine)(&job);
     free(mem);
-    return st;
+    return CLNORM_OK;
 }
