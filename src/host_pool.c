@@ -9,7 +9,8 @@
  * job's. Sleeping workers are woken with a condition variable; the caller signals only when
  * one is asleep (a seq_cst store of the ticket, then a seq_cst load of the sleeper count,
  * against the worker's increment of that count, then its load of the ticket, under the
- * mutex: either the caller sees the sleeper or the sleeper sees the job).
+ * mutex: either the caller sees the sleeper or the sleeper sees the job), and at most once
+ * per chunk beyond its own. A worker left asleep misses the job, which the others finish.
  */
 #include "host_pool.h"
 
@@ -213,9 +214,14 @@ void clnorm_pool_run(clnorm_pool *p, size_t nchunks, clnorm_pool_fn fn, void *ar
     atomic_store_explicit(&p->done, 0, memory_order_relaxed);
     const uint64_t gen = (T_GEN(atomic_load(&p->ticket)) + 1) & GEN_MASK;
     atomic_store(&p->ticket, T_MAKE(gen, nchunks));
-    if (atomic_load(&p->sleepers) > 0) {
+    /* Wake no more sleepers than there are chunks for (the caller takes one): a call of four
+     * chunks on a 64-core machine wakes three. */
+    const int asleep = atomic_load(&p->sleepers);
+    if (asleep > 0) {
+        const size_t wanted = nchunks - 1 < (size_t)asleep ? nchunks - 1 : (size_t)asleep;
         pthread_mutex_lock(&p->sleep_lock);
-        pthread_cond_broadcast(&p->wake);
+        for (size_t i = 0; i < wanted; i++)
+            pthread_cond_signal(&p->wake);
         pthread_mutex_unlock(&p->sleep_lock);
     }
     take_chunks(p, gen, 0);
