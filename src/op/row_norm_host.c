@@ -38,16 +38,14 @@
 #define HCHUNK 16384
 #define HMAX_CHUNKS 256
 
-static size_t clnorm_div_up_sz(size_t a, size_t b) { return a / b + (a % b != 0); }
-
 static size_t host_chunk_rows(const clnorm_desc *d, clnorm_direction dir)
 {
-    size_t r = d->cols ? clnorm_div_up_sz(HCHUNK, d->cols) : 1;
-    const size_t least = clnorm_div_up_sz(d->rows, HMAX_CHUNKS);
+    size_t r = d->cols ? clnorm_div_up(HCHUNK, d->cols) : 1;
+    const size_t least = clnorm_div_up(d->rows, HMAX_CHUNKS);
     if (r < least)
         r = least;
     if (dir == CLNORM_BACKWARD)
-        r = clnorm_div_up_sz(r, HROWS) * HROWS;
+        r = clnorm_div_up(r, HROWS) * HROWS;
     return r ? r : 1;
 }
 
@@ -102,6 +100,7 @@ __attribute__((target("avx,f16c"))) static void floats_to_halves_f16c(uint16_t *
     for (; i < n; i++)
         p[i] = clnorm_float_to_half(src[i]);
 }
+
 /* Large float32 outputs are written with non-temporal stores, as the kernels write theirs on
  * CPU devices (kernels/common.cl): a plain store first reads its line into the cache (a third
  * of the call's memory traffic) and evicts the inputs still to come. Not for outputs that fit

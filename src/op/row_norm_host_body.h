@@ -595,7 +595,7 @@ static clnorm_status HN(run)(const clnorm_op *op, const clnorm_desc *d, clnorm_d
                  d->rows >= HSTREAM_BYTES / sizeof(float) / (cols ? cols : 1) && have_avx();
 #endif
     job.chunk_rows = host_chunk_rows(d, dir);
-    job.nchunks = d->rows ? clnorm_div_up_sz(d->rows, job.chunk_rows) : 0;
+    job.nchunks = d->rows ? clnorm_div_up(d->rows, job.chunk_rows) : 0;
     /* The workers start with the first call that has work for them. */
     clnorm_pool *pool = job.nchunks > 1 ? clnorm_host_pool(ctx) : NULL;
     const size_t width = clnorm_pool_width(pool);
