@@ -164,21 +164,20 @@ clnorm_pool *clnorm_pool_create(unsigned width, unsigned spin_us)
         if (ok)
             p->started++;
     }
-    if (!ok) {
-        if (have_wake)
-            stop_workers(p);
-        if (have_wake)
-            pthread_cond_destroy(&p->wake);
-        if (have_sleep)
-            pthread_mutex_destroy(&p->sleep_lock);
-        if (have_submit)
-            pthread_mutex_destroy(&p->submit);
-        free(p->threads);
-        free(p->args);
-        free(p);
+    if (ok)
+        return p;
+    if (have_wake) { /* everything made: the workers started are stopped and joined */
+        clnorm_pool_free(p);
         return NULL;
     }
-    return p;
+    if (have_sleep)
+        pthread_mutex_destroy(&p->sleep_lock);
+    if (have_submit)
+        pthread_mutex_destroy(&p->submit);
+    free(p->threads);
+    free(p->args);
+    free(p);
+    return NULL;
 }
 
 void clnorm_pool_free(clnorm_pool *p)
