@@ -344,7 +344,8 @@ clnorm_status clnorm_wait_release(clnorm_ctx *ctx, cl_event event);
  * OpenCL command), forward and backward, unless CLNORM_HOST_BYTES and
  * CLNORM_HOST_BACKWARD_BYTES say otherwise (CLNORM_HOST_BYTES=0: never): up to where the loop,
  * on as many threads as the device has, beat the host layer's device path on the CI machine
- * (bench/RESULTS.md, "The host loop on the device's threads"). */
+ * (bench/RESULTS.md, "The host loop on the device's threads"). The backward's default is the
+ * row family's; an op may set its own (clnorm_op.host_backward_bytes: GroupNorm's is 16 MiB). */
 #define CLNORM_HOST_DEFAULT_BYTES ((size_t)16 << 20)
 #define CLNORM_HOST_BACKWARD_DEFAULT_BYTES ((size_t)1 << 20)
 /* PoCL's in-thread device (`basic`)? */

@@ -199,7 +199,8 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
         /* The backward's own threshold, within the forward's (0 there turns both off). */
         if (st == CLNORM_OK)
             st = clnorm_fits_env(ctx, &d, "CLNORM_HOST_BACKWARD_BYTES",
-                                 CLNORM_HOST_BACKWARD_DEFAULT_BYTES,
+                                 op->host_backward_bytes ? op->host_backward_bytes
+                                                         : CLNORM_HOST_BACKWARD_DEFAULT_BYTES,
                                  &plan->host_ok[CLNORM_BACKWARD]);
         plan->host_ok[CLNORM_BACKWARD] &= plan->host_ok[CLNORM_FORWARD];
     }

@@ -111,17 +111,18 @@ static void test_policy(void **state)
             assert_non_null(strstr(clnorm_last_error(g_ctx), names[k]));
             unsetenv(names[k]);
         }
-        /* the default thresholds: 16 MiB of x, the backward 1 MiB */
+        /* the default thresholds: 16 MiB of x, the backward 1 MiB (GroupNorm 16 MiB) */
         const clnorm_desc big = small_desc(op, 16384, 256);
-        assert_int_equal(uses_loop(&big, CLNORM_STRATEGY_AUTO), 1);
+        assert_int_equal(uses_loop(&big, CLNORM_STRATEGY_AUTO), op == CLNORM_GROUP ? 3 : 1);
         const clnorm_desc bigger = small_desc(op, 16385, 256);
         assert_int_equal(uses_loop(&bigger, CLNORM_STRATEGY_AUTO), 0);
         const clnorm_desc mid = small_desc(op, 1024, 256);
         assert_int_equal(uses_loop(&mid, CLNORM_STRATEGY_AUTO), 3);
         const clnorm_desc mid1 = small_desc(op, 1025, 256);
-        assert_int_equal(uses_loop(&mid1, CLNORM_STRATEGY_AUTO), 1);
+        /* GroupNorm's backward has the forward's threshold (its kernels' chain is longer) */
+        assert_int_equal(uses_loop(&mid1, CLNORM_STRATEGY_AUTO), op == CLNORM_GROUP ? 3 : 1);
     }
-    assert_true(with_loop >= 4); /* LayerNorm, RMSNorm and their fused residual adds */
+    assert_true(with_loop >= 5); /* LayerNorm, RMSNorm, their fused residual adds, GroupNorm */
 }
 
 /* The problems of the sweep: rows, cols, stride of every row tensor (0: dense), samples. */
@@ -268,6 +269,90 @@ static const shape chunk_shapes[] = {
     {200, 300, 0, 8}, {200, 300, 0, 2}, {1000, 40, 0, 1000}, {130, 1000, 1003, 5}, {97, 2048, 0, 1},
 };
 
+/* Runs d in both directions on each context of ctx (one per width) and checks every output
+ * against the reference and, byte for byte, against the first context's. */
+static void same_bits_across(clnorm_ctx *const *ctx, const unsigned *widths, size_t nctx,
+                             const clnorm_desc *d, uint64_t seed, unsigned optional, size_t *runs,
+                             size_t *failed)
+{
+    for (int k = 0; k < 2; k++) {
+        tu_problem p;
+        tu_problem_make(&p, d, dirs[k], optional, seed + (uint64_t)k, NULL);
+        tu_args first = {{0}};
+        for (size_t w = 0; w < nctx; w++) {
+            clnorm_plan *plan = tu_plan_if(ctx[w], d, CLNORM_STRATEGY_AUTO);
+            if (plan == NULL)
+                break; /* float64 without cl_khr_fp64 */
+            assert_int_equal(clnorm_plan_uses_host_loop(plan, dirs[k]), 1);
+            tu_args got = {{0}};
+            const tu_launch l = tu_launch_offsets();
+            tu_problem_run_host(ctx[w], &p, plan, &l, 0, &got);
+            (*runs)++;
+            for (unsigned slot = 0; w > 0 && slot < SLOTS; slot++) {
+                if (!got.p[slot])
+                    continue;
+                const size_t bytes = p.info[slot].extent * clnorm_elem_size(p.info[slot].dtype);
+                if (memcmp(got.p[slot], first.p[slot], bytes) != 0) {
+                    print_error("FAILED CASE op %d, %s, flags 0x%x, %zux%zu (groups %zu, "
+                                "spatial %zu, layout %d), %zu samples, %s: %s differs between "
+                                "1 and %u threads\n",
+                                (int)d->kind, tu_dtype_name(d->dtype), d->flags, d->rows,
+                                d->cols, d->groups, d->spatial, (int)d->layout, d->samples,
+                                k ? "backward" : "forward",
+                                clnorm_arg_name((clnorm_arg_slot)slot), widths[w]);
+                    (*failed)++;
+                }
+            }
+            if (w == 0)
+                first = got;
+            else
+                tu_args_free(&got);
+            clnorm_plan_free(plan);
+        }
+        tu_args_free(&first);
+        tu_problem_free(&p);
+    }
+}
+
+/* GroupNorm's problems: N, C, G, spatial, layout and sample stride (0: dense). They cover
+ * both layouts' units (test notes in src/op/group_norm_host.c): NCHW groups of one unit
+ * (fused) and of several (whole channels, and channels longer than a unit), NHWC of one and
+ * of several position blocks, G = 1 and G = C, spatial 1, strides and an empty batch. */
+typedef struct {
+    size_t n, c, g, hw;
+    clnorm_layout layout;
+    size_t stride;
+} gshape;
+
+static const gshape group_shapes[] = {
+    {2, 6, 3, 5, CLNORM_NCHW, 0},        {2, 6, 3, 5, CLNORM_NHWC, 0},
+    {3, 8, 8, 1, CLNORM_NCHW, 0},        {3, 8, 1, 1, CLNORM_NHWC, 0},
+    {2, 64, 8, 81, CLNORM_NCHW, 0},      {2, 64, 8, 81, CLNORM_NHWC, 0},
+    {2, 600, 3, 100, CLNORM_NCHW, 0},    {1, 4, 2, 17000, CLNORM_NCHW, 0},
+    {1, 4, 2, 9000, CLNORM_NHWC, 0},     {1, 1500, 30, 70, CLNORM_NHWC, 0},
+    {3, 12, 4, 10, CLNORM_NHWC, 130},    {3, 12, 4, 10, CLNORM_NCHW, 125},
+    {2, 5, 5, 33, CLNORM_NHWC, 0},       {0, 8, 2, 4, CLNORM_NHWC, 0},
+};
+
+static const unsigned group_flag_sets[] = {
+    CLNORM_SAVE_STATS,
+    CLNORM_NO_GAMMA | CLNORM_NO_BETA,
+    CLNORM_SILU | CLNORM_SAVE_STATS,
+    CLNORM_SILU | CLNORM_NO_BETA,
+};
+
+static int group_desc(clnorm_desc *d, clnorm_dtype t, unsigned flags, const gshape *sh)
+{
+    clnorm_desc_init(d, CLNORM_GROUP, sh->n, sh->c);
+    d->dtype = t;
+    d->flags = flags | CLNORM_WITH_BACKWARD;
+    d->groups = sh->g;
+    d->spatial = sh->hw;
+    d->layout = sh->layout;
+    d->x_stride = d->y_stride = sh->stride;
+    return valid(d);
+}
+
 static void test_threads(void **state)
 {
     (void)state;
@@ -286,59 +371,31 @@ static void test_threads(void **state)
     static const clnorm_dtype types[] = {CLNORM_F32, CLNORM_F16, CLNORM_F64};
     size_t runs = 0, failed = 0;
     for (size_t op = 0; op < clnorm_op_count(); op++) {
-        if (!op_has_loop(op))
+        if (!op_has_loop(op) || op == CLNORM_GROUP)
             continue;
         for (size_t t = 0; t < TU_COUNT(types); t++)
             for (size_t f = 0; f < TU_COUNT(flag_sets); f++)
                 for (size_t s = 0; s < TU_COUNT(chunk_shapes); s++) {
                     clnorm_desc d;
-                    if (!shape_desc(&d, op, types[t], flag_sets[f] | CLNORM_WITH_BACKWARD,
-                                    &chunk_shapes[s]))
-                        continue;
-                    for (int k = 0; k < 2; k++) {
-                        tu_problem p;
-                        tu_problem_make(&p, &d, dirs[k], TU_ALL_OPTIONAL,
-                                        800000 + 10000 * op + 1000 * t + 100 * f + 10 * s +
-                                            (uint64_t)k,
-                                        NULL);
-                        tu_args first = {{0}};
-                        for (size_t w = 0; w < TU_COUNT(widths); w++) {
-                            clnorm_plan *plan = tu_plan_if(ctx[w], &d, CLNORM_STRATEGY_AUTO);
-                            if (plan == NULL)
-                                break; /* float64 without cl_khr_fp64 */
-                            assert_int_equal(clnorm_plan_uses_host_loop(plan, dirs[k]), 1);
-                            tu_args got = {{0}};
-                            const tu_launch l = tu_launch_offsets();
-                            tu_problem_run_host(ctx[w], &p, plan, &l, 0, &got);
-                            runs++;
-                            for (unsigned slot = 0; w > 0 && slot < SLOTS; slot++) {
-                                if (!got.p[slot])
-                                    continue;
-                                const size_t bytes = p.info[slot].extent *
-                                                     clnorm_elem_size(p.info[slot].dtype);
-                                if (memcmp(got.p[slot], first.p[slot], bytes) != 0) {
-                                    print_error("FAILED CASE op %zu, %s, flags 0x%x, %zux%zu, "
-                                                "%zu samples, %s: %s differs between 1 and %u "
-                                                "threads\n",
-                                                op, tu_dtype_name(d.dtype), d.flags, d.rows,
-                                                d.cols, d.samples,
-                                                k ? "backward" : "forward",
-                                                clnorm_arg_name((clnorm_arg_slot)slot),
-                                                widths[w]);
-                                    failed++;
-                                }
-                            }
-                            if (w == 0)
-                                first = got;
-                            else
-                                tu_args_free(&got);
-                            clnorm_plan_free(plan);
-                        }
-                        tu_args_free(&first);
-                        tu_problem_free(&p);
-                    }
+                    if (shape_desc(&d, op, types[t], flag_sets[f] | CLNORM_WITH_BACKWARD,
+                                   &chunk_shapes[s]))
+                        same_bits_across(ctx, widths, TU_COUNT(widths), &d,
+                                         800000 + 10000 * op + 1000 * t + 100 * f + 10 * s,
+                                         TU_ALL_OPTIONAL, &runs, &failed);
                 }
     }
+    /* GroupNorm: the shapes of several units, saved statistics and recomputed ones */
+    const unsigned no_stats = ~(TU_SLOT(CLNORM_ARG_MEAN) | TU_SLOT(CLNORM_ARG_RSTD));
+    for (size_t t = 0; t < TU_COUNT(types); t++)
+        for (size_t f = 0; f < TU_COUNT(group_flag_sets); f++)
+            for (size_t s = 0; s < TU_COUNT(group_shapes); s++) {
+                clnorm_desc d;
+                if (!group_desc(&d, types[t], group_flag_sets[f], &group_shapes[s]))
+                    continue;
+                same_bits_across(ctx, widths, TU_COUNT(widths), &d,
+                                 850000 + 1000 * t + 100 * f + 2 * s,
+                                 f % 2 ? no_stats : TU_ALL_OPTIONAL, &runs, &failed);
+            }
     unsetenv("CLNORM_HOST_BYTES");
     unsetenv("CLNORM_HOST_BACKWARD_BYTES");
     for (size_t w = 0; w < TU_COUNT(widths); w++)
@@ -347,6 +404,90 @@ static void test_threads(void **state)
     assert_true(runs > 100);
     if (failed)
         fail_msg("%zu outputs depended on the number of threads", failed);
+}
+
+/* GroupNorm's loop against the reference: both layouts, every dtype, with and without the
+ * affine and the SiLU, the backward from saved and from recomputed statistics, strides, an
+ * empty batch, and in place (y over x; dx over dy and over x) on float32. */
+static void test_group_sweep(void **state)
+{
+    (void)state;
+    require_cpu();
+    setenv("CLNORM_HOST_BACKWARD_BYTES", "16777216", 1); /* the backward of every shape too */
+    const unsigned no_stats = ~(TU_SLOT(CLNORM_ARG_MEAN) | TU_SLOT(CLNORM_ARG_RSTD));
+    size_t failed = 0, runs = 0;
+    for (size_t t = 0; t < TU_COUNT(dtypes); t++)
+        for (size_t f = 0; f < TU_COUNT(group_flag_sets); f++)
+            for (size_t s = 0; s < TU_COUNT(group_shapes); s++) {
+                clnorm_desc d;
+                if (!group_desc(&d, dtypes[t], group_flag_sets[f], &group_shapes[s]))
+                    continue;
+                clnorm_plan *plan = tu_plan_if(g_ctx, &d, CLNORM_STRATEGY_AUTO);
+                if (plan == NULL)
+                    continue; /* float64 without cl_khr_fp64 */
+                if (!clnorm_plan_uses_host_loop(plan, CLNORM_FORWARD) ||
+                    !clnorm_plan_uses_host_loop(plan, CLNORM_BACKWARD))
+                    fail_msg("GroupNorm %zux%zu:%zu x %zu: not a host-loop plan", d.rows, d.cols,
+                             d.groups, d.spatial);
+                for (int k = 0; k < 3; k++) { /* forward, backward saved, backward recomputed */
+                    tu_problem p;
+                    tu_problem_make(&p, &d, dirs[k > 0], k == 2 ? no_stats : TU_ALL_OPTIONAL,
+                                    870000 + 1000 * t + 100 * f + 3 * s + (uint64_t)k, NULL);
+                    const tu_launch l = tu_launch_offsets();
+                    failed += tu_problem_try_host(g_ctx, &p, plan, &l, 0) != 0;
+                    runs++;
+                    static const clnorm_arg_slot pairs[][2] = {{CLNORM_ARG_Y, CLNORM_ARG_X},
+                                                               {CLNORM_ARG_DX, CLNORM_ARG_DY},
+                                                               {CLNORM_ARG_DX, CLNORM_ARG_X}};
+                    for (size_t i = 0; d.dtype == CLNORM_F32 && d.x_stride == d.y_stride &&
+                                       i < TU_COUNT(pairs);
+                         i++) {
+                        if (!(p.given & TU_SLOT(pairs[i][0])) || !(p.given & TU_SLOT(pairs[i][1])))
+                            continue;
+                        tu_launch li = tu_launch_offsets();
+                        tu_launch_in_place(&li, pairs[i][0], pairs[i][1]);
+                        failed += tu_problem_try_host(g_ctx, &p, plan, &li, 0) != 0;
+                        runs++;
+                    }
+                    tu_problem_free(&p);
+                }
+                clnorm_plan_free(plan);
+            }
+    unsetenv("CLNORM_HOST_BACKWARD_BYTES");
+    print_message("GroupNorm host loop: %zu runs\n", runs);
+    assert_true(runs > 300);
+    if (failed)
+        fail_msg("%zu GroupNorm host-loop runs mismatched (the FAILED CASE lines above)", failed);
+}
+
+/* Groups whose squares overflow float32 (|x| about 1e20), in both layouts and both kinds of
+ * NCHW units: redone scaled, they match the reference. */
+static void test_group_overflow(void **state)
+{
+    (void)state;
+    require_cpu();
+    const tu_data big = {1e20, 3e19, -2e19, 1e19};
+    static const gshape big_groups[] = {{2, 6, 3, 50, CLNORM_NCHW, 0},
+                                        {2, 6, 3, 50, CLNORM_NHWC, 0},
+                                        {1, 600, 3, 100, CLNORM_NCHW, 0}};
+    for (size_t s = 0; s < TU_COUNT(big_groups); s++) {
+        clnorm_desc d;
+        assert_true(group_desc(&d, CLNORM_F32, CLNORM_SAVE_STATS, &big_groups[s]));
+        clnorm_plan *plan = tu_plan_if(g_ctx, &d, CLNORM_STRATEGY_AUTO);
+        assert_non_null(plan);
+        assert_int_equal(clnorm_plan_uses_host_loop(plan, CLNORM_FORWARD), 1);
+        for (int k = 0; k < 2; k++) {
+            tu_problem p;
+            tu_problem_make(&p, &d, dirs[k], k ? ~(TU_SLOT(CLNORM_ARG_MEAN) |
+                                                    TU_SLOT(CLNORM_ARG_RSTD))
+                                                 : TU_ALL_OPTIONAL,
+                            880000 + 10 * s + (uint64_t)k, &big);
+            const tu_launch l = tu_launch_offsets();
+            tu_problem_run_host(g_ctx, &p, plan, &l, 0, NULL);
+            tu_problem_free(&p);
+        }
+        clnorm_plan_free(plan);
+    }
 }
 
 /* Forward calls whose float32 y is large enough for the streaming stores (4 MiB): dense and
@@ -435,6 +576,8 @@ int main(void)
         cmocka_unit_test(test_sweep),
         cmocka_unit_test(test_overflow),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_group_sweep),
+        cmocka_unit_test(test_group_overflow),
         cmocka_unit_test(test_large_forward),
         cmocka_unit_test(test_thread_env_errors),
     };

@@ -688,6 +688,17 @@ static void test_shared_plan_host_loop(void **state)
         clnorm_desc_init(&d, kinds[i], 200, 300);
         shared_plan_desc(s, CLNORM_STRATEGY_AUTO, &d, 1u << MODE_HOST);
     }
+    /* GroupNorm's loop: NHWC blocks of positions, NCHW groups of two runs each (several
+     * chunks and phases per call) */
+    static const clnorm_layout layouts[] = {CLNORM_NHWC, CLNORM_NCHW};
+    for (size_t i = 0; i < 2; i++) {
+        clnorm_desc d;
+        clnorm_desc_init(&d, CLNORM_GROUP, 2, 600);
+        d.groups = 3;
+        d.spatial = 100;
+        d.layout = layouts[i];
+        shared_plan_desc(s, CLNORM_STRATEGY_AUTO, &d, 1u << MODE_HOST);
+    }
 }
 
 /* ---- (c) CLNORM_VERBOSE with threads ---- */

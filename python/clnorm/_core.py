@@ -16,7 +16,7 @@ How a call reaches the library:
   the zero-copy path's extra commands (PoCL: about 20 us each), and on the reference backend
   it is the only way.
 - host arrays whose plan runs the library's host loop in that direction
-  (clnorm_plan_uses_host_loop: a row op on a CPU device, x of at most CLNORM_HOST_BYTES, or
+  (clnorm_plan_uses_host_loop: an op on a CPU device, x of at most CLNORM_HOST_BYTES, or
   CLNORM_HOST_BACKWARD_BYTES for the backward): layer 2 at every size, where the loop reads
   and writes the arrays in place (the calling thread and the context's host-loop threads),
   with no command and no copy.

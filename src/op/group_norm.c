@@ -405,4 +405,7 @@ const clnorm_op clnorm_op_group_norm = {
     .scalar = scalar,
     .scratch_bytes = scratch_bytes,
     .ref = clnorm_group_norm_ref,
+    .host = clnorm_group_norm_host,
+    /* its backward chain launches three to five kernels: the loop wins up to 16 MiB */
+    .host_backward_bytes = (size_t)16 << 20,
 };

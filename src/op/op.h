@@ -150,6 +150,9 @@ typedef struct clnorm_op {
      * op has none (its host calls always launch). Arguments already validated. */
     clnorm_status (*host)(const struct clnorm_op *op, const clnorm_desc *d,
                           clnorm_direction dir, const clnorm_host_ptrs *a, clnorm_ctx *ctx);
+    /* The default of CLNORM_HOST_BACKWARD_BYTES for the op (0: CLNORM_HOST_BACKWARD_DEFAULT_BYTES):
+     * where its loop's backward stops beating its kernels' chain, measured (bench/RESULTS.md). */
+    size_t host_backward_bytes;
 } clnorm_op;
 
 /* ---- what slot layouts and scratch sizes share (op_util.c) ---- */
@@ -173,5 +176,9 @@ extern const clnorm_op clnorm_op_group_norm;
 /* GroupNorm's CPU reference (ref/ref_group_norm.c). */
 clnorm_status clnorm_group_norm_ref(const clnorm_op *op, const clnorm_desc *d,
                                     clnorm_direction dir, const clnorm_host_ptrs *a);
+/* GroupNorm's host loop (op/group_norm_host.c). */
+clnorm_status clnorm_group_norm_host(const clnorm_op *op, const clnorm_desc *d,
+                                     clnorm_direction dir, const clnorm_host_ptrs *a,
+                                     clnorm_ctx *ctx);
 
 #endif

@@ -3,8 +3,8 @@
  * row_norm_host.c once per type with
  *   HA       the arithmetic type (float for f32, f16 and bf16 storage; double for f64),
  *   HNATIVE  the storage type that is HA itself (its rows are read and written in place),
- *   HF16C    1 when float16 rows may go through row_norm_host.c's F16C conversions,
- *   HSTREAM  1 when float32 outputs may go through its streaming stores, and
+ *   HF16C    1 when float16 rows may go through host_simd.h's F16C conversions,
+ *   HSTREAM  1 when float32 outputs may go through host_simd.h's streaming stores, and
  *   HN(n)    the name n of this instance's functions.
  * The numerics are the kernels' (kernels/row_stats.cl): the row shifted by its first elements,
  * its moments in blocks of HBLOCK elements summed in HLANES independent lanes, each block's
@@ -13,179 +13,7 @@
  * compiler vectorizes it; the storage types are converted on the way in and out.
  */
 
-/* n elements of storage type t from base + off into dst. */
-static HINLINE void HN(load)(HA *dst, clnorm_dtype t, const void *base, size_t off, size_t n)
-{
-    switch (t) {
-    case CLNORM_F16: {
-        const uint16_t *p = (const uint16_t *)base + off;
-#if HF16C
-        if (have_f16c()) {
-            halves_to_floats_f16c(dst, p, n);
-            return;
-        }
-#endif
-        for (size_t i = 0; i < n; i++)
-            dst[i] = (HA)clnorm_half_to_float(p[i]);
-        return;
-    }
-    case CLNORM_BF16: {
-        const uint16_t *p = (const uint16_t *)base + off;
-        for (size_t i = 0; i < n; i++)
-            dst[i] = (HA)clnorm_bfloat_to_float(p[i]);
-        return;
-    }
-    case CLNORM_F64: {
-        const double *p = (const double *)base + off;
-        for (size_t i = 0; i < n; i++)
-            dst[i] = (HA)p[i];
-        return;
-    }
-    case CLNORM_F32: break;
-    }
-    const float *p = (const float *)base + off;
-    for (size_t i = 0; i < n; i++)
-        dst[i] = (HA)p[i];
-}
-
-/* n elements of src stored as type t at base + off, rounded to nearest even as the kernels'
- * stores do (vstore_half_rte, the bfloat16 rounding of common.cl). f16 and bf16 only occur
- * with HA float, f64 only with HA double. */
-static HINLINE void HN(store)(clnorm_dtype t, void *base, size_t off, const HA *src, size_t n)
-{
-    switch (t) {
-    case CLNORM_F16: {
-        uint16_t *p = (uint16_t *)base + off;
-#if HF16C
-        if (have_f16c()) {
-            floats_to_halves_f16c(p, src, n);
-            return;
-        }
-#endif
-        for (size_t i = 0; i < n; i++)
-            p[i] = clnorm_float_to_half((float)src[i]);
-        return;
-    }
-    case CLNORM_BF16: {
-        uint16_t *p = (uint16_t *)base + off;
-        for (size_t i = 0; i < n; i++)
-            p[i] = clnorm_float_to_bfloat((float)src[i]);
-        return;
-    }
-    case CLNORM_F64: {
-        double *p = (double *)base + off;
-        for (size_t i = 0; i < n; i++)
-            p[i] = (double)src[i];
-        return;
-    }
-    case CLNORM_F32: break;
-    }
-    float *p = (float *)base + off;
-    for (size_t i = 0; i < n; i++)
-        p[i] = (float)src[i];
-}
-
-/* Kahan-compensated running sum (kernels/common.cl's kahan_add). */
-static HINLINE void HN(kahan)(HA *s, HA *c, HA v)
-{
-    const HA y = v - *c;
-    const HA t = *s + y;
-    *c = (t - *s) - y;
-    *s = t;
-}
-
-/* Sum of v[0..n) (n at most HBLOCK) in HLANES lanes, then the lanes pairwise. */
-static HINLINE HA HN(block_sum)(const HA *v, size_t n)
-{
-    HA l[HLANES] = {0};
-    size_t i = 0;
-    for (; i + HLANES <= n; i += HLANES)
-        for (size_t k = 0; k < HLANES; k++)
-            l[k] += v[i + k];
-    for (size_t k = 0; i < n; i++, k++)
-        l[k] += v[i];
-    for (size_t w = HLANES / 2; w > 0; w /= 2)
-        for (size_t k = 0; k < w; k++)
-            l[k] += l[k + w];
-    return l[0];
-}
-
-/* Sum of (v[i] - c)^2 over v[0..n), n at most HBLOCK. */
-static HINLINE HA HN(block_sq)(const HA *v, size_t n, HA c)
-{
-    HA l[HLANES] = {0};
-    size_t i = 0;
-    for (; i + HLANES <= n; i += HLANES)
-        for (size_t k = 0; k < HLANES; k++) {
-            const HA d = v[i + k] - c;
-            l[k] += d * d;
-        }
-    for (size_t k = 0; i < n; i++, k++) {
-        const HA d = v[i] - c;
-        l[k] += d * d;
-    }
-    for (size_t w = HLANES / 2; w > 0; w /= 2)
-        for (size_t k = 0; k < w; k++)
-            l[k] += l[k + w];
-    return l[0];
-}
-
-/* Sum of a[i] * b[i] over [0, n), n at most HBLOCK. */
-static HINLINE HA HN(block_dot)(const HA *a, const HA *b, size_t n)
-{
-    HA l[HLANES] = {0};
-    size_t i = 0;
-    for (; i + HLANES <= n; i += HLANES)
-        for (size_t k = 0; k < HLANES; k++)
-            l[k] += a[i + k] * b[i + k];
-    for (size_t k = 0; i < n; i++, k++)
-        l[k] += a[i] * b[i];
-    for (size_t w = HLANES / 2; w > 0; w /= 2)
-        for (size_t k = 0; k < w; k++)
-            l[k] += l[k + w];
-    return l[0];
-}
-
-/* Kahan-compensated sums over blocks: of v, and of a * b. */
-static HINLINE HA HN(sum)(const HA *v, size_t n)
-{
-    HA s = 0, c = 0;
-    for (size_t b = 0; b < n; b += HBLOCK)
-        HN(kahan)(&s, &c, HN(block_sum)(v + b, n - b < HBLOCK ? n - b : HBLOCK));
-    return s;
-}
-
-static HINLINE HA HN(dot)(const HA *a, const HA *b, size_t n)
-{
-    HA s = 0, c = 0;
-    for (size_t i = 0; i < n; i += HBLOCK)
-        HN(kahan)(&s, &c, HN(block_dot)(a + i, b + i, n - i < HBLOCK ? n - i : HBLOCK));
-    return s;
-}
-
-/* A row of storage type t at base + off as HA: the row itself when t is HA's own type,
- * else its conversion into `stage`. */
-static HINLINE const HA *HN(row_in)(HA *stage, clnorm_dtype t, const void *base, size_t off,
-                                    size_t n)
-{
-    if (t == HNATIVE)
-        return (const HA *)base + off;
-    HN(load)(stage, t, base, off, n);
-    return stage;
-}
-
-/* Where a row's results go: the row itself when t is HA's own type, else `stage`, stored
- * by out_done. */
-static HINLINE HA *HN(row_out)(HA *stage, clnorm_dtype t, void *base, size_t off)
-{
-    return t == HNATIVE ? (HA *)base + off : stage;
-}
-
-static HINLINE void HN(out_done)(const HA *o, clnorm_dtype t, void *base, size_t off, size_t n)
-{
-    if (t != HNATIVE)
-        HN(store)(t, base, off, o, n);
-}
+#include "host_elem_body.h"
 
 /* One thread's buffers (each cols long; gam and bet are the job's, shared) and its current
  * row's inputs. */
@@ -228,22 +56,10 @@ static HINLINE HA HN(var_at)(const HN(bufs) *b, size_t cols, int rms, int residu
             HN(kahan)(&s, &c, HN(block_sq)(b->dev + i, cols - i < HBLOCK ? cols - i : HBLOCK, 0));
         return s / (HA)cols;
     }
-    /* Each block's two-pass moments, merged in order with Chan's update. */
-    HA n = 0, S = 0, cs = 0, M2 = 0, cm = 0;
-    for (size_t i = 0; i < cols; i += HBLOCK) {
-        const size_t len = cols - i < HBLOCK ? cols - i : HBLOCK;
-        const HA nb = (HA)len, Sb = HN(block_sum)(b->dev + i, len), mb = Sb / nb;
-        HA M2b = HN(block_sq)(b->dev + i, len, mb);
-        if (n > 0) {
-            const HA delta = mb - S / n;
-            M2b += delta * delta * (n * (nb / (n + nb)));
-        }
-        HN(kahan)(&M2, &cm, M2b);
-        HN(kahan)(&S, &cs, Sb);
-        n += nb;
-    }
-    *m = S / n;
-    return M2 / n;
+    HA S, M2;
+    HN(moments)(b->dev, cols, &S, &M2);
+    *m = S / (HA)cols;
+    return M2 / (HA)cols;
 }
 
 /* The staged row's statistics: xhat_j = (dev_j - m) * r, the true rstd r * sc (row_stats of
@@ -384,7 +200,7 @@ static HINLINE void HN(forward)(const HN(job) *job, HN(bufs) *b, size_t r0, size
                 o[j] = ((b->dev[j] - m) * r) * b->gam[j] + b->bet[j];
 #if HSTREAM
         if (job->stream) {
-            stream_floats((float *)y + row * d->y_stride, (const float *)o, cols);
+            clnorm_host_stream_floats((float *)y + row * d->y_stride, (const float *)o, cols);
             continue;
         }
 #endif
@@ -392,7 +208,7 @@ static HINLINE void HN(forward)(const HN(job) *job, HN(bufs) *b, size_t r0, size
     }
 #if HSTREAM
     if (job->stream)
-        stream_fence();
+        clnorm_host_stream_fence();
 #endif
 }
 
@@ -592,7 +408,7 @@ static clnorm_status HN(run)(const clnorm_op *op, const clnorm_desc *d, clnorm_d
     HN(job) job = {.op = op, .d = d, .a = a, .dir = dir};
 #if HSTREAM
     job.stream = dir == CLNORM_FORWARD && d->dtype == CLNORM_F32 &&
-                 d->rows >= HSTREAM_BYTES / sizeof(float) / (cols ? cols : 1) && have_avx();
+                 d->rows >= HSTREAM_BYTES / sizeof(float) / (cols ? cols : 1) && clnorm_host_have_avx();
 #endif
     job.chunk_rows = host_chunk_rows(d, dir);
     job.nchunks = d->rows ? clnorm_div_up(d->rows, job.chunk_rows) : 0;

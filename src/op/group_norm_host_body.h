@@ -1,0 +1,598 @@
+/*
+ * group_norm_host_body.h - GroupNorm's host loop in one arithmetic type, included by
+ * group_norm_host.c once per type with HA, HNATIVE, HF16C and HN(n) as host_elem_body.h
+ * describes them, and HEXP, the exponential of HA. The units, phases and tables are
+ * group_norm_host.c's (gn_geom, gn_unit); this file is their loops.
+ */
+#include "host_elem_body.h"
+
+/* One call: its geometry, what every phase reads, and the tables the phases pass on. */
+typedef struct {
+    const clnorm_desc *d;
+    const clnorm_host_ptrs *a;
+    gn_geom q;
+    int phase;       /* GN_MOMENTS, GN_APPLY, GN_GRAD_SUMS or GN_DX: what a chunk runs */
+    int apply;       /* GN_MOMENTS of a fused geometry also applies (a forward) */
+    int write_stats; /* a fused GN_MOMENTS stores mean and rstd (a forward) */
+    int silu;
+    HA eps;
+    HA *gam, *bet;           /* C each: gamma and beta (1 and 0 when absent) */
+    HA *K, *m, *r, *sc;      /* per group n * G + g: xhat = ((x * sc - K) - m) * r */
+    double *ent;             /* per moment entry: count, mean, M2 (gn_entry) */
+    HA *tdz, *tdzx;          /* backward: per (n, position block, channel) */
+    HA *mg, *mgx;            /* backward: per group, mean(g) and mean(g * xhat) */
+    HA *scratch;
+    size_t per_worker;
+} HN(job);
+
+/* A worker's buffers: four of the unit's elements, six of C. */
+typedef struct {
+    HA *xa, *dya, *dev, *dz, *out;
+    HA *kc, *mc, *rc, *scc, *s1, *c1, *s2, *c2, *b1, *b2;
+} HN(bufs);
+
+static HINLINE HA HN(silu)(HA t)
+{
+    return t / ((HA)1 + HEXP(-t));
+}
+
+/* dy through the SiLU of z: dy * s(z) * (1 + z * (1 - s(z))), s the sigmoid. */
+static HINLINE HA HN(silu_grad)(HA dy, HA z)
+{
+    const HA s = (HA)1 / ((HA)1 + HEXP(-z));
+    return dy * (s * ((HA)1 + z * ((HA)1 - s)));
+}
+
+/* The shift of group (n, g): its first element (position 0 of its first channel). */
+static HINLINE HA HN(group_first)(const HN(job) *job, size_t n, size_t g)
+{
+    HA v;
+    HN(load)(&v, job->d->dtype, job->a->p[CLNORM_ARG_X], gn_at(&job->q, job->d->x_stride, n,
+                                                                 g * job->q.cpg, 0), 1);
+    return v;
+}
+
+/* A group whose squares overflow HA: its statistics from every element again, in double,
+ * scaled by the power of two that brings its largest magnitude near 1 (the kernels redo such
+ * rows scaled too). Rare, so element by element. */
+static void HN(group_slow)(const HN(job) *job, size_t n, size_t g, size_t gi)
+{
+    const gn_geom *q = &job->q;
+    const clnorm_desc *d = job->d;
+    const void *x = job->a->p[CLNORM_ARG_X];
+    double M = 0;
+    for (size_t c = g * q->cpg; c < (g + 1) * q->cpg; c++)
+        for (size_t p = 0; p < q->hw; p++)
+            M = fmax(M, fabs(clnorm_elem_load(d->dtype, x, gn_at(q, d->x_stride, n, c, p))));
+    const double s = isfinite(M) && M > 0 ? ldexp(1.0, -ilogb(M)) : 1.0;
+    const double K = (double)(HA)(clnorm_elem_load(d->dtype, x, gn_at(q, d->x_stride, n,
+                                                                      g * q->cpg, 0)) * s);
+    double sum = 0, sq = 0;
+    for (size_t c = g * q->cpg; c < (g + 1) * q->cpg; c++)
+        for (size_t p = 0; p < q->hw; p++)
+            sum += clnorm_elem_load(d->dtype, x, gn_at(q, d->x_stride, n, c, p)) * s - K;
+    sum /= (double)q->L;
+    for (size_t c = g * q->cpg; c < (g + 1) * q->cpg; c++)
+        for (size_t p = 0; p < q->hw; p++) {
+            const double v =
+                (clnorm_elem_load(d->dtype, x, gn_at(q, d->x_stride, n, c, p)) * s - K) - sum;
+            sq += v * v;
+        }
+    job->K[gi] = (HA)K;
+    job->m[gi] = (HA)sum;
+    job->r[gi] = (HA)(1.0 / sqrt(sq / (double)q->L + (double)job->eps * s * s));
+    job->sc[gi] = (HA)s;
+}
+
+/* Group gi's statistics from its deviations' mean and variance (shift K, scale 1); redone
+ * scaled when the variance overflowed. */
+static HINLINE void HN(set_stats)(const HN(job) *job, size_t n, size_t g, size_t gi, HA K,
+                                  double mean, double var)
+{
+    if (!isfinite(var) || !isfinite(mean)) {
+        HN(group_slow)(job, n, g, gi);
+        return;
+    }
+    job->K[gi] = K;
+    job->m[gi] = (HA)mean;
+    job->r[gi] = (HA)(1.0 / sqrt(var + (double)job->eps));
+    job->sc[gi] = 1;
+}
+
+/* The forward's mean and rstd outputs of group gi, when asked for. */
+static void HN(store_stats)(const HN(job) *job, size_t gi)
+{
+    const clnorm_dtype pt = clnorm_param_dtype(job->d->dtype);
+    void *mean = job->a->p[CLNORM_ARG_MEAN], *rstd = job->a->p[CLNORM_ARG_RSTD];
+    const double sc = (double)job->sc[gi];
+    if (mean)
+        clnorm_elem_store(pt, mean, gi, ((double)job->K[gi] + (double)job->m[gi]) / sc);
+    if (rstd)
+        clnorm_elem_store(pt, rstd, gi, (double)job->r[gi] * sc);
+}
+
+/* ---- NCHW: a unit is one contiguous run of a group, channels [c0, c1) x [p0, p1) ---- */
+
+static HINLINE size_t HN(run_off)(const gn_geom *q, size_t stride, const gn_unit *u)
+{
+    return u->n * stride + u->c0 * q->hw + u->p0;
+}
+
+/* y of a run from its deviations dev (x * sc - K). */
+static HINLINE void HN(nchw_apply_run)(const HN(job) *job, HN(bufs) *b, const gn_unit *u,
+                                       const HA *dev)
+{
+    const gn_geom *q = &job->q;
+    const clnorm_desc *d = job->d;
+    const size_t gi = u->n * q->G + u->g, P = u->p1 - u->p0, len = (u->c1 - u->c0) * P;
+    const HA m = job->m[gi], r = job->r[gi];
+    void *y = job->a->p[CLNORM_ARG_Y];
+    const size_t off = HN(run_off)(q, d->y_stride, u);
+    HA *o = HN(row_out)(b->out, d->dtype, y, off);
+    for (size_t c = u->c0; c < u->c1; c++) {
+        const HA gm = job->gam[c], bt = job->bet[c];
+        HA *oc = o + (c - u->c0) * P;
+        const HA *dc = dev + (c - u->c0) * P;
+        for (size_t i = 0; i < P; i++)
+            oc[i] = ((dc[i] - m) * r) * gm + bt;
+        if (job->silu)
+            for (size_t i = 0; i < P; i++)
+                oc[i] = HN(silu)(oc[i]);
+    }
+    HN(out_done)(o, d->dtype, y, off, len);
+}
+
+/* The run's deviations from its group's shift, at the group's scale. */
+static HINLINE const HA *HN(nchw_dev)(const HN(job) *job, HN(bufs) *b, const gn_unit *u,
+                                      HA K, HA sc, size_t len)
+{
+    const HA *x = HN(row_in)(b->xa, job->d->dtype, job->a->p[CLNORM_ARG_X],
+                             HN(run_off)(&job->q, job->d->x_stride, u), len);
+    for (size_t i = 0; i < len; i++)
+        b->dev[i] = x[i] * sc - K;
+    return b->dev;
+}
+
+static HINLINE void HN(nchw_moments)(const HN(job) *job, HN(bufs) *b, const gn_unit *u, size_t idx)
+{
+    const gn_geom *q = &job->q;
+    const size_t gi = u->n * q->G + u->g, len = (u->c1 - u->c0) * (u->p1 - u->p0);
+    const HA K = HN(group_first)(job, u->n, u->g);
+    const HA *dev = HN(nchw_dev)(job, b, u, K, 1, len);
+    HA S, M2;
+    HN(moments)(dev, len, &S, &M2);
+    if (!q->fused) {
+        gn_entry_set(job->ent, idx, (double)len, (double)S / (double)len, (double)M2);
+        return;
+    }
+    /* the whole group: its statistics, and the forward's y from the deviations at hand */
+    const double var = (double)(M2 / (HA)len);
+    if (!isfinite(var) || !isfinite(S)) {
+        HN(group_slow)(job, u->n, u->g, gi);
+        dev = HN(nchw_dev)(job, b, u, job->K[gi], job->sc[gi], len);
+    } else {
+        HN(set_stats)(job, u->n, u->g, gi, K, (double)(S / (HA)len), var);
+    }
+    if (job->write_stats)
+        HN(store_stats)(job, gi);
+    if (job->apply)
+        HN(nchw_apply_run)(job, b, u, dev);
+}
+
+static HINLINE void HN(nchw_apply)(const HN(job) *job, HN(bufs) *b, const gn_unit *u)
+{
+    const size_t gi = u->n * job->q.G + u->g, len = (u->c1 - u->c0) * (u->p1 - u->p0);
+    HN(nchw_apply_run)(job, b, u, HN(nchw_dev)(job, b, u, job->K[gi], job->sc[gi], len));
+}
+
+/* ---- NHWC: a unit is positions [p0, p1) of a sample, every channel: rows of C ---- */
+
+/* Every channel's statistics in sample n (kc, mc, rc, scc): its group's. */
+static HINLINE void HN(nhwc_coeffs)(const HN(job) *job, HN(bufs) *b, size_t n)
+{
+    const gn_geom *q = &job->q;
+    for (size_t g = 0; g < q->G; g++) {
+        const size_t gi = n * q->G + g;
+        for (size_t c = g * q->cpg; c < (g + 1) * q->cpg; c++) {
+            b->kc[c] = job->K[gi];
+            b->mc[c] = job->m[gi];
+            b->rc[c] = job->r[gi];
+            b->scc[c] = job->sc[gi];
+        }
+    }
+}
+
+/* Per channel over the unit's positions, in blocks of HBLOCK positions Kahan-added: the sum
+ * of the deviations from the group's shift (s1), then of their squares about the channel's
+ * mean (s2); each group's channels merged with Chan's update into the unit's entries. */
+static HINLINE void HN(nhwc_moments)(const HN(job) *job, HN(bufs) *b, const gn_unit *u,
+                                     size_t unit)
+{
+    const gn_geom *q = &job->q;
+    const clnorm_desc *d = job->d;
+    const size_t C = q->C, P = u->p1 - u->p0;
+    const HA *x = HN(row_in)(b->xa, d->dtype, job->a->p[CLNORM_ARG_X],
+                             u->n * d->x_stride + u->p0 * C, P * C);
+    for (size_t g = 0; g < q->G; g++) {
+        const HA K = HN(group_first)(job, u->n, g);
+        for (size_t c = g * q->cpg; c < (g + 1) * q->cpg; c++)
+            b->kc[c] = K;
+    }
+    for (size_t c = 0; c < C; c++)
+        b->s1[c] = b->c1[c] = b->s2[c] = b->c2[c] = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t p0 = 0; p0 < P; p0 += HBLOCK) {
+            const size_t pe = P - p0 < HBLOCK ? P : p0 + HBLOCK;
+            for (size_t c = 0; c < C; c++)
+                b->b1[c] = 0;
+            for (size_t p = p0; p < pe; p++) {
+                const HA *xp = x + p * C;
+                if (pass == 0)
+                    for (size_t c = 0; c < C; c++)
+                        b->b1[c] += xp[c] - b->kc[c];
+                else
+                    for (size_t c = 0; c < C; c++) {
+                        const HA v = (xp[c] - b->kc[c]) - b->mc[c];
+                        b->b1[c] += v * v;
+                    }
+            }
+            HA *s = pass == 0 ? b->s1 : b->s2, *cc = pass == 0 ? b->c1 : b->c2;
+            for (size_t c = 0; c < C; c++)
+                HN(kahan)(&s[c], &cc[c], b->b1[c]);
+        }
+        if (pass == 0)
+            for (size_t c = 0; c < C; c++)
+                b->mc[c] = b->s1[c] / (HA)P;
+    }
+    for (size_t g = 0; g < q->G; g++) {
+        double cnt = 0, mean = 0, M2 = 0;
+        for (size_t c = g * q->cpg; c < (g + 1) * q->cpg; c++)
+            gn_merge(&cnt, &mean, &M2, (double)P, (double)b->s1[c] / (double)P, (double)b->s2[c]);
+        gn_entry_set(job->ent, unit * q->G + g, cnt, mean, M2);
+    }
+}
+
+static HINLINE void HN(nhwc_apply)(const HN(job) *job, HN(bufs) *b, const gn_unit *u)
+{
+    const gn_geom *q = &job->q;
+    const clnorm_desc *d = job->d;
+    const size_t C = q->C, P = u->p1 - u->p0;
+    const HA *x = HN(row_in)(b->xa, d->dtype, job->a->p[CLNORM_ARG_X],
+                             u->n * d->x_stride + u->p0 * C, P * C);
+    void *y = job->a->p[CLNORM_ARG_Y];
+    const size_t off = u->n * d->y_stride + u->p0 * C;
+    HA *o = HN(row_out)(b->out, d->dtype, y, off);
+    HN(nhwc_coeffs)(job, b, u->n);
+    for (size_t p = 0; p < P; p++) {
+        const HA *xp = x + p * C;
+        HA *op = o + p * C;
+        for (size_t c = 0; c < C; c++)
+            op[c] = (((xp[c] * b->scc[c] - b->kc[c]) - b->mc[c]) * b->rc[c]) * job->gam[c] +
+                    job->bet[c];
+        if (job->silu)
+            for (size_t c = 0; c < C; c++)
+                op[c] = HN(silu)(op[c]);
+    }
+    HN(out_done)(o, d->dtype, y, off, P * C);
+}
+
+/* ---- the backward: xhat and dz of a unit, then its channel sums or its dx ---- */
+
+/* xhat (b->dev) and dz (b->dz) of the unit's elements, in memory order. */
+static HINLINE void HN(bwd_stage)(const HN(job) *job, HN(bufs) *b, const gn_unit *u, size_t len,
+                                  size_t xoff, size_t yoff)
+{
+    const gn_geom *q = &job->q;
+    const clnorm_desc *d = job->d;
+    const HA *x = HN(row_in)(b->xa, d->dtype, job->a->p[CLNORM_ARG_X], xoff, len);
+    const HA *dy = HN(row_in)(b->dya, d->dtype, job->a->p[CLNORM_ARG_DY], yoff, len);
+    if (q->nhwc) {
+        HN(nhwc_coeffs)(job, b, u->n);
+        const size_t C = q->C;
+        for (size_t p = 0; p < len / C; p++)
+            for (size_t c = 0; c < C; c++) {
+                const size_t i = p * C + c;
+                b->dev[i] = ((x[i] * b->scc[c] - b->kc[c]) - b->mc[c]) * b->rc[c];
+            }
+        if (job->silu)
+            for (size_t p = 0; p < len / C; p++)
+                for (size_t c = 0; c < C; c++) {
+                    const size_t i = p * C + c;
+                    b->dz[i] = HN(silu_grad)(dy[i], b->dev[i] * job->gam[c] + job->bet[c]);
+                }
+        else
+            for (size_t i = 0; i < len; i++)
+                b->dz[i] = dy[i];
+        return;
+    }
+    const size_t gi = u->n * q->G + u->g, P = u->p1 - u->p0;
+    const HA K = job->K[gi], m = job->m[gi], r = job->r[gi], sc = job->sc[gi];
+    for (size_t i = 0; i < len; i++)
+        b->dev[i] = ((x[i] * sc - K) - m) * r;
+    for (size_t c = u->c0; c < u->c1; c++) {
+        const size_t i0 = (c - u->c0) * P;
+        if (job->silu)
+            for (size_t i = i0; i < i0 + P; i++)
+                b->dz[i] = HN(silu_grad)(dy[i], b->dev[i] * job->gam[c] + job->bet[c]);
+        else
+            for (size_t i = i0; i < i0 + P; i++)
+                b->dz[i] = dy[i];
+    }
+}
+
+/* The unit's per-channel sums of dz and dz * xhat into the tables, at (n, position block). */
+static HINLINE void HN(bwd_sums)(const HN(job) *job, HN(bufs) *b, const gn_unit *u)
+{
+    const gn_geom *q = &job->q;
+    const size_t C = q->C, P = u->p1 - u->p0, row = (u->n * q->npb + u->pb) * C;
+    if (!q->nhwc) {
+        for (size_t c = u->c0; c < u->c1; c++) {
+            const size_t i0 = (c - u->c0) * P;
+            job->tdz[row + c] = HN(sum)(b->dz + i0, P);
+            job->tdzx[row + c] = HN(dot)(b->dz + i0, b->dev + i0, P);
+        }
+        return;
+    }
+    for (size_t c = 0; c < C; c++)
+        b->s1[c] = b->c1[c] = b->s2[c] = b->c2[c] = 0;
+    for (size_t p0 = 0; p0 < P; p0 += HBLOCK) {
+        const size_t pe = P - p0 < HBLOCK ? P : p0 + HBLOCK;
+        for (size_t c = 0; c < C; c++)
+            b->b1[c] = b->b2[c] = 0;
+        for (size_t p = p0; p < pe; p++)
+            for (size_t c = 0; c < C; c++) {
+                b->b1[c] += b->dz[p * C + c];
+                b->b2[c] += b->dz[p * C + c] * b->dev[p * C + c];
+            }
+        for (size_t c = 0; c < C; c++) {
+            HN(kahan)(&b->s1[c], &b->c1[c], b->b1[c]);
+            HN(kahan)(&b->s2[c], &b->c2[c], b->b2[c]);
+        }
+    }
+    for (size_t c = 0; c < C; c++) {
+        job->tdz[row + c] = b->s1[c];
+        job->tdzx[row + c] = b->s2[c];
+    }
+}
+
+/* dx = rstd * (dz * gamma - mean(g) - xhat * mean(g * xhat)) of the unit. In place (dx is x
+ * or dy), x and dy were staged (or read) whole before the first store. */
+static HINLINE void HN(bwd_dx)(const HN(job) *job, HN(bufs) *b, const gn_unit *u, size_t len,
+                               size_t xoff)
+{
+    const gn_geom *q = &job->q;
+    const clnorm_desc *d = job->d;
+    void *dx = job->a->p[CLNORM_ARG_DX];
+    HA *o = HN(row_out)(b->out, d->dtype, dx, xoff);
+    if (q->nhwc) {
+        const size_t C = q->C;
+        for (size_t g = 0; g < q->G; g++) {
+            const size_t gi = u->n * q->G + g;
+            for (size_t c = g * q->cpg; c < (g + 1) * q->cpg; c++) {
+                b->kc[c] = job->r[gi] * job->sc[gi];
+                b->mc[c] = job->mg[gi];
+                b->rc[c] = job->mgx[gi];
+            }
+        }
+        for (size_t p = 0; p < len / C; p++)
+            for (size_t c = 0; c < C; c++) {
+                const size_t i = p * C + c;
+                o[i] = b->kc[c] * ((b->dz[i] * job->gam[c] - b->mc[c]) - b->dev[i] * b->rc[c]);
+            }
+    } else {
+        const size_t gi = u->n * q->G + u->g, P = u->p1 - u->p0;
+        const HA rs = job->r[gi] * job->sc[gi], mg = job->mg[gi], mgx = job->mgx[gi];
+        for (size_t c = u->c0; c < u->c1; c++) {
+            const HA gm = job->gam[c];
+            for (size_t i = (c - u->c0) * P; i < (c - u->c0 + 1) * P; i++)
+                o[i] = rs * ((b->dz[i] * gm - mg) - b->dev[i] * mgx);
+        }
+    }
+    HN(out_done)(o, d->dtype, dx, xoff, len);
+}
+
+static HINLINE void HN(backward_unit)(const HN(job) *job, HN(bufs) *b, const gn_unit *u)
+{
+    const gn_geom *q = &job->q;
+    const clnorm_desc *d = job->d;
+    size_t len, xoff, yoff;
+    if (q->nhwc) {
+        len = (u->p1 - u->p0) * q->C;
+        xoff = u->n * d->x_stride + u->p0 * q->C;
+        yoff = u->n * d->y_stride + u->p0 * q->C;
+    } else {
+        len = (u->c1 - u->c0) * (u->p1 - u->p0);
+        xoff = HN(run_off)(q, d->x_stride, u);
+        yoff = HN(run_off)(q, d->y_stride, u);
+    }
+    HN(bwd_stage)(job, b, u, len, xoff, yoff);
+    if (job->phase == GN_GRAD_SUMS)
+        HN(bwd_sums)(job, b, u);
+    else
+        HN(bwd_dx)(job, b, u, len, xoff);
+}
+
+/* Chunk c of the job's phase: its units, with the scratch of thread `worker`. */
+HCLONES static void HN(chunk)(void *arg, size_t c, unsigned worker)
+{
+    const HN(job) *job = arg;
+    const gn_geom *q = &job->q;
+    HA *s = job->scratch + (size_t)worker * job->per_worker;
+    const size_t ul = q->ulen, C = q->C;
+    HN(bufs) b = {s, s + ul, s + 2 * ul, s + 3 * ul, s + 4 * ul,
+                  s + 5 * ul, s + 5 * ul + C, s + 5 * ul + 2 * C, s + 5 * ul + 3 * C,
+                  s + 5 * ul + 4 * C, s + 5 * ul + 5 * C, s + 5 * ul + 6 * C,
+                  s + 5 * ul + 7 * C, s + 5 * ul + 8 * C, s + 5 * ul + 9 * C};
+    const size_t u1 = q->nunits - c * q->upc < q->upc ? q->nunits : (c + 1) * q->upc;
+    for (size_t i = c * q->upc; i < u1; i++) {
+        gn_unit u;
+        gn_unit_of(q, i, &u);
+        switch (job->phase) {
+        case GN_MOMENTS:
+            if (q->nhwc)
+                HN(nhwc_moments)(job, &b, &u, i);
+            else
+                HN(nchw_moments)(job, &b, &u, i);
+            break;
+        case GN_APPLY:
+            if (q->nhwc)
+                HN(nhwc_apply)(job, &b, &u);
+            else
+                HN(nchw_apply)(job, &b, &u);
+            break;
+        default: HN(backward_unit)(job, &b, &u); break;
+        }
+    }
+}
+
+/* The statistics of every group from the moment entries, in entry order (the calling
+ * thread, between the phases); the forward stores them. */
+static void HN(merge_stats)(const HN(job) *job, int store)
+{
+    const gn_geom *q = &job->q;
+    for (size_t n = 0; n < q->n; n++)
+        for (size_t g = 0; g < q->G; g++) {
+            const size_t gi = n * q->G + g;
+            double cnt = 0, mean = 0, M2 = 0;
+            for (size_t j = 0; j < q->J; j++) {
+                const size_t e = q->nhwc ? (n * q->npb + j) * q->G + g : gi * q->J + j;
+                gn_merge(&cnt, &mean, &M2, job->ent[3 * e], job->ent[3 * e + 1],
+                         job->ent[3 * e + 2]);
+            }
+            HN(set_stats)(job, n, g, gi, HN(group_first)(job, n, g), mean, M2 / cnt);
+            if (store)
+                HN(store_stats)(job, gi);
+        }
+}
+
+/* The backward's group sums (mg, mgx) and parameter gradients from the channel tables, in
+ * table order (the calling thread): per sample, each channel's sums of dz and dz * xhat over
+ * its position blocks (sz, sx); dgamma (tg) and dbeta (tb) add those up over the samples,
+ * in double, rounded once when stored. */
+static void HN(reduce_grads)(const HN(job) *job, double *tg, double *tb, double *sz, double *sx)
+{
+    const gn_geom *q = &job->q;
+    const size_t C = q->C;
+    for (size_t c = 0; c < C; c++)
+        tg[c] = tb[c] = 0;
+    for (size_t n = 0; n < q->n; n++) {
+        for (size_t c = 0; c < C; c++)
+            sz[c] = sx[c] = 0;
+        for (size_t pb = 0; pb < q->npb; pb++) {
+            const HA *tz = job->tdz + (n * q->npb + pb) * C;
+            const HA *tx = job->tdzx + (n * q->npb + pb) * C;
+            for (size_t c = 0; c < C; c++) {
+                sz[c] += (double)tz[c];
+                sx[c] += (double)tx[c];
+            }
+        }
+        for (size_t g = 0; g < q->G; g++) {
+            double sg = 0, sgx = 0;
+            for (size_t c = g * q->cpg; c < (g + 1) * q->cpg; c++) {
+                sg += (double)job->gam[c] * sz[c];
+                sgx += (double)job->gam[c] * sx[c];
+            }
+            job->mg[n * q->G + g] = (HA)(sg / (double)q->L);
+            job->mgx[n * q->G + g] = (HA)(sgx / (double)q->L);
+        }
+        for (size_t c = 0; c < C; c++) {
+            tg[c] += sx[c];
+            tb[c] += sz[c];
+        }
+    }
+}
+
+static clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir,
+                             const clnorm_host_ptrs *a, clnorm_ctx *ctx)
+{
+    HN(job) job = {.d = d, .a = a, .silu = (d->flags & CLNORM_SILU) != 0};
+    gn_geometry(d, &job.q);
+    const gn_geom *q = &job.q;
+    const size_t C = q->C, NG = q->n * q->G;
+    job.eps = (HA)clnorm_arith_eps(d);
+    const int fwd = dir == CLNORM_FORWARD;
+    const int given = !fwd && a->p[CLNORM_ARG_RSTD] != NULL;
+    const int moments = !given, separate = moments && !q->fused;
+    const int grads = !fwd && (a->p[CLNORM_ARG_DGAMMA] || a->p[CLNORM_ARG_DBETA]);
+    const int dx = !fwd && a->p[CLNORM_ARG_DX] != NULL;
+    clnorm_pool *pool = q->nchunks > 1 ? clnorm_host_pool(ctx) : NULL;
+    const size_t width = clnorm_pool_width(pool);
+    job.per_worker = 5 * q->ulen + 10 * C;
+    /* HA: gamma, beta, group statistics (4) and sums (2), tables, scratch; double: moment
+     * entries, and reduce_grads' four rows of C */
+    const size_t ntab = fwd ? 0 : q->n * q->npb * C;
+    const size_t nha = 2 * C + 6 * NG + 2 * ntab + width * job.per_worker;
+    const size_t ndbl = (separate ? 3 * NG * q->J : 0) + 4 * C;
+    if (nha > SIZE_MAX / 4 / sizeof(HA) || ndbl > SIZE_MAX / 4 / sizeof(double))
+        return CLNORM_OUT_OF_MEMORY;
+    char *mem = malloc(ndbl * sizeof(double) + nha * sizeof(HA));
+    if (!mem)
+        return CLNORM_OUT_OF_MEMORY;
+    double *dbl = (double *)(void *)mem;
+    HA *ha = (HA *)(void *)(mem + ndbl * sizeof(double));
+    job.ent = dbl;
+    double *tg = dbl + (separate ? 3 * NG * q->J : 0), *tb = tg + C;
+    job.gam = ha;
+    job.bet = ha + C;
+    job.K = ha + 2 * C;
+    job.m = job.K + NG;
+    job.r = job.m + NG;
+    job.sc = job.r + NG;
+    job.mg = job.sc + NG;
+    job.mgx = job.mg + NG;
+    job.tdz = job.mgx + NG;
+    job.tdzx = job.tdz + ntab;
+    job.scratch = job.tdzx + ntab;
+    const clnorm_dtype pt = clnorm_param_dtype(d->dtype);
+    if (a->p[CLNORM_ARG_GAMMA])
+        HN(load)(job.gam, pt, a->p[CLNORM_ARG_GAMMA], 0, C);
+    else
+        for (size_t c = 0; c < C; c++)
+            job.gam[c] = 1;
+    if (a->p[CLNORM_ARG_BETA])
+        HN(load)(job.bet, pt, a->p[CLNORM_ARG_BETA], 0, C);
+    else
+        for (size_t c = 0; c < C; c++)
+            job.bet[c] = 0;
+
+    if (given) { /* the saved statistics: K = 0, m = mean, as the kernels take them */
+        HN(load)(job.r, pt, a->p[CLNORM_ARG_RSTD], 0, NG);
+        if (a->p[CLNORM_ARG_MEAN])
+            HN(load)(job.m, pt, a->p[CLNORM_ARG_MEAN], 0, NG);
+        for (size_t i = 0; i < NG; i++) {
+            if (!a->p[CLNORM_ARG_MEAN])
+                job.m[i] = 0;
+            job.K[i] = 0;
+            job.sc[i] = 1;
+        }
+    } else {
+        job.phase = GN_MOMENTS;
+        job.apply = fwd;
+        job.write_stats = fwd;
+        clnorm_pool_run(pool, q->nchunks, HN(chunk), &job);
+        if (separate) {
+            HN(merge_stats)(&job, fwd);
+            if (fwd) {
+                job.phase = GN_APPLY;
+                clnorm_pool_run(pool, q->nchunks, HN(chunk), &job);
+            }
+        }
+    }
+    if (!fwd && (grads || dx)) {
+        job.phase = GN_GRAD_SUMS;
+        clnorm_pool_run(pool, q->nchunks, HN(chunk), &job);
+        HN(reduce_grads)(&job, tg, tb, tb + C, tb + 2 * C);
+        if (dx) {
+            job.phase = GN_DX;
+            clnorm_pool_run(pool, q->nchunks, HN(chunk), &job);
+        }
+        for (size_t c = 0; c < C; c++) {
+            if (a->p[CLNORM_ARG_DGAMMA])
+                clnorm_elem_store(pt, a->p[CLNORM_ARG_DGAMMA], c, tg[c]);
+            if (a->p[CLNORM_ARG_DBETA])
+                clnorm_elem_store(pt, a->p[CLNORM_ARG_DBETA], c, tb[c]);
+        }
+    }
+    free(mem);
+    return CLNORM_OK;
+}

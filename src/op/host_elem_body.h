@@ -1,0 +1,204 @@
+/*
+ * host_elem_body.h - what the host loops' type-generic bodies share (row_norm_host_body.h,
+ * group_norm_host_body.h), included by each with HA (the arithmetic type), HNATIVE (the
+ * storage type that is HA itself), HF16C (float16 may go through host_simd.h's F16C
+ * conversions) and HN(n) (the name of this instance's functions) defined: storage
+ * conversions, Kahan and blocked sums, and the kernels' blocked two-pass moments.
+ */
+
+/* n elements of storage type t from base + off into dst. */
+static HINLINE void HN(load)(HA *dst, clnorm_dtype t, const void *base, size_t off, size_t n)
+{
+    switch (t) {
+    case CLNORM_F16: {
+        const uint16_t *p = (const uint16_t *)base + off;
+#if HF16C
+        if (clnorm_host_have_f16c()) {
+            clnorm_host_halves_to_floats(dst, p, n);
+            return;
+        }
+#endif
+        for (size_t i = 0; i < n; i++)
+            dst[i] = (HA)clnorm_half_to_float(p[i]);
+        return;
+    }
+    case CLNORM_BF16: {
+        const uint16_t *p = (const uint16_t *)base + off;
+        for (size_t i = 0; i < n; i++)
+            dst[i] = (HA)clnorm_bfloat_to_float(p[i]);
+        return;
+    }
+    case CLNORM_F64: {
+        const double *p = (const double *)base + off;
+        for (size_t i = 0; i < n; i++)
+            dst[i] = (HA)p[i];
+        return;
+    }
+    case CLNORM_F32: break;
+    }
+    const float *p = (const float *)base + off;
+    for (size_t i = 0; i < n; i++)
+        dst[i] = (HA)p[i];
+}
+
+/* n elements of src stored as type t at base + off, rounded to nearest even as the kernels'
+ * stores do (vstore_half_rte, the bfloat16 rounding of common.cl). f16 and bf16 only occur
+ * with HA float, f64 only with HA double. */
+static HINLINE void HN(store)(clnorm_dtype t, void *base, size_t off, const HA *src, size_t n)
+{
+    switch (t) {
+    case CLNORM_F16: {
+        uint16_t *p = (uint16_t *)base + off;
+#if HF16C
+        if (clnorm_host_have_f16c()) {
+            clnorm_host_floats_to_halves(p, src, n);
+            return;
+        }
+#endif
+        for (size_t i = 0; i < n; i++)
+            p[i] = clnorm_float_to_half((float)src[i]);
+        return;
+    }
+    case CLNORM_BF16: {
+        uint16_t *p = (uint16_t *)base + off;
+        for (size_t i = 0; i < n; i++)
+            p[i] = clnorm_float_to_bfloat((float)src[i]);
+        return;
+    }
+    case CLNORM_F64: {
+        double *p = (double *)base + off;
+        for (size_t i = 0; i < n; i++)
+            p[i] = (double)src[i];
+        return;
+    }
+    case CLNORM_F32: break;
+    }
+    float *p = (float *)base + off;
+    for (size_t i = 0; i < n; i++)
+        p[i] = (float)src[i];
+}
+
+/* Kahan-compensated running sum (kernels/common.cl's kahan_add). */
+static HINLINE void HN(kahan)(HA *s, HA *c, HA v)
+{
+    const HA y = v - *c;
+    const HA t = *s + y;
+    *c = (t - *s) - y;
+    *s = t;
+}
+
+/* Sum of v[0..n) (n at most HBLOCK) in HLANES lanes, then the lanes pairwise. */
+static HINLINE HA HN(block_sum)(const HA *v, size_t n)
+{
+    HA l[HLANES] = {0};
+    size_t i = 0;
+    for (; i + HLANES <= n; i += HLANES)
+        for (size_t k = 0; k < HLANES; k++)
+            l[k] += v[i + k];
+    for (size_t k = 0; i < n; i++, k++)
+        l[k] += v[i];
+    for (size_t w = HLANES / 2; w > 0; w /= 2)
+        for (size_t k = 0; k < w; k++)
+            l[k] += l[k + w];
+    return l[0];
+}
+
+/* Sum of (v[i] - c)^2 over v[0..n), n at most HBLOCK. */
+static HINLINE HA HN(block_sq)(const HA *v, size_t n, HA c)
+{
+    HA l[HLANES] = {0};
+    size_t i = 0;
+    for (; i + HLANES <= n; i += HLANES)
+        for (size_t k = 0; k < HLANES; k++) {
+            const HA d = v[i + k] - c;
+            l[k] += d * d;
+        }
+    for (size_t k = 0; i < n; i++, k++) {
+        const HA d = v[i] - c;
+        l[k] += d * d;
+    }
+    for (size_t w = HLANES / 2; w > 0; w /= 2)
+        for (size_t k = 0; k < w; k++)
+            l[k] += l[k + w];
+    return l[0];
+}
+
+/* Sum of a[i] * b[i] over [0, n), n at most HBLOCK. */
+static HINLINE HA HN(block_dot)(const HA *a, const HA *b, size_t n)
+{
+    HA l[HLANES] = {0};
+    size_t i = 0;
+    for (; i + HLANES <= n; i += HLANES)
+        for (size_t k = 0; k < HLANES; k++)
+            l[k] += a[i + k] * b[i + k];
+    for (size_t k = 0; i < n; i++, k++)
+        l[k] += a[i] * b[i];
+    for (size_t w = HLANES / 2; w > 0; w /= 2)
+        for (size_t k = 0; k < w; k++)
+            l[k] += l[k + w];
+    return l[0];
+}
+
+/* Kahan-compensated sums over blocks: of v, and of a * b. */
+static HINLINE HA HN(sum)(const HA *v, size_t n)
+{
+    HA s = 0, c = 0;
+    for (size_t b = 0; b < n; b += HBLOCK)
+        HN(kahan)(&s, &c, HN(block_sum)(v + b, n - b < HBLOCK ? n - b : HBLOCK));
+    return s;
+}
+
+static HINLINE HA HN(dot)(const HA *a, const HA *b, size_t n)
+{
+    HA s = 0, c = 0;
+    for (size_t i = 0; i < n; i += HBLOCK)
+        HN(kahan)(&s, &c, HN(block_dot)(a + i, b + i, n - i < HBLOCK ? n - i : HBLOCK));
+    return s;
+}
+
+/* A row of storage type t at base + off as HA: the row itself when t is HA's own type,
+ * else its conversion into `stage`. */
+static HINLINE const HA *HN(row_in)(HA *stage, clnorm_dtype t, const void *base, size_t off,
+                                    size_t n)
+{
+    if (t == HNATIVE)
+        return (const HA *)base + off;
+    HN(load)(stage, t, base, off, n);
+    return stage;
+}
+
+/* Where a row's results go: the row itself when t is HA's own type, else `stage`, stored
+ * by out_done. */
+static HINLINE HA *HN(row_out)(HA *stage, clnorm_dtype t, void *base, size_t off)
+{
+    return t == HNATIVE ? (HA *)base + off : stage;
+}
+
+static HINLINE void HN(out_done)(const HA *o, clnorm_dtype t, void *base, size_t off, size_t n)
+{
+    if (t != HNATIVE)
+        HN(store)(t, base, off, o, n);
+}
+
+/* The sum S and the sum of squared deviations from its mean M2 of v[0..n), n > 0: each
+ * block's two-pass moments, merged in order with Chan's update, Kahan-compensated across
+ * blocks (kernels/row_stats.cl). */
+static HINLINE void HN(moments)(const HA *v, size_t n, HA *S_out, HA *M2_out)
+{
+    HA cnt = 0, S = 0, cs = 0, M2 = 0, cm = 0;
+    for (size_t i = 0; i < n; i += HBLOCK) {
+        const size_t len = n - i < HBLOCK ? n - i : HBLOCK;
+        const HA nb = (HA)len, Sb = HN(block_sum)(v + i, len), mb = Sb / nb;
+        HA M2b = HN(block_sq)(v + i, len, mb);
+        if (cnt > 0) {
+            const HA delta = mb - S / cnt;
+            M2b += delta * delta * (cnt * (nb / (cnt + nb)));
+        }
+        HN(kahan)(&M2, &cm, M2b);
+        HN(kahan)(&S, &cs, Sb);
+        cnt += nb;
+    }
+    *S_out = S;
+    *M2_out = M2;
+}
+

@@ -1,0 +1,69 @@
+/*
+ * host_simd.h - what the host loops (row_norm_host.c, group_norm_host.c) share about the CPU
+ * they run on: how their loops are compiled (HCLONES, HINLINE), the float16 conversions
+ * through the F16C instructions, and the streaming stores of large float32 outputs.
+ * host_simd.c holds the functions; each host loop includes its own type-generic body
+ * (host_elem_body.h and the op's) once per arithmetic type.
+ */
+#ifndef CLNORM_HOST_SIMD_H
+#define CLNORM_HOST_SIMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The kernels' blocks on an AVX2 CPU: BLOCK_V = 16 vectors of 8 (kernels/common.cl). */
+#define HLANES 8
+#define HBLOCK 128
+
+/* A host loop's chunk: about HCHUNK elements (enough work to amortize handing a chunk to
+ * another thread: a few microseconds), at most HMAX_CHUNKS chunks per job. */
+#define HCHUNK 16384
+#define HMAX_CHUNKS 256
+
+/* A chunk's loops are inlined into one function, which GCC compiles twice on x86-64 with
+ * glibc: for AVX2 (x86-64-v3) and for the baseline, chosen once by the loader (an ifunc). Both
+ * compute the same bits: the lanes are the source's (HLANES), and ISO C mode contracts no
+ * multiply-add into an FMA. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define HCLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define HCLONES
+#endif
+#if defined(__GNUC__)
+#define HINLINE inline __attribute__((always_inline))
+#else
+#define HINLINE inline
+#endif
+
+/* float16 rows through the F16C instructions where the CPU has them: the integer
+ * conversions of half_bits.h cost the float16 loop half again the float32 loop's time. The
+ * same bits: conversions to float are exact, and vcvtps2ph rounds to nearest even, to Inf
+ * past the largest half and to the half subnormals, and keeps a NaN quiet with its upper
+ * payload, as clnorm_float_to_half does (test_convert and test_host_loop check both).
+ *
+ * Large float32 outputs are written with non-temporal stores, as the kernels write theirs on
+ * CPU devices (kernels/common.cl): a plain store first reads its line into the cache (a third
+ * of the call's memory traffic) and evicts the inputs still to come. Not for outputs that fit
+ * the caches, which the caller is likely to read next: HSTREAM_BYTES. */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) &&           \
+    !defined(__SANITIZE_THREAD__)
+#define HAVE_F16C_PATH 1
+#define HAVE_STREAM_PATH 1
+#define HSTREAM_BYTES ((size_t)4 << 20)
+
+int clnorm_host_have_f16c(void);
+void clnorm_host_halves_to_floats(float *dst, const uint16_t *p, size_t n);
+void clnorm_host_floats_to_halves(uint16_t *p, const float *src, size_t n);
+int clnorm_host_have_avx(void);
+/* n floats from src to dst with non-temporal stores (dst's first elements up to a 32-byte
+ * boundary with plain ones). */
+void clnorm_host_stream_floats(float *dst, const float *src, size_t n);
+/* Orders a chunk's streaming stores before the chunk is reported done. */
+void clnorm_host_stream_fence(void);
+#else
+#define HAVE_F16C_PATH 0
+#define HAVE_STREAM_PATH 0
+#endif
+
+#endif
