@@ -185,6 +185,62 @@ static HINLINE void HN(nchw_apply)(const HN(job) *job, HN(bufs) *b, const gn_uni
     HN(nchw_apply_run)(job, b, u, HN(nchw_dev)(job, b, u, job->K[gi], job->sc[gi], len));
 }
 
+/* ---- NHWC rows: one position's C channels, each a function with restrict pointers (so
+ * that GCC vectorizes it without checking its many arrays for overlap at run time) ---- */
+
+/* b1 += x - kc (sums), or (x - kc - mc)^2 (squares about the channel means) */
+static HINLINE void HN(row_dev_sum)(size_t C, const HA *restrict x, const HA *restrict kc,
+                                    HA *restrict b1)
+{
+    for (size_t c = 0; c < C; c++)
+        b1[c] += x[c] - kc[c];
+}
+
+static HINLINE void HN(row_dev_sq)(size_t C, const HA *restrict x, const HA *restrict kc,
+                                   const HA *restrict mc, HA *restrict b1)
+{
+    for (size_t c = 0; c < C; c++) {
+        const HA v = (x[c] - kc[c]) - mc[c];
+        b1[c] += v * v;
+    }
+}
+
+/* xhat of one row: the sample's statistics per channel (HN(nhwc_coeffs)) */
+static HINLINE void HN(row_xhat)(size_t C, const HA *restrict x, const HA *restrict scc,
+                                 const HA *restrict kc, const HA *restrict mc,
+                                 const HA *restrict rc, HA *restrict xh)
+{
+    for (size_t c = 0; c < C; c++)
+        xh[c] = ((x[c] * scc[c] - kc[c]) - mc[c]) * rc[c];
+}
+
+static HINLINE void HN(row_affine)(size_t C, const HA *restrict xh, const HA *restrict gam,
+                                   const HA *restrict bet, HA *restrict o)
+{
+    for (size_t c = 0; c < C; c++)
+        o[c] = xh[c] * gam[c] + bet[c];
+}
+
+/* b1 += dz, b2 += dz * xhat */
+static HINLINE void HN(row_grad_sums)(size_t C, const HA *restrict dz, const HA *restrict xh,
+                                      HA *restrict b1, HA *restrict b2)
+{
+    for (size_t c = 0; c < C; c++) {
+        b1[c] += dz[c];
+        b2[c] += dz[c] * xh[c];
+    }
+}
+
+/* dx = rs * ((dz * gamma - mg) - xhat * mgx), per channel its group's rs, mg, mgx. dz and o
+ * are not restrict: in place, dx is dy (element by element, read before written). */
+static HINLINE void HN(row_dx)(size_t C, const HA *dz, const HA *restrict xh,
+                               const HA *restrict gam, const HA *restrict rs,
+                               const HA *restrict mg, const HA *restrict mgx, HA *o)
+{
+    for (size_t c = 0; c < C; c++)
+        o[c] = rs[c] * ((dz[c] * gam[c] - mg[c]) - xh[c] * mgx[c]);
+}
+
 /* ---- NHWC: a unit is positions [p0, p1) of a sample, every channel: rows of C ---- */
 
 /* Every channel's statistics in sample n (kc, mc, rc, scc): its group's. */
@@ -226,15 +282,10 @@ static HINLINE void HN(nhwc_moments)(const HN(job) *job, HN(bufs) *b, const gn_u
             for (size_t c = 0; c < C; c++)
                 b->b1[c] = 0;
             for (size_t p = p0; p < pe; p++) {
-                const HA *xp = x + p * C;
                 if (pass == 0)
-                    for (size_t c = 0; c < C; c++)
-                        b->b1[c] += xp[c] - b->kc[c];
+                    HN(row_dev_sum)(C, x + p * C, b->kc, b->b1);
                 else
-                    for (size_t c = 0; c < C; c++) {
-                        const HA v = (xp[c] - b->kc[c]) - b->mc[c];
-                        b->b1[c] += v * v;
-                    }
+                    HN(row_dev_sq)(C, x + p * C, b->kc, b->mc, b->b1);
             }
             HA *s = pass == 0 ? b->s1 : b->s2, *cc = pass == 0 ? b->c1 : b->c2;
             for (size_t c = 0; c < C; c++)
@@ -264,11 +315,10 @@ static HINLINE void HN(nhwc_apply)(const HN(job) *job, HN(bufs) *b, const gn_uni
     HA *o = HN(row_out)(b->out, d->dtype, y, off);
     HN(nhwc_coeffs)(job, b, u->n);
     for (size_t p = 0; p < P; p++) {
-        const HA *xp = x + p * C;
         HA *op = o + p * C;
-        for (size_t c = 0; c < C; c++)
-            op[c] = (((xp[c] * b->scc[c] - b->kc[c]) - b->mc[c]) * b->rc[c]) * job->gam[c] +
-                    job->bet[c];
+        /* xhat first into a row of b->dev: in place (o is x), the row is read before written */
+        HN(row_xhat)(C, x + p * C, b->scc, b->kc, b->mc, b->rc, b->dev);
+        HN(row_affine)(C, b->dev, job->gam, job->bet, op);
         if (job->silu)
             for (size_t c = 0; c < C; c++)
                 op[c] = HN(silu)(op[c]);
@@ -276,60 +326,52 @@ static HINLINE void HN(nhwc_apply)(const HN(job) *job, HN(bufs) *b, const gn_uni
     HN(out_done)(o, d->dtype, y, off, P * C);
 }
 
-/* ---- the backward: xhat and dz of a unit, then its channel sums or its dx ---- */
+/* ---- the backward: dz of a unit, then its channel sums or its dx ---- */
 
-/* xhat (b->dev) and dz (b->dz) of the unit's elements, in memory order. */
+/* The unit's x and dz (dy itself without the SiLU, else dy through it in b->dz); NCHW also
+ * stores xhat in b->dev, NHWC recomputes it a row at a time where needed (into one row of
+ * b->dev, which stays in L1: a unit's worth of stores and loads cost more than the
+ * arithmetic). */
 static HINLINE void HN(bwd_stage)(const HN(job) *job, HN(bufs) *b, const gn_unit *u, size_t len,
-                                  size_t xoff, size_t yoff)
+                                  size_t xoff, size_t yoff, const HA **xo, const HA **dzo)
 {
     const gn_geom *q = &job->q;
     const clnorm_desc *d = job->d;
     const HA *x = HN(row_in)(b->xa, d->dtype, job->a->p[CLNORM_ARG_X], xoff, len);
     const HA *dy = HN(row_in)(b->dya, d->dtype, job->a->p[CLNORM_ARG_DY], yoff, len);
+    *xo = x;
+    *dzo = job->silu ? b->dz : dy;
     if (q->nhwc) {
         HN(nhwc_coeffs)(job, b, u->n);
         const size_t C = q->C;
-        for (size_t p = 0; p < len / C; p++)
-            for (size_t c = 0; c < C; c++) {
-                const size_t i = p * C + c;
-                b->dev[i] = ((x[i] * b->scc[c] - b->kc[c]) - b->mc[c]) * b->rc[c];
-            }
-        if (job->silu)
-            for (size_t p = 0; p < len / C; p++)
-                for (size_t c = 0; c < C; c++) {
-                    const size_t i = p * C + c;
-                    b->dz[i] = HN(silu_grad)(dy[i], b->dev[i] * job->gam[c] + job->bet[c]);
-                }
-        else
-            for (size_t i = 0; i < len; i++)
-                b->dz[i] = dy[i];
+        for (size_t p = 0; job->silu && p < len / C; p++) {
+            HN(row_xhat)(C, x + p * C, b->scc, b->kc, b->mc, b->rc, b->s1);
+            HN(row_affine)(C, b->s1, job->gam, job->bet, b->s2);
+            for (size_t c = 0; c < C; c++)
+                b->dz[p * C + c] = HN(silu_grad)(dy[p * C + c], b->s2[c]);
+        }
         return;
     }
     const size_t gi = u->n * q->G + u->g, P = u->p1 - u->p0;
     const HA K = job->K[gi], m = job->m[gi], r = job->r[gi], sc = job->sc[gi];
     for (size_t i = 0; i < len; i++)
         b->dev[i] = ((x[i] * sc - K) - m) * r;
-    for (size_t c = u->c0; c < u->c1; c++) {
-        const size_t i0 = (c - u->c0) * P;
-        if (job->silu)
-            for (size_t i = i0; i < i0 + P; i++)
-                b->dz[i] = HN(silu_grad)(dy[i], b->dev[i] * job->gam[c] + job->bet[c]);
-        else
-            for (size_t i = i0; i < i0 + P; i++)
-                b->dz[i] = dy[i];
-    }
+    for (size_t c = u->c0; job->silu && c < u->c1; c++)
+        for (size_t i = (c - u->c0) * P; i < (c - u->c0 + 1) * P; i++)
+            b->dz[i] = HN(silu_grad)(dy[i], b->dev[i] * job->gam[c] + job->bet[c]);
 }
 
 /* The unit's per-channel sums of dz and dz * xhat into the tables, at (n, position block). */
-static HINLINE void HN(bwd_sums)(const HN(job) *job, HN(bufs) *b, const gn_unit *u)
+static HINLINE void HN(bwd_sums)(const HN(job) *job, HN(bufs) *b, const gn_unit *u,
+                                 const HA *x, const HA *dz)
 {
     const gn_geom *q = &job->q;
     const size_t C = q->C, P = u->p1 - u->p0, row = (u->n * q->npb + u->pb) * C;
     if (!q->nhwc) {
         for (size_t c = u->c0; c < u->c1; c++) {
             const size_t i0 = (c - u->c0) * P;
-            job->tdz[row + c] = HN(sum)(b->dz + i0, P);
-            job->tdzx[row + c] = HN(dot)(b->dz + i0, b->dev + i0, P);
+            job->tdz[row + c] = HN(sum)(dz + i0, P);
+            job->tdzx[row + c] = HN(dot)(dz + i0, b->dev + i0, P);
         }
         return;
     }
@@ -339,11 +381,10 @@ static HINLINE void HN(bwd_sums)(const HN(job) *job, HN(bufs) *b, const gn_unit 
         const size_t pe = P - p0 < HBLOCK ? P : p0 + HBLOCK;
         for (size_t c = 0; c < C; c++)
             b->b1[c] = b->b2[c] = 0;
-        for (size_t p = p0; p < pe; p++)
-            for (size_t c = 0; c < C; c++) {
-                b->b1[c] += b->dz[p * C + c];
-                b->b2[c] += b->dz[p * C + c] * b->dev[p * C + c];
-            }
+        for (size_t p = p0; p < pe; p++) {
+            HN(row_xhat)(C, x + p * C, b->scc, b->kc, b->mc, b->rc, b->dev);
+            HN(row_grad_sums)(C, dz + p * C, b->dev, b->b1, b->b2);
+        }
         for (size_t c = 0; c < C; c++) {
             HN(kahan)(&b->s1[c], &b->c1[c], b->b1[c]);
             HN(kahan)(&b->s2[c], &b->c2[c], b->b2[c]);
@@ -356,9 +397,9 @@ static HINLINE void HN(bwd_sums)(const HN(job) *job, HN(bufs) *b, const gn_unit 
 }
 
 /* dx = rstd * (dz * gamma - mean(g) - xhat * mean(g * xhat)) of the unit. In place (dx is x
- * or dy), x and dy were staged (or read) whole before the first store. */
+ * or dy), each element of x and dy is read before the same element of dx is written. */
 static HINLINE void HN(bwd_dx)(const HN(job) *job, HN(bufs) *b, const gn_unit *u, size_t len,
-                               size_t xoff)
+                               size_t xoff, const HA *x, const HA *dz)
 {
     const gn_geom *q = &job->q;
     const clnorm_desc *d = job->d;
@@ -366,26 +407,26 @@ static HINLINE void HN(bwd_dx)(const HN(job) *job, HN(bufs) *b, const gn_unit *u
     HA *o = HN(row_out)(b->out, d->dtype, dx, xoff);
     if (q->nhwc) {
         const size_t C = q->C;
+        HA *rs = b->s1, *mg = b->s2, *mgx = b->c1; /* per channel: its group's */
         for (size_t g = 0; g < q->G; g++) {
             const size_t gi = u->n * q->G + g;
             for (size_t c = g * q->cpg; c < (g + 1) * q->cpg; c++) {
-                b->kc[c] = job->r[gi] * job->sc[gi];
-                b->mc[c] = job->mg[gi];
-                b->rc[c] = job->mgx[gi];
+                rs[c] = job->r[gi] * job->sc[gi];
+                mg[c] = job->mg[gi];
+                mgx[c] = job->mgx[gi];
             }
         }
-        for (size_t p = 0; p < len / C; p++)
-            for (size_t c = 0; c < C; c++) {
-                const size_t i = p * C + c;
-                o[i] = b->kc[c] * ((b->dz[i] * job->gam[c] - b->mc[c]) - b->dev[i] * b->rc[c]);
-            }
+        for (size_t p = 0; p < len / C; p++) {
+            HN(row_xhat)(C, x + p * C, b->scc, b->kc, b->mc, b->rc, b->dev);
+            HN(row_dx)(C, dz + p * C, b->dev, job->gam, rs, mg, mgx, o + p * C);
+        }
     } else {
         const size_t gi = u->n * q->G + u->g, P = u->p1 - u->p0;
         const HA rs = job->r[gi] * job->sc[gi], mg = job->mg[gi], mgx = job->mgx[gi];
         for (size_t c = u->c0; c < u->c1; c++) {
             const HA gm = job->gam[c];
             for (size_t i = (c - u->c0) * P; i < (c - u->c0 + 1) * P; i++)
-                o[i] = rs * ((b->dz[i] * gm - mg) - b->dev[i] * mgx);
+                o[i] = rs * ((dz[i] * gm - mg) - b->dev[i] * mgx);
         }
     }
     HN(out_done)(o, d->dtype, dx, xoff, len);
@@ -405,11 +446,12 @@ static HINLINE void HN(backward_unit)(const HN(job) *job, HN(bufs) *b, const gn_
         xoff = HN(run_off)(q, d->x_stride, u);
         yoff = HN(run_off)(q, d->y_stride, u);
     }
-    HN(bwd_stage)(job, b, u, len, xoff, yoff);
+    const HA *x, *dz;
+    HN(bwd_stage)(job, b, u, len, xoff, yoff, &x, &dz);
     if (job->phase == GN_GRAD_SUMS)
-        HN(bwd_sums)(job, b, u);
+        HN(bwd_sums)(job, b, u, x, dz);
     else
-        HN(bwd_dx)(job, b, u, len, xoff);
+        HN(bwd_dx)(job, b, u, len, xoff, x, dz);
 }
 
 /* Chunk c of the job's phase: its units, with the scratch of thread `worker`. */
