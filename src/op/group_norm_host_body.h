@@ -188,57 +188,116 @@ static HINLINE void HN(nchw_apply)(const HN(job) *job, HN(bufs) *b, const gn_uni
 /* ---- NHWC rows: one position's C channels, each a function with restrict pointers (so
  * that GCC vectorizes it without checking its many arrays for overlap at run time) ---- */
 
-/* b1 += x - kc (sums), or (x - kc - mc)^2 (squares about the channel means) */
-static HINLINE void HN(row_dev_sum)(size_t C, const HA *restrict x, const HA *restrict kc,
-                                    HA *restrict b1)
+/* Brings n elements from p into the caches in memory order, a prefetch per 64-byte line: the
+ * register-blocked loops below walk a unit one block of channels at a time, with a stride of
+ * a row, which the hardware prefetchers follow badly from memory. */
+static HINLINE void HN(touch)(const HA *p, size_t n)
 {
-    for (size_t c = 0; c < C; c++)
-        b1[c] += x[c] - kc[c];
+#if defined(__GNUC__)
+    for (size_t i = 0; i < n; i += 64 / sizeof(HA))
+        __builtin_prefetch(p + i);
+#else
+    (void)p;
+    (void)n;
+#endif
 }
 
-static HINLINE void HN(row_dev_sq)(size_t C, const HA *restrict x, const HA *restrict kc,
-                                   const HA *restrict mc, HA *restrict b1)
+/* Over np rows of C from x, per channel: b1 = the sum of x - kc (sq = 0), or of
+ * (x - kc - mc)^2 (sq = 1), summed in position order. Channels in blocks of GN_CB whose
+ * accumulators stay in registers across the rows (the row-at-a-time loop loaded and stored
+ * every accumulator for every element); the same sums, in the same order. */
+#define GN_CB 32
+static HINLINE void HN(rows_moment)(size_t C, size_t np, const HA *restrict x,
+                                    const HA *restrict kc, const HA *restrict mc,
+                                    HA *restrict b1, int sq)
+{
+    size_t c0 = 0;
+    for (; c0 + GN_CB <= C; c0 += GN_CB) {
+        HA acc[GN_CB] = {0}, k[GN_CB], m[GN_CB];
+        for (size_t j = 0; j < GN_CB; j++) {
+            k[j] = kc[c0 + j];
+            m[j] = mc[c0 + j];
+        }
+        for (size_t p = 0; p < np; p++) {
+            const HA *xp = x + p * C + c0;
+            if (sq)
+                for (size_t j = 0; j < GN_CB; j++) {
+                    const HA v = (xp[j] - k[j]) - m[j];
+                    acc[j] += v * v;
+                }
+            else
+                for (size_t j = 0; j < GN_CB; j++)
+                    acc[j] += xp[j] - k[j];
+        }
+        for (size_t j = 0; j < GN_CB; j++)
+            b1[c0 + j] = acc[j];
+    }
+    for (size_t c = c0; c < C; c++)
+        b1[c] = 0;
+    for (size_t p = 0; c0 < C && p < np; p++)
+        for (size_t c = c0; c < C; c++) {
+            const HA v = (x[p * C + c] - kc[c]) - (sq ? mc[c] : 0);
+            b1[c] += sq ? v * v : v;
+        }
+}
+
+/* y = xhat * gamma + beta of one row, xhat from x. x and o are not restrict: in place, y is
+ * x (element by element, read before written). */
+static HINLINE void HN(row_apply)(size_t C, const HA *x, const HA *restrict scc,
+                                  const HA *restrict kc, const HA *restrict mc,
+                                  const HA *restrict rc, const HA *restrict gam,
+                                  const HA *restrict bet, HA *o)
+{
+    for (size_t c = 0; c < C; c++)
+        o[c] = (((x[c] * scc[c] - kc[c]) - mc[c]) * rc[c]) * gam[c] + bet[c];
+}
+
+/* Over np rows of C, per channel: b1 = the sum of dz, b2 of dz * xhat (xhat from x), in
+ * position order; channels in register blocks of GN_CB as in HN(rows_moment). */
+static HINLINE void HN(rows_grad_sums)(size_t C, size_t np, const HA *restrict x,
+                                       const HA *restrict scc, const HA *restrict kc,
+                                       const HA *restrict mc, const HA *restrict rc,
+                                       const HA *restrict dz, HA *restrict b1, HA *restrict b2)
+{
+    size_t c0 = 0;
+    for (; c0 + GN_CB <= C; c0 += GN_CB) {
+        HA a1[GN_CB] = {0}, a2[GN_CB] = {0};
+        for (size_t p = 0; p < np; p++) {
+            const HA *xp = x + p * C + c0, *dp = dz + p * C + c0;
+            for (size_t j = 0; j < GN_CB; j++) {
+                const size_t c = c0 + j;
+                const HA xh = ((xp[j] * scc[c] - kc[c]) - mc[c]) * rc[c];
+                a1[j] += dp[j];
+                a2[j] += dp[j] * xh;
+            }
+        }
+        for (size_t j = 0; j < GN_CB; j++) {
+            b1[c0 + j] = a1[j];
+            b2[c0 + j] = a2[j];
+        }
+    }
+    for (size_t c = c0; c < C; c++)
+        b1[c] = b2[c] = 0;
+    for (size_t p = 0; c0 < C && p < np; p++)
+        for (size_t c = c0; c < C; c++) {
+            const HA xh = ((x[p * C + c] * scc[c] - kc[c]) - mc[c]) * rc[c];
+            b1[c] += dz[p * C + c];
+            b2[c] += dz[p * C + c] * xh;
+        }
+}
+
+/* dx = rs * ((dz * gamma - mg) - xhat * mgx), xhat from x, per channel its group's rs, mg,
+ * mgx. x, dz and o are not restrict: in place, dx is x or dy (element by element). */
+static HINLINE void HN(row_dx)(size_t C, const HA *x, const HA *restrict scc,
+                               const HA *restrict kc, const HA *restrict mc,
+                               const HA *restrict rc, const HA *dz, const HA *restrict gam,
+                               const HA *restrict rs, const HA *restrict mg,
+                               const HA *restrict mgx, HA *o)
 {
     for (size_t c = 0; c < C; c++) {
-        const HA v = (x[c] - kc[c]) - mc[c];
-        b1[c] += v * v;
+        const HA xh = ((x[c] * scc[c] - kc[c]) - mc[c]) * rc[c];
+        o[c] = rs[c] * ((dz[c] * gam[c] - mg[c]) - xh * mgx[c]);
     }
-}
-
-/* xhat of one row: the sample's statistics per channel (HN(nhwc_coeffs)) */
-static HINLINE void HN(row_xhat)(size_t C, const HA *restrict x, const HA *restrict scc,
-                                 const HA *restrict kc, const HA *restrict mc,
-                                 const HA *restrict rc, HA *restrict xh)
-{
-    for (size_t c = 0; c < C; c++)
-        xh[c] = ((x[c] * scc[c] - kc[c]) - mc[c]) * rc[c];
-}
-
-static HINLINE void HN(row_affine)(size_t C, const HA *restrict xh, const HA *restrict gam,
-                                   const HA *restrict bet, HA *restrict o)
-{
-    for (size_t c = 0; c < C; c++)
-        o[c] = xh[c] * gam[c] + bet[c];
-}
-
-/* b1 += dz, b2 += dz * xhat */
-static HINLINE void HN(row_grad_sums)(size_t C, const HA *restrict dz, const HA *restrict xh,
-                                      HA *restrict b1, HA *restrict b2)
-{
-    for (size_t c = 0; c < C; c++) {
-        b1[c] += dz[c];
-        b2[c] += dz[c] * xh[c];
-    }
-}
-
-/* dx = rs * ((dz * gamma - mg) - xhat * mgx), per channel its group's rs, mg, mgx. dz and o
- * are not restrict: in place, dx is dy (element by element, read before written). */
-static HINLINE void HN(row_dx)(size_t C, const HA *dz, const HA *restrict xh,
-                               const HA *restrict gam, const HA *restrict rs,
-                               const HA *restrict mg, const HA *restrict mgx, HA *o)
-{
-    for (size_t c = 0; c < C; c++)
-        o[c] = rs[c] * ((dz[c] * gam[c] - mg[c]) - xh[c] * mgx[c]);
 }
 
 /* ---- NHWC: a unit is positions [p0, p1) of a sample, every channel: rows of C ---- */
@@ -276,17 +335,14 @@ static HINLINE void HN(nhwc_moments)(const HN(job) *job, HN(bufs) *b, const gn_u
     }
     for (size_t c = 0; c < C; c++)
         b->s1[c] = b->c1[c] = b->s2[c] = b->c2[c] = 0;
+    HN(touch)(x, P * C);
     for (int pass = 0; pass < 2; pass++) {
         for (size_t p0 = 0; p0 < P; p0 += HBLOCK) {
             const size_t pe = P - p0 < HBLOCK ? P : p0 + HBLOCK;
-            for (size_t c = 0; c < C; c++)
-                b->b1[c] = 0;
-            for (size_t p = p0; p < pe; p++) {
-                if (pass == 0)
-                    HN(row_dev_sum)(C, x + p * C, b->kc, b->b1);
-                else
-                    HN(row_dev_sq)(C, x + p * C, b->kc, b->mc, b->b1);
-            }
+            if (pass == 0) /* a constant each, so that each call inlines its own loop */
+                HN(rows_moment)(C, pe - p0, x + p0 * C, b->kc, b->mc, b->b1, 0);
+            else
+                HN(rows_moment)(C, pe - p0, x + p0 * C, b->kc, b->mc, b->b1, 1);
             HA *s = pass == 0 ? b->s1 : b->s2, *cc = pass == 0 ? b->c1 : b->c2;
             for (size_t c = 0; c < C; c++)
                 HN(kahan)(&s[c], &cc[c], b->b1[c]);
@@ -316,9 +372,7 @@ static HINLINE void HN(nhwc_apply)(const HN(job) *job, HN(bufs) *b, const gn_uni
     HN(nhwc_coeffs)(job, b, u->n);
     for (size_t p = 0; p < P; p++) {
         HA *op = o + p * C;
-        /* xhat first into a row of b->dev: in place (o is x), the row is read before written */
-        HN(row_xhat)(C, x + p * C, b->scc, b->kc, b->mc, b->rc, b->dev);
-        HN(row_affine)(C, b->dev, job->gam, job->bet, op);
+        HN(row_apply)(C, x + p * C, b->scc, b->kc, b->mc, b->rc, job->gam, job->bet, op);
         if (job->silu)
             for (size_t c = 0; c < C; c++)
                 op[c] = HN(silu)(op[c]);
@@ -329,9 +383,8 @@ static HINLINE void HN(nhwc_apply)(const HN(job) *job, HN(bufs) *b, const gn_uni
 /* ---- the backward: dz of a unit, then its channel sums or its dx ---- */
 
 /* The unit's x and dz (dy itself without the SiLU, else dy through it in b->dz); NCHW also
- * stores xhat in b->dev, NHWC recomputes it a row at a time where needed (into one row of
- * b->dev, which stays in L1: a unit's worth of stores and loads cost more than the
- * arithmetic). */
+ * stores xhat in b->dev, NHWC recomputes it in each loop that needs it (a unit's worth of
+ * stores and loads of it cost more than the arithmetic). */
 static HINLINE void HN(bwd_stage)(const HN(job) *job, HN(bufs) *b, const gn_unit *u, size_t len,
                                   size_t xoff, size_t yoff, const HA **xo, const HA **dzo)
 {
@@ -345,8 +398,7 @@ static HINLINE void HN(bwd_stage)(const HN(job) *job, HN(bufs) *b, const gn_unit
         HN(nhwc_coeffs)(job, b, u->n);
         const size_t C = q->C;
         for (size_t p = 0; job->silu && p < len / C; p++) {
-            HN(row_xhat)(C, x + p * C, b->scc, b->kc, b->mc, b->rc, b->s1);
-            HN(row_affine)(C, b->s1, job->gam, job->bet, b->s2);
+            HN(row_apply)(C, x + p * C, b->scc, b->kc, b->mc, b->rc, job->gam, job->bet, b->s2);
             for (size_t c = 0; c < C; c++)
                 b->dz[p * C + c] = HN(silu_grad)(dy[p * C + c], b->s2[c]);
         }
@@ -377,14 +429,12 @@ static HINLINE void HN(bwd_sums)(const HN(job) *job, HN(bufs) *b, const gn_unit 
     }
     for (size_t c = 0; c < C; c++)
         b->s1[c] = b->c1[c] = b->s2[c] = b->c2[c] = 0;
+    HN(touch)(x, P * C);
+    HN(touch)(dz, P * C);
     for (size_t p0 = 0; p0 < P; p0 += HBLOCK) {
         const size_t pe = P - p0 < HBLOCK ? P : p0 + HBLOCK;
-        for (size_t c = 0; c < C; c++)
-            b->b1[c] = b->b2[c] = 0;
-        for (size_t p = p0; p < pe; p++) {
-            HN(row_xhat)(C, x + p * C, b->scc, b->kc, b->mc, b->rc, b->dev);
-            HN(row_grad_sums)(C, dz + p * C, b->dev, b->b1, b->b2);
-        }
+        HN(rows_grad_sums)(C, pe - p0, x + p0 * C, b->scc, b->kc, b->mc, b->rc, dz + p0 * C,
+                           b->b1, b->b2);
         for (size_t c = 0; c < C; c++) {
             HN(kahan)(&b->s1[c], &b->c1[c], b->b1[c]);
             HN(kahan)(&b->s2[c], &b->c2[c], b->b2[c]);
@@ -416,10 +466,9 @@ static HINLINE void HN(bwd_dx)(const HN(job) *job, HN(bufs) *b, const gn_unit *u
                 mgx[c] = job->mgx[gi];
             }
         }
-        for (size_t p = 0; p < len / C; p++) {
-            HN(row_xhat)(C, x + p * C, b->scc, b->kc, b->mc, b->rc, b->dev);
-            HN(row_dx)(C, dz + p * C, b->dev, job->gam, rs, mg, mgx, o + p * C);
-        }
+        for (size_t p = 0; p < len / C; p++)
+            HN(row_dx)(C, x + p * C, b->scc, b->kc, b->mc, b->rc, dz + p * C, job->gam, rs, mg,
+                       mgx, o + p * C);
     } else {
         const size_t gi = u->n * q->G + u->g, P = u->p1 - u->p0;
         const HA rs = job->r[gi] * job->sc[gi], mg = job->mg[gi], mgx = job->mgx[gi];
