@@ -25,7 +25,8 @@ typedef struct {
     size_t per_worker;
 } HN(job);
 
-/* A worker's buffers: four of the unit's elements, six of C. */
+/* A worker's buffers: five of a unit's elements (staging of x and dy, xhat, dz, the output's
+ * staging), ten of C (per-channel statistics and sums). */
 typedef struct {
     HA *xa, *dya, *dev, *dz, *out;
     HA *kc, *mc, *rc, *scc, *s1, *c1, *s2, *c2, *b1, *b2;
