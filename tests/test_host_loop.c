@@ -315,7 +315,7 @@ static void same_bits_across(clnorm_ctx *const *ctx, const unsigned *widths, siz
 }
 
 /* GroupNorm's problems: N, C, G, spatial, layout and sample stride (0: dense). They cover
- * both layouts' units (test notes in src/op/group_norm_host.c): NCHW groups of one unit
+ * both layouts' units (src/op/group_norm_host.c describes them): NCHW groups of one unit
  * (fused) and of several (whole channels, and channels longer than a unit), NHWC of one and
  * of several position blocks, G = 1 and G = C, spatial 1, strides and an empty batch. */
 typedef struct {
