@@ -9,10 +9,11 @@
  * many threads run them:
  *   NCHW: a group is one contiguous block of C/G channels x spatial; a unit is a run of it,
  *     whole channels of at most HCHUNK elements, or HCHUNK positions of one channel when a
- *     channel is longer. A group that is one unit ("fused") gets its statistics and its y in
- *     one pass over the staged run.
+ *     channel is longer.
  *   NHWC: a unit is a block of positions of one sample, every channel (rows of C contiguous
  *     values), about HCHUNK elements and at least 32 positions.
+ * Where every group lies within one unit ("fused": an NCHW group of one run, an NHWC sample of
+ * one block) the unit gets its statistics and its y in one pass, with x still in the cache.
  * The phases, each a job on the pool, the calling thread merging between them:
  *   moments: per unit, the deviations from the group's first element (the kernels' shift),
  *     their sum and squared deviations in the kernels' blocked two-pass way (NCHW) or per
@@ -41,7 +42,7 @@ typedef struct {
     size_t n, C, G, cpg, hw, L; /* samples, channels, groups, channels per group, positions,
                                    elements per group */
     int nhwc;
-    int fused;    /* NCHW, every group one unit */
+    int fused;    /* every group within one unit (NCHW: a group is a unit; NHWC: a sample) */
     size_t pblen; /* positions of a unit (NHWC; NCHW when a channel is cut) */
     size_t npb;   /* position blocks per channel: the backward's tables have npb rows of C
                      per sample */
@@ -78,6 +79,7 @@ static void gn_geometry(const clnorm_desc *d, gn_geom *q)
         q->npb = clnorm_div_up(q->hw, q->pblen);
         q->cpp = q->C;
         q->J = q->npb;
+        q->fused = q->npb == 1; /* a sample is one unit */
         q->nunits = q->n * q->npb;
         q->ulen = q->pblen * q->C;
     } else if (q->hw > HCHUNK) {

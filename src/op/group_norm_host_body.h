@@ -318,6 +318,27 @@ static HINLINE void HN(nhwc_coeffs)(const HN(job) *job, HN(bufs) *b, size_t n)
     }
 }
 
+static HINLINE void HN(nhwc_apply)(const HN(job) *job, HN(bufs) *b, const gn_unit *u)
+{
+    const gn_geom *q = &job->q;
+    const clnorm_desc *d = job->d;
+    const size_t C = q->C, P = u->p1 - u->p0;
+    const HA *x = HN(row_in)(b->xa, d->dtype, job->a->p[CLNORM_ARG_X],
+                             u->n * d->x_stride + u->p0 * C, P * C);
+    void *y = job->a->p[CLNORM_ARG_Y];
+    const size_t off = u->n * d->y_stride + u->p0 * C;
+    HA *o = HN(row_out)(b->out, d->dtype, y, off);
+    HN(nhwc_coeffs)(job, b, u->n);
+    for (size_t p = 0; p < P; p++) {
+        HA *op = o + p * C;
+        HN(row_apply)(C, x + p * C, b->scc, b->kc, b->mc, b->rc, job->gam, job->bet, op);
+        if (job->silu)
+            for (size_t c = 0; c < C; c++)
+                op[c] = HN(silu)(op[c]);
+    }
+    HN(out_done)(o, d->dtype, y, off, P * C);
+}
+
 /* Per channel over the unit's positions, in blocks of HBLOCK positions Kahan-added: the sum
  * of the deviations from the group's shift (s1), then of their squares about the channel's
  * mean (s2); each group's channels merged with Chan's update into the unit's entries. */
@@ -356,29 +377,19 @@ static HINLINE void HN(nhwc_moments)(const HN(job) *job, HN(bufs) *b, const gn_u
         double cnt = 0, mean = 0, M2 = 0;
         for (size_t c = g * q->cpg; c < (g + 1) * q->cpg; c++)
             gn_merge(&cnt, &mean, &M2, (double)P, (double)b->s1[c] / (double)P, (double)b->s2[c]);
-        gn_entry_set(job->ent, unit * q->G + g, cnt, mean, M2);
+        if (!q->fused) {
+            gn_entry_set(job->ent, unit * q->G + g, cnt, mean, M2);
+            continue;
+        }
+        /* the whole sample: each group's statistics (as HN(merge_stats) takes them from one
+         * entry), then y below */
+        const size_t gi = u->n * q->G + g;
+        HN(set_stats)(job, u->n, g, gi, b->kc[g * q->cpg], mean, M2 / cnt);
+        if (job->write_stats)
+            HN(store_stats)(job, gi);
     }
-}
-
-static HINLINE void HN(nhwc_apply)(const HN(job) *job, HN(bufs) *b, const gn_unit *u)
-{
-    const gn_geom *q = &job->q;
-    const clnorm_desc *d = job->d;
-    const size_t C = q->C, P = u->p1 - u->p0;
-    const HA *x = HN(row_in)(b->xa, d->dtype, job->a->p[CLNORM_ARG_X],
-                             u->n * d->x_stride + u->p0 * C, P * C);
-    void *y = job->a->p[CLNORM_ARG_Y];
-    const size_t off = u->n * d->y_stride + u->p0 * C;
-    HA *o = HN(row_out)(b->out, d->dtype, y, off);
-    HN(nhwc_coeffs)(job, b, u->n);
-    for (size_t p = 0; p < P; p++) {
-        HA *op = o + p * C;
-        HN(row_apply)(C, x + p * C, b->scc, b->kc, b->mc, b->rc, job->gam, job->bet, op);
-        if (job->silu)
-            for (size_t c = 0; c < C; c++)
-                op[c] = HN(silu)(op[c]);
-    }
-    HN(out_done)(o, d->dtype, y, off, P * C);
+    if (q->fused && job->apply)
+        HN(nhwc_apply)(job, b, u);
 }
 
 /* ---- the backward: dz of a unit, then its channel sums or its dx ---- */
