@@ -493,6 +493,26 @@ static HINLINE void HN(bwd_dx)(const HN(job) *job, HN(bufs) *b, const gn_unit *u
     HN(out_done)(o, d->dtype, dx, xoff, len);
 }
 
+/* mean(g) and mean(g * xhat) of group (n, g), g = dz * gamma_c, from the channel tables:
+ * each channel's sums over its position blocks in double, weighted by gamma, added in channel
+ * order. One function for both callers (a fused unit, HN(reduce_grads)): the same bits. */
+static HINLINE void HN(group_means)(const HN(job) *job, size_t n, size_t g)
+{
+    const gn_geom *q = &job->q;
+    double sg = 0, sgx = 0;
+    for (size_t c = g * q->cpg; c < (g + 1) * q->cpg; c++) {
+        double z = 0, zx = 0;
+        for (size_t pb = 0; pb < q->npb; pb++) {
+            z += (double)job->tdz[(n * q->npb + pb) * q->C + c];
+            zx += (double)job->tdzx[(n * q->npb + pb) * q->C + c];
+        }
+        sg += (double)job->gam[c] * z;
+        sgx += (double)job->gam[c] * zx;
+    }
+    job->mg[n * q->G + g] = (HA)(sg / (double)q->L);
+    job->mgx[n * q->G + g] = (HA)(sgx / (double)q->L);
+}
+
 static HINLINE void HN(backward_unit)(const HN(job) *job, HN(bufs) *b, const gn_unit *u)
 {
     const gn_geom *q = &job->q;
@@ -509,10 +529,17 @@ static HINLINE void HN(backward_unit)(const HN(job) *job, HN(bufs) *b, const gn_
     }
     const HA *x, *dz;
     HN(bwd_stage)(job, b, u, len, xoff, yoff, &x, &dz);
-    if (job->phase == GN_GRAD_SUMS)
-        HN(bwd_sums)(job, b, u, x, dz);
-    else
+    if (job->phase == GN_DX) {
         HN(bwd_dx)(job, b, u, len, xoff, x, dz);
+        return;
+    }
+    HN(bwd_sums)(job, b, u, x, dz);
+    if (!q->fused || !job->a->p[CLNORM_ARG_DX])
+        return;
+    /* every group of the unit is whole in it: its means, then dx, from what is staged */
+    for (size_t g = q->nhwc ? 0 : u->g; g < (q->nhwc ? q->G : u->g + 1); g++)
+        HN(group_means)(job, u->n, g);
+    HN(bwd_dx)(job, b, u, len, xoff, x, dz);
 }
 
 /* Chunk c of the job's phase: its units, with the scratch of thread `worker`. */
@@ -568,11 +595,12 @@ static void HN(merge_stats)(const HN(job) *job, int store)
         }
 }
 
-/* The backward's group sums (mg, mgx) and parameter gradients from the channel tables, in
- * table order (the calling thread): per sample, each channel's sums of dz and dz * xhat over
- * its position blocks (sz, sx); dgamma (tg) and dbeta (tb) add those up over the samples,
- * in double, rounded once when stored. */
-static void HN(reduce_grads)(const HN(job) *job, double *tg, double *tb, double *sz, double *sx)
+/* The backward's parameter gradients from the channel tables, in table order (the calling
+ * thread): per sample, each channel's sums of dz and dz * xhat over its position blocks (sz,
+ * sx); dgamma (tg) and dbeta (tb) add those up over the samples, in double, rounded once when
+ * stored. With `means`, also every group's mean(g) and mean(g * xhat) for the dx phase. */
+static void HN(reduce_grads)(const HN(job) *job, int means, double *tg, double *tb, double *sz,
+                             double *sx)
 {
     const gn_geom *q = &job->q;
     const size_t C = q->C;
@@ -589,15 +617,8 @@ static void HN(reduce_grads)(const HN(job) *job, double *tg, double *tb, double 
                 sx[c] += (double)tx[c];
             }
         }
-        for (size_t g = 0; g < q->G; g++) {
-            double sg = 0, sgx = 0;
-            for (size_t c = g * q->cpg; c < (g + 1) * q->cpg; c++) {
-                sg += (double)job->gam[c] * sz[c];
-                sgx += (double)job->gam[c] * sx[c];
-            }
-            job->mg[n * q->G + g] = (HA)(sg / (double)q->L);
-            job->mgx[n * q->G + g] = (HA)(sgx / (double)q->L);
-        }
+        for (size_t g = 0; means && g < q->G; g++)
+            HN(group_means)(job, n, g);
         for (size_t c = 0; c < C; c++) {
             tg[c] += sx[c];
             tb[c] += sz[c];
@@ -682,10 +703,11 @@ static clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir,
         }
     }
     if (!fwd && (grads || dx)) {
+        /* a fused geometry's units finish their dx in the sums phase */
         job.phase = GN_GRAD_SUMS;
         clnorm_pool_run(pool, q->nchunks, HN(chunk), &job);
-        HN(reduce_grads)(&job, tg, tb, tb + C, tb + 2 * C);
-        if (dx) {
+        HN(reduce_grads)(&job, dx && !q->fused, tg, tb, tb + C, tb + 2 * C);
+        if (dx && !q->fused) {
             job.phase = GN_DX;
             clnorm_pool_run(pool, q->nchunks, HN(chunk), &job);
         }
