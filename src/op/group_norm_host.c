@@ -23,7 +23,8 @@
  *   apply: y = ((x * sc - K) - m) * r * gamma_c + beta_c, then the SiLU.
  *   backward: per unit and channel, the sums of dz and dz * xhat (dz = dy through the SiLU);
  *     per sample and group, mean(g) and mean(g * xhat) with g = dz * gamma_c, and dgamma and
- *     dbeta summed in double in (sample, block) order; then dx per unit.
+ *     dbeta summed in double in (sample, block) order; then dx per unit (a fused unit, which
+ *     holds its groups whole, computes their means and its dx in the sums pass).
  */
 #include "../dtype.h"
 #include "../half_bits.h"
