@@ -29,6 +29,9 @@ static clnorm_ctx *g_ctx;
 
 static const clnorm_direction dirs[2] = {CLNORM_FORWARD, CLNORM_BACKWARD};
 
+/* Every optional slot but the statistics: a backward that recomputes them. */
+#define NO_STATS (~(TU_SLOT(CLNORM_ARG_MEAN) | TU_SLOT(CLNORM_ARG_RSTD)))
+
 /* The policy applies to CPU devices only; elsewhere the suite has nothing to check. */
 static void require_cpu(void)
 {
@@ -385,7 +388,6 @@ static void test_threads(void **state)
                 }
     }
     /* GroupNorm: the shapes of several units, saved statistics and recomputed ones */
-    const unsigned no_stats = ~(TU_SLOT(CLNORM_ARG_MEAN) | TU_SLOT(CLNORM_ARG_RSTD));
     for (size_t t = 0; t < TU_COUNT(types); t++)
         for (size_t f = 0; f < TU_COUNT(group_flag_sets); f++)
             for (size_t s = 0; s < TU_COUNT(group_shapes); s++) {
@@ -394,7 +396,7 @@ static void test_threads(void **state)
                     continue;
                 same_bits_across(ctx, widths, TU_COUNT(widths), &d,
                                  850000 + 1000 * t + 100 * f + 2 * s,
-                                 f % 2 ? no_stats : TU_ALL_OPTIONAL, &runs, &failed);
+                                 f % 2 ? NO_STATS : TU_ALL_OPTIONAL, &runs, &failed);
             }
     unsetenv("CLNORM_HOST_BYTES");
     unsetenv("CLNORM_HOST_BACKWARD_BYTES");
@@ -414,7 +416,6 @@ static void test_group_sweep(void **state)
     (void)state;
     require_cpu();
     setenv("CLNORM_HOST_BACKWARD_BYTES", "16777216", 1); /* the backward of every shape too */
-    const unsigned no_stats = ~(TU_SLOT(CLNORM_ARG_MEAN) | TU_SLOT(CLNORM_ARG_RSTD));
     size_t failed = 0, runs = 0;
     for (size_t t = 0; t < TU_COUNT(dtypes); t++)
         for (size_t f = 0; f < TU_COUNT(group_flag_sets); f++)
@@ -431,7 +432,7 @@ static void test_group_sweep(void **state)
                              d.groups, d.spatial);
                 for (int k = 0; k < 3; k++) { /* forward, backward saved, backward recomputed */
                     tu_problem p;
-                    tu_problem_make(&p, &d, dirs[k > 0], k == 2 ? no_stats : TU_ALL_OPTIONAL,
+                    tu_problem_make(&p, &d, dirs[k > 0], k == 2 ? NO_STATS : TU_ALL_OPTIONAL,
                                     870000 + 1000 * t + 100 * f + 3 * s + (uint64_t)k, NULL);
                     const tu_launch l = tu_launch_offsets();
                     failed += tu_problem_try_host(g_ctx, &p, plan, &l, 0) != 0;
@@ -478,9 +479,7 @@ static void test_group_overflow(void **state)
         assert_int_equal(clnorm_plan_uses_host_loop(plan, CLNORM_FORWARD), 1);
         for (int k = 0; k < 2; k++) {
             tu_problem p;
-            tu_problem_make(&p, &d, dirs[k], k ? ~(TU_SLOT(CLNORM_ARG_MEAN) |
-                                                    TU_SLOT(CLNORM_ARG_RSTD))
-                                                 : TU_ALL_OPTIONAL,
+            tu_problem_make(&p, &d, dirs[k], k ? NO_STATS : TU_ALL_OPTIONAL,
                             880000 + 10 * s + (uint64_t)k, &big);
             const tu_launch l = tu_launch_offsets();
             tu_problem_run_host(g_ctx, &p, plan, &l, 0, NULL);

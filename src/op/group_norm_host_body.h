@@ -12,8 +12,7 @@ typedef struct {
     const clnorm_host_ptrs *a;
     gn_geom q;
     int phase;       /* GN_MOMENTS, GN_APPLY, GN_GRAD_SUMS or GN_DX: what a chunk runs */
-    int apply;       /* GN_MOMENTS of a fused geometry also applies (a forward) */
-    int write_stats; /* a fused GN_MOMENTS stores mean and rstd (a forward) */
+    int fwd;         /* a forward: a fused GN_MOMENTS also stores mean and rstd and applies */
     int silu;
     HA eps;
     HA *gam, *bet;           /* C each: gamma and beta (1 and 0 when absent) */
@@ -86,18 +85,19 @@ static void HN(group_slow)(const HN(job) *job, size_t n, size_t g, size_t gi)
 }
 
 /* Group gi's statistics from its deviations' mean and variance (shift K, scale 1); redone
- * scaled when the variance overflowed. */
-static HINLINE void HN(set_stats)(const HN(job) *job, size_t n, size_t g, size_t gi, HA K,
-                                  double mean, double var)
+ * scaled when the variance overflowed, and then 1 is returned. */
+static HINLINE int HN(set_stats)(const HN(job) *job, size_t n, size_t g, size_t gi, HA K,
+                                 double mean, double var)
 {
     if (!isfinite(var) || !isfinite(mean)) {
         HN(group_slow)(job, n, g, gi);
-        return;
+        return 1;
     }
     job->K[gi] = K;
     job->m[gi] = (HA)mean;
     job->r[gi] = (HA)(1.0 / sqrt(var + (double)job->eps));
     job->sc[gi] = 1;
+    return 0;
 }
 
 /* The forward's mean and rstd outputs of group gi, when asked for. */
@@ -167,17 +167,12 @@ static HINLINE void HN(nchw_moments)(const HN(job) *job, HN(bufs) *b, const gn_u
         return;
     }
     /* the whole group: its statistics, and the forward's y from the deviations at hand */
-    const double var = (double)(M2 / (HA)len);
-    if (!isfinite(var) || !isfinite(S)) {
-        HN(group_slow)(job, u->n, u->g, gi);
-        dev = HN(nchw_dev)(job, b, u, job->K[gi], job->sc[gi], len);
-    } else {
-        HN(set_stats)(job, u->n, u->g, gi, K, (double)(S / (HA)len), var);
-    }
-    if (job->write_stats)
+    if (HN(set_stats)(job, u->n, u->g, gi, K, (double)(S / (HA)len), (double)(M2 / (HA)len)))
+        dev = HN(nchw_dev)(job, b, u, job->K[gi], job->sc[gi], len); /* redone scaled */
+    if (job->fwd) {
         HN(store_stats)(job, gi);
-    if (job->apply)
         HN(nchw_apply_run)(job, b, u, dev);
+    }
 }
 
 static HINLINE void HN(nchw_apply)(const HN(job) *job, HN(bufs) *b, const gn_unit *u)
@@ -385,10 +380,10 @@ static HINLINE void HN(nhwc_moments)(const HN(job) *job, HN(bufs) *b, const gn_u
          * entry), then y below */
         const size_t gi = u->n * q->G + g;
         HN(set_stats)(job, u->n, g, gi, b->kc[g * q->cpg], mean, M2 / cnt);
-        if (job->write_stats)
+        if (job->fwd)
             HN(store_stats)(job, gi);
     }
-    if (q->fused && job->apply)
+    if (q->fused && job->fwd)
         HN(nhwc_apply)(job, b, u);
 }
 
@@ -691,8 +686,7 @@ static clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir,
         }
     } else {
         job.phase = GN_MOMENTS;
-        job.apply = fwd;
-        job.write_stats = fwd;
+        job.fwd = fwd;
         clnorm_pool_run(pool, q->nchunks, HN(chunk), &job);
         if (separate) {
             HN(merge_stats)(&job, fwd);
