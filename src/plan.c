@@ -194,13 +194,15 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
         (ctx->profile.type & CL_DEVICE_TYPE_CPU)) {
         st = clnorm_host_threads_check(ctx);
         if (st == CLNORM_OK)
-            st = clnorm_fits_env(ctx, &d, "CLNORM_HOST_BYTES", CLNORM_HOST_DEFAULT_BYTES,
+            st = clnorm_fits_env(ctx, &d, "CLNORM_HOST_BYTES",
+                                 op->host_bytes ? op->host_bytes(&d, CLNORM_FORWARD)
+                                                : CLNORM_HOST_DEFAULT_BYTES,
                                  &plan->host_ok[CLNORM_FORWARD]);
         /* The backward's own threshold, within the forward's (0 there turns both off). */
         if (st == CLNORM_OK)
             st = clnorm_fits_env(ctx, &d, "CLNORM_HOST_BACKWARD_BYTES",
-                                 op->host_backward_bytes ? op->host_backward_bytes
-                                                         : CLNORM_HOST_BACKWARD_DEFAULT_BYTES,
+                                 op->host_bytes ? op->host_bytes(&d, CLNORM_BACKWARD)
+                                                : CLNORM_HOST_BACKWARD_DEFAULT_BYTES,
                                  &plan->host_ok[CLNORM_BACKWARD]);
         plan->host_ok[CLNORM_BACKWARD] &= plan->host_ok[CLNORM_FORWARD];
     }

@@ -16,8 +16,11 @@
  * their variants with CLNORM_HOST_BYTES=0 keep the device path of the host layer covered.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
+#include "op/host_simd.h" /* clnorm_host_expf, checked directly below */
 #include "test_util.h"
 #include "tu_problem.h"
+
+#include <math.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,6 +129,35 @@ static void test_policy(void **state)
         assert_int_equal(uses_loop(&mid1, CLNORM_STRATEGY_AUTO), op == CLNORM_GROUP ? 3 : 1);
     }
     assert_true(with_loop >= 5); /* LayerNorm, RMSNorm, their fused residual adds, GroupNorm */
+    /* GroupNorm with its fused SiLU has its own defaults: forward 4 MiB in NCHW and 2 MiB in
+     * NHWC, backward 512 KiB in NHWC (NCHW: the forward's). Samples of 1 MiB (C = 256 by
+     * 1024 positions, float32): exactly at a threshold is in, one sample more is out. */
+    static const struct {
+        clnorm_layout layout;
+        size_t n;
+        int uses;
+    } silu_cases[] = {
+        {CLNORM_NCHW, 4, 3}, {CLNORM_NCHW, 5, 0}, {CLNORM_NHWC, 2, 1},
+        {CLNORM_NHWC, 3, 0}, {CLNORM_NCHW, 1, 3}, {CLNORM_NHWC, 1, 1},
+    };
+    for (size_t i = 0; i < TU_COUNT(silu_cases); i++) {
+        clnorm_desc g;
+        clnorm_desc_init(&g, CLNORM_GROUP, silu_cases[i].n, 256);
+        g.groups = 32;
+        g.spatial = 1024;
+        g.layout = silu_cases[i].layout;
+        g.flags = CLNORM_SILU | CLNORM_SAVE_STATS | CLNORM_WITH_BACKWARD;
+        assert_int_equal(uses_loop(&g, CLNORM_STRATEGY_AUTO), silu_cases[i].uses);
+        if (g.layout == CLNORM_NHWC) { /* the backward: 512 KiB in, one position more out */
+            g.rows = 1;
+            g.spatial = 512;
+            assert_int_equal(uses_loop(&g, CLNORM_STRATEGY_AUTO), 3);
+            g.spatial = 513;
+            assert_int_equal(uses_loop(&g, CLNORM_STRATEGY_AUTO), 1);
+        }
+        g.flags &= ~(unsigned)CLNORM_SILU; /* without SiLU: 16 MiB both ways */
+        assert_int_equal(uses_loop(&g, CLNORM_STRATEGY_AUTO), 3);
+    }
 }
 
 /* The problems of the sweep: rows, cols, stride of every row tensor (0: dense), samples. */
@@ -526,6 +558,35 @@ static void test_large_forward(void **state)
     assert_true(runs >= 8);
 }
 
+/* The exponential of GroupNorm's SiLU (host_simd.h): within 1.5 float32 ulps of e^x (as a
+ * double) over [-87, 88], every 397th float (more than five million); clamped past
+ * both ends (e^x stays a normal float, 0 < e^-100 < 1e-37, e^100 > 1e38); NaN stays NaN. */
+static void test_silu_exp(void **state)
+{
+    (void)state;
+    double worst = 0;
+    size_t n = 0;
+    for (float x = -87.0f; x <= 88.0f; n++) {
+        const double want = exp((double)x), got = clnorm_host_expf(x);
+        const double ulp = ldexp(1.0, ilogb(want) - 23);
+        const double err = fabs(got - want) / ulp;
+        if (err > worst)
+            worst = err;
+        if (!(err <= 1.5))
+            fail_msg("clnorm_host_expf(%.9g) = %.9g, e^x = %.9g: %.2f ulps", (double)x, got, want,
+                     err);
+        for (int k = 0; k < 397; k++) /* every 397th float */
+            x = nextafterf(x, 100.0f);
+    }
+    print_message("clnorm_host_expf: %zu points, worst %.3f ulps\n", n, worst);
+    assert_true(n > 1000000);
+    assert_true(clnorm_host_expf(-100.0f) > 0.0f && clnorm_host_expf(-100.0f) < 1e-37f);
+    assert_true(clnorm_host_expf(-INFINITY) > 0.0f);
+    assert_true(clnorm_host_expf(100.0f) > 1e38f && isfinite(clnorm_host_expf(INFINITY)));
+    assert_true(isnan(clnorm_host_expf(NAN)));
+    assert_true(clnorm_host_expf(0.0f) == 1.0f && clnorm_host_expf(-0.0f) == 1.0f);
+}
+
 /* A bad CLNORM_HOST_THREADS or CLNORM_HOST_SPIN_US: the context is made, and its plans are
  * refused with a message naming the variable. */
 static void test_thread_env_errors(void **state)
@@ -579,6 +640,7 @@ int main(void)
         cmocka_unit_test(test_group_overflow),
         cmocka_unit_test(test_large_forward),
         cmocka_unit_test(test_thread_env_errors),
+        cmocka_unit_test(test_silu_exp),
     };
     return cmocka_run_group_tests_name("host loop", tests, group_setup, group_teardown);
 }

@@ -382,6 +382,24 @@ static const clnorm_chain *chain(const clnorm_desc *d, clnorm_strategy s, clnorm
     }
 }
 
+/* The host loop's default thresholds (bench/RESULTS.md, "GroupNorm's host loop" and "SiLU in
+ * GroupNorm's host loop"). Without SiLU the loop beat the kernels at every size measured up
+ * to 10 MiB, both directions (the backward chain launches three to five kernels): 16 MiB.
+ * With it, each element also takes an exponential and a division, which the kernels
+ * vectorize as the loop does, so the loop's lead ends sooner: forward between 2.6 and 5.2 MB
+ * in NCHW (4 MiB) and at 2.6 MB in NHWC (2 MiB); the NHWC backward between 0.33 and 1.3 MB
+ * (512 KiB); the NCHW backward's chain was 3-8x slower than the loop at every size (16 MiB,
+ * within the forward's 4 MiB). */
+static size_t host_bytes(const clnorm_desc *d, clnorm_direction dir)
+{
+    if (!(d->flags & CLNORM_SILU))
+        return (size_t)16 << 20;
+    const int nhwc = d->layout == CLNORM_NHWC;
+    if (dir == CLNORM_FORWARD)
+        return nhwc ? (size_t)2 << 20 : (size_t)4 << 20;
+    return nhwc ? (size_t)512 << 10 : (size_t)16 << 20;
+}
+
 const clnorm_op clnorm_op_group_norm = {
     .kind = CLNORM_GROUP,
     .name = "group_norm",
@@ -406,6 +424,5 @@ const clnorm_op clnorm_op_group_norm = {
     .scratch_bytes = scratch_bytes,
     .ref = clnorm_group_norm_ref,
     .host = clnorm_group_norm_host,
-    /* its backward chain launches three to five kernels: the loop wins up to 16 MiB */
-    .host_backward_bytes = (size_t)16 << 20,
+    .host_bytes = host_bytes,
 };

@@ -159,7 +159,7 @@ static void gn_entry_set(double *ent, size_t e, double cnt, double mean, double 
 #define HA float
 #define HF16C HAVE_F16C_PATH
 #define HNATIVE CLNORM_F32
-#define HEXP expf
+#define HEXP clnorm_host_expf
 #define HN(n) gn_##n##_f
 #include "group_norm_host_body.h"
 #undef HA

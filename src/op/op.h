@@ -150,9 +150,11 @@ typedef struct clnorm_op {
      * op has none (its host calls always launch). Arguments already validated. */
     clnorm_status (*host)(const struct clnorm_op *op, const clnorm_desc *d,
                           clnorm_direction dir, const clnorm_host_ptrs *a, clnorm_ctx *ctx);
-    /* The default of CLNORM_HOST_BACKWARD_BYTES for the op (0: CLNORM_HOST_BACKWARD_DEFAULT_BYTES):
-     * where its loop's backward stops beating its kernels' chain, measured (bench/RESULTS.md). */
-    size_t host_backward_bytes;
+    /* The defaults of CLNORM_HOST_BYTES (forward) and CLNORM_HOST_BACKWARD_BYTES (backward)
+     * for a description: where its loop stops beating its kernels, measured
+     * (bench/RESULTS.md). NULL: CLNORM_HOST_DEFAULT_BYTES and
+     * CLNORM_HOST_BACKWARD_DEFAULT_BYTES. */
+    size_t (*host_bytes)(const clnorm_desc *d, clnorm_direction dir);
 } clnorm_op;
 
 /* ---- what slot layouts and scratch sizes share (op_util.c) ---- */
