@@ -1,27 +1,27 @@
 /*
- * test_host_loop.c - the host loop (src/op/row_norm_host*.{c,h}): small host-pointer calls on
- * CPU devices run the operation as C loops in the calling thread (README, "Small problems on
- * CPU devices").
+ * test_host_loop.c - the host loop (src/op/row_norm_host*.{c,h}, group_norm_host*): small
+ * host-pointer calls on CPU devices run the operation as C loops in the calling thread and
+ * the context's workers (README, "Small problems on CPU devices").
  *   - the policy: which plans use it in which direction (every op of the registry that has
  *     one, strategy auto, a CPU device, x of at most CLNORM_HOST_BYTES, and for the backward
  *     of at most CLNORM_HOST_BACKWARD_BYTES too), and which do not (a forced strategy,
- *     CLNORM_STRATEGY, a larger x, CLNORM_HOST_BYTES=0, an op without a loop); bad values of
- *     either variable are refused at plan creation;
+ *     CLNORM_STRATEGY, a larger x, CLNORM_HOST_BYTES=0, an op without a loop), GroupNorm
+ *     with SiLU's own defaults; bad values of either variable are refused at plan creation;
  *   - its answers against the reference, for every op with a loop in both directions: every
  *     dtype, the optional slots, no affine, modulation, precomputed statistics, float32
  *     residuals, strides, several blocks and a tail, an empty batch, in place, and rows whose
- *     squares overflow float32 (redone scaled, as the kernels do).
+ *     squares overflow float32 (redone scaled, as the kernels do); GroupNorm's likewise;
+ *   - the same bits with 1, 2, 3 and 6 threads; the SiLU's exponential against e^x.
  * Every check asserts that the loop really ran (clnorm_plan_uses_host_loop): the other suites
  * run it too wherever they call the host layer with clnorm's choice on small problems, and
  * their variants with CLNORM_HOST_BYTES=0 keep the device path of the host layer covered.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
-#include "op/host_simd.h" /* clnorm_host_expf, checked directly below */
+#include "op/host_simd.h" /* clnorm_host_expf, checked directly (test_silu_exp) */
 #include "test_util.h"
 #include "tu_problem.h"
 
 #include <math.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
