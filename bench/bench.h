@@ -79,6 +79,8 @@ typedef struct {
     clnorm_direction dir;
     unsigned mod_flags;   /* CLNORM_SCALE | CLNORM_SHIFT for a modulated op ("layer-mod",
                              its form BENCH_FORM_SAMPLES), else 0: desc.flags of its cases */
+    unsigned act_flags;   /* CLNORM_SILU for the fused-SiLU variant of an op whose descriptor
+                             takes it ("group-silu"), else 0: desc.flags of its cases too */
     int has_mean;         /* LayerNorm statistics (clnorm_op_info.has_mean) */
     unsigned given;       /* BENCH_SLOT of every slot the bench passes: each one the op takes,
                              required or optional, except DSUM, for which it has no data */
@@ -105,7 +107,8 @@ size_t bench_op_count(void);
 const bench_op_info *bench_op_get(bench_op op); /* NULL past the end */
 const char *bench_op_name(bench_op op);          /* "?" past the end */
 int bench_op_parse(const char *name, bench_op *op); /* 0, or -1 for an unknown name */
-/* The op of kind in dir with that modulation (0: the plain op). 0 or -1. */
+/* The op of kind in dir with that modulation (0: the plain op), without a fused activation.
+ * 0 or -1. */
 int bench_op_find(clnorm_kind kind, clnorm_direction dir, unsigned mod_flags, bench_op *op);
 int bench_op_is_backward(bench_op op);
 /* "layer, rms, ..., backward, ..." into buf: every name --op takes. */

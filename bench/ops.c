@@ -5,9 +5,12 @@
  * spatial positions in groups) from whether clnorm_desc_check takes groups for the kind.
  * An operation whose forward takes CLNORM_ARG_SCALE (per-sample modulation, DiT's adaLN) is
  * also benchmarked modulated, scale and shift both given: "layer-mod", "layer-mod-backward",
- * in the samples form (B samples of T rows). Each form has its table of shapes (the standard
- * ones and the --quick ones) and an op takes its form's. A new operation in the library shows
- * up here with no code; only a name kept for compatibility needs a line in `renamed`. */
+ * in the samples form (B samples of T rows). An operation whose descriptor takes CLNORM_SILU
+ * (GroupNorm's fused SiLU, as diffusion UNets' resnet blocks use it) is also benchmarked with
+ * it: "group-silu", "group-silu-backward", on the plain op's shapes. Each form has its table
+ * of shapes (the standard ones and the --quick ones) and an op takes its form's. A new
+ * operation in the library shows up here with no code; only a name kept for compatibility
+ * needs a line in `renamed`. */
 #include "bench.h"
 
 #include <string.h>
@@ -174,6 +177,7 @@ static int probe(bench_op_info *o)
     enum { PROBE_ROWS = 4 };
     clnorm_desc d;
     clnorm_desc_init(&d, o->kind, PROBE_ROWS, 3);
+    d.flags |= o->act_flags; /* a kind without the activation refuses it: no such op */
     if (o->dir == CLNORM_BACKWARD)
         d.flags |= CLNORM_WITH_BACKWARD;
     if (o->mod_flags) {
@@ -221,9 +225,10 @@ static void find_unfused(bench_op_info *o, const clnorm_op_info *info)
     }
 }
 
-/* Appends kind in dir, plain (mod_flags 0) or modulated, when the library runs it. */
+/* Appends kind in dir, plain (mod_flags and act_flags 0), modulated or with the fused
+ * activation, when the library runs it. */
 static void add_op(clnorm_kind kind, const clnorm_op_info *info, clnorm_direction dir,
-                   unsigned mod_flags)
+                   unsigned mod_flags, unsigned act_flags)
 {
     if (n_table == BENCH_MAX_OPS)
         return;
@@ -232,13 +237,14 @@ static void add_op(clnorm_kind kind, const clnorm_op_info *info, clnorm_directio
     o->kind = kind;
     o->dir = dir;
     o->mod_flags = mod_flags;
+    o->act_flags = act_flags;
     o->has_mean = info->has_mean;
     if (!probe(o))
         return;
     char base[24];
     short_name(info->name, base, sizeof base);
-    snprintf(o->name, sizeof o->name, "%s%s%s", base, mod_flags ? "-mod" : "",
-             dir == CLNORM_BACKWARD ? "-backward" : "");
+    snprintf(o->name, sizeof o->name, "%s%s%s%s", base, mod_flags ? "-mod" : "",
+             act_flags ? "-silu" : "", dir == CLNORM_BACKWARD ? "-backward" : "");
     for (size_t i = 0; i < sizeof renamed / sizeof renamed[0]; i++)
         if (strcmp(o->name, renamed[i].derived) == 0) {
             /* memcpy: GCC reads a snprintf between two fields of table[] as an overlap */
@@ -246,13 +252,15 @@ static void add_op(clnorm_kind kind, const clnorm_op_info *info, clnorm_directio
             memcpy(o->alias, o->name, sizeof o->alias);
             snprintf(o->name, sizeof o->name, "%s", renamed[i].name);
         }
-    if (!mod_flags) /* the unfused pairs of a residual op (a modulated one has its own) */
+    /* the unfused pairs of a plain residual op (a modulated one has its own) */
+    if (!mod_flags && !act_flags)
         find_unfused(o, info);
     set_shapes(o);
     n_table++;
 }
 
-/* Per direction: the plain ops, then the modulated ones, in the library's order. */
+/* Per direction: the plain ops, then the modulated ones, then those with the fused SiLU
+ * (where the descriptor takes it: probe), in the library's order. */
 static void build(void)
 {
     if (built)
@@ -260,16 +268,17 @@ static void build(void)
     built = 1;
     const clnorm_direction dirs[2] = {CLNORM_FORWARD, CLNORM_BACKWARD};
     for (int di = 0; di < 2; di++)
-        for (int mod = 0; mod < 2; mod++)
+        for (int variant = 0; variant < 3; variant++)
             for (size_t k = 0; k < clnorm_op_count(); k++) {
                 clnorm_op_info info;
                 if (clnorm_op_query((clnorm_kind)k, &info) != CLNORM_OK)
                     continue;
                 if (dirs[di] == CLNORM_BACKWARD && info.backward_slots == 0)
                     continue;
-                if (mod && !(info.forward_slots & BENCH_SLOT(CLNORM_ARG_SCALE)))
+                if (variant == 1 && !(info.forward_slots & BENCH_SLOT(CLNORM_ARG_SCALE)))
                     continue;
-                add_op((clnorm_kind)k, &info, dirs[di], mod ? MOD_FLAGS : 0u);
+                add_op((clnorm_kind)k, &info, dirs[di], variant == 1 ? MOD_FLAGS : 0u,
+                       variant == 2 ? CLNORM_SILU : 0u);
             }
 }
 
@@ -307,7 +316,8 @@ int bench_op_find(clnorm_kind kind, clnorm_direction dir, unsigned mod_flags, be
 {
     build();
     for (size_t i = 0; i < n_table; i++)
-        if (table[i].kind == kind && table[i].dir == dir && table[i].mod_flags == mod_flags) {
+        if (table[i].kind == kind && table[i].dir == dir && table[i].mod_flags == mod_flags &&
+            table[i].act_flags == 0) {
             *op = (bench_op)i;
             return 0;
         }

@@ -84,6 +84,81 @@ inline A gn_dx(gn_chan ch, __global const A *cf, A v, A dyv)
     return (ch.r * ch.sc) * ((g - cf[0]) - xh * cf[1]);
 }
 
+/* ---- CPU devices (one-item work-groups): the NCHW loops in vectors along a channel's
+ * contiguous positions. The work-group loops of the kernels below (GPUs) run one element per
+ * item per step; with one item, the compiler kept them scalar (a reduction in fma order, an
+ * exp per element through the SiLU), and with the SiLU they took 3-8x the host loop's time.
+ * Same arithmetic as gn_xhat, gn_dz and gn_dx, lane by lane; the sums add VW interleaved
+ * partial sums, then the lanes (bench/RESULTS.md, "The NCHW backward on CPU devices, in
+ * vectors"). */
+inline AV gn_xhat_cv(gn_chan ch, AV v) { return ((v * ch.sc - ch.K) - ch.m) * ch.r; }
+
+inline AV gn_dz_cv(gn_chan ch, AV dyv, AV xh, const int silu)
+{
+    if (!silu)
+        return dyv;
+    const AV z = fma(xh, (AV)(ch.gam), (AV)(ch.bet));
+    const AV s = (AV)(1) / ((AV)(1) + exp(-z));
+    return dyv * s * fma(z, (AV)(1) - s, (AV)(1));
+}
+
+/* (sum of dz * xhat, sum of dz) over positions [0, hw) of one channel row. */
+inline A2 gn_chan_sums_cv(gn_chan ch, __global const T *xc, __global const T *dc, ulong hw,
+                          const int silu)
+{
+    const ulong pv = hw / VW * VW;
+    AV v1 = (AV)(0), v2 = (AV)(0);
+    for (ulong p = 0; p < pv; p += VW) {
+        const AV xh = gn_xhat_cv(ch, LOADV(xc + p));
+        const AV dz = gn_dz_cv(ch, LOADV(dc + p), xh, silu);
+        v1 = fma(dz, xh, v1);
+        v2 += dz;
+    }
+    A s1 = HSUM(v1), s2 = HSUM(v2);
+    for (ulong p = pv; p < hw; p++) {
+        const A xh = gn_xhat(ch, LOAD1(xc + p));
+        const A dz = gn_dz(ch, LOAD1(dc + p), xh);
+        s1 = fma(dz, xh, s1);
+        s2 += dz;
+    }
+    return (A2)(s1, s2);
+}
+
+/* The channel rows (n, c) of this work-group: on CPU devices (L == 1) a contiguous block of
+ * them, which one core then streams through in memory order (with 16x16 positions, rows of
+ * 1 KiB, every 128th row as the GPUs stride made the sums and dx passes read at 4-8 GB/s);
+ * on GPUs every num_groups-th. */
+inline void gn_chan_rows(ulong rows, uint L, ulong *b, ulong *e, ulong *step)
+{
+    const ulong g = get_group_id(0), ng = get_num_groups(0);
+    if (L == 1) {
+        const ulong per = (rows + ng - 1) / ng;
+        *b = min(rows, g * per);
+        *e = min(rows, *b + per);
+        *step = 1;
+    } else {
+        *b = g;
+        *e = rows;
+        *step = ng;
+    }
+}
+
+/* dx of positions [0, hw) of one channel row, given its group's coefficients in cf. */
+inline void gn_chan_dx_cv(gn_chan ch, __global const A *cf, __global const T *xc,
+                          __global const T *dc, __global T *oc, ulong hw, const int silu)
+{
+#pragma OPENCL FP_CONTRACT OFF
+    const ulong pv = hw / VW * VW;
+    const A rs = ch.r * ch.sc, c0 = cf[0], c1 = cf[1];
+    for (ulong p = 0; p < pv; p += VW) {
+        const AV xh = gn_xhat_cv(ch, LOADV(xc + p));
+        const AV g = gn_dz_cv(ch, LOADV(dc + p), xh, silu) * ch.gam; /* as gn_dx */
+        STOREV((AV)(rs) * ((g - c0) - xh * c1), oc + p);
+    }
+    for (ulong p = pv; p < hw; p++)
+        STORE1(gn_dx(ch, cf, LOAD1(xc + p), LOAD1(dc + p)), oc + p);
+}
+
 /* ---- CPU devices (one-item work-groups): the NHWC loops in vectors along the channels ----
  * A vector of a position's contiguous channels may span two groups, so each (n, tile) item
  * first lays out every channel's statistics and parameters as rows of C values (tables,
@@ -190,11 +265,20 @@ __kernel void gn_nchw_bwd_sums(GN_BWD_IN_PARAMS GN_PARAMS, __global const A *sta
 {
     const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg, N = rows / G;
     const uint lid = get_local_id(0), L = get_local_size(0);
-    for (ulong nc = get_group_id(0); nc < N * C; nc += get_num_groups(0)) {
+    ulong nc0, nc1, step;
+    gn_chan_rows(N * C, L, &nc0, &nc1, &step);
+    for (ulong nc = nc0; nc < nc1; nc += step) {
         const ulong n = nc / C, c = nc % C;
         const gn_chan ch = GN_CHAN(n, c);
         __global const T *xc = x + x_off + n * x_stride + c * hw;
         __global const T *dc = dy + dy_off + n * dy_stride + c * hw;
+        if (L == 1) {
+            const A2 s = ch.silu ? gn_chan_sums_cv(ch, xc, dc, hw, 1)
+                                 : gn_chan_sums_cv(ch, xc, dc, hw, 0);
+            sums[n * 2 * C + c] = s.s0;
+            sums[n * 2 * C + C + c] = s.s1;
+            continue;
+        }
         A s1 = 0, s2 = 0;
         for (ulong p = lid; p < hw; p += L) {
             const A xh = gn_xhat(ch, LOAD1(xc + p));
@@ -351,13 +435,22 @@ __kernel void gn_nchw_bwd_dx(GN_BWD_PARAMS GN_PARAMS, __global const A *stats,
 {
     const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg, N = rows / G;
     const uint lid = get_local_id(0), L = get_local_size(0);
-    for (ulong nc = get_group_id(0); nc < N * C; nc += get_num_groups(0)) {
+    ulong nc0, nc1, step;
+    gn_chan_rows(N * C, L, &nc0, &nc1, &step);
+    for (ulong nc = nc0; nc < nc1; nc += step) {
         const ulong n = nc / C, c = nc % C;
         const gn_chan ch = GN_CHAN(n, c);
         __global const A *cf = coef + (n * G + c / cpg) * 2;
         __global const T *xc = x + x_off + n * x_stride + c * hw;
         __global const T *dc = dy + dy_off + n * dy_stride + c * hw;
         __global T *oc = dx + dx_off + n * dx_stride + c * hw;
+        if (L == 1) {
+            if (ch.silu)
+                gn_chan_dx_cv(ch, cf, xc, dc, oc, hw, 1);
+            else
+                gn_chan_dx_cv(ch, cf, xc, dc, oc, hw, 0);
+            continue;
+        }
         for (ulong p = lid; p < hw; p += L)
             STORE1(gn_dx(ch, cf, LOAD1(xc + p), LOAD1(dc + p)), oc + p);
     }

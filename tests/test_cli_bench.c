@@ -1,7 +1,8 @@
 /*
  * test_cli_bench.c - `clnorm bench`: the real clnorm-bench of this build when there is one
  * (found from the build tree), with one small case of the modulated LayerNorm (its ops, its
- * BxTxC shape, its CSV column and its unfused pair), and, with a copy of the clnorm binary in
+ * BxTxC shape, its CSV column and its unfused pair) and one of GroupNorm with its fused SiLU
+ * (both layouts), and, with a copy of the clnorm binary in
  * a directory of its own, the lookup order (beside the binary, then PATH), the arguments
  * passed through, and the one-line error when clnorm-bench is nowhere.
  */
@@ -128,6 +129,42 @@ static void test_bench_modulation(void **state)
     rm(csv, NULL);
 }
 
+/* GroupNorm with its fused SiLU (group-silu, group-silu-backward) on 2x8x3x5 in 4 groups, both
+ * layouts: every clnorm result, the device path's and the host loop's, within the tolerance
+ * of the reference with the SiLU (exit 0), and the GroupNorm columns of the CSV. Two reps, a
+ * small rotation, no timing asserted. */
+static void test_bench_group_silu(void **state)
+{
+    (void)state;
+    if (g_bench == NULL || !file_exists(g_bench)) {
+        skip();
+        return;
+    }
+    const char *csv = P("bench_silu.csv");
+    expect_ok(cli("bench", "--op", "group-silu,group-silu-backward", "--shape", "2x8x3x5:4",
+                  "--reps", "2", "--warmup", "0", "--rotate-mib", "4", "--only",
+                  "clnorm_auto,clnorm_host,ref_cpu", "--csv", csv, NULL));
+    assert_non_null(strstr(g_out, "== group-silu f32"));
+    assert_non_null(strstr(g_out, "== group-silu-backward f32"));
+    assert_non_null(strstr(g_out, "\n2x8x3x5:4 nhwc "));
+    char *text = read_text(csv);
+    assert_non_null(text);
+    static const char *const rows[] = {
+        "group-silu,f32,2,8,ref_cpu,", "group-silu-backward,f32,2,8,ref_cpu,",
+        "group-silu,f32,2,8,clnorm_host,", "group-silu-backward,f32,2,8,clnorm_host,",
+        "group-silu,f32,2,8,clnorm_auto,", "group-silu-backward,f32,2,8,clnorm_auto,"};
+    const size_t n_rows = g_have_device ? 6 : 2;
+    for (size_t i = 0; i < n_rows; i++) {
+        char *line = line_starting(text, rows[i]);
+        if (line == NULL)
+            fail_msg("%s has no line starting %s", csv, rows[i]);
+        assert_true(ends_with(line, ",3x5,4,nchw,")); /* the first layout's line */
+        free(line);
+    }
+    free(text);
+    rm(csv, NULL);
+}
+
 static void test_bench_lookup(void **state)
 {
     const char *solo = P("solo"), *bin = P("solo/clnorm"), *fakedir = P("fakebin"),
@@ -176,6 +213,7 @@ int cli_bench_tests(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bench_real),
         cmocka_unit_test(test_bench_modulation),
+        cmocka_unit_test(test_bench_group_silu),
         cmocka_unit_test(test_bench_lookup),
     };
     return cmocka_run_group_tests_name("cli_bench", tests, NULL, NULL);

@@ -130,15 +130,15 @@ static void test_policy(void **state)
     }
     assert_true(with_loop >= 5); /* LayerNorm, RMSNorm, their fused residual adds, GroupNorm */
     /* GroupNorm with its fused SiLU has its own defaults: forward 4 MiB in NCHW and 2 MiB in
-     * NHWC, backward 512 KiB in NHWC (NCHW: the forward's). Samples of 1 MiB (C = 256 by
-     * 1024 positions, float32): exactly at a threshold is in, one sample more is out. */
+     * NHWC, backward 2 MiB in NCHW and 512 KiB in NHWC. Samples of 1 MiB (C = 256 by 1024
+     * positions, float32): exactly at a threshold is in, one sample more is out. */
     static const struct {
         clnorm_layout layout;
         size_t n;
         int uses;
     } silu_cases[] = {
-        {CLNORM_NCHW, 4, 3}, {CLNORM_NCHW, 5, 0}, {CLNORM_NHWC, 2, 1},
-        {CLNORM_NHWC, 3, 0}, {CLNORM_NCHW, 1, 3}, {CLNORM_NHWC, 1, 1},
+        {CLNORM_NCHW, 4, 1}, {CLNORM_NCHW, 5, 0}, {CLNORM_NHWC, 2, 1}, {CLNORM_NHWC, 3, 0},
+        {CLNORM_NCHW, 2, 3}, {CLNORM_NCHW, 3, 1}, {CLNORM_NHWC, 1, 1},
     };
     for (size_t i = 0; i < TU_COUNT(silu_cases); i++) {
         clnorm_desc g;

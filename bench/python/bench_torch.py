@@ -7,6 +7,8 @@ Both take and return torch CPU float32 tensors, in the same process, on the same
   add-layer  layer_norm(residual=, return_sum=True)   vs s = x + r; F.layer_norm(s)
   add-rms    rms_norm(residual=, return_sum=True)     vs s = x + r; the rms above
   group      clnorm.group_norm           vs F.group_norm, NCHW and channels_last (NHWC)
+  group-silu group_norm(silu=True)       vs F.silu(F.group_norm(...)), both layouts (a
+                                            diffusion UNet resnet block's pair)
 GB/s counts the bytes the op must move, as clnorm-bench does (x read and y written; the fused
 add also reads the residual and writes the sum; parameters). Each output is compared with
 torch's first (max abs difference in the CSV).
@@ -64,7 +66,7 @@ def row_case(op, rows, cols):
     raise ValueError(op)
 
 
-def group_case(shape, layout, groups=32):
+def group_case(shape, layout, groups=32, silu=False):
     n, c, h, w_ = shape
     g = torch.Generator().manual_seed(n * c + h)
     x = torch.randn(shape, generator=g)
@@ -72,8 +74,12 @@ def group_case(shape, layout, groups=32):
         x = x.contiguous(memory_format=torch.channels_last)
     w = 1 + 0.1 * torch.randn(c, generator=g)
     b = 0.1 * torch.randn(c, generator=g)
+    nbytes = 2 * x.numel() * 4 + 2 * c * 4
+    if silu:
+        return (lambda: F.silu(F.group_norm(x, groups, w, b, EPS)),
+                lambda: clnorm.group_norm(x, groups, w, b, EPS, silu=True), nbytes)
     return (lambda: F.group_norm(x, groups, w, b, EPS),
-            lambda: clnorm.group_norm(x, groups, w, b, EPS), 2 * x.numel() * 4 + 2 * c * 4)
+            lambda: clnorm.group_norm(x, groups, w, b, EPS), nbytes)
 
 
 def max_diff(a, b):
@@ -93,7 +99,7 @@ def measure(ref, ours, budget_s):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--ops", default="layer,rms,add-layer,add-rms,group")
+    ap.add_argument("--ops", default="layer,rms,add-layer,add-rms,group,group-silu")
     ap.add_argument("--quick", action="store_true", help="a few small shapes")
     ap.add_argument("--budget", type=float, default=1.5, help="seconds per shape (default 1.5)")
     ap.add_argument("--csv", default=None)
@@ -109,14 +115,14 @@ def main():
         "speedup", "max diff"))
     rows_out = []
     for op in args.ops.split(","):
-        if op == "group":
+        if op in ("group", "group-silu"):
             cases = [(s, lay) for s in (QUICK_GROUPS if args.quick else GROUP_SHAPES)
                      for lay in ("nchw", "nhwc")]
         else:
             cases = [(s, "") for s in (QUICK_ROWS if args.quick else ROWS_SHAPES)]
         for shape, layout in cases:
-            if op == "group":
-                ref, ours, nbytes = group_case(shape, layout)
+            if op in ("group", "group-silu"):
+                ref, ours, nbytes = group_case(shape, layout, silu=op == "group-silu")
             else:
                 ref, ours, nbytes = row_case(op, *shape)
             t_ref, t_ours, diff = measure(ref, ours, args.budget)

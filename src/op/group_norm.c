@@ -388,8 +388,8 @@ static const clnorm_chain *chain(const clnorm_desc *d, clnorm_strategy s, clnorm
  * With it, each element also takes an exponential and a division, which the kernels
  * vectorize as the loop does, so the loop's lead ends sooner: forward between 2.6 and 5.2 MB
  * in NCHW (4 MiB) and at 2.6 MB in NHWC (2 MiB); the NHWC backward between 0.33 and 1.3 MB
- * (512 KiB); the NCHW backward's chain was 3-8x slower than the loop at every size (16 MiB,
- * within the forward's 4 MiB). */
+ * (512 KiB); the NCHW backward between 1.3 and 2.6 MB (2 MiB; "The NCHW backward on CPU
+ * devices, in vectors": before its kernels ran in vectors, the loop won at every size). */
 static size_t host_bytes(const clnorm_desc *d, clnorm_direction dir)
 {
     if (!(d->flags & CLNORM_SILU))
@@ -397,7 +397,7 @@ static size_t host_bytes(const clnorm_desc *d, clnorm_direction dir)
     const int nhwc = d->layout == CLNORM_NHWC;
     if (dir == CLNORM_FORWARD)
         return nhwc ? (size_t)2 << 20 : (size_t)4 << 20;
-    return nhwc ? (size_t)512 << 10 : (size_t)16 << 20;
+    return nhwc ? (size_t)512 << 10 : (size_t)2 << 20;
 }
 
 const clnorm_op clnorm_op_group_norm = {
