@@ -85,6 +85,45 @@ static int ends_with(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
+/* The first n of `rows` each start a line of the CSV text (read from csv) that ends with
+ * suffix. */
+static void expect_lines(const char *csv, const char *text, const char *const *rows, size_t n,
+                         const char *suffix)
+{
+    for (size_t i = 0; i < n; i++) {
+        char *line = line_starting(text, rows[i]);
+        if (line == NULL)
+            fail_msg("%s has no line starting %s", csv, rows[i]);
+        if (!ends_with(line, suffix))
+            fail_msg("%s: the line '%s' does not end with '%s'", csv, line, suffix);
+        free(line);
+    }
+}
+
+/* clnorm-bench, float32, of a forward op and its backward ("op,op-backward") on one shape
+ * with these contenders: two reps, no warm-up, a small rotation (no timing asserted), exit 0
+ * (no clnorm result WRONG), a table block for each op. Returns the CSV's text (free it), or
+ * NULL after skip() when this build has no clnorm-bench. */
+static char *run_small_bench(const char *csv, const char *ops, const char *shape,
+                             const char *only)
+{
+    if (g_bench == NULL || !file_exists(g_bench)) {
+        skip();
+        return NULL;
+    }
+    expect_ok(cli("bench", "--op", ops, "--shape", shape, "--reps", "2", "--warmup", "0",
+                  "--rotate-mib", "4", "--only", only, "--csv", csv, NULL));
+    char block[96];
+    const size_t fwd = strcspn(ops, ",");
+    snprintf(block, sizeof block, "== %.*s f32", (int)fwd, ops);
+    assert_non_null(strstr(g_out, block));
+    snprintf(block, sizeof block, "== %s f32", ops + fwd + (ops[fwd] == ','));
+    assert_non_null(strstr(g_out, block));
+    char *text = read_text(csv);
+    assert_non_null(text);
+    return text;
+}
+
 /* Issue #11's bench op on a shape of 3 samples of 5 rows of 101 columns (rows that end in a
  * partial vector of 4), forward and backward: every clnorm result within the tolerance (exit
  * 0), B in the CSV's last column; with a device also the unfused pair (the norm, then the
@@ -93,21 +132,14 @@ static int ends_with(const char *s, const char *suffix)
 static void test_bench_modulation(void **state)
 {
     (void)state;
-    if (g_bench == NULL || !file_exists(g_bench)) {
-        skip();
-        return;
-    }
     const char *csv = P("bench_mod.csv");
-    expect_ok(cli("bench", "--op", "layer-mod,layer-mod-backward", "--shape", "3x5x101",
-                  "--reps", "2", "--warmup", "0", "--rotate-mib", "4", "--only",
-                  "clnorm_auto,clnorm_unfused,ref_cpu", "--csv", csv, NULL));
-    assert_non_null(strstr(g_out, "== layer-mod f32"));
-    assert_non_null(strstr(g_out, "== layer-mod-backward f32"));
+    char *text = run_small_bench(csv, "layer-mod,layer-mod-backward", "3x5x101",
+                                 "clnorm_auto,clnorm_unfused,ref_cpu");
+    if (text == NULL)
+        return;
     assert_non_null(strstr(g_out, "\n3x5x101 "));
     /* exit 0: no clnorm result is WRONG; and the pair, at f32, is within the tolerance too */
     assert_null(strstr(g_out, "inexact baseline"));
-    char *text = read_text(csv);
-    assert_non_null(text);
     assert_int_equal(strncmp(text, "op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy,spatial,"
                                    "groups,layout,samples\n", 82), 0);
     static const char *const rows[] = {"layer-mod,f32,15,101,ref_cpu,",
@@ -115,14 +147,8 @@ static void test_bench_modulation(void **state)
                                        "layer-mod,f32,15,101,clnorm_auto,",
                                        "layer-mod,f32,15,101,clnorm_unfused,",
                                        "layer-mod-backward,f32,15,101,clnorm_auto,"};
-    const size_t n_rows = g_have_device ? 5 : 2;
-    for (size_t i = 0; i < n_rows; i++) {
-        char *line = line_starting(text, rows[i]);
-        if (line == NULL)
-            fail_msg("%s has no line starting %s", csv, rows[i]);
-        assert_true(ends_with(line, ",,,,3")); /* no GroupNorm fields; B = 3 */
-        free(line);
-    }
+    /* no GroupNorm fields; B = 3 */
+    expect_lines(csv, text, rows, g_have_device ? 5 : 2, ",,,,3");
     if (g_have_device)
         assert_non_null(strstr(g_out, "fused vs unfused: clnorm_auto"));
     free(text);
@@ -136,31 +162,18 @@ static void test_bench_modulation(void **state)
 static void test_bench_group_silu(void **state)
 {
     (void)state;
-    if (g_bench == NULL || !file_exists(g_bench)) {
-        skip();
-        return;
-    }
     const char *csv = P("bench_silu.csv");
-    expect_ok(cli("bench", "--op", "group-silu,group-silu-backward", "--shape", "2x8x3x5:4",
-                  "--reps", "2", "--warmup", "0", "--rotate-mib", "4", "--only",
-                  "clnorm_auto,clnorm_host,ref_cpu", "--csv", csv, NULL));
-    assert_non_null(strstr(g_out, "== group-silu f32"));
-    assert_non_null(strstr(g_out, "== group-silu-backward f32"));
+    char *text = run_small_bench(csv, "group-silu,group-silu-backward", "2x8x3x5:4",
+                                 "clnorm_auto,clnorm_host,ref_cpu");
+    if (text == NULL)
+        return;
     assert_non_null(strstr(g_out, "\n2x8x3x5:4 nhwc "));
-    char *text = read_text(csv);
-    assert_non_null(text);
     static const char *const rows[] = {
         "group-silu,f32,2,8,ref_cpu,", "group-silu-backward,f32,2,8,ref_cpu,",
         "group-silu,f32,2,8,clnorm_host,", "group-silu-backward,f32,2,8,clnorm_host,",
         "group-silu,f32,2,8,clnorm_auto,", "group-silu-backward,f32,2,8,clnorm_auto,"};
-    const size_t n_rows = g_have_device ? 6 : 2;
-    for (size_t i = 0; i < n_rows; i++) {
-        char *line = line_starting(text, rows[i]);
-        if (line == NULL)
-            fail_msg("%s has no line starting %s", csv, rows[i]);
-        assert_true(ends_with(line, ",3x5,4,nchw,")); /* the first layout's line */
-        free(line);
-    }
+    /* the first line of each: the first layout's; no B */
+    expect_lines(csv, text, rows, g_have_device ? 6 : 2, ",3x5,4,nchw,");
     free(text);
     rm(csv, NULL);
 }
