@@ -84,23 +84,35 @@ inline A gn_dx(gn_chan ch, __global const A *cf, A v, A dyv)
     return (ch.r * ch.sc) * ((g - cf[0]) - xh * cf[1]);
 }
 
-/* ---- CPU devices (one-item work-groups): the NCHW loops in vectors along a channel's
- * contiguous positions. The work-group loops of the kernels below (GPUs) run one element per
- * item per step; with one item, the compiler kept them scalar (a reduction in fma order, an
- * exp per element through the SiLU), and with the SiLU they took 3-8x the host loop's time.
- * Same arithmetic as gn_xhat, gn_dz and gn_dx, lane by lane; the sums add VW interleaved
- * partial sums, then the lanes (bench/RESULTS.md, "The NCHW backward on CPU devices, in
- * vectors"). */
-inline AV gn_xhat_cv(gn_chan ch, AV v) { return ((v * ch.sc - ch.K) - ch.m) * ch.r; }
+/* ---- CPU devices (one-item work-groups): loops in VW lanes. gn_xhat, gn_dz and gn_dx lane
+ * by lane, each lane's statistics and parameters given as vectors: a channel's broadcast
+ * (NCHW, positions in the lanes) or a table's row (NHWC, channels in the lanes). */
+inline AV gn_xhat_lanes(AV v, AV K, AV m, AV r, AV sc) { return ((v * sc - K) - m) * r; }
 
-inline AV gn_dz_cv(gn_chan ch, AV dyv, AV xh, const int silu)
+inline AV gn_dz_lanes(AV dyv, AV xh, AV gam, AV bet, const int silu)
 {
     if (!silu)
         return dyv;
-    const AV z = fma(xh, (AV)(ch.gam), (AV)(ch.bet));
+    const AV z = fma(xh, gam, bet);
     const AV s = (AV)(1) / ((AV)(1) + exp(-z));
     return dyv * s * fma(z, (AV)(1) - s, (AV)(1));
 }
+
+/* dx from xhat and g = dz * gamma, with rs = r * sc and the group's (mean(g), mean(g * xhat))
+ * in c0, c1; g is rounded on its own by the caller, as in gn_dx. */
+inline AV gn_dx_lanes(AV xh, AV g, AV rs, AV c0, AV c1)
+{
+#pragma OPENCL FP_CONTRACT OFF
+    return rs * ((g - c0) - xh * c1);
+}
+
+/* NCHW: the loops in vectors along a channel's contiguous positions. The work-group loops of
+ * the kernels below (GPUs) run one element per item per step; with one item, the compiler
+ * kept them scalar (a reduction in fma order, an exp per element through the SiLU), and with
+ * the SiLU they took 3-8x the host loop's time. The sums add VW interleaved partial sums,
+ * then the lanes (bench/RESULTS.md, "The NCHW backward on CPU devices, in vectors"). */
+#define GN_CH_XHAT(ch, v) gn_xhat_lanes(v, (AV)(ch.K), (AV)(ch.m), (AV)(ch.r), (AV)(ch.sc))
+#define GN_CH_DZ(ch, dyv, xh, silu) gn_dz_lanes(dyv, xh, (AV)(ch.gam), (AV)(ch.bet), silu)
 
 /* (sum of dz * xhat, sum of dz) over positions [0, hw) of one channel row. */
 inline A2 gn_chan_sums_cv(gn_chan ch, __global const T *xc, __global const T *dc, ulong hw,
@@ -109,8 +121,8 @@ inline A2 gn_chan_sums_cv(gn_chan ch, __global const T *xc, __global const T *dc
     const ulong pv = hw / VW * VW;
     AV v1 = (AV)(0), v2 = (AV)(0);
     for (ulong p = 0; p < pv; p += VW) {
-        const AV xh = gn_xhat_cv(ch, LOADV(xc + p));
-        const AV dz = gn_dz_cv(ch, LOADV(dc + p), xh, silu);
+        const AV xh = GN_CH_XHAT(ch, LOADV(xc + p));
+        const AV dz = GN_CH_DZ(ch, LOADV(dc + p), xh, silu);
         v1 = fma(dz, xh, v1);
         v2 += dz;
     }
@@ -149,21 +161,20 @@ inline void gn_chan_dx_cv(gn_chan ch, __global const A *cf, __global const T *xc
 {
 #pragma OPENCL FP_CONTRACT OFF
     const ulong pv = hw / VW * VW;
-    const A rs = ch.r * ch.sc, c0 = cf[0], c1 = cf[1];
+    const AV rs = (AV)(ch.r * ch.sc), c0 = (AV)(cf[0]), c1 = (AV)(cf[1]);
     for (ulong p = 0; p < pv; p += VW) {
-        const AV xh = gn_xhat_cv(ch, LOADV(xc + p));
-        const AV g = gn_dz_cv(ch, LOADV(dc + p), xh, silu) * ch.gam; /* as gn_dx */
-        STOREV((AV)(rs) * ((g - c0) - xh * c1), oc + p);
+        const AV xh = GN_CH_XHAT(ch, LOADV(xc + p));
+        const AV g = GN_CH_DZ(ch, LOADV(dc + p), xh, silu) * ch.gam; /* as gn_dx */
+        STOREV(gn_dx_lanes(xh, g, rs, c0, c1), oc + p);
     }
     for (ulong p = pv; p < hw; p++)
         STORE1(gn_dx(ch, cf, LOAD1(xc + p), LOAD1(dc + p)), oc + p);
 }
 
-/* ---- CPU devices (one-item work-groups): the NHWC loops in vectors along the channels ----
- * A vector of a position's contiguous channels may span two groups, so each (n, tile) item
- * first lays out every channel's statistics and parameters as rows of C values (tables,
- * GN_BT_LEN(C) per item): K, m, r, sc, gamma, beta, then its group's mean(g) and
- * mean(g * xhat) (the dx pass). Same arithmetic as gn_xhat, gn_dz and gn_dx, lane by lane. */
+/* NHWC: the loops in vectors along a position's contiguous channels. Such a vector may span
+ * two groups, so each (n, tile) item first lays out every channel's statistics and
+ * parameters as rows of C values (tables, GN_BT_LEN(C) per item): K, m, r, sc, gamma, beta,
+ * then its group's mean(g) and mean(g * xhat) (the dx pass). */
 #define GN_BT_LEN(C) (8 * (C))
 #define GN_TBV(tb, k, C, c) CAT(vload, VW)(0, (tb) + (k) * (C) + (c))
 
@@ -184,17 +195,13 @@ inline void gn_bwd_table_put(__global A *tb, ulong C, ulong c, gn_chan ch,
 
 inline AV gn_xhatv(__global const A *tb, ulong C, ulong c, AV v)
 {
-    return ((v * GN_TBV(tb, 3, C, c) - GN_TBV(tb, 0, C, c)) - GN_TBV(tb, 1, C, c)) *
-           GN_TBV(tb, 2, C, c);
+    return gn_xhat_lanes(v, GN_TBV(tb, 0, C, c), GN_TBV(tb, 1, C, c), GN_TBV(tb, 2, C, c),
+                         GN_TBV(tb, 3, C, c));
 }
 
 inline AV gn_dzv(__global const A *tb, ulong C, ulong c, AV dyv, AV xh, const int silu)
 {
-    if (!silu)
-        return dyv;
-    const AV z = fma(xh, GN_TBV(tb, 4, C, c), GN_TBV(tb, 5, C, c));
-    const AV s = (AV)(1) / ((AV)(1) + exp(-z));
-    return dyv * s * fma(z, (AV)(1) - s, (AV)(1));
+    return gn_dz_lanes(dyv, xh, GN_TBV(tb, 4, C, c), GN_TBV(tb, 5, C, c), silu);
 }
 
 inline AV gn_dxv(__global const A *tb, ulong C, ulong c, AV v, AV dyv, const int silu)
@@ -202,8 +209,8 @@ inline AV gn_dxv(__global const A *tb, ulong C, ulong c, AV v, AV dyv, const int
 #pragma OPENCL FP_CONTRACT OFF
     const AV xh = gn_xhatv(tb, C, c, v);
     const AV g = gn_dzv(tb, C, c, dyv, xh, silu) * GN_TBV(tb, 4, C, c); /* as gn_dx */
-    return (GN_TBV(tb, 2, C, c) * GN_TBV(tb, 3, C, c)) *
-           ((g - GN_TBV(tb, 6, C, c)) - xh * GN_TBV(tb, 7, C, c));
+    return gn_dx_lanes(xh, g, GN_TBV(tb, 2, C, c) * GN_TBV(tb, 3, C, c), GN_TBV(tb, 6, C, c),
+                       GN_TBV(tb, 7, C, c));
 }
 
 /* Positions [p0, p1) of a sample: the sums of dz * xhat and dz of each whole vector of
