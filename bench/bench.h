@@ -13,6 +13,7 @@
  *   ops.c       the ops, from the table  dtype.c     storage formats
  *   data.c      inputs + reference       stats.c     backward's mean/rstd
  *   buffers.c   rotated buffer sets      timing.c    clock, median, rotation
+ *   rounds.c    a case's contenders checked, then timed in interleaved rounds
  *   check.c     errors against the reference
  *   clutil.c    OpenCL helpers           latency.c   empty-kernel enqueue-to-finish time
  *   cl_storage.h   the storage formats in OpenCL C, for the bench's own kernels
@@ -154,6 +155,7 @@ typedef struct {
     size_t n_cases;
     int quick;                            /* --quick: few small shapes, few reps */
     int reps, warmup;                     /* --reps, --warmup */
+    int rounds;                           /* --rounds: timed runs interleaved in rounds */
     int threads;                          /* --threads N (0: not given) */
     const char *device;                   /* --device SPEC (NULL: clnorm's default) */
     const char *csv_path;                 /* --csv FILE */
@@ -462,6 +464,42 @@ typedef struct {
     bench_result *v;
     size_t n, cap;
 } bench_results;
+
+/* ---- one case's contenders, timed in rounds (rounds.c) --------------------------------- */
+typedef struct {
+    const bench_contender *c;
+    void *state;          /* created and checked; destroyed once timed (or on failure) */
+    bench_result r;       /* the row */
+    bench_rstatus verdict; /* of the check */
+    size_t *cursor;       /* its side's rotation (bench_case_run.cursor) */
+    size_t n_sets;
+    int reps, warmup;     /* timed and untimed runs it gets */
+    int done;             /* timed runs so far, in t */
+    double *t;
+    int live;             /* waiting for bench_case_time */
+} bench_entry;
+
+typedef struct {
+    const bench_options *opt;
+    const bench_env *env; /* both sides' sets, alive until bench_case_time returns */
+    bench_entry *e;
+    size_t n, cap;
+    size_t cursor[2];     /* device, host: set 0 holds the checked outputs, so they start at 1 */
+    int failures;         /* contenders that failed */
+    int wrong;            /* clnorm results off by more than the tolerance */
+} bench_case_run;
+
+void bench_case_begin(bench_case_run *cr, const bench_options *opt, const bench_env *env);
+/* Creates contender c and checks it on set 0 (its side's sets: n_sets of them, or none and
+ * sets_error). A row that cannot be timed (skipped, failed) is final at once, and so is the
+ * CPU reference's, timed alone on its budget; the others wait for bench_case_time. */
+void bench_case_add(bench_case_run *cr, const bench_contender *c, size_t n_sets,
+                    const char *sets_error);
+/* Times the waiting contenders in opt->rounds interleaved rounds (rounds.c says why) and
+ * destroys them: every row is then final, in the order the contenders were added. */
+void bench_case_time(bench_case_run *cr);
+/* Frees what is left (the rows: copy them out first). */
+void bench_case_end(bench_case_run *cr);
 
 int bench_results_push(bench_results *r, const bench_result *res);
 void bench_results_free(bench_results *r);

@@ -1,11 +1,12 @@
 /* clnorm-bench: every contender on the same data, case by case (op x dtype x shape).
  *
  * Per case: inputs and the double-accumulation reference (data.c; for a backward op also the
- * mean/rstd of a clnorm forward, stats.c); then the device phase (rotated cl_mem sets, the
- * device copy and every OpenCL contender of the op) and the host phase (rotated host sets, the
- * host copy, the CPU reference, oneDNN). Each contender is created, its outputs on set 0 are
- * poisoned, it runs once there and is checked against the reference, then warmed up, timed,
- * destroyed. The case's rows are printed when it is done, under a line naming the op and
+ * mean/rstd of a clnorm forward, stats.c); the rotated sets of both sides (cl_mem sets for the
+ * device copy and every OpenCL contender of the op, host sets for the host copy, the CPU
+ * reference, oneDNN). Each contender is created, its outputs on set 0 are poisoned, it runs
+ * once there and is checked against the reference; then all of them are timed together in
+ * interleaved rounds and destroyed (rounds.c). The case's rows are printed when it is done,
+ * under a line naming the op and
  * dtype whenever those change; the CSV and the plot are written at the end.
  *
  * A result off by more than the tolerance is WRONG, or, for a baseline inexact by design
@@ -35,174 +36,17 @@ static void push(bench_run *run, const bench_result *r)
     }
 }
 
-static void note_append(char *note, size_t size, const char *text)
-{
-    size_t len = strlen(note);
-    if (len + 1 < size)
-        snprintf(note + len, size - len, "%s%s", len ? "; " : "", text);
-}
-
-/* "y 2.1e-04, sum 0" when the op writes more than one output: which one is off. */
-static void note_errors(char *note, size_t size, const bench_verdict *v)
-{
-    char buf[160] = "";
-    size_t used = 0;
-    int n = 0;
-    for (int s = 0; s < BENCH_N_SLOTS; s++) {
-        if (v->err_of[s] < 0.0)
-            continue;
-        char e[24] = "0";
-        if (v->err_of[s] > 0.0)
-            snprintf(e, sizeof e, "%.1e", v->err_of[s]);
-        int w = snprintf(buf + used, sizeof buf - used, "%s%s %s", n ? ", " : "",
-                         clnorm_arg_name((clnorm_arg_slot)s), e);
-        if (w < 0 || (size_t)w >= sizeof buf - used)
-            break;
-        used += (size_t)w;
-        n++;
-    }
-    if (n > 1)
-        note_append(note, size, buf);
-}
-
-/* Create, check on set 0, warm up, time, destroy: one row of the table. */
-static void run_contender(bench_run *run, const bench_contender *c, const bench_env *env,
-                          size_t *cursor, size_t n_sets)
-{
-    const bench_options *opt = run->opt;
-    const bench_problem *p = env->p;
-    bench_result r;
-    memset(&r, 0, sizeof r);
-    r.op = p->op;
-    r.dtype = p->dtype;
-    r.rows = p->rows;
-    r.cols = p->cols;
-    r.shape = p->shape;
-    r.layout = p->layout;
-    r.impl = c->name;
-    r.side = c->side;
-    r.role = c->role;
-    r.max_err = -1.0;
-    r.frac_of_copy = r.vs_onednn = -1.0;
-    char msg[BENCH_MSG] = "";
-    void *state = NULL;
-
-    int rc = c->create(env, &state, r.note, sizeof r.note, msg, sizeof msg);
-    if (rc != BENCH_OK) {
-        r.status = rc == BENCH_SKIP ? BENCH_R_SKIPPED : BENCH_R_FAILED;
-        /* A note is a cell: cut. */
-        snprintf(r.note, sizeof r.note, "%.*s", (int)sizeof r.note - 1, msg);
-        run->failures += rc != BENCH_SKIP;
-        push(run, &r);
-        return;
-    }
-
-    /* The check: one run on set 0 over poisoned outputs, compared with the reference (x for a
-     * copy). */
-    rc = bench_poison(env, c->side, msg, sizeof msg);
-    if (rc != BENCH_OK)
-        goto failed;
-    const double t0 = bench_now_s();
-    rc = c->run(state, 0, msg, sizeof msg);
-    const double t_check = bench_now_s() - t0;
-    const int is_copy = (c->role & BENCH_ROLE_COPY) != 0;
-    bench_verdict v;
-    if (rc == BENCH_OK)
-        rc = bench_check(env, c->side, is_copy, &v, msg, sizeof msg);
-    if (rc != BENCH_OK)
-        goto failed;
-    r.max_err = v.err;
-    if (v.wrong && c->inexact) {
-        char buf[96];
-        snprintf(buf, sizeof buf, "inexact baseline (%s)", c->inexact);
-        note_append(r.note, sizeof r.note, buf);
-    }
-    if (v.wrong && !is_copy)
-        note_errors(r.note, sizeof r.note, &v);
-    /* Counted here, so a result that is WRONG fails the run even when it is not timed. */
-    const bench_rstatus verdict = !v.wrong     ? BENCH_R_OK
-                                  : c->inexact ? BENCH_R_INEXACT
-                                               : BENCH_R_WRONG;
-    if (verdict == BENCH_R_WRONG && (c->role & BENCH_ROLE_CLNORM))
-        run->wrong++;
-
-    int reps = opt->reps, warmup = opt->warmup;
-    if (c->is_slow) {
-        /* Single-threaded: a time budget instead of the full count on big shapes. */
-        if (opt->quick && p->n_elems > ((size_t)1 << 20)) {
-            r.status = BENCH_R_SKIPPED;
-            if (verdict == BENCH_R_WRONG)
-                note_append(r.note, sizeof r.note, "WRONG");
-            note_append(r.note, sizeof r.note, "not timed in --quick on a big shape");
-            c->destroy(state);
-            push(run, &r);
-            return;
-        }
-        const int least = reps < 3 ? reps : 3;
-        const double fit = t_check > 0.0 ? opt->ref_seconds / t_check : (double)reps;
-        if (fit < reps)
-            reps = fit < least ? least : (int)fit;
-        if (warmup > 1 && t_check * reps > 0.5)
-            warmup = 1;
-    }
-    bench_stats stats;
-    rc = bench_time(c, state, cursor, n_sets, warmup, reps, &stats, msg, sizeof msg);
-    if (rc != BENCH_OK)
-        goto failed;
-    c->destroy(state);
-
-    r.status = verdict;
-    r.reps = stats.reps;
-    r.median_us = stats.median_s * 1e6;
-    r.gbps = (is_copy ? p->copy_bytes : p->bytes) / 1e9 / stats.median_s;
-    if (reps != opt->reps) {
-        char buf[32];
-        snprintf(buf, sizeof buf, "%d reps", reps);
-        note_append(r.note, sizeof r.note, buf);
-    }
-    push(run, &r);
-    return;
-
-failed:
-    c->destroy(state);
-    r.status = BENCH_R_FAILED;
-    snprintf(r.note, sizeof r.note, "%.*s", (int)sizeof r.note - 1, msg); /* a cell: cut */
-    run->failures++;
-    push(run, &r);
-}
-
-/* Every selected contender of one side that takes part in the op; a FAILED row for each when
- * the sets cannot be had. */
-static void run_side(bench_run *run, bench_side side, const unsigned char *selected,
-                     bench_env *env, size_t n_sets, const char *sets_error)
+/* Every selected contender of one side that takes part in the op, created and checked (a
+ * FAILED row for each when the sets cannot be had). */
+static void add_side(bench_case_run *cr, bench_side side, const unsigned char *selected,
+                     size_t n_sets, const char *sets_error)
 {
     size_t n;
     const bench_contender *const *all = bench_contenders(&n);
-    size_t cursor = 1; /* set 0 holds the output each contender is checked on */
-    for (size_t i = 0; i < n; i++) {
-        if (!selected[i] || all[i]->side != side || !bench_contender_runs(all[i], env->p->op))
-            continue;
-        if (sets_error) {
-            bench_result r;
-            memset(&r, 0, sizeof r);
-            r.op = env->p->op;
-            r.dtype = env->p->dtype;
-            r.rows = env->p->rows;
-            r.cols = env->p->cols;
-            r.shape = env->p->shape;
-            r.layout = env->p->layout;
-            r.impl = all[i]->name;
-            r.side = side;
-            r.role = all[i]->role;
-            r.status = BENCH_R_FAILED;
-            r.max_err = r.frac_of_copy = r.vs_onednn = -1.0;
-            snprintf(r.note, sizeof r.note, "%s", sets_error);
-            run->failures++;
-            push(run, &r);
-            continue;
-        }
-        run_contender(run, all[i], env, &cursor, n_sets);
-    }
+    for (size_t i = 0; i < n; i++)
+        if (selected[i] && all[i]->side == side &&
+            bench_contender_runs(all[i], cr->env->p->op))
+            bench_case_add(cr, all[i], n_sets, sets_error);
 }
 
 /* Whether the side has work in op (any op when op < 0): a selected contender of the side
@@ -270,6 +114,12 @@ static void print_settings(const bench_options *opt, const bench_threads *th, cl
     printf("timing: median of %d reps after %d warm-up, each bounded by clFinish (OpenCL) or "
            "the call's return; CPU reference: %.1f s budget per shape (at least 3 reps)\n",
            opt->reps, opt->warmup, opt->ref_seconds);
+    if (opt->rounds > 1)
+        printf("rounds: %d, interleaved: each round runs a slice of every contender's reps, "
+               "device and host, in turn, each slice after a 5 ms pause and one untimed run\n",
+               opt->rounds);
+    else
+        printf("rounds: 1 (sequential: all of a contender's reps, then the next one's)\n");
     printf("rotation: buffer sets (every row tensor of the op: x, y; residual, sum; dy, dx) "
            "totalling >= %zu MiB, at least 4 sets, the next set every repetition\n",
            rotation / MIB);
@@ -390,36 +240,45 @@ int main(int argc, char **argv)
         env.opt = &opt;
         env.threads = &th;
 
+        /* Both sides' sets stay alive until every contender of the case is timed: the
+         * rounds interleave the device and host contenders (rounds.c). */
+        bench_case_run cr;
+        bench_case_begin(&cr, &opt, &env);
+        bench_dev_sets dev;
+        int dev_ok = 0;
         if (have_device && any_selected(selected, BENCH_DEVICE, (int)c->op)) {
-            bench_dev_sets dev;
             env.ctx = ctx;
             env.context = clnorm_get_cl_context(ctx);
             env.queue = clnorm_get_queue(ctx);
             env.device = device;
             env.dev = &dev;
-            const char *err = NULL;
-            if (bench_dev_sets_create(&dev, env.context, env.queue, device, &p, n_sets, msg,
-                                      sizeof msg) != BENCH_OK)
-                err = msg;
-            else if (dev.n_sets < n_sets)
+            dev_ok = bench_dev_sets_create(&dev, env.context, env.queue, device, &p, n_sets,
+                                           msg, sizeof msg) == BENCH_OK;
+            if (dev_ok && dev.n_sets < n_sets)
                 printf("note: %s: only %zu of %zu device buffer sets fit in the device "
                        "memory; the rotation may stay in the cache\n", label, dev.n_sets,
                        n_sets);
-            run_side(&run, BENCH_DEVICE, selected, &env, err ? 0 : dev.n_sets, err);
-            if (!err)
-                bench_dev_sets_release(&dev);
-            env.dev = NULL;
+            add_side(&cr, BENCH_DEVICE, selected, dev_ok ? dev.n_sets : 0, dev_ok ? NULL : msg);
         }
+        bench_host_sets host;
+        int host_ok = 0;
         if (any_selected(selected, BENCH_HOST, (int)c->op)) {
-            bench_host_sets host;
             env.host = &host;
-            const int ok =
-                bench_host_sets_create(&host, &p, n_sets, msg, sizeof msg) == BENCH_OK;
-            run_side(&run, BENCH_HOST, selected, &env, ok ? host.n_sets : 0, ok ? NULL : msg);
-            if (ok)
-                bench_host_sets_free(&host);
-            env.host = NULL;
+            host_ok = bench_host_sets_create(&host, &p, n_sets, msg, sizeof msg) == BENCH_OK;
+            add_side(&cr, BENCH_HOST, selected, host_ok ? host.n_sets : 0, host_ok ? NULL : msg);
         }
+        bench_case_time(&cr);
+        for (size_t i = 0; i < cr.n; i++)
+            push(&run, &cr.e[i].r);
+        run.failures += cr.failures;
+        run.wrong += cr.wrong;
+        bench_case_end(&cr);
+        if (dev_ok)
+            bench_dev_sets_release(&dev);
+        if (host_ok)
+            bench_host_sets_free(&host);
+        env.dev = NULL;
+        env.host = NULL;
         bench_results_derive(&run.results, first);
         bench_report_rows(stdout, &run.results, first, &opt);
         bench_report_fused(stdout, &run.results, first);

@@ -104,6 +104,12 @@ static void usage(FILE *out)
         "                      2x128x1152\n"
         "  --reps N            timed repetitions per contender (default 30; --quick 5)\n"
         "  --warmup N          untimed repetitions first (default 3; --quick 1)\n"
+        "  --rounds N          time in N interleaved rounds (default 5; at most --reps):\n"
+        "                      round k runs the k-th slice of every contender's reps, device\n"
+        "                      and host, one contender after the other, each slice after a\n"
+        "                      5 ms pause and one untimed run, so that a machine's slow\n"
+        "                      stretches fall on every contender alike; 1: sequential, all\n"
+        "                      of a contender's reps, then the next contender's\n"
         "  --device SPEC       OpenCL device as CLNORM_DEVICE takes it: cpu, gpu, P:D, name\n"
         "  --only a,b,...      run only these contenders (--list names them); the copy rows\n"
         "                      of the sides involved always run (frac_of_copy needs them)\n"
@@ -365,6 +371,7 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
     memset(opt, 0, sizeof *opt);
     opt->reps = -1;
     opt->warmup = -1;
+    opt->rounds = -1;
     opt->tol = -1.0;
     bench_shape shapes[BENCH_MAX_SHAPES];
     size_t n_shapes = 0;
@@ -400,7 +407,7 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
         static const char *const known[] = {"--shape",   "--reps",       "--warmup", "--device",
                                             "--op",      "--dtype",      "--only",   "--csv",
                                             "--plot",    "--threads",    "--rotate-mib",
-                                            "--tol",     "--layout"};
+                                            "--tol",     "--layout",     "--rounds"};
         int is_known = 0;
         for (size_t k = 0; k < N_OF(known); k++)
             is_known |= strcmp(name, known[k]) == 0;
@@ -429,6 +436,10 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
             if (parse_ull(val, 0, 1000000, &v))
                 return bad("--warmup '%s': expected a whole number from 0 to 1000000", val);
             opt->warmup = (int)v;
+        } else if (strcmp(name, "--rounds") == 0) {
+            if (parse_ull(val, 1, 1000, &v))
+                return bad("--rounds '%s': expected a whole number from 1 to 1000", val);
+            opt->rounds = (int)v;
         } else if (strcmp(name, "--threads") == 0) {
             if (parse_ull(val, 1, 4096, &v))
                 return bad("--threads '%s': expected a whole number from 1 to 4096", val);
@@ -535,6 +546,10 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
         opt->reps = opt->quick ? 5 : 30;
     if (opt->warmup < 0)
         opt->warmup = opt->quick ? 1 : 3;
+    if (opt->rounds < 0)
+        opt->rounds = 5;
+    if (opt->rounds > opt->reps)
+        opt->rounds = opt->reps; /* every round times at least one run of each contender */
     opt->ref_seconds = opt->quick ? 0.3 : 2.0;
     return 0;
 }
