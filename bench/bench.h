@@ -12,7 +12,7 @@
  *   options.c   command line             threads.c   one thread count for everyone
  *   ops.c       the ops, from the table  dtype.c     storage formats
  *   data.c      inputs + reference       stats.c     backward's mean/rstd
- *   buffers.c   rotated buffer sets      timing.c    clock, median, rotation
+ *   buffers.c   rotated buffer sets      timing.c    clock, median
  *   rounds.c    a case's contenders checked, then timed in interleaved rounds
  *   check.c     errors against the reference
  *   clutil.c    OpenCL helpers           latency.c   empty-kernel enqueue-to-finish time
@@ -373,17 +373,6 @@ int bench_f32_only(const bench_problem *p, const char *who, char *msg, size_t ms
 
 /* ---- timing (timing.c) ----------------------------------------------------------------- */
 double bench_now_s(void); /* monotonic clock, seconds */
-
-typedef struct {
-    double median_s, min_s;
-    int reps;
-} bench_stats;
-
-/* warmup runs, then reps timed runs, each on the next set of the rotation (*cursor counts
- * on across contenders, modulo n_sets). Each run is bounded by the contender itself
- * (clFinish for OpenCL). BENCH_OK or BENCH_FAIL (msg). */
-int bench_time(const bench_contender *c, void *state, size_t *cursor, size_t n_sets,
-               int warmup, int reps, bench_stats *out, char *msg, size_t msg_size);
 double bench_median(double *v, size_t n); /* sorts v */
 
 /* ---- checking (check.c) ---------------------------------------------------------------- */
