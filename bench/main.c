@@ -6,8 +6,8 @@
  * reference, oneDNN). Each contender is created, its outputs on set 0 are poisoned, it runs
  * once there and is checked against the reference; then all of them are timed together in
  * interleaved rounds and destroyed (rounds.c). The case's rows are printed when it is done,
- * under a line naming the op and
- * dtype whenever those change; the CSV and the plot are written at the end.
+ * under a line naming the op and dtype whenever those change; the CSV and the plot are
+ * written at the end.
  *
  * A result off by more than the tolerance is WRONG, or, for a baseline inexact by design
  * (the one-pass kernels, an unfused pair that rounds s), "inexact baseline (why)".
