@@ -30,6 +30,12 @@
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 
+/* Unroll the next loop fully. Loops over a row's registers (REG_VECS) need it: PoCL leaves a
+ * loop of four vectors rolled, which puts the array the loop indexes on the stack, per
+ * work-item, and 262144 x 64 ran at 0.8x oneDNN's speed for it (bench/RESULTS.md). A
+ * compiler that does not know the pragma ignores it (C99 6.10.6). */
+#define UNROLL _Pragma("unroll")
+
 /* A: arithmetic and accumulation; P: parameters (gamma, beta, mean, rstd and gradients). */
 #if defined(CLNORM_F64)
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable

@@ -4,12 +4,13 @@
  * Each item keeps its share of the row in registers (REG_VECS vectors of VW, set per plan
  * from cols), so the row is read from memory once and the mean, variance and apply passes all
  * run from registers. For GPUs and rows up to SEG * VW * 16 elements, and on CPU devices for
- * short rows with SEG = 1 (a row per work-item: no reduction to share, no barrier, streaming
- * stores and a prefetch of the next row as the row strategy has). Reductions go through
- * local memory within each SEG-lane segment (portable OpenCL 1.2: no sub-group extension
- * needed), with work-group barriers, which every item reaches (rows past the end take part
- * with empty shares); on NVIDIA's own OpenCL (-DCLNORM_NV_SHFL, src/policy.c) a warp's share
- * is added with shfl.sync instead, without a barrier.
+ * short rows with SEG = 1 (whole rows per work-item, ITEM_ROWS of them side by side: no
+ * reduction to share, no barrier, streaming stores and a prefetch of the next rows as the row
+ * strategy has). Reductions go through local memory within each SEG-lane segment (portable
+ * OpenCL 1.2: no sub-group extension needed), with work-group barriers, which every item
+ * reaches (rows past the end take part with empty shares); on NVIDIA's own OpenCL
+ * (-DCLNORM_NV_SHFL, src/policy.c) a warp's share is added with shfl.sync instead, without a
+ * barrier.
  * A row whose squares overflow (|x| above about 1e19 in float) is loaded again scaled by a
  * power of two. Whether any row of the group needs that is agreed on through local memory, so
  * that every item takes the same path and reaches the same barriers; the rows that do not
@@ -123,14 +124,27 @@ inline int group_any(int flag, volatile __local int *slots, uint it, uint lid)
     return any;
 }
 
+/* Rows per item: ITEM_ROWS consecutive rows for an item that holds whole rows (SEG = 1, CPU
+ * devices; src/policy.c sets it), run in lockstep, else 1. One row's statistics are a chain
+ * of dependent steps (sums, a horizontal sum, a division, squares, another horizontal sum and
+ * division, a square root and a division), and PoCL runs a group's items one after the other:
+ * two independent chains side by side let the core overlap them. */
+#ifndef ITEM_ROWS
+#define ITEM_ROWS 1
+#endif
+#if ITEM_ROWS > 1 && SEG > 1
+#error "ITEM_ROWS > 1 needs SEG == 1"
+#endif
+
 /* The rows of one work-group; al: every row and parameter vector is aligned (a constant at
- * both call sites, so each copy keeps only its own loads). */
+ * both call sites, so each copy keeps only its own loads). Every loop over an item's rows (j)
+ * or registers (k) is unrolled: the arrays they index then live in registers. */
 inline void subgroup_rows(FWD_PARAMS, ulong rows, ulong cols, A eps, uint flags,
                           __local A *scratch, volatile __local int *any_slots, const int al)
 {
     const uint lid = get_local_id(0);
     const uint lane = lid % SEG;
-    const ulong rows_per_group = get_local_size(0) / SEG;
+    const ulong rows_per_group = get_local_size(0) / SEG * ITEM_ROWS;
     const ulong nv = cols / VW;  /* whole vectors in a row */
     const ulong tail0 = nv * VW; /* first element after them */
     const int rms = (flags & CLNORM_KF_RMS) != 0;
@@ -139,110 +153,133 @@ inline void subgroup_rows(FWD_PARAMS, ulong rows, ulong cols, A eps, uint flags,
     uint it = 0;
     for (ulong base = get_group_id(0) * rows_per_group; base < rows;
          base += get_num_groups(0) * rows_per_group, it++) {
-        const ulong row = base + lid / SEG;
-        const int active = row < rows;
-        row_in in = make_row_in(IN_ARGS, active ? row : 0);
-        in.al = al;
+        const ulong row0 = base + lid / SEG * ITEM_ROWS;
+        int active[ITEM_ROWS];
+        row_in in[ITEM_ROWS];
 #if defined(PREFETCH_NEXT) && SEG == 1
-        const row_in nxt = make_row_in(IN_ARGS, row + 1);
+        row_in nxt[ITEM_ROWS];
 #endif
-        A sc = 1, m = 0, var = 0;
-        A2 K = (A2)(0);
-        AV v[REG_VECS];
-        A t = 0;
+        A sc[ITEM_ROWS], m[ITEM_ROWS], var[ITEM_ROWS], t[ITEM_ROWS];
+        A2 K[ITEM_ROWS];
+        AV v[ITEM_ROWS][REG_VECS];
 #if defined(CLNORM_RESIDUAL)
         /* x + residual as the sum output stores it, kept from the same loads rather than
          * reading both inputs again for the store. */
-        AV sv[REG_VECS];
+        AV sv[ITEM_ROWS][REG_VECS];
 #endif
-        for (int attempt = 0; attempt < 2; attempt++) {
-            if (active)
-                K = row_shift(in, sc, rms);
-            /* Load the share once: vectors lane, lane + SEG, ...; tail elements one per lane. */
-            AV sum = (AV)(0);
-            for (uint k = 0; k < REG_VECS; k++) {
-                const ulong vi = lane + (ulong)k * SEG;
-                const int here = active && HAS_VEC(vi);
-#if defined(CLNORM_RESIDUAL)
-                const AV xv = here ? LOADV_AL(in.x + vi * VW, al) : (AV)(0);
-                const AV rv = here ? LOADV_R_AL(in.r + vi * VW, al) : (AV)(0);
-                v[k] = here ? (xv * sc - K.s0) + (rv * sc - K.s1) : (AV)(0); /* = IN_DEVV */
-                sv[k] = xv + rv;
-#else
-                v[k] = here ? IN_DEVV(in, vi * VW, K, sc) : (AV)(0);
-#endif
-                sum += v[k];
+        UNROLL for (uint j = 0; j < ITEM_ROWS; j++) {
+            active[j] = row0 + j < rows;
+            in[j] = make_row_in(IN_ARGS, active[j] ? row0 + j : 0);
+            in[j].al = al;
 #if defined(PREFETCH_NEXT) && SEG == 1
-                /* PoCL runs the next item, the next row in memory, right after this one on
-                 * the same core: fetch it while this row computes (never faults). */
-                __builtin_prefetch(nxt.x + vi * VW);
+            nxt[j] = make_row_in(IN_ARGS, row0 + ITEM_ROWS + j);
+#endif
+            sc[j] = 1;
+            K[j] = (A2)(0);
+        }
+        for (int attempt = 0; attempt < 2; attempt++) {
+            /* Load the share once: vectors lane, lane + SEG, ...; tail elements one per lane. */
+            A s[ITEM_ROWS];
+            UNROLL for (uint j = 0; j < ITEM_ROWS; j++) {
+                if (active[j])
+                    K[j] = row_shift(in[j], sc[j], rms);
+                AV sum = (AV)(0);
+                UNROLL for (uint k = 0; k < REG_VECS; k++) {
+                    const ulong vi = lane + (ulong)k * SEG;
+                    const int here = active[j] && HAS_VEC(vi);
 #if defined(CLNORM_RESIDUAL)
-                __builtin_prefetch(nxt.r + vi * VW);
+                    const AV xv = here ? LOADV_AL(in[j].x + vi * VW, al) : (AV)(0);
+                    const AV rv = here ? LOADV_R_AL(in[j].r + vi * VW, al) : (AV)(0);
+                    v[j][k] = here ? (xv * sc[j] - K[j].s0) + (rv * sc[j] - K[j].s1)
+                                   : (AV)(0); /* = IN_DEVV */
+                    sv[j][k] = xv + rv;
+#else
+                    v[j][k] = here ? IN_DEVV(in[j], vi * VW, K[j], sc[j]) : (AV)(0);
+#endif
+                    sum += v[j][k];
+#if defined(PREFETCH_NEXT) && SEG == 1
+                    /* PoCL runs the next item, the next rows in memory, right after this one
+                     * on the same core: fetch them while these compute (never faults). */
+                    __builtin_prefetch(nxt[j].x + vi * VW);
+#if defined(CLNORM_RESIDUAL)
+                    __builtin_prefetch(nxt[j].r + vi * VW);
 #endif
 #endif
-            }
-            t = (active && has_tail) ? IN_DEV1(in, ti, K, sc) : 0;
-            const A s = HSUM(sum) + t;
-            m = 0;
-            if (!rms)
-                m = seg_lane_reduce(s, scratch, lid, lane, 0) / (A)cols;
-            /* Squared deviations; entries past the row are 0 - m: leave them out. */
-            AV q = (AV)(0);
-            for (uint k = 0; k < REG_VECS; k++) {
-                const ulong vi = lane + (ulong)k * SEG;
-                if (HAS_VEC(vi)) {
-                    const AV d = v[k] - m;
-                    q = fma(d, d, q);
                 }
+                t[j] = (active[j] && has_tail) ? IN_DEV1(in[j], ti, K[j], sc[j]) : 0;
+                s[j] = HSUM(sum) + t[j];
             }
-            A qs = HSUM(q);
-            if (has_tail)
-                qs = fma(t - m, t - m, qs);
-            var = seg_lane_reduce(qs, scratch, lid, lane, 0) / (A)cols;
-            const int bad = active && needs_rescale(var);
+            UNROLL for (uint j = 0; j < ITEM_ROWS; j++) {
+                m[j] = 0;
+                if (!rms)
+                    m[j] = seg_lane_reduce(s[j], scratch, lid, lane, 0) / (A)cols;
+            }
+            /* Squared deviations; entries past the row are 0 - m: leave them out. */
+            int bad[ITEM_ROWS], any = 0;
+            UNROLL for (uint j = 0; j < ITEM_ROWS; j++) {
+                AV q = (AV)(0);
+                UNROLL for (uint k = 0; k < REG_VECS; k++) {
+                    const ulong vi = lane + (ulong)k * SEG;
+                    if (HAS_VEC(vi)) {
+                        const AV d = v[j][k] - m[j];
+                        q = fma(d, d, q);
+                    }
+                }
+                A qs = HSUM(q);
+                if (has_tail)
+                    qs = fma(t[j] - m[j], t[j] - m[j], qs);
+                var[j] = seg_lane_reduce(qs, scratch, lid, lane, 0) / (A)cols;
+                bad[j] = active[j] && needs_rescale(var[j]);
+                any |= bad[j];
+            }
 #if SEG == 1
-            if (attempt == 1 || !bad) /* no barrier to keep the items together */
+            if (attempt == 1 || !any) /* no barrier to keep the items together */
                 break;
 #else
-            if (attempt == 1 || !group_any(bad, any_slots, it, lid))
+            if (attempt == 1 || !group_any(any, any_slots, it, lid))
                 break;
 #endif
-            /* The largest magnitude of each row; rows that do not need it keep scale 1. */
-            A mx = 0;
-            for (uint k = 0; k < REG_VECS; k++) {
-                const ulong vi = lane + (ulong)k * SEG;
-                if (active && HAS_VEC(vi))
-                    mx = fmax(mx, HMAX(IN_ABSMAXV(in, vi * VW)));
+            /* The largest magnitude of each row; rows that do not need it keep scale 1 and
+             * redo exactly what they did, bit for bit. */
+            UNROLL for (uint j = 0; j < ITEM_ROWS; j++) {
+                A mx = 0;
+                UNROLL for (uint k = 0; k < REG_VECS; k++) {
+                    const ulong vi = lane + (ulong)k * SEG;
+                    if (active[j] && HAS_VEC(vi))
+                        mx = fmax(mx, HMAX(IN_ABSMAXV(in[j], vi * VW)));
+                }
+                if (active[j] && has_tail)
+                    mx = fmax(mx, IN_ABSMAX1(in[j], ti));
+                mx = seg_lane_reduce(mx, scratch, lid, lane, 1);
+                sc[j] = bad[j] ? rescale_factor(mx) : (A)1;
             }
-            if (active && has_tail)
-                mx = fmax(mx, IN_ABSMAX1(in, ti));
-            mx = seg_lane_reduce(mx, scratch, lid, lane, 1);
-            sc = bad ? rescale_factor(mx) : (A)1;
         }
-        const A r = rsqrt(var + eps * sc * sc);
-        if (active) { /* past the last barrier: rows beyond the end just skip the writes */
+        UNROLL for (uint j = 0; j < ITEM_ROWS; j++) {
+            const A r = rsqrt(var[j] + eps * sc[j] * sc[j]);
+            if (!active[j]) /* past the last barrier: rows beyond the end skip the writes */
+                continue;
             if (lane == 0)
-                store_stats(FWD_MEAN, FWD_RSTD, row, K, m, r, sc, flags);
-            row_out out = make_row_out(FWD_OUT_ARGS, row, flags);
+                store_stats(FWD_MEAN, FWD_RSTD, row0 + j, K[j], m[j], r, sc[j], flags);
+            row_out out = make_row_out(FWD_OUT_ARGS, row0 + j, flags);
             out.al = al;
-            for (uint k = 0; k < REG_VECS; k++) {
+            UNROLL for (uint k = 0; k < REG_VECS; k++) {
                 const ulong vi = lane + (ulong)k * SEG;
                 if (HAS_VEC(vi)) {
 #if defined(CLNORM_RESIDUAL)
                     if (out.s)
-                        STOREV_R_AL(sv[k], out.s + vi * VW, al);
+                        STOREV_R_AL(sv[j][k], out.s + vi * VW, al);
 #endif
 #if defined(STREAM_STORE) && SEG == 1
                     if (al) /* aligned to the vector: a non-temporal store (common.cl) */
-                        storev_stream(out_yv(out, vi * VW, v[k], m, r), out.y + vi * VW);
+                        storev_stream(out_yv(out, vi * VW, v[j][k], m[j], r), out.y + vi * VW);
                     else
 #endif
-                    STOREV_AL(out_yv(out, vi * VW, v[k], m, r), out.y + vi * VW, al);
+                    STOREV_AL(out_yv(out, vi * VW, v[j][k], m[j], r), out.y + vi * VW, al);
                 }
             }
             if (has_tail) {
-                out_sum1(out, in, ti);
-                STORE1(out_y1(out, ti, t, m, r), out.y + ti);
+                out_sum1(out, in[j], ti);
+                STORE1(out_y1(out, ti, t[j], m[j], r), out.y + ti);
             }
         }
     }

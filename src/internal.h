@@ -50,6 +50,7 @@ typedef struct {
 typedef struct clnorm_geometry {
     size_t vw;            /* vector width of the kernels' loops */
     size_t seg, reg_vecs; /* subgroup: lanes per row, register vectors per lane */
+    size_t item_rows;     /* subgroup: rows per item when an item holds whole rows */
     /* forward */
     size_t local;         /* work-group size (split: per chunk) */
     size_t groups;        /* work-groups along the row axis (grid-stride beyond) */

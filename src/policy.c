@@ -100,8 +100,12 @@ static size_t vector_width(const clnorm_device_profile *p, const clnorm_desc *d,
 enum { SUBGROUP_MAX_REG_VECS = 16, SUBGROUP_SPREAD_REG_VECS = 8, SUBGROUP_MAX_SEG = 256 };
 
 /* CPU devices: rows of at most this many whole vectors are held by one work-item (SEG = 1):
- * the subgroup kernel without barriers, the row loaded once into registers. */
-enum { CPU_SHORT_ROW_VECS = 8 };
+ * the subgroup kernel without barriers, the row loaded once into registers. Each item takes
+ * CPU_ITEM_ROWS consecutive rows in lockstep, so that the core overlaps their statistics'
+ * dependent steps (kernels/norm_subgroup.cl, ITEM_ROWS): 1.07-1.14x one row's speed on rows
+ * in the L3 cache (bench/RESULTS.md); two rows of the fused add at 128 columns already take
+ * AVX-512's 32 registers. */
+enum { CPU_SHORT_ROW_VECS = 8, CPU_ITEM_ROWS = 2 };
 
 static int cpu_short_row(const clnorm_device_profile *p, size_t cols, size_t vw)
 {
@@ -173,6 +177,7 @@ clnorm_status clnorm_policy_build(const clnorm_device_profile *p, const clnorm_d
      * columns on an H100 took 8% longer with 16 vectors per lane than with the 12 it uses,
      * the fused add (two vectors per position) 35% (bench/RESULTS.md). */
     g->reg_vecs = clnorm_div_up(d->cols, g->seg * g->vw);
+    g->item_rows = g->seg == 1 ? CPU_ITEM_ROWS : 1;
     return CLNORM_OK;
 }
 
@@ -194,8 +199,8 @@ void clnorm_policy_options(const clnorm_device_profile *p, const clnorm_desc *d,
                      stream && !prefetch ? " -DCLNORM_NO_PREFETCH" : "",
                      is_cpu(p) ? " -DCLNORM_PARAMS_VEC" : "");
     if (g->seg && n > 0 && (size_t)n < size)
-        snprintf(buf + n, size - (size_t)n, " -DSEG=%zu -DREG_VECS=%zu%s", g->seg, g->reg_vecs,
-                 p->nv_ptx ? " -DCLNORM_NV_SHFL" : "");
+        snprintf(buf + n, size - (size_t)n, " -DSEG=%zu -DREG_VECS=%zu -DITEM_ROWS=%zu%s", g->seg,
+                 g->reg_vecs, g->item_rows, p->nv_ptx ? " -DCLNORM_NV_SHFL" : "");
 }
 
 /* Work-group size for the cooperative strategies: CLNORM_LOCAL_SIZE when set (tests use it
@@ -259,8 +264,11 @@ static clnorm_status forward_geometry(const clnorm_device_profile *p, const clno
         /* 256 items per work-group on GPUs (8 rows of 32-lane segments, 1 row of 256), 2
          * rows on CPUs, where segments of more than one item only run when forced (tests). */
         const size_t seg = g->seg;
-        if (seg == 1) { /* a row per item (CPU, short rows), laid out as the row strategy's */
-            item_rows_geometry(p, d, t, kmax, g);
+        if (seg == 1) { /* whole rows per item (CPU, short rows), laid out as the row
+                           * strategy's one per item, counted in blocks of item_rows */
+            clnorm_desc blocks = *d;
+            blocks.rows = clnorm_div_up(d->rows, g->item_rows);
+            item_rows_geometry(p, &blocks, t, kmax, g);
             return CLNORM_OK;
         }
         g->local = clnorm_fit_local(seg * (is_cpu(p) ? 2 : (256 / seg > 0 ? 256 / seg : 1)), kmax, p);
