@@ -16,19 +16,22 @@
  *   gn_nhwc_merge:   per group, its tiles' moments merged the same way; statistics (K, m, r)
  *                    into the stats scratch and the saved mean/rstd, and (forward) every
  *                    channel's K, a = r * gamma_c and b = beta_c - m * a into the table;
- *   gn_nhwc_apply:   y = (x - K) * a_c + b_c, then the SiLU.
+ *   gn_nhwc_apply:   y = (x - K) * a_c + b_c, then the SiLU;
+ *   gn_nhwc_sample:  CPU devices, in place of the three: one work-item per sample runs them
+ *                    in turn with the sample as one tile (group_norm.c chooses it).
  * On GPUs the work-items of a group take consecutive channels (coalesced), each walking the
  * tile's positions; on CPU devices (one work-item per tile) the loops run position by
  * position over the contiguous channels in vectors of VW, prefetching ahead.
  * On GPUs a work-group holds whole groups (cpg x groups-per-round items, group_norm.c), whose
  * channel moments meet in local memory, the group's first item adding them in channel order.
  * Moments per (n, tile): GN_TILE_LEN values of A: the mean and M2 of every channel (CPU
- * devices; scratch space on GPUs), then the S and M2 of every group. The table per sample: 3 C
+ * devices; scratch space on GPUs), then the S and M2 of every group, then C values of
+ * staging space (CPU devices, gn_tile_moments_rows). The table per sample: 3 C
  * values, the K of every channel, then the a, then the b.
  * Needs common.cl and op_group_norm.cl before it.
  */
 
-#define GN_TILE_LEN(C, G) (2 * (C) + 2 * (G))
+#define GN_TILE_LEN(C, G) (3 * (C) + 2 * (G))
 
 /* Channel c's moments over positions [p0, p1) (cnt of them) around its first element: the
  * sum of x - K_c, then (the positions again, from cache) the sum of squared deviations from
@@ -92,9 +95,15 @@ inline void gn_group_moments(__global const T *xs, __global const A *mc, ulong c
  * (a - b)^2 / 2) merged into the channel's running mean and M2 with Chan's update, the
  * stable one-pass form of the two-pass moments. Values are taken around K_c (position 0 of
  * the sample), as the merge across tiles expects; the running mean and M2 stay in sc, which
- * stays in L1. */
-inline void gn_tile_moments_rows(__global const T *xs, __global A *sc, ulong p0, ulong p1,
-                                 ulong C)
+ * stays in L1.
+ *
+ * A pair's first row is read whole into stage (C values, in L1), then the second row with it,
+ * so the tile is still read in memory order. Reading the two rows side by side makes two
+ * streams C apart, each skipping every other row, which the hardware prefetchers follow badly:
+ * 7.5-9 GB/s from memory on one core where the staged pairs read 12-14.5 (bench/RESULTS.md,
+ * "one item per sample"). The values staged are those loaded, so the bits are the same. */
+inline void gn_tile_moments_rows(__global const T *xs, __global A *sc, __global A *stage,
+                                 ulong p0, ulong p1, ulong C)
 {
     const ulong cv = C / VW * VW;
     __global A *sq = sc + C;
@@ -109,11 +118,16 @@ inline void gn_tile_moments_rows(__global const T *xs, __global A *sc, ulong p0,
         __global const T *x0 = xs + p * C, *x1 = x0 + C;
         for (ulong c = 0; c < cv; c += VW) {
 #if defined(PREFETCH_NEXT)
-            /* never faults past the end */
-            __builtin_prefetch(x0 + GN_PD + c);
+            __builtin_prefetch(x0 + GN_PD + c); /* never faults past the end */
+#endif
+            CAT(vstore, VW)(LOADV(x0 + c), 0, stage + c);
+        }
+        for (ulong c = 0; c < cv; c += VW) {
+#if defined(PREFETCH_NEXT)
             __builtin_prefetch(x1 + GN_PD + c);
 #endif
-            const AV K = LOADV(xs + c), a = LOADV(x0 + c) - K, b = LOADV(x1 + c) - K;
+            const AV K = LOADV(xs + c), a = CAT(vload, VW)(0, stage + c) - K,
+                     b = LOADV(x1 + c) - K;
             const AV m = CAT(vload, VW)(0, sc + c), d = a - b;
             const AV delta = (a + b) * (A)0.5 - m;
             CAT(vstore, VW)(fma(delta, w, m), 0, sc + c);
@@ -155,7 +169,7 @@ __kernel void gn_nhwc_moments(IN_PARAMS, __global A *part, ulong rows, ulong chu
         __global const T *xs = x + x_off + n * x_stride; /* position 0: the shifts K_c */
         __global A *pt = part + (n * chunks + t) * GN_TILE_LEN(C, G);
         if (L == 1) {
-            gn_tile_moments_rows(xs, pt, p0, p1, C);
+            gn_tile_moments_rows(xs, pt, pt + 2 * C + 2 * G, p0, p1, C);
             for (ulong g = 0; g < G; g++)
                 gn_group_moments(xs, pt, g * cpg, cpg, C, cnt, pt + 2 * C + 2 * g);
             continue;
@@ -198,8 +212,58 @@ __kernel void gn_nhwc_moments(IN_PARAMS, __global A *part, ulong rows, ulong chu
     }
 }
 
-/* Work-group per group row = n * G + g. The moments of the group: entries j = tile * cpg + k,
- * channel g * cpg + k. table: NULL in the backward (statistics only). */
+/* Group row `row` = n * G + g: its tiles' moments merged (the work-group's L items taking
+ * every L-th tile, then adding), its statistics (K, m, r) into the stats scratch and the saved
+ * mean/rstd and, with a table (the forward), every channel's K, a = r * gamma_c and
+ * b = beta_c - m * a. The moments of the group: entries j = tile * cpg + k, channel
+ * g * cpg + k. */
+inline void gn_merge_row(__global const T *x, ulong x_off, ulong x_stride,
+                         __global const P *gamma, ulong gamma_off, __global const P *beta,
+                         ulong beta_off, __global P *mean, ulong mean_off, __global P *rstd,
+                         ulong rstd_off, ulong G, ulong cpg, ulong hw,
+                         __global const A *part, __global A *stats, __global A *table,
+                         ulong row, ulong chunk_len, uint chunks, A eps, uint flags,
+                         __local A *scratch, uint lid, uint L)
+{
+    const ulong C = G * cpg, n = row / G, c0 = (row % G) * cpg;
+    const A total = (A)(cpg * hw);
+    __global const T *xs = x + x_off + n * x_stride;
+    const A K = LOAD1(xs + c0);
+    /* the group's moments of tile t: pn[t * GN_TILE_LEN] (S, then M2), all around K */
+    __global const A *pn = part + n * chunks * GN_TILE_LEN(C, G) + 2 * C + 2 * (row % G);
+    A s = 0, cs = 0;
+    for (uint t = lid; t < chunks; t += L)
+        kahan_add(&s, &cs, pn[t * GN_TILE_LEN(C, G)]);
+    const A m = wg_sum(s, scratch, lid, L) / total;
+    A q = 0, cq = 0;
+    for (uint t = lid; t < chunks; t += L) {
+        const A nt = (A)((min(hw, (t + 1) * chunk_len) - t * chunk_len) * cpg);
+        __global const A *e = pn + t * GN_TILE_LEN(C, G);
+        const A d = e[0] / nt - m;
+        kahan_add(&q, &cq, fma(d * d, nt, e[1]));
+    }
+    const A var = wg_sum(q, scratch, lid, L) / total;
+    const A r = rsqrt(var + eps);
+    if (lid == 0) {
+        gn_put_stats(stats, row, K, m, r, 1);
+        if ((flags & CLNORM_KF_MEAN) != 0)
+            mean[mean_off + row] = K + m;
+        if ((flags & CLNORM_KF_RSTD) != 0)
+            rstd[rstd_off + row] = r;
+    }
+    if (table)
+        for (ulong k = lid; k < cpg; k += L) {
+            const ulong c = c0 + k;
+            const A a = (flags & CLNORM_KF_GAMMA) ? r * gamma[gamma_off + c] : r;
+            const A b = (flags & CLNORM_KF_BETA) ? beta[beta_off + c] : (A)0;
+            __global A *tn = table + n * 3 * C;
+            tn[c] = K;
+            tn[C + c] = a;
+            tn[2 * C + c] = fma(-m, a, b);
+        }
+}
+
+/* Work-group per group row (gn_merge_row). table: NULL in the backward (statistics only). */
 __kernel void gn_nhwc_merge(__global const T *x, ulong x_off, ulong x_stride,
                             __global const P *gamma, ulong gamma_off, ulong gamma_stride,
                             __global const P *beta, ulong beta_off, ulong beta_stride,
@@ -209,46 +273,11 @@ __kernel void gn_nhwc_merge(__global const T *x, ulong x_off, ulong x_stride,
                             ulong rows, ulong chunk_len, uint chunks, A eps, uint flags,
                             __local A *scratch)
 {
-    const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg;
     const uint lid = get_local_id(0), L = get_local_size(0);
-    const A total = (A)(cpg * hw);
-    for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0)) {
-        const ulong n = row / G, c0 = (row % G) * cpg;
-        __global const T *xs = x + x_off + n * x_stride;
-        const A K = LOAD1(xs + c0);
-        /* the group's moments of tile t: pn[t * GN_TILE_LEN] (S, then M2), all around K */
-        __global const A *pn = part + n * chunks * GN_TILE_LEN(C, G) + 2 * C + 2 * (row % G);
-        A s = 0, cs = 0;
-        for (uint t = lid; t < chunks; t += L)
-            kahan_add(&s, &cs, pn[t * GN_TILE_LEN(C, G)]);
-        const A m = wg_sum(s, scratch, lid, L) / total;
-        A q = 0, cq = 0;
-        for (uint t = lid; t < chunks; t += L) {
-            const A nt = (A)((min(hw, (t + 1) * chunk_len) - t * chunk_len) * cpg);
-            __global const A *e = pn + t * GN_TILE_LEN(C, G);
-            const A d = e[0] / nt - m;
-            kahan_add(&q, &cq, fma(d * d, nt, e[1]));
-        }
-        const A var = wg_sum(q, scratch, lid, L) / total;
-        const A r = rsqrt(var + eps);
-        if (lid == 0) {
-            gn_put_stats(stats, row, K, m, r, 1);
-            if ((flags & CLNORM_KF_MEAN) != 0)
-                mean[mean_off + row] = K + m;
-            if ((flags & CLNORM_KF_RSTD) != 0)
-                rstd[rstd_off + row] = r;
-        }
-        if (table)
-            for (ulong k = lid; k < cpg; k += L) {
-                const ulong c = c0 + k;
-                const A a = (flags & CLNORM_KF_GAMMA) ? r * gamma[gamma_off + c] : r;
-                const A b = (flags & CLNORM_KF_BETA) ? beta[beta_off + c] : (A)0;
-                __global A *tn = table + n * 3 * C;
-                tn[c] = K;
-                tn[C + c] = a;
-                tn[2 * C + c] = fma(-m, a, b);
-            }
-    }
+    for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0))
+        gn_merge_row(x, x_off, x_stride, gamma, gamma_off, beta, beta_off, mean, mean_off, rstd,
+                     rstd_off, gn_groups, gn_cpg, gn_hw, part, stats, table, row, chunk_len,
+                     chunks, eps, flags, scratch, lid, L);
 }
 
 /* y of one element from its channel's K, a and b. */
@@ -340,5 +369,35 @@ __kernel void gn_nhwc_apply(__global const T *x, ulong x_off, ulong x_stride, __
             if (p < p1)
                 STORE1(gn_apply1(LOAD1(xs + p * C + c), K, a, b, silu), ys + p * C + c);
         }
+    }
+}
+
+/* CPU devices, one work-item per sample (group_norm.c chooses it: enough samples for the
+ * cores, or a small one): the sample's moments as one tile, its groups' statistics and table,
+ * then the apply, in one launch where the tiles take three, and with the sample's second read
+ * from the core's caches when it fits them. The same code as the tile chain run with a single
+ * tile per sample, so the same bits as that chain. In place is safe: the sample's K values are
+ * read before its apply writes, and no other item touches the sample. */
+__kernel void gn_nhwc_sample(FWD_PARAMS, __global A *part, __global A *stats,
+                             __global A *table, ulong rows, A eps, uint flags,
+                             __local A *scratch)
+{
+    const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg, N = rows / G;
+    for (ulong n = get_group_id(0); n < N; n += get_num_groups(0)) {
+        __global const T *xs = x + x_off + n * x_stride;
+        __global T *ys = y + y_off + n * y_stride;
+        __global A *pt = part + n * GN_TILE_LEN(C, G);
+        gn_tile_moments_rows(xs, pt, pt + 2 * C + 2 * G, 0, hw, C);
+        for (ulong g = 0; g < G; g++)
+            gn_group_moments(xs, pt, g * cpg, cpg, C, (A)hw, pt + 2 * C + 2 * g);
+        for (ulong g = 0; g < G; g++)
+            gn_merge_row(x, x_off, x_stride, gamma, gamma_off, beta, beta_off, mean, mean_off,
+                         rstd, rstd_off, G, cpg, hw, part, stats, table, n * G + g, hw, 1, eps,
+                         flags, scratch, 0, 1);
+        __global const A *tk = table + n * 3 * C;
+        if ((flags & CLNORM_KF_SILU) != 0)
+            gn_apply_positions(xs, ys, tk, 0, hw, C, 1);
+        else
+            gn_apply_positions(xs, ys, tk, 0, hw, C, 0);
     }
 }

@@ -40,6 +40,7 @@ typedef struct {
                                  row axis, so grid-stride loops run more than once; 0: none */
     int no_stream_stores;     /* CLNORM_NO_STREAM_STORES */
     int no_prefetch;          /* CLNORM_NO_PREFETCH */
+    int no_samples;           /* CLNORM_NO_SAMPLE_ITEMS: no whole-sample kernels (GEOM_SAMPLES) */
 } clnorm_tuning;
 
 #define CLNORM_MAX_SCRATCH 5
@@ -72,6 +73,9 @@ typedef struct clnorm_geometry {
                                   per (column, slice); 0: the parameter pass adds them all */
     size_t items, items_local; /* GEOM_ITEMS: a work-group of items_local per item (an op's
                                   own use) */
+    size_t samples;            /* GEOM_SAMPLES: one-item work-groups, one per sample (grid-
+                                  stride beyond); non-zero: the chain's RUN_SAMPLES steps run
+                                  in place of its RUN_TILES ones (an op's own choice) */
 } clnorm_geometry;
 
 /* The last error message of one thread on a context (see clnorm_last_error). */

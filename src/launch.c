@@ -254,6 +254,7 @@ static unsigned run_conditions(const clnorm_plan *plan, unsigned flags)
         run |= RUN_DX_SUMS;
     if (plan->geo.bwd_slices)
         run |= RUN_SLICED;
+    run |= plan->geo.samples ? RUN_SAMPLES : RUN_TILES;
     return run;
 }
 
@@ -308,7 +309,9 @@ clnorm_status clnorm_launch(clnorm_plan *plan, clnorm_direction dir, const clnor
         cl_uint dims;
         size_t global[2], local[2];
         clnorm_policy_ndrange(&plan->geo, &plan->view, step->geom, &dims, global, local);
-        if ((warm || (step->run_if & run) == step->run_if) && global[0] > 0 && global[1] > 0)
+        /* a warm-up runs every step the geometry chose */
+        const unsigned need = warm ? step->run_if & (RUN_SAMPLES | RUN_TILES) : step->run_if;
+        if ((need & run) == need && global[0] > 0 && global[1] > 0)
             steps[nsteps++] = k;
     }
     if (nsteps == 0) {

@@ -77,6 +77,7 @@ clnorm_status clnorm_read_tuning(clnorm_ctx *ctx, clnorm_tuning *t)
     TRY(env_size(ctx, "CLNORM_MAX_GROUPS", 1, (size_t)1 << 30, &t->max_groups));
     t->no_stream_stores = getenv("CLNORM_NO_STREAM_STORES") != NULL;
     t->no_prefetch = getenv("CLNORM_NO_PREFETCH") != NULL;
+    t->no_samples = getenv("CLNORM_NO_SAMPLE_ITEMS") != NULL;
     return CLNORM_OK;
 }
 
@@ -406,6 +407,10 @@ void clnorm_policy_ndrange(const clnorm_geometry *g, const clnorm_desc *d, int g
     case GEOM_ITEMS:
         global[0] = g->items * g->items_local;
         local[0] = g->items_local;
+        return;
+    case GEOM_SAMPLES:
+        global[0] = g->samples;
+        local[0] = 1;
         return;
     case GEOM_COUNT:
         break;

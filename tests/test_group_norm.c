@@ -12,6 +12,7 @@
  *   - the error paths particular to GroupNorm (the generic ones are test_ops_errors').
  * The PyTorch golden cases are test_golden's and test_backward_golden's.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv, strdup */
 #include "tu_problem.h"
 
 #include <math.h>
@@ -69,6 +70,12 @@ static void all_passed(size_t failed, const char *what)
         fail_msg("%s: %zu runs mismatched (the FAILED CASE lines above)", what, failed);
 }
 
+/* The NHWC forward on CPU devices runs one item per sample where the samples fill the cores
+ * or are small (all of the sweep's), else the tiles: plans made under these settings (read at
+ * plan creation) take the tiles, and the sample kernel's loop over samples with one
+ * work-group. The first entry is the default. */
+static const char *const nhwc_cpu_env[] = {NULL, "CLNORM_NO_SAMPLE_ITEMS", "CLNORM_MAX_GROUPS"};
+
 /* Runs every strategy of the description on both directions: the backward once with the
  * saved statistics given, once recomputing them. Returns the mismatches. */
 static size_t run_all(const clnorm_desc *d, uint64_t seed, const tu_launch *l)
@@ -81,14 +88,30 @@ static size_t run_all(const clnorm_desc *d, uint64_t seed, const tu_launch *l)
     tu_problem_make(&p[2], d, CLNORM_BACKWARD, no_stats, seed + 2, NULL);
     clnorm_strategy st[5];
     const size_t ns = strategies_for(d, st);
-    for (size_t i = 0; i < ns; i++) {
-        clnorm_plan *plan = tu_plan_if(g_ctx, d, st[i]);
-        if (plan == NULL)
-            continue; /* subgroup: too long; f64: no fp64 */
-        for (int k = 0; k < 3; k++)
-            failed += tu_problem_try_cl(g_ctx, &p[k], plan, l, 0) != 0;
-        clnorm_plan_free(plan);
-    }
+    const int nhwc_cpu = d->layout == CLNORM_NHWC && d->spatial > 1 && tu_device_is_cpu(g_ctx);
+    const size_t nenv = nhwc_cpu ? sizeof nhwc_cpu_env / sizeof nhwc_cpu_env[0] : 1;
+    for (size_t e = 0; e < nenv; e++)
+        for (size_t i = 0; i < ns; i++) {
+            char *saved = NULL;
+            if (nhwc_cpu_env[e]) {
+                const char *was = getenv(nhwc_cpu_env[e]);
+                saved = was ? strdup(was) : NULL;
+                setenv(nhwc_cpu_env[e], "1", 1);
+            }
+            clnorm_plan *plan = tu_plan_if(g_ctx, d, st[i]);
+            if (nhwc_cpu_env[e]) { /* as it was (a ctest may set it) */
+                if (saved)
+                    setenv(nhwc_cpu_env[e], saved, 1);
+                else
+                    unsetenv(nhwc_cpu_env[e]);
+                free(saved);
+            }
+            if (plan == NULL)
+                continue; /* subgroup: too long; f64: no fp64 */
+            for (int k = 0; k < 3; k++)
+                failed += tu_problem_try_cl(g_ctx, &p[k], plan, l, 0) != 0;
+            clnorm_plan_free(plan);
+        }
     for (int k = 0; k < 3; k++)
         tu_problem_free(&p[k]);
     return failed;

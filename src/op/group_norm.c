@@ -12,7 +12,8 @@
  *   NHWC forward: tiles of positions x all C channels, so that loads coalesce along the
  *     channels (kernels/group_nhwc.cl): per-(sample, tile, channel) moments, their merge per
  *     group into a per-channel table (K, scale, shift), the apply. The one strategy is
- *     "split" (tiles of a row).
+ *     "split" (tiles of a row). On CPU devices with enough samples for the cores, or small
+ *     ones, one work-item per sample does all three in one launch (gn_nhwc_sample).
  *   Backward, both layouts (kernels/group_backward.cl): per-(sample, channel) sums of dz * xhat
  *     and dz (dz = dy, or dy * silu'(z)), which give dgamma and dbeta and, weighted by gamma,
  *     the group sums of dx; then dx elementwise.
@@ -170,6 +171,10 @@ static size_t scalar(const clnorm_desc *d, unsigned k)
     }
 }
 
+/* A sample of at most this many bytes runs the CPU forward as one item even when the samples
+ * are fewer than the cores (geometry). */
+#define NHWC_SAMPLE_ITEM_BYTES ((size_t)1 << 20)
+
 /* ---- geometry of the op's own kernels (the NCHW forward's is the policy's, of the view) ---- */
 
 static void geometry(const clnorm_device_profile *p, const clnorm_desc *d,
@@ -212,6 +217,17 @@ static void geometry(const clnorm_device_profile *p, const clnorm_desc *d,
         g->groups = clnorm_row_groups(d->rows, 65535, t);
         g->bwd_chunks = g->chunks;
         g->bwd_chunk_len = g->chunk_len;
+        /* CPU devices: the forward runs one item per sample (gn_nhwc_sample: one launch, not
+         * three, and the sample's second read from the core's caches when it fits them)
+         * where the samples alone keep the cores evenly busy (a multiple of the cores, or
+         * enough that the last round's idle cores matter little), or where a sample is small
+         * enough that the tiles' two extra launches cost more than the one core loses
+         * (bench/RESULTS.md, "NHWC on CPU devices: one item per sample"). */
+        const size_t sample_bytes = C * hw * clnorm_dtype_size(d->dtype);
+        const int even = d->rows >= cu && (d->rows % cu == 0 || d->rows >= 4 * cu);
+        if (cpu && local == 1 && !t->no_samples &&
+            (even || sample_bytes <= NHWC_SAMPLE_ITEM_BYTES))
+            g->samples = clnorm_row_groups(d->rows, 65535, t);
     } else {
         g->bwd_chunks = 1;
         g->bwd_chunk_len = hw;
@@ -243,7 +259,7 @@ static void scratch_bytes(const clnorm_desc *d, const clnorm_geometry *g, clnorm
         bytes[i] = 0;
     if (dir == CLNORM_FORWARD) {
         if (is_nhwc(d)) { /* moments per (n, tile, c), statistics per (n, g), table per (n, c) */
-            bytes[0] = clnorm_bytes3(d->rows * g->chunks, 2 * (d->cols + d->groups), acc);
+            bytes[0] = clnorm_bytes3(d->rows * g->chunks, 3 * d->cols + 2 * d->groups, acc);
             bytes[1] = clnorm_bytes3(ng, CLNORM_STATS_PER_ROW, acc);
             bytes[2] = clnorm_bytes3(d->rows, 3 * d->cols, acc);
         } else {
@@ -256,7 +272,7 @@ static void scratch_bytes(const clnorm_desc *d, const clnorm_geometry *g, clnorm
     /* statistics per (n, g); sums (or recomputed moments) per (n, tile, c); dx's group
      * coefficients per (n, g) */
     bytes[0] = clnorm_bytes3(ng, CLNORM_STATS_PER_ROW, acc);
-    bytes[1] = clnorm_bytes3(d->rows * g->bwd_chunks, 2 * (d->cols + d->groups), acc);
+    bytes[1] = clnorm_bytes3(d->rows * g->bwd_chunks, 3 * d->cols + 2 * d->groups, acc);
     bytes[2] = clnorm_bytes3(ng, 2, acc);
     /* NHWC on one-item work-groups (CPU devices): per-channel tables per (n, tile), which
      * let the sums and dx loops run in vectors (group_backward.cl, GN_BT_LEN) */
@@ -304,13 +320,19 @@ static const clnorm_karg merge_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1}, 
                                          {KA_END, 0}};
 static const clnorm_karg apply_args[] = {OPS, {KA_SCRATCH, 2}, {KA_ROWS, 0}, {KA_CHUNK_LEN, 0},
                                          {KA_FLAGS, 0}, {KA_END, 0}};
+static const clnorm_karg sample_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1},
+                                          {KA_SCRATCH, 2}, {KA_ROWS, 0}, {KA_EPS, 0},
+                                          {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
 #define MERGE_T (B(X) | B(GAMMA) | B(BETA) | B(MEAN) | B(RSTD))
+/* The tiles (moments, merge, apply), or on CPU devices one item per sample doing all three
+ * (geometry: samples). */
 static const clnorm_chain nhwc_forward = {
     {"common.cl", "op_group_norm.cl", "group_nhwc.cl", NULL},
-    {{"gn_nhwc_moments", B(X), part_args, GEOM_SPLIT, 0},
-     {"gn_nhwc_merge", MERGE_T, merge_args, GEOM_ITEMS, 0},
-     {"gn_nhwc_apply", B(X) | B(Y), apply_args, GEOM_SPLIT, 0}},
-    3};
+    {{"gn_nhwc_moments", B(X), part_args, GEOM_SPLIT, RUN_TILES},
+     {"gn_nhwc_merge", MERGE_T, merge_args, GEOM_ITEMS, RUN_TILES},
+     {"gn_nhwc_apply", B(X) | B(Y), apply_args, GEOM_SPLIT, RUN_TILES},
+     {"gn_nhwc_sample", FWD_T, sample_args, GEOM_SAMPLES, RUN_SAMPLES}},
+    4};
 
 /* Backward (kernels/group_backward.cl). Scratch: 0 statistics per (n, g), 1 sums per
  * (n, tile, c) (first the recomputed moments in NHWC), 2 dx coefficients per (n, g), 4 (NHWC

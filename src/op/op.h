@@ -49,6 +49,7 @@ typedef enum {
     GEOM_BWD_PARAMS, /* 1D: param_items rounded up to the params local size */
     GEOM_ITEMS,      /* 1D: items work-groups of items_local (a work-group per item) */
     GEOM_BWD_SLICES, /* 2D: (slice_items rounded up to the params local size, bwd_slices) */
+    GEOM_SAMPLES,    /* 1D: samples work-groups of one item (an op's whole-sample kernel) */
     GEOM_COUNT
 } clnorm_geom_kind;
 
@@ -62,8 +63,12 @@ enum {
                                   or _SHIFT */
     RUN_DX_SUMS = 1u << 4,     /* dx needs the row sums mean(g), mean(g * xhat): GRAD_X
                                   without global statistics */
-    RUN_SLICED = 1u << 5       /* the geometry adds the backward's partials in slices first
+    RUN_SLICED = 1u << 5,      /* the geometry adds the backward's partials in slices first
                                   (clnorm_geometry.bwd_slices) */
+    /* Alternative steps of one chain, chosen by the geometry (a warm-up too runs only the
+     * chosen ones): */
+    RUN_SAMPLES = 1u << 6, /* clnorm_geometry.samples is non-zero: a kernel per sample */
+    RUN_TILES = 1u << 7    /* it is zero: the steps the sample kernel stands in for */
 };
 
 typedef struct {
