@@ -289,18 +289,26 @@ inline A gn_apply1(A v, A K, A a, A b, int silu)
     return z;
 }
 
-/* The whole vectors of channels of one position; stream: non-temporal stores (a constant at
- * each call, so each copy has one kind of store). */
+/* The whole vectors of channels of one position; stream: non-temporal stores; al: x and the
+ * table rows sit on multiples of the vector's size, so whole-vector loads (PoCL builds
+ * vloadn from pieces where LLVM does not merge them: the apply's share of the time fell from
+ * 0.53-0.64 to 0.43-0.45 of the copy's in perf, bench/RESULTS.md). Both are constants at each
+ * call, so each copy has one kind of access. */
 inline void gn_apply_vectors(__global const T *xp, __global T *yp, __global const A *tk,
                              __global const A *ta, __global const A *tb, ulong cv,
-                             const int silu, const int stream)
+                             const int silu, const int stream, const int al)
 {
     for (ulong c = 0; c < cv; c += VW) {
 #if defined(PREFETCH_NEXT)
         __builtin_prefetch(xp + GN_PD + c); /* never faults past the end */
 #endif
-        AV z = fma(LOADV(xp + c) - CAT(vload, VW)(0, tk + c), CAT(vload, VW)(0, ta + c),
-                   CAT(vload, VW)(0, tb + c));
+        AV z;
+        if (al)
+            z = fma(CAT(LOADA_, CLNORM_X_FMT)(xp + c) - *(__global const AV *)(tk + c),
+                    *(__global const AV *)(ta + c), *(__global const AV *)(tb + c));
+        else
+            z = fma(LOADV(xp + c) - CAT(vload, VW)(0, tk + c), CAT(vload, VW)(0, ta + c),
+                    CAT(vload, VW)(0, tb + c));
         if (silu)
             z = gn_siluv(z);
 #if defined(STREAM_STORE)
@@ -323,15 +331,25 @@ inline void gn_apply_positions(__global const T *xs, __global T *ys, __global co
 {
     __global const A *ta = tk + C, *tb = ta + C;
     const ulong cv = C / VW * VW;
+    const ulong VA = VW * sizeof(A), VT = VW * sizeof(T);
+    /* the table's rows are C apart: all aligned or none */
+    const int tal = ((ulong)tk % VA) == 0 && (C * sizeof(A)) % VA == 0;
     for (ulong p = p0; p < p1; p++) {
         __global const T *xp = xs + p * C;
         __global T *yp = ys + p * C;
+        const int al = tal && ((ulong)xp % VT) == 0;
 #if defined(STREAM_STORE)
-        if (((ulong)yp % (VW * sizeof(T))) == 0)
-            gn_apply_vectors(xp, yp, tk, ta, tb, cv, silu, 1);
-        else
+        if (((ulong)yp % VT) == 0) {
+            if (al)
+                gn_apply_vectors(xp, yp, tk, ta, tb, cv, silu, 1, 1);
+            else
+                gn_apply_vectors(xp, yp, tk, ta, tb, cv, silu, 1, 0);
+        } else
 #endif
-            gn_apply_vectors(xp, yp, tk, ta, tb, cv, silu, 0);
+        if (al)
+            gn_apply_vectors(xp, yp, tk, ta, tb, cv, silu, 0, 1);
+        else
+            gn_apply_vectors(xp, yp, tk, ta, tb, cv, silu, 0, 0);
         for (ulong c = cv; c < C; c++)
             STORE1(gn_apply1(LOAD1(xp + c), tk[c], ta[c], tb[c], silu), yp + c);
     }

@@ -110,6 +110,14 @@ static size_t run_all(const clnorm_desc *d, uint64_t seed, const tu_launch *l)
                 continue; /* subgroup: too long; f64: no fp64 */
             for (int k = 0; k < 3; k++)
                 failed += tu_problem_try_cl(g_ctx, &p[k], plan, l, 0) != 0;
+            /* and the forward at offset 0: with C a multiple of the vector width, every row
+             * of x, y and the table on a vector boundary (the aligned loads of the CPU
+             * kernels; the offsets above put x off it) */
+            if (nhwc_cpu) {
+                tu_launch l0 = *l;
+                memset(l0.off, 0, sizeof l0.off);
+                failed += tu_problem_try_cl(g_ctx, &p[0], plan, &l0, 0) != 0;
+            }
             clnorm_plan_free(plan);
         }
     for (int k = 0; k < 3; k++)
