@@ -198,13 +198,17 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
                                  op->host_bytes ? op->host_bytes(&d, CLNORM_FORWARD)
                                                 : CLNORM_HOST_DEFAULT_BYTES,
                                  &plan->host_ok[CLNORM_FORWARD]);
-        /* The backward's own threshold, within the forward's (0 there turns both off). */
+        /* The backward's own threshold, within CLNORM_HOST_BYTES where that is set (0 there
+         * turns both off). The defaults are each direction's own: GroupNorm's NHWC forward
+         * stops well before its backward (op->host_bytes). */
         if (st == CLNORM_OK)
             st = clnorm_fits_env(ctx, &d, "CLNORM_HOST_BACKWARD_BYTES",
                                  op->host_bytes ? op->host_bytes(&d, CLNORM_BACKWARD)
                                                 : CLNORM_HOST_BACKWARD_DEFAULT_BYTES,
                                  &plan->host_ok[CLNORM_BACKWARD]);
-        plan->host_ok[CLNORM_BACKWARD] &= plan->host_ok[CLNORM_FORWARD];
+        const char *fwd_env = getenv("CLNORM_HOST_BYTES");
+        if (fwd_env && *fwd_env)
+            plan->host_ok[CLNORM_BACKWARD] &= plan->host_ok[CLNORM_FORWARD];
     }
     if (st != CLNORM_OK) {
         clnorm_plan_free(plan);

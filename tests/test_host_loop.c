@@ -129,16 +129,17 @@ static void test_policy(void **state)
         assert_int_equal(uses_loop(&mid1, CLNORM_STRATEGY_AUTO), op == CLNORM_GROUP ? 3 : 1);
     }
     assert_true(with_loop >= 5); /* LayerNorm, RMSNorm, their fused residual adds, GroupNorm */
-    /* GroupNorm with its fused SiLU has its own defaults: forward 4 MiB in NCHW and 2 MiB in
-     * NHWC, backward 2 MiB in NCHW and 512 KiB in NHWC. Samples of 1 MiB (C = 256 by 1024
-     * positions, float32): exactly at a threshold is in, one sample more is out. */
+    /* GroupNorm with its fused SiLU has its own defaults: forward 4 MiB in NCHW and 1 MiB in
+     * NHWC, backward 2 MiB in NCHW and 512 KiB in NHWC; without SiLU 16 MiB but the NHWC
+     * forward's 2 MiB. Samples of 1 MiB (C = 256 by 1024 positions, float32): exactly at a
+     * threshold is in, one sample more is out. */
     static const struct {
         clnorm_layout layout;
         size_t n;
         int uses;
     } silu_cases[] = {
-        {CLNORM_NCHW, 4, 1}, {CLNORM_NCHW, 5, 0}, {CLNORM_NHWC, 2, 1}, {CLNORM_NHWC, 3, 0},
-        {CLNORM_NCHW, 2, 3}, {CLNORM_NCHW, 3, 1}, {CLNORM_NHWC, 1, 1},
+        {CLNORM_NCHW, 4, 1}, {CLNORM_NCHW, 5, 0}, {CLNORM_NHWC, 1, 1}, {CLNORM_NHWC, 2, 0},
+        {CLNORM_NCHW, 2, 3}, {CLNORM_NCHW, 3, 1}, {CLNORM_NHWC, 3, 0},
     };
     for (size_t i = 0; i < TU_COUNT(silu_cases); i++) {
         clnorm_desc g;
@@ -157,6 +158,13 @@ static void test_policy(void **state)
         }
         g.flags &= ~(unsigned)CLNORM_SILU; /* without SiLU: 16 MiB both ways */
         assert_int_equal(uses_loop(&g, CLNORM_STRATEGY_AUTO), 3);
+        if (g.layout == CLNORM_NHWC) { /* but the NHWC forward's 2 MiB (the backward's own) */
+            g.rows = 2;
+            g.spatial = 1024;
+            assert_int_equal(uses_loop(&g, CLNORM_STRATEGY_AUTO), 3);
+            g.rows = 3;
+            assert_int_equal(uses_loop(&g, CLNORM_STRATEGY_AUTO), 2);
+        }
     }
 }
 
