@@ -28,8 +28,8 @@ void clnorm_verbose_plan(const clnorm_plan *p, double ms, int built)
     char s[64];
     shape(p, s, sizeof s);
     fprintf(stderr,
-            "clnorm_verbose,plan,%s,%s,%s,strategy=%s,local=%zu,chunks=%zu,samples=%zu,device=%s,%s%s,"
-            "host_loop=%s,%s,%.3f ms\n",
+            "clnorm_verbose,plan,%s,%s,%s,strategy=%s,local=%zu,chunks=%zu,samples=%zu,"
+            "device=%s,%s%s,host_loop=%s,%s,%.3f ms\n",
             op_name(p), clnorm_dtype_name(p->desc.dtype), s, clnorm_strategy_name(p->strategy),
             p->geo.local, p->geo.chunks, p->geo.samples, p->ctx->name,
             p->inline_ok ? "latency=" : "latency=none",
