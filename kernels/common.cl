@@ -278,6 +278,12 @@ inline void storev_stream_r(AV v, __global R *p) { CAT(STREAMV_, CLNORM_R_FMT)(v
 #ifndef CLNORM_NO_PREFETCH
 #define PREFETCH_NEXT 1
 #endif
+/* The loops' prefetches bring lines into L2 only (x86 prefetcht1), not L1: what a loop keeps
+ * in L1 (GroupNorm NHWC: the shifts, a staged row, the running means and M2, 20 KiB at
+ * C = 1280; a row's second pass) stays there. A loop of the NHWC moments' shape on one core
+ * read 6-10 GB/s from memory with L1 prefetches 8 KiB ahead and 18-20 with L2 ones, against
+ * 21 for a plain sum (bench/RESULTS.md). A prefetch never faults, past the end included. */
+#define PREFETCH_L2(p) __builtin_prefetch((p), 0, 2)
 #endif
 
 /* Writes the saved statistics of one row, when asked for: mean = (K + m) / sc and

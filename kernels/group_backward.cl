@@ -223,8 +223,8 @@ inline void gn_bwd_sums_vec(__global const T *xs, __global const T *ds, __global
         __global const T *xp = xs + p * C, *dp = ds + p * C;
         for (ulong c = 0; c < cv; c += VW) {
 #if defined(PREFETCH_NEXT)
-            __builtin_prefetch(xp + GN_PD + c); /* never faults past the end */
-            __builtin_prefetch(dp + GN_PD + c);
+            PREFETCH_L2(xp + GN_PD + c);
+            PREFETCH_L2(dp + GN_PD + c);
 #endif
             const AV xh = gn_xhatv(tb, C, c, LOADV(xp + c));
             const AV dz = gn_dzv(tb, C, c, LOADV(dp + c), xh, silu);
@@ -244,8 +244,8 @@ inline void gn_bwd_dx_vec(__global const T *xs, __global const T *ds, __global T
         __global T *op = os + p * C;
         for (ulong c = 0; c < cv; c += VW) {
 #if defined(PREFETCH_NEXT)
-            __builtin_prefetch(xp + GN_PD + c);
-            __builtin_prefetch(dp + GN_PD + c);
+            PREFETCH_L2(xp + GN_PD + c);
+            PREFETCH_L2(dp + GN_PD + c);
 #endif
             STOREV(gn_dxv(tb, C, c, LOADV(xp + c), LOADV(dp + c), silu), op + c);
         }

@@ -118,13 +118,13 @@ inline void gn_tile_moments_rows(__global const T *xs, __global A *sc, __global 
         __global const T *x0 = xs + p * C, *x1 = x0 + C;
         for (ulong c = 0; c < cv; c += VW) {
 #if defined(PREFETCH_NEXT)
-            __builtin_prefetch(x0 + GN_PD + c); /* never faults past the end */
+            PREFETCH_L2(x0 + GN_PD + c);
 #endif
             CAT(vstore, VW)(LOADV(x0 + c), 0, stage + c);
         }
         for (ulong c = 0; c < cv; c += VW) {
 #if defined(PREFETCH_NEXT)
-            __builtin_prefetch(x1 + GN_PD + c);
+            PREFETCH_L2(x1 + GN_PD + c);
 #endif
             const AV K = LOADV(xs + c), a = CAT(vload, VW)(0, stage + c) - K,
                      b = LOADV(x1 + c) - K;
@@ -300,7 +300,7 @@ inline void gn_apply_vectors(__global const T *xp, __global T *yp, __global cons
 {
     for (ulong c = 0; c < cv; c += VW) {
 #if defined(PREFETCH_NEXT)
-        __builtin_prefetch(xp + GN_PD + c); /* never faults past the end */
+        PREFETCH_L2(xp + GN_PD + c);
 #endif
         AV z;
         if (al)

@@ -19,6 +19,7 @@ __kernel void norm_apply_stats(FWD_PARAMS, ulong rows, ulong cols, uint flags)
         const A r = rstd[rstd_off + row];
         const row_in in = make_row_in(IN_ARGS, row);
         seg_apply(make_row_out(FWD_OUT_ARGS, row, flags), in, 0, cols, lid, L, (A2)(0), m, r,
-                  (A)1, make_row_in(IN_ARGS, row + get_num_groups(0)), L == 1);
+                  (A)1, make_row_in(IN_ARGS, row + get_num_groups(0)),
+                  L == 1 ? row_prefetch_hint(cols) : PREFETCH_NONE);
     }
 }

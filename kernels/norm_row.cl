@@ -12,6 +12,6 @@ __kernel void norm_row(FWD_PARAMS, ulong rows, ulong cols, A eps, uint flags)
         /* The next row in memory is the next work-item's: run by the same thread on PoCL. */
         norm_full_row(make_row_in(IN_ARGS, row), make_row_out(FWD_OUT_ARGS, row, flags),
                       FWD_MEAN, FWD_RSTD, row, cols, eps, flags, 0, 1, 0,
-                      make_row_in(IN_ARGS, row + 1), 1);
+                      make_row_in(IN_ARGS, row + 1), row_prefetch_hint(cols));
     }
 }

@@ -119,6 +119,7 @@ __kernel void norm_split_apply(FWD_PARAMS, __global const A *part, ulong rows, u
         if (c == 0 && lid == 0)
             store_stats(FWD_MEAN, FWD_RSTD, row, K, m, r, sc, flags);
         const row_in in = make_row_in(IN_ARGS, row);
-        seg_apply(make_row_out(FWD_OUT_ARGS, row, flags), in, b, e, lid, L, K, m, r, sc, in, 0);
+        seg_apply(make_row_out(FWD_OUT_ARGS, row, flags), in, b, e, lid, L, K, m, r, sc, in,
+                  PREFETCH_NONE);
     }
 }

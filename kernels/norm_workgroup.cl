@@ -14,6 +14,6 @@ __kernel void norm_workgroup(FWD_PARAMS, ulong rows, ulong cols, A eps, uint fla
     for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0)) {
         norm_full_row(make_row_in(IN_ARGS, row), make_row_out(FWD_OUT_ARGS, row, flags),
                       FWD_MEAN, FWD_RSTD, row, cols, eps, flags, lid, L, scratch,
-                      make_row_in(IN_ARGS, row), 0);
+                      make_row_in(IN_ARGS, row), PREFETCH_NONE);
     }
 }

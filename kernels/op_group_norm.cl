@@ -11,6 +11,11 @@
 #define GN_PARAMS , ulong gn_groups, ulong gn_cpg, ulong gn_hw
 #define GN_ARGS , gn_groups, gn_cpg, gn_hw
 
+/* Group rows keep the row kernels' L1 prefetch of the next row (row_stats.cl,
+ * row_prefetch_hint): L2 ones made the NCHW forward 10-25% slower at rows of 20-160 KiB on
+ * PoCL, where LayerNorm's rows of 20-160 KiB gained or held (bench/RESULTS.md). */
+#define OP_ROW_PREFETCH_L2 0
+
 /* Offset of group row `row` in a tensor whose samples are `stride` apart (NCHW). */
 inline ulong gn_row_offset(ulong row, ulong stride, ulong groups, ulong cpg, ulong hw)
 {

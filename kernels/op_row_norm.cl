@@ -24,6 +24,10 @@
  * argument list in src/op/row_norm.c says.
  */
 
+/* Rows of more than 8 KiB prefetch the next row into L2 only (row_stats.cl,
+ * row_prefetch_hint). */
+#define OP_ROW_PREFETCH_L2 1
+
 /* The per-sample parameters of a row: column 0 of its sample's row of p (0 when absent). */
 inline __global const P *sample_row(__global const P *p, ulong off, ulong stride, ulong row,
                                     ulong sample_rows, int given)

@@ -199,6 +199,25 @@ inline void row_stats(row_in in, ulong cols, uint lid, uint L, __local A *scratc
     *r = rsqrt(var + eps * *sc * *sc);
 }
 
+/* What the row kernels prefetch of the next row while applying this one (CPU devices): into
+ * L1 where this row and the next fit its half (x, and the residual, at most 8 KiB a row),
+ * else, where the op asks for it (OP_ROW_PREFETCH_L2), into L2 only, which leaves this row in
+ * L1 for its passes. Measured on PoCL (AMD EPYC, bench/RESULTS.md): L2 prefetches took the
+ * LayerNorm forward at 4096 and 12288 columns from 0.71-0.86 to 0.83-0.98 of the copy but
+ * slowed it at 768 and 1024 columns by about 10%. */
+#define PREFETCH_NONE 0
+#define PREFETCH_TO_L1 1
+#define PREFETCH_TO_L2 2
+#if defined(CLNORM_RESIDUAL)
+#define ROW_COL_BYTES (sizeof(T) + sizeof(R))
+#else
+#define ROW_COL_BYTES sizeof(T)
+#endif
+inline int row_prefetch_hint(ulong cols)
+{
+    return OP_ROW_PREFETCH_L2 && cols * ROW_COL_BYTES > 8192 ? PREFETCH_TO_L2 : PREFETCH_TO_L1;
+}
+
 #if defined(STREAM_STORE)
 #define SUM_NONE 0
 #define SUM_PLAIN 1
@@ -217,12 +236,18 @@ inline ulong seg_apply_stream(row_out out, row_in in, ulong i, ulong e, A2 K, A 
 #if defined(PREFETCH_NEXT)
         /* While this row is computed from cache, fetch the same columns of the next row the
          * work-item (or the next work-item of the group, run by the same thread) will read,
-         * so memory is busy during the compute too. A prefetch never faults, so the last
-         * row's look past the end is harmless. */
-        if (prefetch) {
+         * so memory is busy during the compute too: into L1 where both rows fit it, else into
+         * L2 only (row_prefetch_hint). A prefetch never faults, so the last row's look past
+         * the end is harmless. */
+        if (prefetch == PREFETCH_TO_L1) {
             __builtin_prefetch(nxt.x + i);
 #if defined(CLNORM_RESIDUAL)
             __builtin_prefetch(nxt.r + i);
+#endif
+        } else if (prefetch == PREFETCH_TO_L2) {
+            PREFETCH_L2(nxt.x + i);
+#if defined(CLNORM_RESIDUAL)
+            PREFETCH_L2(nxt.r + i);
 #endif
         }
 #endif
@@ -231,8 +256,8 @@ inline ulong seg_apply_stream(row_out out, row_in in, ulong i, ulong e, A2 K, A 
 }
 #endif
 
-/* Applies a row's statistics to columns [b, e). With `prefetch`, the same columns of the row
- * `nxt` are prefetched while this one computes (PoCL CPU devices). */
+/* Applies a row's statistics to columns [b, e). With `prefetch` (PREFETCH_TO_L1 or _L2), the
+ * same columns of the row `nxt` are prefetched while this one computes (PoCL CPU devices). */
 inline void seg_apply(row_out out, row_in in, ulong b, ulong e, uint lid, uint L, A2 K, A m,
                       A r, A sc, row_in nxt, int prefetch)
 {
