@@ -361,9 +361,10 @@ cl_device_id clnorm_latency_device(cl_platform_id platform, cl_device_id main);
 /* Does a description's x fit in the threshold? */
 int clnorm_latency_fits(const clnorm_desc *d, size_t threshold);
 /* *fits: x fits in the threshold of environment variable `name` (def when unset; 0 means
- * nothing fits); CLNORM_INVALID_ARGUMENT for a bad value. */
+ * nothing fits); *set (when not NULL): the variable was set. CLNORM_INVALID_ARGUMENT for a
+ * bad value. */
 clnorm_status clnorm_fits_env(clnorm_ctx *ctx, const clnorm_desc *d, const char *name,
-                              size_t def, int *fits);
+                              size_t def, int *fits, int *set);
 /* Runs a validated call on the in-thread device when the policy takes it (*taken = 1); else
  * does nothing and the caller launches on `queue`. */
 clnorm_status clnorm_latency_launch(clnorm_plan *plan, clnorm_direction dir,

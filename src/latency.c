@@ -77,13 +77,15 @@ cl_device_id clnorm_latency_device(cl_platform_id platform, cl_device_id main)
     return find_inline_device(platform, main);
 }
 
-/* A threshold in bytes from the environment variable `name` (def when unset or empty). */
+/* A threshold in bytes from the environment variable `name` (def when unset or empty);
+ * *set says which. */
 static clnorm_status threshold_env(clnorm_ctx *ctx, const char *name, size_t def,
-                                   size_t *bytes)
+                                   size_t *bytes, int *set)
 {
     *bytes = def;
     const char *env = getenv(name);
-    if (!env || !*env)
+    *set = env && *env;
+    if (!*set)
         return CLNORM_OK;
     char *end;
     const unsigned long long v = strtoull(env, &end, 10);
@@ -95,10 +97,13 @@ static clnorm_status threshold_env(clnorm_ctx *ctx, const char *name, size_t def
 }
 
 clnorm_status clnorm_fits_env(clnorm_ctx *ctx, const clnorm_desc *d, const char *name,
-                              size_t def, int *fits)
+                              size_t def, int *fits, int *set)
 {
     size_t threshold;
-    TRY(threshold_env(ctx, name, def, &threshold));
+    int given;
+    TRY(threshold_env(ctx, name, def, &threshold, &given));
+    if (set)
+        *set = given;
     *fits = threshold > 0 && clnorm_latency_fits(d, threshold);
     return CLNORM_OK;
 }

@@ -187,17 +187,18 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
     st = CLNORM_OK;
     if (ctx->inline_device && strategy != CLNORM_STRATEGY_REFERENCE)
         st = clnorm_fits_env(ctx, &d, "CLNORM_LATENCY_BYTES", CLNORM_LATENCY_DEFAULT_BYTES,
-                             &plan->inline_ok);
+                             &plan->inline_ok, NULL);
     /* The host loop serves the plans whose strategy is clnorm's to choose, on a CPU device,
      * whose x is small enough (README, "Small problems on CPU devices"). */
     if (st == CLNORM_OK && auto_asked && strategy != CLNORM_STRATEGY_REFERENCE && op->host &&
         (ctx->profile.type & CL_DEVICE_TYPE_CPU)) {
+        int host_bytes_set = 0;
         st = clnorm_host_threads_check(ctx);
         if (st == CLNORM_OK)
             st = clnorm_fits_env(ctx, &d, "CLNORM_HOST_BYTES",
                                  op->host_bytes ? op->host_bytes(&d, CLNORM_FORWARD)
                                                 : CLNORM_HOST_DEFAULT_BYTES,
-                                 &plan->host_ok[CLNORM_FORWARD]);
+                                 &plan->host_ok[CLNORM_FORWARD], &host_bytes_set);
         /* The backward's own threshold, within CLNORM_HOST_BYTES where that is set (0 there
          * turns both off). The defaults are each direction's own: GroupNorm's NHWC forward
          * stops well before its backward (op->host_bytes). */
@@ -205,9 +206,8 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
             st = clnorm_fits_env(ctx, &d, "CLNORM_HOST_BACKWARD_BYTES",
                                  op->host_bytes ? op->host_bytes(&d, CLNORM_BACKWARD)
                                                 : CLNORM_HOST_BACKWARD_DEFAULT_BYTES,
-                                 &plan->host_ok[CLNORM_BACKWARD]);
-        const char *fwd_env = getenv("CLNORM_HOST_BYTES");
-        if (fwd_env && *fwd_env)
+                                 &plan->host_ok[CLNORM_BACKWARD], NULL);
+        if (host_bytes_set)
             plan->host_ok[CLNORM_BACKWARD] &= plan->host_ok[CLNORM_FORWARD];
     }
     if (st != CLNORM_OK) {
