@@ -13,9 +13,11 @@
  *                    tile, group) the same of the group's channels, around the group's first
  *                    element K: with S'_c = S_c + n (K_c - K), S = sum S'_c and
  *                    M2 = sum (M2_c + n (S'_c / n - S / (n cpg))^2) (exact, fixed order);
- *   gn_nhwc_merge:   per group, its tiles' moments merged the same way; statistics (K, m, r)
- *                    into the stats scratch and the saved mean/rstd, and (forward) every
- *                    channel's K, a = r * gamma_c and b = beta_c - m * a into the table;
+ *   gn_nhwc_merge:   per group, its tiles' moments merged the same way (a group whose
+ *                    squares overflowed read again, scaled: gn_group_rescaled); statistics
+ *                    (K, m, r, sc) into the stats scratch and the saved mean/rstd, and
+ *                    (forward) every channel's K, a = r * gamma_c and b = beta_c - m * a into
+ *                    the table;
  *   gn_nhwc_apply:   y = (x - K) * a_c + b_c, then the SiLU;
  *   gn_nhwc_sample:  CPU devices, in place of the three: one work-item per sample runs them
  *                    in turn with the sample as one tile (group_norm.c chooses it).
@@ -212,10 +214,42 @@ __kernel void gn_nhwc_moments(IN_PARAMS, __global A *part, ulong rows, ulong chu
     }
 }
 
+/* A group whose squared deviations overflow A although its elements are finite (|x| above
+ * about 1e19 in float32): its statistics again from every element, scaled by the power of two
+ * sc that brings its largest magnitude into [1, 2), as rows are (row_stats), and around
+ * K = x[n, 0, c0] * sc. Returns their variance, with the mean of the deviations in *m, K in
+ * *K and sc in *sc. The L items take every L-th position of the group's cpg channels, twice
+ * (the mean, then the squares); rare, so plain loops. Every item of the group must call it. */
+inline A gn_group_rescaled(__global const T *xs, ulong c0, ulong cpg, ulong C, ulong hw,
+                           A total, __local A *scratch, uint lid, uint L, A *K, A *m, A *sc)
+{
+    A M = 0;
+    for (ulong p = lid; p < hw; p += L)
+        for (ulong k = 0; k < cpg; k++)
+            M = max_nan(M, fabs(LOAD1(xs + p * C + c0 + k)));
+    const A s = rescale_factor(wg_max(M, scratch, lid, L)), Ks = LOAD1(xs + c0) * s;
+    A sum = 0, cs = 0;
+    for (ulong p = lid; p < hw; p += L)
+        for (ulong k = 0; k < cpg; k++)
+            kahan_add(&sum, &cs, LOAD1(xs + p * C + c0 + k) * s - Ks);
+    const A mean = wg_sum(sum, scratch, lid, L) / total;
+    A q = 0, cq = 0;
+    for (ulong p = lid; p < hw; p += L)
+        for (ulong k = 0; k < cpg; k++) {
+            const A d = (LOAD1(xs + p * C + c0 + k) * s - Ks) - mean;
+            kahan_add(&q, &cq, d * d);
+        }
+    *K = Ks;
+    *m = mean;
+    *sc = s;
+    return wg_sum(q, scratch, lid, L) / total;
+}
+
 /* Group row `row` = n * G + g: its tiles' moments merged (the work-group's L items taking
- * every L-th tile, then adding), its statistics (K, m, r) into the stats scratch and the saved
- * mean/rstd and, with a table (the forward), every channel's K, a = r * gamma_c and
- * b = beta_c - m * a. The moments of the group: entries j = tile * cpg + k, channel
+ * every L-th tile, then adding), its statistics (K, m, r, sc) into the stats scratch and the
+ * saved mean/rstd and, with a table (the forward), every channel's K, a = r * gamma_c and
+ * b = beta_c - m * a (in x's own units: K / sc, r * sc * gamma_c and m / sc, where a group
+ * was redone scaled). The moments of the group: entries j = tile * cpg + k, channel
  * g * cpg + k. */
 inline void gn_merge_row(__global const T *x, ulong x_off, ulong x_stride,
                          __global const P *gamma, ulong gamma_off, __global const P *beta,
@@ -228,13 +262,13 @@ inline void gn_merge_row(__global const T *x, ulong x_off, ulong x_stride,
     const ulong C = G * cpg, n = row / G, c0 = (row % G) * cpg;
     const A total = (A)(cpg * hw);
     __global const T *xs = x + x_off + n * x_stride;
-    const A K = LOAD1(xs + c0);
+    A K = LOAD1(xs + c0), sc = 1;
     /* the group's moments of tile t: pn[t * GN_TILE_LEN] (S, then M2), all around K */
     __global const A *pn = part + n * chunks * GN_TILE_LEN(C, G) + 2 * C + 2 * (row % G);
     A s = 0, cs = 0;
     for (uint t = lid; t < chunks; t += L)
         kahan_add(&s, &cs, pn[t * GN_TILE_LEN(C, G)]);
-    const A m = wg_sum(s, scratch, lid, L) / total;
+    A m = wg_sum(s, scratch, lid, L) / total;
     A q = 0, cq = 0;
     for (uint t = lid; t < chunks; t += L) {
         const A nt = (A)((min(hw, (t + 1) * chunk_len) - t * chunk_len) * cpg);
@@ -242,24 +276,27 @@ inline void gn_merge_row(__global const T *x, ulong x_off, ulong x_stride,
         const A d = e[0] / nt - m;
         kahan_add(&q, &cq, fma(d * d, nt, e[1]));
     }
-    const A var = wg_sum(q, scratch, lid, L) / total;
-    const A r = rsqrt(var + eps);
+    A var = wg_sum(q, scratch, lid, L) / total;
+    if (needs_rescale(var)) /* the same for every item of the group */
+        var = gn_group_rescaled(xs, c0, cpg, C, hw, total, scratch, lid, L, &K, &m, &sc);
+    const A r = rsqrt(var + eps * sc * sc);
     if (lid == 0) {
-        gn_put_stats(stats, row, K, m, r, 1);
+        gn_put_stats(stats, row, K, m, r, sc);
         if ((flags & CLNORM_KF_MEAN) != 0)
-            mean[mean_off + row] = K + m;
+            mean[mean_off + row] = (K + m) / sc;
         if ((flags & CLNORM_KF_RSTD) != 0)
-            rstd[rstd_off + row] = r;
+            rstd[rstd_off + row] = r * sc;
     }
     if (table)
         for (ulong k = lid; k < cpg; k += L) {
             const ulong c = c0 + k;
-            const A a = (flags & CLNORM_KF_GAMMA) ? r * gamma[gamma_off + c] : r;
+            const A rs = r * sc;
+            const A a = (flags & CLNORM_KF_GAMMA) ? rs * gamma[gamma_off + c] : rs;
             const A b = (flags & CLNORM_KF_BETA) ? beta[beta_off + c] : (A)0;
             __global A *tn = table + n * 3 * C;
-            tn[c] = K;
+            tn[c] = K / sc;
             tn[C + c] = a;
-            tn[2 * C + c] = fma(-m, a, b);
+            tn[2 * C + c] = fma(-(m / sc), a, b);
         }
 }
 

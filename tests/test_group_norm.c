@@ -9,6 +9,8 @@
  *   - the reference's backward against central finite differences of its forward, in
  *     float64, with and without SiLU and affine, in both layouts;
  *   - NHWC of spatial 1 and NCHW are the same memory: the same results;
+ *   - groups whose squares overflow (|x| at 1e19, 1e30, 1e37; 1e160 in float64): redone
+ *     scaled;
  *   - the error paths particular to GroupNorm (the generic ones are test_ops_errors').
  * The PyTorch golden cases are test_golden's and test_backward_golden's.
  */
@@ -77,15 +79,17 @@ static void all_passed(size_t failed, const char *what)
 static const char *const nhwc_cpu_env[] = {NULL, "CLNORM_NO_SAMPLE_ITEMS", "CLNORM_MAX_GROUPS"};
 
 /* Runs every strategy of the description on both directions: the backward once with the
- * saved statistics given, once recomputing them. Returns the mismatches. */
-static size_t run_all(const clnorm_desc *d, uint64_t seed, const tu_launch *l)
+ * saved statistics given, once recomputing them. x's distribution: data (NULL: the
+ * default). Returns the mismatches. */
+static size_t run_all_data(const clnorm_desc *d, uint64_t seed, const tu_launch *l,
+                           const tu_data *data)
 {
     size_t failed = 0;
     const unsigned no_stats = ~(TU_SLOT(CLNORM_ARG_MEAN) | TU_SLOT(CLNORM_ARG_RSTD));
     tu_problem p[3];
-    tu_problem_make(&p[0], d, CLNORM_FORWARD, TU_ALL_OPTIONAL, seed, NULL);
-    tu_problem_make(&p[1], d, CLNORM_BACKWARD, TU_ALL_OPTIONAL, seed + 1, NULL);
-    tu_problem_make(&p[2], d, CLNORM_BACKWARD, no_stats, seed + 2, NULL);
+    tu_problem_make(&p[0], d, CLNORM_FORWARD, TU_ALL_OPTIONAL, seed, data);
+    tu_problem_make(&p[1], d, CLNORM_BACKWARD, TU_ALL_OPTIONAL, seed + 1, data);
+    tu_problem_make(&p[2], d, CLNORM_BACKWARD, no_stats, seed + 2, data);
     clnorm_strategy st[5];
     const size_t ns = strategies_for(d, st);
     const int nhwc_cpu = d->layout == CLNORM_NHWC && d->spatial > 1 && tu_device_is_cpu(g_ctx);
@@ -123,6 +127,11 @@ static size_t run_all(const clnorm_desc *d, uint64_t seed, const tu_launch *l)
     for (int k = 0; k < 3; k++)
         tu_problem_free(&p[k]);
     return failed;
+}
+
+static size_t run_all(const clnorm_desc *d, uint64_t seed, const tu_launch *l)
+{
+    return run_all_data(d, seed, l, NULL);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -226,6 +235,42 @@ static void test_variants(void **state)
             failed += run_all(&de, 9000 + 100 * (uint64_t)lay + i, &l2);
         }
     all_passed(failed, "variants");
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Groups whose squared deviations overflow the arithmetic                                    */
+
+/* |x| at 1e19, 1e30 and 1e37 in float32 (and 1e160 in float64): the squares overflow, so a
+ * group is
+ * redone scaled by a power of two, as rows are (test_overflow). In NHWC that is the merge's
+ * own pass over the group (gn_group_rescaled): the tiles, the sample items (CLNORM_NO_SAMPLE_
+ * ITEMS in run_all) and, under test_group_norm_gpu_geometry, the GPU work-groups. The
+ * reference computes in double (scaled too above about 1e154). y, mean and dgamma carry the
+ * check here: rstd and dx are of the order of 1 / |x|, below the absolute part of the
+ * tolerances. */
+static void test_huge_values(void **state)
+{
+    (void)state;
+    require_device();
+    static const shape shapes[] = {{2, 64, 8, 63}, {1, 32, 4, 300}};
+    static const double f32_scales[] = {1e19, 1e30, 1e37};
+    size_t failed = 0;
+    tu_launch l = tu_launch_offsets();
+    for (int lay = 0; lay < 2; lay++)
+        for (size_t i = 0; i < TU_COUNT(shapes); i++) {
+            for (size_t k = 0; k < TU_COUNT(f32_scales); k++) {
+                const tu_data data = {0.5 * f32_scales[k], f32_scales[k], 0, 1};
+                const clnorm_desc d = make_desc(CLNORM_F32, shapes[i], (clnorm_layout)lay,
+                                                k ? CLNORM_SILU : 0u);
+                failed += run_all_data(&d, 9500 + 100 * (uint64_t)lay + 10 * i + k, &l, &data);
+            }
+            if (tu_device_has_fp64(g_ctx)) {
+                const tu_data data = {0.5e160, 1e160, 0, 1};
+                const clnorm_desc d = make_desc(CLNORM_F64, shapes[i], (clnorm_layout)lay, 0);
+                failed += run_all_data(&d, 9900 + 100 * (uint64_t)lay + i, &l, &data);
+            }
+        }
+    all_passed(failed, "huge values");
 }
 
 /* NHWC of spatial 1 is NCHW's memory: the same bits, through either layout's description. */
@@ -447,6 +492,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_sweep_f32),
         cmocka_unit_test(test_variants),
         cmocka_unit_test(test_nhwc_spatial1_is_nchw),
+        cmocka_unit_test(test_huge_values),
         cmocka_unit_test(test_sweep_more_f16),
         cmocka_unit_test(test_sweep_more_bf16),
         cmocka_unit_test(test_sweep_more_f64),

@@ -28,24 +28,54 @@ static double sigmoid(double z)
     return 1.0 / (1.0 + exp(-z));
 }
 
-/* The statistics of group (n, g): xhat = (x - K - m) * r. */
-static void group_stats(const clnorm_desc *d, const void *x, size_t n, size_t g, double eps,
-                        double *K, double *m, double *r)
+/* Group (n, g)'s variance at scale sc: its shift *K (its first element, scaled) and the mean
+ * *m of its deviations x * sc - K. */
+static double group_var_at(const clnorm_desc *d, const void *x, size_t n, size_t g, double sc,
+                           double *K, double *m)
 {
     const size_t cpg = d->cols / d->groups, c0 = g * cpg, cnt = cpg * d->spatial;
-    *K = clnorm_elem_load(d->dtype, x, at(d, d->x_stride, n, c0, 0));
+    *K = clnorm_elem_load(d->dtype, x, at(d, d->x_stride, n, c0, 0)) * sc;
     double s = 0.0;
     for (size_t c = c0; c < c0 + cpg; c++)
         for (size_t p = 0; p < d->spatial; p++)
-            s += clnorm_elem_load(d->dtype, x, at(d, d->x_stride, n, c, p)) - *K;
+            s += clnorm_elem_load(d->dtype, x, at(d, d->x_stride, n, c, p)) * sc - *K;
     *m = s / (double)cnt;
     double q = 0.0;
     for (size_t c = c0; c < c0 + cpg; c++)
         for (size_t p = 0; p < d->spatial; p++) {
-            const double v = (clnorm_elem_load(d->dtype, x, at(d, d->x_stride, n, c, p)) - *K) - *m;
+            const double v =
+                (clnorm_elem_load(d->dtype, x, at(d, d->x_stride, n, c, p)) * sc - *K) - *m;
             q += v * v;
         }
-    *r = 1.0 / sqrt(q / (double)cnt + eps);
+    return q / (double)cnt;
+}
+
+/* The statistics of group (n, g): xhat = (x - K - m) * r. A group whose squares overflow
+ * (float64 data above about 1e154) is redone scaled by the power of two that brings its
+ * largest magnitude near 1, as rows are (ref_row_norm.c), and its statistics are then given
+ * back in x's own units (exact: the scale is a power of two). */
+static void group_stats(const clnorm_desc *d, const void *x, size_t n, size_t g, double eps,
+                        double *K, double *m, double *r)
+{
+    const double var = group_var_at(d, x, n, g, 1.0, K, m);
+    if (isfinite(var)) {
+        *r = 1.0 / sqrt(var + eps);
+        return;
+    }
+    const size_t cpg = d->cols / d->groups;
+    double M = 0.0;
+    for (size_t c = g * cpg; c < (g + 1) * cpg; c++)
+        for (size_t p = 0; p < d->spatial; p++)
+            M = fmax(M, fabs(clnorm_elem_load(d->dtype, x, at(d, d->x_stride, n, c, p))));
+    if (!isfinite(M) || M <= 0.0) { /* an Inf or NaN: the statistics are not finite */
+        *r = 1.0 / sqrt(var + eps);
+        return;
+    }
+    const double sc = ldexp(1.0, -ilogb(M));
+    const double vs = group_var_at(d, x, n, g, sc, K, m);
+    *K /= sc;
+    *m /= sc;
+    *r = sc / sqrt(vs + eps * sc * sc);
 }
 
 static void forward(const clnorm_desc *d, const clnorm_host_ptrs *a)
