@@ -287,17 +287,19 @@ inline void gn_merge_row(__global const T *x, ulong x_off, ulong x_stride,
         if ((flags & CLNORM_KF_RSTD) != 0)
             rstd[rstd_off + row] = r * sc;
     }
-    if (table)
+    if (table) {
+        /* in x's own units */
+        const A Kx = K / sc, mx = m / sc, rs = r * sc;
+        __global A *tn = table + n * 3 * C;
         for (ulong k = lid; k < cpg; k += L) {
             const ulong c = c0 + k;
-            const A rs = r * sc;
             const A a = (flags & CLNORM_KF_GAMMA) ? rs * gamma[gamma_off + c] : rs;
             const A b = (flags & CLNORM_KF_BETA) ? beta[beta_off + c] : (A)0;
-            __global A *tn = table + n * 3 * C;
-            tn[c] = K / sc;
+            tn[c] = Kx;
             tn[C + c] = a;
-            tn[2 * C + c] = fma(-(m / sc), a, b);
+            tn[2 * C + c] = fma(-mx, a, b);
         }
+    }
 }
 
 /* Work-group per group row (gn_merge_row). table: NULL in the backward (statistics only). */
