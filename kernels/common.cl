@@ -53,6 +53,28 @@ typedef CAT(ushort, VW) ushortv;
 typedef CAT(uint, VW) uintv;
 
 /*
+ * A kernel's scalars: one struct, its last parameter (src/flags.h, CLNORM_KS_MAX; bound by
+ * src/launch.c). It holds each tensor's offset and row stride in slot order, then the step's
+ * own scalars in the order of its argument list. A kernel opens with KS_BEGIN and takes them
+ * back, in that order, as named constants: an op's ..._UNPACK macro for its tensors (the
+ * counterpart of its ..._PTRS), then KS_UL / KS_UI / KS_A for the rest.
+ */
+typedef struct {
+    ulong v[CLNORM_KS_MAX];
+} clnorm_ks;
+#define KS_PARAM const clnorm_ks ks
+#define KS_BEGIN uint ks_n = 0
+#define KS_UL(name) const ulong name = ks.v[ks_n++]
+#define KS_UI(name) const uint name = (uint)ks.v[ks_n++]
+#if defined(CLNORM_F64)
+#define KS_A(name) const A name = as_double(ks.v[ks_n++])
+#else
+#define KS_A(name) const A name = as_float((uint)ks.v[ks_n++])
+#endif
+/* A tensor's offset and stride, named as its pointer: x_off, x_stride. */
+#define KS_TENSOR(t) KS_UL(t##_off); KS_UL(t##_stride)
+
+/*
  * Storage formats. Each moves VW elements as an AV (LOADV_/STOREV_) or one as an A (LOAD1_/
  * STORE1_). F16 goes through vload_half/vstore_half_rte and BF16 through 16-bit integer bit
  * conversion: both are core OpenCL 1.2 and need no cl_khr_fp16. Stores round to nearest

@@ -19,14 +19,16 @@
  * Needs common.cl, op_group_norm.cl and row_stats.cl (and for NHWC group_nhwc.cl) before it.
  */
 
-/* Backward tensors, in slot order: X, GAMMA, BETA, MEAN, RSTD, DY (and DX). */
-#define GN_BWD_IN_PARAMS                                                                    \
-    __global const T *x, ulong x_off, ulong x_stride, __global const P *gamma,              \
-        ulong gamma_off, ulong gamma_stride, __global const P *beta, ulong beta_off,         \
-        ulong beta_stride, __global const P *mean, ulong mean_off, ulong mean_stride,        \
-        __global const P *rstd, ulong rstd_off, ulong rstd_stride, __global const T *dy,     \
-        ulong dy_off, ulong dy_stride
-#define GN_BWD_PARAMS GN_BWD_IN_PARAMS, __global T *dx, ulong dx_off, ulong dx_stride
+/* Backward tensors, in slot order: X, GAMMA, BETA, MEAN, RSTD, DY (and DX): the pointers,
+ * and their offsets and strides from the kernel's scalar struct (common.cl, KS_PARAM). */
+#define GN_BWD_IN_PTRS                                                                      \
+    __global const T *x, __global const P *gamma, __global const P *beta,                   \
+        __global const P *mean, __global const P *rstd, __global const T *dy
+#define GN_BWD_IN_UNPACK                                                                    \
+    KS_TENSOR(x); KS_TENSOR(gamma); KS_TENSOR(beta); KS_TENSOR(mean); KS_TENSOR(rstd);     \
+    KS_TENSOR(dy);
+#define GN_BWD_PTRS GN_BWD_IN_PTRS, __global T *dx
+#define GN_BWD_UNPACK GN_BWD_IN_UNPACK KS_TENSOR(dx);
 
 /* The statistics and parameters of one channel of one sample. */
 typedef struct {
@@ -253,9 +255,14 @@ inline void gn_bwd_dx_vec(__global const T *xs, __global const T *ds, __global T
 }
 
 /* Statistics of every group row, as the NCHW forward computes them. */
-__kernel void gn_nchw_stats(IN_PARAMS, __global A *stats, ulong rows, ulong cols, A eps,
-                            uint flags, __local A *scratch)
+__kernel void gn_nchw_stats(IN_PTRS, __global A *stats, __local A *scratch, KS_PARAM)
 {
+    KS_BEGIN;
+    IN_UNPACK
+    KS_UL(rows);
+    KS_UL(cols);
+    KS_A(eps);
+    KS_UI(flags);
     const uint lid = get_local_id(0), L = get_local_size(0);
     for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0)) {
         A2 K;
@@ -267,9 +274,14 @@ __kernel void gn_nchw_stats(IN_PARAMS, __global A *stats, ulong rows, ulong cols
 }
 
 /* A work-group per channel row (n, c) of hw contiguous positions. */
-__kernel void gn_nchw_bwd_sums(GN_BWD_IN_PARAMS GN_PARAMS, __global const A *stats,
-                               __global A *sums, ulong rows, uint flags, __local A *scratch)
+__kernel void gn_nchw_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global A *sums,
+                               __local A *scratch, KS_PARAM)
 {
+    KS_BEGIN;
+    GN_BWD_IN_UNPACK
+    GN_UNPACK
+    KS_UL(rows);
+    KS_UI(flags);
     const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg, N = rows / G;
     const uint lid = get_local_id(0), L = get_local_size(0);
     ulong nc0, nc1, step;
@@ -303,10 +315,16 @@ __kernel void gn_nchw_bwd_sums(GN_BWD_IN_PARAMS GN_PARAMS, __global const A *sta
 }
 
 /* A work-group per tile of positions x all channels of a sample (group_nhwc.cl). */
-__kernel void gn_nhwc_bwd_sums(GN_BWD_IN_PARAMS GN_PARAMS, __global const A *stats,
-                               __global A *sums, __global A *tables, ulong rows,
-                               ulong chunk_len, uint chunks, uint flags)
+__kernel void gn_nhwc_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global A *sums,
+                               __global A *tables, KS_PARAM)
 {
+    KS_BEGIN;
+    GN_BWD_IN_UNPACK
+    GN_UNPACK
+    KS_UL(rows);
+    KS_UL(chunk_len);
+    KS_UI(chunks);
+    KS_UI(flags);
     const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg, N = rows / G;
     const uint t = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
     const ulong p0 = (ulong)t * chunk_len, p1 = min(hw, p0 + chunk_len);
@@ -355,10 +373,15 @@ __kernel void gn_nhwc_bwd_sums(GN_BWD_IN_PARAMS GN_PARAMS, __global const A *sta
 }
 
 /* A work-group per group row n * G + g: coef[row] = (mean(g), mean(g * xhat)). */
-__kernel void gn_bwd_coef(__global const P *gamma, ulong gamma_off, ulong gamma_stride GN_PARAMS,
-                          __global const A *sums, __global A *coef, ulong rows, uint chunks,
-                          uint flags, __local A *scratch)
+__kernel void gn_bwd_coef(__global const P *gamma, __global const A *sums, __global A *coef,
+                          __local A *scratch, KS_PARAM)
 {
+    KS_BEGIN;
+    KS_TENSOR(gamma);
+    GN_UNPACK
+    KS_UL(rows);
+    KS_UI(chunks);
+    KS_UI(flags);
     const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg;
     const uint lid = get_local_id(0), L = get_local_size(0);
     const ulong entries = (ulong)chunks * cpg;
@@ -410,11 +433,16 @@ inline A gn_param_sum(__global const A *sums, ulong C, ulong c, int valid, ulong
 /* dgamma and dbeta: work-group b takes channels [b * CB, (b + 1) * CB), its L = CB x S items
  * each adding every S-th tile of one channel (Kahan), the S slices then added in slice order
  * in local memory (CB = 8 on GPUs, where a channel's tiles are many; L = 1 on CPU devices). */
-__kernel void gn_bwd_params(__global P *dgamma, ulong dgamma_off, ulong dgamma_stride,
-                            __global P *dbeta, ulong dbeta_off, ulong dbeta_stride GN_PARAMS,
-                            __global const A *sums, ulong rows, uint chunks, uint flags,
-                            __local A *scratch)
+__kernel void gn_bwd_params(__global P *dgamma, __global P *dbeta, __global const A *sums,
+                            __local A *scratch, KS_PARAM)
 {
+    KS_BEGIN;
+    KS_TENSOR(dgamma);
+    KS_TENSOR(dbeta);
+    GN_UNPACK
+    KS_UL(rows);
+    KS_UI(chunks);
+    KS_UI(flags);
     const ulong C = gn_groups * gn_cpg, N = rows / gn_groups;
     const uint lid = get_local_id(0), L = get_local_size(0);
     const uint S = L >= 8 ? L / 8 : 1, CB = L / S;
@@ -437,9 +465,14 @@ __kernel void gn_bwd_params(__global P *dgamma, ulong dgamma_off, ulong dgamma_s
 
 /* In place (dx is x or dy) is safe in both dx kernels: each element is read by the item
  * that writes it, just before. */
-__kernel void gn_nchw_bwd_dx(GN_BWD_PARAMS GN_PARAMS, __global const A *stats,
-                             __global const A *coef, ulong rows, uint flags)
+__kernel void gn_nchw_bwd_dx(GN_BWD_PTRS, __global const A *stats, __global const A *coef,
+                             KS_PARAM)
 {
+    KS_BEGIN;
+    GN_BWD_UNPACK
+    GN_UNPACK
+    KS_UL(rows);
+    KS_UI(flags);
     const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg, N = rows / G;
     const uint lid = get_local_id(0), L = get_local_size(0);
     ulong nc0, nc1, step;
@@ -463,10 +496,15 @@ __kernel void gn_nchw_bwd_dx(GN_BWD_PARAMS GN_PARAMS, __global const A *stats,
     }
 }
 
-__kernel void gn_nhwc_bwd_dx(GN_BWD_PARAMS GN_PARAMS, __global const A *stats,
-                             __global const A *coef, __global A *tables, ulong rows,
-                             ulong chunk_len, uint flags)
+__kernel void gn_nhwc_bwd_dx(GN_BWD_PTRS, __global const A *stats, __global const A *coef,
+                             __global A *tables, KS_PARAM)
 {
+    KS_BEGIN;
+    GN_BWD_UNPACK
+    GN_UNPACK
+    KS_UL(rows);
+    KS_UL(chunk_len);
+    KS_UI(flags);
     const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg, N = rows / G;
     const uint t = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
     const ulong p0 = (ulong)t * chunk_len, p1 = min(hw, p0 + chunk_len);

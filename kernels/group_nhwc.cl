@@ -160,9 +160,13 @@ inline void gn_tile_moments_rows(__global const T *xs, __global A *sc, __global 
     }
 }
 
-__kernel void gn_nhwc_moments(IN_PARAMS, __global A *part, ulong rows, ulong chunk_len,
-                              uint chunks, __local A *scratch)
+__kernel void gn_nhwc_moments(IN_PTRS, __global A *part, __local A *scratch, KS_PARAM)
 {
+    KS_BEGIN;
+    IN_UNPACK
+    KS_UL(rows);
+    KS_UL(chunk_len);
+    KS_UI(chunks);
     const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg, N = rows / G;
     const uint t = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
     const ulong p0 = (ulong)t * chunk_len, p1 = min(hw, p0 + chunk_len);
@@ -303,15 +307,23 @@ inline void gn_merge_row(__global const T *x, ulong x_off, ulong x_stride,
 }
 
 /* Work-group per group row (gn_merge_row). table: NULL in the backward (statistics only). */
-__kernel void gn_nhwc_merge(__global const T *x, ulong x_off, ulong x_stride,
-                            __global const P *gamma, ulong gamma_off, ulong gamma_stride,
-                            __global const P *beta, ulong beta_off, ulong beta_stride,
-                            __global P *mean, ulong mean_off, ulong mean_stride,
-                            __global P *rstd, ulong rstd_off, ulong rstd_stride GN_PARAMS,
+__kernel void gn_nhwc_merge(__global const T *x, __global const P *gamma,
+                            __global const P *beta, __global P *mean, __global P *rstd,
                             __global const A *part, __global A *stats, __global A *table,
-                            ulong rows, ulong chunk_len, uint chunks, A eps, uint flags,
-                            __local A *scratch)
+                            __local A *scratch, KS_PARAM)
 {
+    KS_BEGIN;
+    KS_TENSOR(x);
+    KS_TENSOR(gamma);
+    KS_TENSOR(beta);
+    KS_TENSOR(mean);
+    KS_TENSOR(rstd);
+    GN_UNPACK
+    KS_UL(rows);
+    KS_UL(chunk_len);
+    KS_UI(chunks);
+    KS_A(eps);
+    KS_UI(flags);
     const uint lid = get_local_id(0), L = get_local_size(0);
     for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0))
         gn_merge_row(x, x_off, x_stride, gamma, gamma_off, beta, beta_off, mean, mean_off, rstd,
@@ -394,10 +406,16 @@ inline void gn_apply_positions(__global const T *xs, __global T *ys, __global co
     }
 }
 
-__kernel void gn_nhwc_apply(__global const T *x, ulong x_off, ulong x_stride, __global T *y,
-                            ulong y_off, ulong y_stride GN_PARAMS, __global const A *table,
-                            ulong rows, ulong chunk_len, uint flags)
+__kernel void gn_nhwc_apply(__global const T *x, __global T *y, __global const A *table,
+                            KS_PARAM)
 {
+    KS_BEGIN;
+    KS_TENSOR(x);
+    KS_TENSOR(y);
+    GN_UNPACK
+    KS_UL(rows);
+    KS_UL(chunk_len);
+    KS_UI(flags);
     const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg, N = rows / G;
     const uint t = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
     const ulong p0 = (ulong)t * chunk_len, p1 = min(hw, p0 + chunk_len);
@@ -435,10 +453,14 @@ __kernel void gn_nhwc_apply(__global const T *x, ulong x_off, ulong x_stride, __
  * from the core's caches when it fits them. The same code as the tile chain run with a single
  * tile per sample, so the same bits as that chain. In place is safe: the sample's K values are
  * read before its apply writes, and no other item touches the sample. */
-__kernel void gn_nhwc_sample(FWD_PARAMS, __global A *part, __global A *stats,
-                             __global A *table, ulong rows, A eps, uint flags,
-                             __local A *scratch)
+__kernel void gn_nhwc_sample(FWD_PTRS, __global A *part, __global A *stats,
+                             __global A *table, __local A *scratch, KS_PARAM)
 {
+    KS_BEGIN;
+    FWD_UNPACK
+    KS_UL(rows);
+    KS_A(eps);
+    KS_UI(flags);
     const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg, N = rows / G;
     for (ulong n = get_group_id(0); n < N; n += get_num_groups(0)) {
         __global const T *xs = x + x_off + n * x_stride;

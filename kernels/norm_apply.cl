@@ -9,8 +9,13 @@
  * The statistics enter as K = 0, m = mean, r = rstd, sc = 1 in the strategies' apply: the
  * sum of x and a residual is formed first, then the mean is subtracted.
  */
-__kernel void norm_apply_stats(FWD_PARAMS, ulong rows, ulong cols, uint flags)
+__kernel void norm_apply_stats(FWD_PTRS, KS_PARAM)
 {
+    KS_BEGIN;
+    FWD_UNPACK
+    KS_UL(rows);
+    KS_UL(cols);
+    KS_UI(flags);
     const uint lid = get_local_id(0);
     const uint L = get_local_size(0);
     const int rms = (flags & CLNORM_KF_RMS) != 0;

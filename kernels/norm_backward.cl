@@ -63,9 +63,14 @@ inline void bwd_stats_of(__global const P *mean, ulong m_off, __global const P *
 
 /* Statistics of every row, as the forward computes them, into stats: the backward pass
  * without saved statistics. */
-__kernel void norm_bwd_stats(IN_PARAMS, __global A *stats, ulong rows, ulong cols, A eps,
-                             uint flags, __local A *scratch)
+__kernel void norm_bwd_stats(IN_PTRS, __global A *stats, __local A *scratch, KS_PARAM)
 {
+    KS_BEGIN;
+    IN_UNPACK
+    KS_UL(rows);
+    KS_UL(cols);
+    KS_A(eps);
+    KS_UI(flags);
     const uint lid = get_local_id(0);
     const uint L = get_local_size(0);
     for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0)) {
@@ -118,10 +123,16 @@ inline void bwd_row_sums(bwd_row bw, ulong b, ulong e, uint lid, uint L, A2 K, A
 
 /* Sums of g and g * xhat of every (row, chunk) into sums[(row * chunks + chunk) * 2 + 0/1]:
  * the first step when rows are cut into chunks (few long rows). */
-__kernel void norm_bwd_sums(BWD_IN_PARAMS, __global const A *stats, __global A *sums,
-                            ulong rows, ulong cols, ulong chunk_len, uint chunks, uint flags,
-                            __local A *scratch)
+__kernel void norm_bwd_sums(BWD_IN_PTRS, __global const A *stats, __global A *sums,
+                            __local A *scratch, KS_PARAM)
 {
+    KS_BEGIN;
+    BWD_IN_UNPACK
+    KS_UL(rows);
+    KS_UL(cols);
+    KS_UL(chunk_len);
+    KS_UI(chunks);
+    KS_UI(flags);
     const uint c = get_group_id(0);
     const uint lid = get_local_id(0);
     const uint L = get_local_size(0);
@@ -180,11 +191,17 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
  * the block, the sums (computed here when the row is one chunk, else merged in chunk order
  * from norm_bwd_sums), then dx and the partials of the chunk's columns in one sweep.
  */
-__kernel void norm_bwd_rows(BWD_PARAMS, __global const A *stats, __global A *part,
-                            __global const A *sums, ulong rows, ulong cols,
-                            ulong rows_per_group, ulong chunk_len, uint chunks, uint flags,
-                            __local A *scratch)
+__kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global A *part,
+                            __global const A *sums, __local A *scratch, KS_PARAM)
 {
+    KS_BEGIN;
+    BWD_UNPACK
+    KS_UL(rows);
+    KS_UL(cols);
+    KS_UL(rows_per_group);
+    KS_UL(chunk_len);
+    KS_UI(chunks);
+    KS_UI(flags);
     const uint c = get_group_id(0);
     const ulong grp = get_group_id(1);
     const uint lid = get_local_id(0);
@@ -295,9 +312,14 @@ inline int params_sliced(ulong samples, ulong per)
  * cost the parameter pass a few slice sums per column instead of a long dependent chain, and
  * a GPU gets (columns x slices) items rather than one per column.
  */
-__kernel void norm_bwd_slices(ulong sample_rows, ulong samples, __global const A *part,
-                              __global A *slices, ulong rows_per_group, ulong cols, uint flags)
+__kernel void norm_bwd_slices(__global const A *part, __global A *slices, KS_PARAM)
 {
+    KS_BEGIN;
+    KS_UL(sample_rows);
+    KS_UL(samples);
+    KS_UL(rows_per_group);
+    KS_UL(cols);
+    KS_UI(flags);
     const ulong j = get_global_id(0), q = get_global_id(1);
     const ulong per = partials_per_sample(sample_rows, rows_per_group);
     if (j >= cols || per == 0)
@@ -398,17 +420,24 @@ PARAM_COLUMNS(param_columns_v, AV, VW, kahan_addv)
 #define PARAM_W 1
 #endif
 
-__kernel void norm_bwd_params(__global const P *gamma, ulong gamma_off, ulong gamma_stride,
-                              __global const P *beta, ulong beta_off, ulong beta_stride,
-                              __global P *dgamma, ulong dgamma_off, ulong dgamma_stride,
-                              __global P *dbeta, ulong dbeta_off, ulong dbeta_stride,
-                              __global const P *scale, ulong scale_off, ulong scale_stride,
-                              __global P *dscale, ulong dscale_off, ulong dscale_stride,
-                              __global P *dshift, ulong dshift_off, ulong dshift_stride,
-                              ulong sample_rows, ulong samples, __global const A *part,
-                              __global const A *slices, ulong rows_per_group, ulong cols,
-                              uint flags)
+__kernel void norm_bwd_params(__global const P *gamma, __global const P *beta,
+                              __global P *dgamma, __global P *dbeta, __global const P *scale,
+                              __global P *dscale, __global P *dshift, __global const A *part,
+                              __global const A *slices, KS_PARAM)
 {
+    KS_BEGIN;
+    KS_TENSOR(gamma);
+    KS_TENSOR(beta);
+    KS_TENSOR(dgamma);
+    KS_TENSOR(dbeta);
+    KS_TENSOR(scale);
+    KS_TENSOR(dscale);
+    KS_TENSOR(dshift);
+    KS_UL(sample_rows);
+    KS_UL(samples);
+    KS_UL(rows_per_group);
+    KS_UL(cols);
+    KS_UI(flags);
     const ulong j0 = get_global_id(0) * PARAM_W;
     if (j0 >= cols)
         return;

@@ -5,8 +5,14 @@
  * loads do not coalesce; the policy does not choose it there.
  * Needs common.cl, an op_*.cl, row_stats.cl and norm_body.cl before it.
  */
-__kernel void norm_row(FWD_PARAMS, ulong rows, ulong cols, A eps, uint flags)
+__kernel void norm_row(FWD_PTRS, KS_PARAM)
 {
+    KS_BEGIN;
+    FWD_UNPACK
+    KS_UL(rows);
+    KS_UL(cols);
+    KS_A(eps);
+    KS_UI(flags);
     /* Grid-stride over rows, so any number of rows runs on a bounded NDRange. */
     for (ulong row = get_global_id(0); row < rows; row += get_global_size(0)) {
         /* The next row in memory is the next work-item's: run by the same thread on PoCL. */

@@ -36,9 +36,15 @@ inline A chunk_m2(row_in in, ulong b, ulong e, uint lid, uint L, __local A *scra
     return m2;
 }
 
-__kernel void norm_split_stats(IN_PARAMS, __global A *part, ulong rows, ulong cols,
-                               ulong chunk_len, uint chunks, uint flags, __local A *scratch)
+__kernel void norm_split_stats(IN_PTRS, __global A *part, __local A *scratch, KS_PARAM)
 {
+    KS_BEGIN;
+    IN_UNPACK
+    KS_UL(rows);
+    KS_UL(cols);
+    KS_UL(chunk_len);
+    KS_UI(chunks);
+    KS_UI(flags);
     const uint c = get_group_id(0);
     const uint lid = get_local_id(0);
     const uint L = get_local_size(0);
@@ -91,9 +97,16 @@ inline A merge_chunks(__global const A *pr, ulong cols, ulong chunk_len, uint ch
     return m2;
 }
 
-__kernel void norm_split_apply(FWD_PARAMS, __global const A *part, ulong rows, ulong cols,
-                               ulong chunk_len, uint chunks, A eps, uint flags)
+__kernel void norm_split_apply(FWD_PTRS, __global const A *part, KS_PARAM)
 {
+    KS_BEGIN;
+    FWD_UNPACK
+    KS_UL(rows);
+    KS_UL(cols);
+    KS_UL(chunk_len);
+    KS_UI(chunks);
+    KS_A(eps);
+    KS_UI(flags);
     const uint c = get_group_id(0);
     const uint lid = get_local_id(0);
     const uint L = get_local_size(0);

@@ -285,9 +285,14 @@ inline void subgroup_rows(FWD_PARAMS, ulong rows, ulong cols, A eps, uint flags,
     }
 }
 
-__kernel void norm_subgroup(FWD_PARAMS, ulong rows, ulong cols, A eps, uint flags,
-                            __local A *scratch)
+__kernel void norm_subgroup(FWD_PTRS, __local A *scratch, KS_PARAM)
 {
+    KS_BEGIN;
+    FWD_UNPACK
+    KS_UL(rows);
+    KS_UL(cols);
+    KS_A(eps);
+    KS_UI(flags);
     volatile __local int any_slots[3];
 #if SEG > 1
     if (get_local_id(0) < 3)

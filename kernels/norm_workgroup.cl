@@ -4,9 +4,14 @@
  * tree (wg_sum, exact for any L). For GPUs and long rows.
  * Needs common.cl, an op_*.cl, row_stats.cl and norm_body.cl before it.
  */
-__kernel void norm_workgroup(FWD_PARAMS, ulong rows, ulong cols, A eps, uint flags,
-                             __local A *scratch)
+__kernel void norm_workgroup(FWD_PTRS, __local A *scratch, KS_PARAM)
 {
+    KS_BEGIN;
+    FWD_UNPACK
+    KS_UL(rows);
+    KS_UL(cols);
+    KS_A(eps);
+    KS_UI(flags);
     const uint lid = get_local_id(0);
     const uint L = get_local_size(0);
     /* Group-stride over rows: the loop condition is the same for every item of a group, so

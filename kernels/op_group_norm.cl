@@ -6,10 +6,13 @@
  * The kernels see N x G rows, row = n * G + g, of (C/G) x spatial elements. In NCHW a group
  * row is contiguous: it starts at n * x_stride + g * (C/G) * spatial, and column i of it is
  * channel g * C/G + i / spatial. Every kernel takes the op's scalars (G, C/G, spatial) right
- * after its tensor parameters (src/op/group_norm.c binds them as KA_OP 0, 1, 2).
+ * after its tensors' offsets and strides (src/op/group_norm.c binds them as KA_OP 0, 1, 2),
+ * all in its scalar struct (common.cl, KS_PARAM; GN_UNPACK).
  */
 #define GN_PARAMS , ulong gn_groups, ulong gn_cpg, ulong gn_hw
 #define GN_ARGS , gn_groups, gn_cpg, gn_hw
+/* GN_PARAMS taken back from a kernel's scalar struct (common.cl, KS_PARAM) */
+#define GN_UNPACK KS_UL(gn_groups); KS_UL(gn_cpg); KS_UL(gn_hw);
 
 /* Group rows keep the row kernels' L1 prefetch of the next row (row_stats.cl,
  * row_prefetch_hint): L2 ones made the NCHW forward 10-25% slower at rows of 20-160 KiB on
@@ -41,6 +44,9 @@ typedef struct {
 
 #define IN_PARAMS __global const T *x, ulong x_off, ulong x_stride GN_PARAMS
 #define IN_ARGS x, x_off, x_stride GN_ARGS
+/* IN_PARAMS of a kernel: its pointer, and its scalars from the struct */
+#define IN_PTRS __global const T *x
+#define IN_UNPACK KS_TENSOR(x); GN_UNPACK
 
 inline row_in make_row_in(IN_PARAMS, ulong row)
 {
@@ -75,6 +81,13 @@ typedef struct {
         __global const P *beta, ulong beta_off, ulong beta_stride, __global P *mean,         \
         ulong mean_off, ulong mean_stride, __global P *rstd, ulong rstd_off,                 \
         ulong rstd_stride GN_PARAMS
+/* FWD_PARAMS of a kernel: its pointers, and its scalars from the struct */
+#define FWD_PTRS                                                                            \
+    __global const T *x, __global T *y, __global const P *gamma, __global const P *beta,    \
+        __global P *mean, __global P *rstd
+#define FWD_UNPACK                                                                          \
+    KS_TENSOR(x); KS_TENSOR(y); KS_TENSOR(gamma); KS_TENSOR(beta); KS_TENSOR(mean);        \
+    KS_TENSOR(rstd); GN_UNPACK
 /* The arguments of FWD_PARAMS, to pass them on. */
 #define FWD_ARGS                                                                            \
     x, x_off, x_stride, y, y_off, y_stride, gamma, gamma_off, gamma_stride, beta, beta_off, \

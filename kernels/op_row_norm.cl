@@ -21,7 +21,9 @@
  * DGAMMA, DBETA, DSUM, SCALE, SHIFT, DSCALE, DSHIFT); src/launch.c binds them in that order
  * from the step's slot list. Kernels that read a modulation take the op's scalar sample_rows
  * (KA_OP 0) right after their tensors; scratch buffers and scalars follow, as the step's
- * argument list in src/op/row_norm.c says.
+ * argument list in src/op/row_norm.c says. A kernel's pointers are its parameters and its
+ * scalars (offsets, strides, the rest) come in one struct (common.cl, KS_PARAM): ..._PARAMS
+ * below are the helpers' lists, ..._PTRS and ..._UNPACK a kernel's two halves of them.
  */
 
 /* Rows of more than 8 KiB prefetch the next row into L2 only (row_stats.cl,
@@ -81,6 +83,8 @@ typedef struct {
 #define IN_ABSMAX1(in, i) fmax(fabs(LOAD1((in).x + (i))), fabs(LOAD1_R((in).r + (i))))
 #define RES_PARAM , __global const R *res, ulong res_off, ulong res_stride
 #define RES_ARG , res, res_off, res_stride
+#define RES_PTR , __global const R *res
+#define RES_UNPACK KS_TENSOR(res);
 #else
 #define IN_DEVV(in, i, K, sc) (LOADV_AL((in).x + (i), (in).al) * (sc) - (K).s0)
 #define IN_DEV1(in, i, K, sc) (LOAD1((in).x + (i)) * (sc) - (K).s0)
@@ -88,11 +92,16 @@ typedef struct {
 #define IN_ABSMAX1(in, i) fabs(LOAD1((in).x + (i)))
 #define RES_PARAM
 #define RES_ARG
+#define RES_PTR
+#define RES_UNPACK
 #endif
 
 /* The slots X (and RESIDUAL) of a kernel that only reads rows. */
 #define IN_PARAMS __global const T *x, ulong x_off, ulong x_stride RES_PARAM
 #define IN_ARGS x, x_off, x_stride RES_ARG
+/* IN_PARAMS of a kernel: its pointers, and its scalars from the struct (common.cl, KS_PARAM) */
+#define IN_PTRS __global const T *x RES_PTR
+#define IN_UNPACK KS_TENSOR(x); RES_UNPACK
 
 inline row_in make_row_in(IN_PARAMS, ulong row)
 {
@@ -137,12 +146,18 @@ typedef struct {
     , __global const P *scale, ulong scale_off, ulong scale_stride, __global const P *shift, \
         ulong shift_off, ulong shift_stride, ulong sample_rows
 #define MOD_ARG , scale, scale_off, scale_stride, shift, shift_off, shift_stride, sample_rows
+#define MOD_PTR , __global const P *scale, __global const P *shift
+#define MOD_UNPACK KS_TENSOR(scale); KS_TENSOR(shift); KS_UL(sample_rows);
 #if defined(CLNORM_RESIDUAL)
 #define SUM_PARAM , __global R *sum, ulong sum_off, ulong sum_stride
 #define SUM_ARG , sum, sum_off, sum_stride
+#define SUM_PTR , __global R *sum
+#define SUM_UNPACK KS_TENSOR(sum);
 #else
 #define SUM_PARAM
 #define SUM_ARG
+#define SUM_PTR
+#define SUM_UNPACK
 #endif
 #define FWD_PARAMS                                                                          \
     __global const T *x, ulong x_off, ulong x_stride, __global T *y, ulong y_off,           \
@@ -150,6 +165,13 @@ typedef struct {
         __global const P *beta, ulong beta_off, ulong beta_stride, __global P *mean,         \
         ulong mean_off, ulong mean_stride, __global P *rstd, ulong rstd_off,                 \
         ulong rstd_stride RES_PARAM SUM_PARAM MOD_PARAM
+/* FWD_PARAMS of a kernel: its pointers, and its scalars from the struct */
+#define FWD_PTRS                                                                            \
+    __global const T *x, __global T *y, __global const P *gamma, __global const P *beta,    \
+        __global P *mean, __global P *rstd RES_PTR SUM_PTR MOD_PTR
+#define FWD_UNPACK                                                                          \
+    KS_TENSOR(x); KS_TENSOR(y); KS_TENSOR(gamma); KS_TENSOR(beta); KS_TENSOR(mean);        \
+    KS_TENSOR(rstd); RES_UNPACK SUM_UNPACK MOD_UNPACK
 /* The arguments of FWD_PARAMS, to pass them on. */
 #define FWD_ARGS                                                                            \
     x, x_off, x_stride, y, y_off, y_stride, gamma, gamma_off, gamma_stride, beta, beta_off, \
@@ -253,28 +275,38 @@ inline void out_apply1(row_out out, row_in in, ulong i, A2 K, A m, A r, A sc)
 
 /* ---- the backward of a row ---- */
 /* Backward kernels: X, GAMMA, MEAN, RSTD, (RESIDUAL), DY, DX, (DSUM), SCALE, then the scalar
- * sample_rows. BWD_IN_PARAMS: the kernels that write no dx. */
+ * sample_rows. BWD_IN_PTRS: the kernels that write no dx. */
 #if defined(CLNORM_RESIDUAL)
 #define DSUM_PARAM , __global const R *dsum, ulong dsum_off, ulong dsum_stride
 #define DSUM_ARG , dsum, dsum_off, dsum_stride
+#define DSUM_PTR , __global const R *dsum
+#define DSUM_UNPACK KS_TENSOR(dsum);
 #else
 #define DSUM_PARAM
 #define DSUM_ARG
+#define DSUM_PTR
+#define DSUM_UNPACK
 #endif
-#define BWD_READ_PARAMS                                                                     \
-    __global const T *x, ulong x_off, ulong x_stride, __global const P *gamma,              \
-        ulong gamma_off, ulong gamma_stride, __global const P *mean, ulong mean_off,         \
-        ulong mean_stride, __global const P *rstd, ulong rstd_off,                           \
-        ulong rstd_stride RES_PARAM, __global const T *dy, ulong dy_off, ulong dy_stride
-#define BWD_SCALE_PARAM                                                                     \
-    , __global const P *scale, ulong scale_off, ulong scale_stride, ulong sample_rows
-#define BWD_IN_PARAMS BWD_READ_PARAMS BWD_SCALE_PARAM
+/* A backward kernel's tensors: its pointers (..._PTRS), and their offsets and strides with
+ * sample_rows from its scalar struct (..._UNPACK; common.cl, KS_PARAM). */
+#define BWD_READ_PTRS                                                                       \
+    __global const T *x, __global const P *gamma, __global const P *mean,                   \
+        __global const P *rstd RES_PTR, __global const T *dy
+#define BWD_READ_UNPACK                                                                     \
+    KS_TENSOR(x); KS_TENSOR(gamma); KS_TENSOR(mean); KS_TENSOR(rstd); RES_UNPACK            \
+    KS_TENSOR(dy);
+#define BWD_SCALE_PTR , __global const P *scale
+#define BWD_SCALE_UNPACK KS_TENSOR(scale); KS_UL(sample_rows);
+#define BWD_IN_PTRS BWD_READ_PTRS BWD_SCALE_PTR
+#define BWD_IN_UNPACK BWD_READ_UNPACK BWD_SCALE_UNPACK
 /* norm_bwd_rows' tensors: dgamma and dbeta are written there only with
  * CLNORM_KF_PARAMS_DIRECT (else by norm_bwd_params). */
-#define BWD_PARAMS                                                                          \
-    BWD_READ_PARAMS, __global T *dx, ulong dx_off, ulong dx_stride, __global P *dgamma,      \
-        ulong dgamma_off, ulong dgamma_stride, __global P *dbeta, ulong dbeta_off,          \
-        ulong dbeta_stride DSUM_PARAM BWD_SCALE_PARAM
+#define BWD_PTRS                                                                            \
+    BWD_READ_PTRS, __global T *dx, __global P *dgamma, __global P *dbeta DSUM_PTR           \
+        BWD_SCALE_PTR
+#define BWD_UNPACK                                                                          \
+    BWD_READ_UNPACK KS_TENSOR(dx); KS_TENSOR(dgamma); KS_TENSOR(dbeta); DSUM_UNPACK         \
+    BWD_SCALE_UNPACK
 
 typedef struct {
     row_in in;
@@ -304,11 +336,11 @@ inline bwd_row make_bwd_row(IN_PARAMS, __global const P *gamma, ulong gamma_off,
 #endif
     return b;
 }
-/* The row's inputs, in a kernel with BWD_IN_PARAMS */
+/* The row's inputs, in a kernel with BWD_IN_PTRS */
 #define BWD_ROW_IN(row, flags)                                                              \
     make_bwd_row(IN_ARGS, gamma, gamma_off, dy, dy_off, dy_stride, scale, scale_off,         \
                  scale_stride, sample_rows, row, flags)
-/* ... and its outputs too, in a kernel with BWD_PARAMS */
+/* ... and its outputs too, in a kernel with BWD_PTRS */
 inline bwd_row bwd_row_outputs(bwd_row b, __global T *dx, ulong dx_off, ulong dx_stride
                                DSUM_PARAM, ulong row, uint flags)
 {

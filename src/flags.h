@@ -51,4 +51,12 @@
  * (kernels/op_row_norm.cl). */
 #define CLNORM_STATS_PER_ROW 5
 
+/* Every kernel takes its scalars (each tensor's element offset and row stride, in slot
+ * order, then the step's own scalars in their list order) as one struct of CLNORM_KS_MAX
+ * ulongs, its last argument, after its pointers (src/launch.c, kernels/common.cl). One
+ * argument instead of two or three per tensor: PoCL allocates and copies every argument of
+ * every launch, and 29 arguments cost 0.47 us more than 9 per launch on its in-thread device
+ * (bench/RESULTS.md). The largest chain step (norm_bwd_rows with a residual) takes 29. */
+#define CLNORM_KS_MAX 32
+
 #endif

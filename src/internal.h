@@ -143,18 +143,15 @@ struct clnorm_ctx {
  * (retained), which the next use waits for unless it goes to the same in-order queue: on
  * another queue, or an out-of-order one, the device would otherwise let two executions share
  * the scratch. */
-/* The last value bound to each small argument of each kernel of an instance (launch.c):
- * an argument is set again only when it changed. On PoCL every clSetKernelArg allocates and
- * copies; a plan executed again rebinds only its tensors' cl_mem. */
-#define CLNORM_CACHED_ARGS 48
-typedef struct {
-    unsigned long long bits; /* the value's bytes, zero-padded to 8 */
-    unsigned char size;      /* 0: not known (never set, or too large to keep) */
-} clnorm_bound_arg;
-
 typedef struct {
     cl_kernel kernels[CLNORM_MAX_KERNELS];
-    clnorm_bound_arg bound[CLNORM_MAX_KERNELS][CLNORM_CACHED_ARGS];
+    /* What each kernel has bound (launch.c), so that an argument is set again only when it
+     * changed: on PoCL every clSetKernelArg allocates and copies. `ks` is the kernel's
+     * scalar struct (valid when ks_set), `null_args` the pointer arguments bound to NULL
+     * (bit i: argument i). */
+    cl_ulong ks[CLNORM_MAX_KERNELS][CLNORM_KS_MAX];
+    unsigned char ks_set[CLNORM_MAX_KERNELS];
+    unsigned long long null_args[CLNORM_MAX_KERNELS];
     cl_mem scratch[CLNORM_MAX_SCRATCH];
     cl_event last;
     cl_command_queue last_queue; /* where `last` was enqueued (retained) */

@@ -109,70 +109,53 @@ static void release(clnorm_plan *plan, clnorm_instance *in)
     clnorm_mutex_unlock(&plan->lock);
 }
 
-/* Sets kernel arguments in order; counts them so each binding stays one line. */
+/* A kernel's arguments as bind() collects them: pointers (cl_mem, local memory) are set one
+ * by one in order, scalars go into the struct `ks`, set last (flags.h, CLNORM_KS_MAX). */
 typedef struct {
     cl_kernel k;
-    clnorm_bound_arg *bound; /* the kernel's cache of bound values (instance-owned) */
-    cl_uint i;
+    cl_uint i;                    /* the next pointer argument */
+    unsigned long long *null_args; /* the instance's record of arguments bound to NULL */
+    cl_ulong ks[CLNORM_KS_MAX];
+    unsigned nks;
     cl_int err;
 } argset;
 
-/* A value of at most 8 bytes as one integer, zero-padded (the sizes bound are 4 and 8). */
-static unsigned long long value_bits(const void *value, size_t size)
+/* Sets pointer argument a->i. A cl_mem is always set, but NULL (an absent tensor) only when
+ * the argument holds something else: a released buffer's handle can come back as a new
+ * buffer's, and a runtime may have resolved the old one at clSetKernelArg. */
+static void arg_ptr(argset *a, size_t size, const void *value, int is_null_mem)
 {
-    unsigned long long bits = 0;
-    if (size == 8) {
-        memcpy(&bits, value, 8);
-    } else if (size == 4) {
-        unsigned int u;
-        memcpy(&u, value, 4);
-        bits = u;
-    } else {
-        memcpy(&bits, value, size);
-    }
-    return bits;
-}
-
-/* Sets argument a->i unless it holds this value already. Memory objects are always set
- * (but NULL, an absent tensor): a released buffer's handle can come back as a new buffer's,
- * and a runtime may have resolved the old one at clSetKernelArg. */
-static void arg_set(argset *a, size_t size, const void *value, int is_mem)
-{
-    if (a->err != CL_SUCCESS) {
-        a->i++;
-        return;
-    }
-    clnorm_bound_arg *b = a->i < CLNORM_CACHED_ARGS ? &a->bound[a->i] : NULL;
-    const int cacheable = b && value && (!is_mem || *(const cl_mem *)value == NULL) &&
-                          size <= sizeof b->bits;
-    const unsigned long long bits = cacheable ? value_bits(value, size) : 0;
-    if (cacheable && b->size == size && b->bits == bits) {
-        a->i++;
-        return; /* bound already: the kernel object keeps it */
-    }
-    a->err = clSetKernelArg(a->k, a->i, size, value);
-    if (b) {
-        b->size = (unsigned char)(cacheable && a->err == CL_SUCCESS ? size : 0);
-        b->bits = bits;
+    const unsigned long long bit = a->i < 64 ? 1ull << a->i : 0;
+    if (a->err == CL_SUCCESS && !(is_null_mem && (*a->null_args & bit))) {
+        a->err = clSetKernelArg(a->k, a->i, size, value);
+        if (is_null_mem && a->err == CL_SUCCESS)
+            *a->null_args |= bit;
+        else
+            *a->null_args &= ~bit;
     }
     a->i++;
 }
-static void arg(argset *a, size_t size, const void *value)
-{
-    arg_set(a, size, value, 0);
-}
 static void arg_mem(argset *a, cl_mem m)
 {
-    arg_set(a, sizeof m, &m, 1);
+    arg_ptr(a, sizeof m, &m, m == NULL);
+}
+/* A scalar into the struct: integers zero-extended, a float as its 32 bits. */
+static void arg_scalar(argset *a, cl_ulong bits)
+{
+    if (a->nks == CLNORM_KS_MAX) {
+        a->err = CL_INVALID_ARG_INDEX; /* a chain with more scalars than flags.h allows */
+        return;
+    }
+    a->ks[a->nks++] = bits;
 }
 static void arg_u64(argset *a, size_t v)
 {
-    const cl_ulong u = (cl_ulong)v;
-    arg(a, sizeof u, &u);
+    arg_scalar(a, (cl_ulong)v);
 }
 
-/* Binds one step: its tensor slots in ascending order (pointer, offset, stride), then its
- * argument list. */
+/* Binds one step: the pointers of its tensor slots in ascending order, then those of its
+ * argument list (scratch buffers, local memory), then the struct of its scalars: each slot's
+ * offset and stride, then the list's scalars in order (kernels/common.cl, KS_PARAM). */
 static cl_int bind(const clnorm_plan *plan, clnorm_direction dir, clnorm_instance *in,
                    size_t k, const clnorm_call_args *a, unsigned flags, int warm,
                    size_t local)
@@ -181,7 +164,7 @@ static cl_int bind(const clnorm_plan *plan, clnorm_direction dir, clnorm_instanc
     const clnorm_desc *d = &plan->view; /* rows and cols as the kernels see them */
     const clnorm_geometry *g = &plan->geo;
     const int fwd_chunks = step->geom == GEOM_SPLIT;
-    argset s = {in->kernels[k], in->bound[k], 0, CL_SUCCESS};
+    argset s = {in->kernels[k], 0, &in->null_args[k], {0}, 0, CL_SUCCESS};
     for (unsigned slot = 0; slot < CLNORM_ARG_SLOT_COUNT; slot++) {
         if (!(step->slots & SLOT_BIT(slot)))
             continue;
@@ -198,28 +181,34 @@ static cl_int bind(const clnorm_plan *plan, clnorm_direction dir, clnorm_instanc
         case KA_EPS:
             if (d->dtype == CLNORM_F64) {
                 const cl_double e = clnorm_arith_eps(d);
-                arg(&s, sizeof e, &e);
+                cl_ulong bits;
+                memcpy(&bits, &e, sizeof bits);
+                arg_scalar(&s, bits);
             } else {
                 const cl_float e = (cl_float)clnorm_arith_eps(d);
-                arg(&s, sizeof e, &e);
+                cl_uint bits;
+                memcpy(&bits, &e, sizeof bits);
+                arg_scalar(&s, bits);
             }
             break;
-        case KA_FLAGS: {
-            const cl_uint f = warm ? 0u : flags;
-            arg(&s, sizeof f, &f);
-            break;
-        }
+        case KA_FLAGS: arg_scalar(&s, warm ? 0u : flags); break;
         case KA_CHUNK_LEN: arg_u64(&s, fwd_chunks ? g->chunk_len : g->bwd_chunk_len); break;
-        case KA_CHUNKS: {
-            const cl_uint c = (cl_uint)(fwd_chunks ? g->chunks : g->bwd_chunks);
-            arg(&s, sizeof c, &c);
-            break;
-        }
+        case KA_CHUNKS: arg_u64(&s, fwd_chunks ? g->chunks : g->bwd_chunks); break;
         case KA_ROWS_PER_GROUP: arg_u64(&s, g->bwd_rows_per_group); break;
         case KA_GROUPS: arg_u64(&s, g->bwd_groups); break;
-        case KA_LOCAL_ACC: arg(&s, local * clnorm_param_size(d->dtype), NULL); break;
+        case KA_LOCAL_ACC: arg_ptr(&s, local * clnorm_param_size(d->dtype), NULL, 0); break;
         case KA_OP: arg_u64(&s, plan->op->scalar(&plan->desc, ka->arg)); break;
         case KA_END: break;
+        }
+    }
+    /* The scalars last, set again only when they changed (a plan executed again with the
+     * same offsets rebinds only its tensors' cl_mem). */
+    if (s.err == CL_SUCCESS && (!in->ks_set[k] || memcmp(in->ks[k], s.ks, sizeof s.ks) != 0)) {
+        in->ks_set[k] = 0;
+        s.err = clSetKernelArg(s.k, s.i, sizeof s.ks, s.ks);
+        if (s.err == CL_SUCCESS) {
+            memcpy(in->ks[k], s.ks, sizeof s.ks);
+            in->ks_set[k] = 1;
         }
     }
     return s.err;

@@ -1,0 +1,167 @@
+/*
+ * clnorm-hot-call: the cost of one layer-1 call on hot buffers. A LayerNorm plan (float32,
+ * gamma, beta, mean and rstd) is executed again and again on the same cl_mem buffers, each
+ * call waited for before the next; prints the median, 10th and 90th percentile in µs.
+ *
+ * clnorm-bench measures on rotated buffers larger than the cache, as the issues ask; this is
+ * the floor under it, the launch path alone: what the library and the runtime spend per call.
+ * Under `valgrind --tool=callgrind --toggle-collect=clnorm_execute` it counts the
+ * instructions of the calls only, a number that does not move with the machine's load
+ * (bench/RESULTS.md, "Kernel scalars in one struct").
+ *
+ *   clnorm-hot-call [--shape RxC] [--backward] [--reps N]
+ */
+#include <clnorm.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int usage(const char *msg)
+{
+    fprintf(stderr, "clnorm-hot-call: %s\nusage: clnorm-hot-call [--shape RxC] [--backward] "
+                    "[--reps N]\n", msg);
+    return 2;
+}
+
+/* A whole number in [1, max] from text, or 0. */
+static size_t parse_count(const char *s, size_t max)
+{
+    char *end;
+    if (!s || *s < '0' || *s > '9')
+        return 0;
+    const unsigned long long v = strtoull(s, &end, 10);
+    return (*end == '\0' && v >= 1 && v <= max) ? (size_t)v : 0;
+}
+
+int main(int argc, char **argv)
+{
+    size_t rows = 1, cols = 768, reps = 20000;
+    int backward = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--backward") == 0) {
+            backward = 1;
+        } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+            if (!(reps = parse_count(argv[++i], 100000000)))
+                return usage("--reps takes a whole number from 1 to 1e8");
+        } else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
+            const char *s = argv[++i], *x = strchr(s, 'x');
+            char r[32];
+            if (!x || (size_t)(x - s) >= sizeof r)
+                return usage("--shape takes RxC");
+            memcpy(r, s, (size_t)(x - s));
+            r[x - s] = '\0';
+            rows = parse_count(r, (size_t)1 << 24);
+            cols = parse_count(x + 1, (size_t)1 << 24);
+            if (!rows || !cols || rows * cols > ((size_t)1 << 26))
+                return usage("--shape: rows and columns from 1, at most 2^26 elements");
+        } else {
+            return usage("unknown argument");
+        }
+    }
+
+    clnorm_ctx *ctx = NULL;
+    clnorm_status st = clnorm_create(NULL, &ctx);
+    if (st != CLNORM_OK || clnorm_get_backend(ctx) != CLNORM_BACKEND_OPENCL) {
+        fprintf(stderr, "clnorm-hot-call: no OpenCL device: %s\n", clnorm_status_string(st));
+        clnorm_free(ctx);
+        return 1;
+    }
+    cl_context cl = clnorm_get_cl_context(ctx);
+    cl_command_queue queue = clnorm_get_queue(ctx);
+    clnorm_desc desc;
+    clnorm_desc_init(&desc, CLNORM_LAYER, rows, cols);
+    desc.flags |= CLNORM_SAVE_STATS | CLNORM_WITH_BACKWARD;
+    clnorm_plan *plan = NULL;
+    float *host = malloc(rows * cols * sizeof *host);
+    double *t = malloc(reps * sizeof *t);
+    cl_mem mem[9] = {NULL};
+    int rc = 1;
+    if (!host || !t) {
+        fprintf(stderr, "clnorm-hot-call: out of host memory\n");
+        goto out;
+    }
+    if ((st = clnorm_plan_create(ctx, &desc, &plan)) != CLNORM_OK) {
+        fprintf(stderr, "clnorm-hot-call: plan: %s\n", clnorm_last_error(ctx));
+        goto out;
+    }
+    for (size_t i = 0; i < rows * cols; i++)
+        host[i] = (float)(i % 13) * 0.25f;
+    /* x, y (also dy), gamma, beta, mean, rstd, dx, dgamma, dbeta */
+    const size_t bytes[9] = {rows * cols * 4, rows * cols * 4, cols * 4, cols * 4, rows * 4,
+                             rows * 4,        rows * cols * 4, cols * 4, cols * 4};
+    for (int i = 0; i < 9; i++) {
+        cl_int err;
+        const int init = i <= 3; /* x, y, gamma, beta hold data */
+        mem[i] = clCreateBuffer(cl, CL_MEM_READ_WRITE | (init ? CL_MEM_COPY_HOST_PTR : 0),
+                                bytes[i], init ? host : NULL, &err);
+        if (err != CL_SUCCESS) {
+            fprintf(stderr, "clnorm-hot-call: clCreateBuffer failed (%d)\n", (int)err);
+            goto out;
+        }
+    }
+    const clnorm_arg fwd[] = {{CLNORM_ARG_X, mem[0], 0},    {CLNORM_ARG_Y, mem[1], 0},
+                              {CLNORM_ARG_GAMMA, mem[2], 0}, {CLNORM_ARG_BETA, mem[3], 0},
+                              {CLNORM_ARG_MEAN, mem[4], 0},  {CLNORM_ARG_RSTD, mem[5], 0}};
+    const clnorm_arg bwd[] = {{CLNORM_ARG_X, mem[0], 0},      {CLNORM_ARG_DY, mem[1], 0},
+                              {CLNORM_ARG_GAMMA, mem[2], 0},   {CLNORM_ARG_MEAN, mem[4], 0},
+                              {CLNORM_ARG_RSTD, mem[5], 0},    {CLNORM_ARG_DX, mem[6], 0},
+                              {CLNORM_ARG_DGAMMA, mem[7], 0}, {CLNORM_ARG_DBETA, mem[8], 0}};
+    /* One forward first: the backward reads its mean and rstd. */
+    st = clnorm_execute(plan, CLNORM_FORWARD, fwd, 6, NULL, 0, NULL, NULL);
+    if (st == CLNORM_OK && clFinish(queue) != CL_SUCCESS)
+        st = CLNORM_OPENCL_ERROR;
+    for (size_t i = 0; st == CLNORM_OK && i < reps; i++) {
+        cl_event done = NULL;
+        const double t0 = now_us();
+        st = backward ? clnorm_execute(plan, CLNORM_BACKWARD, bwd, 8, NULL, 0, NULL, &done)
+                      : clnorm_execute(plan, CLNORM_FORWARD, fwd, 6, NULL, 0, NULL, &done);
+        if (st == CLNORM_OK && clWaitForEvents(1, &done) != CL_SUCCESS)
+            st = CLNORM_OPENCL_ERROR;
+        if (done)
+            clReleaseEvent(done);
+        t[i] = now_us() - t0;
+    }
+    if (st != CLNORM_OK) {
+        fprintf(stderr, "clnorm-hot-call: %s: %s\n", clnorm_status_string(st),
+                clnorm_last_error(ctx));
+        goto out;
+    }
+    qsort(t, reps, sizeof *t, cmp_double);
+    /* The context's device (CLNORM_VERBOSE=1 says whether a call ran on its in-thread
+     * device, the latency path) */
+    cl_device_id device = NULL;
+    char name[128] = "?";
+    if (clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof device, &device, NULL) !=
+            CL_SUCCESS ||
+        clGetDeviceInfo(device, CL_DEVICE_NAME, sizeof name, name, NULL) != CL_SUCCESS)
+        strcpy(name, "?");
+    name[sizeof name - 1] = '\0';
+    printf("%s %zux%zu, context on %s: median %.2f us, p10 %.2f, p90 %.2f (%zu calls)\n",
+           backward ? "backward" : "forward", rows, cols, name, t[reps / 2], t[reps / 10],
+           t[reps * 9 / 10], reps);
+    rc = 0;
+out:
+    for (int i = 0; i < 9; i++)
+        if (mem[i])
+            clReleaseMemObject(mem[i]);
+    clnorm_plan_free(plan);
+    clnorm_free(ctx);
+    free(host);
+    free(t);
+    return rc;
+}
