@@ -73,6 +73,9 @@ typedef struct {
 #endif
 /* A tensor's offset and stride, named as its pointer: x_off, x_stride. */
 #define KS_TENSOR(t) KS_UL(t##_off); KS_UL(t##_stride)
+/* The scalars after the tensors of the kernels that take a whole row (the forward's row,
+ * work-group and subgroup strategies, the backward's statistics) */
+#define KS_ROW_SCALARS KS_UL(rows); KS_UL(cols); KS_A(eps); KS_UI(flags)
 
 /*
  * Storage formats. Each moves VW elements as an AV (LOADV_/STOREV_) or one as an A (LOAD1_/

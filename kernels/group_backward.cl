@@ -259,10 +259,7 @@ __kernel void gn_nchw_stats(IN_PTRS, __global A *stats, __local A *scratch, KS_P
 {
     KS_BEGIN;
     IN_UNPACK
-    KS_UL(rows);
-    KS_UL(cols);
-    KS_A(eps);
-    KS_UI(flags);
+    KS_ROW_SCALARS;
     const uint lid = get_local_id(0), L = get_local_size(0);
     for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0)) {
         A2 K;

@@ -67,10 +67,7 @@ __kernel void norm_bwd_stats(IN_PTRS, __global A *stats, __local A *scratch, KS_
 {
     KS_BEGIN;
     IN_UNPACK
-    KS_UL(rows);
-    KS_UL(cols);
-    KS_A(eps);
-    KS_UI(flags);
+    KS_ROW_SCALARS;
     const uint lid = get_local_id(0);
     const uint L = get_local_size(0);
     for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0)) {

@@ -9,10 +9,7 @@ __kernel void norm_row(FWD_PTRS, KS_PARAM)
 {
     KS_BEGIN;
     FWD_UNPACK
-    KS_UL(rows);
-    KS_UL(cols);
-    KS_A(eps);
-    KS_UI(flags);
+    KS_ROW_SCALARS;
     /* Grid-stride over rows, so any number of rows runs on a bounded NDRange. */
     for (ulong row = get_global_id(0); row < rows; row += get_global_size(0)) {
         /* The next row in memory is the next work-item's: run by the same thread on PoCL. */

@@ -289,10 +289,7 @@ __kernel void norm_subgroup(FWD_PTRS, __local A *scratch, KS_PARAM)
 {
     KS_BEGIN;
     FWD_UNPACK
-    KS_UL(rows);
-    KS_UL(cols);
-    KS_A(eps);
-    KS_UI(flags);
+    KS_ROW_SCALARS;
     volatile __local int any_slots[3];
 #if SEG > 1
     if (get_local_id(0) < 3)

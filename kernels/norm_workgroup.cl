@@ -8,10 +8,7 @@ __kernel void norm_workgroup(FWD_PTRS, __local A *scratch, KS_PARAM)
 {
     KS_BEGIN;
     FWD_UNPACK
-    KS_UL(rows);
-    KS_UL(cols);
-    KS_A(eps);
-    KS_UI(flags);
+    KS_ROW_SCALARS;
     const uint lid = get_local_id(0);
     const uint L = get_local_size(0);
     /* Group-stride over rows: the loop condition is the same for every item of a group, so
