@@ -1,7 +1,8 @@
 """One torch.autograd.Function for every operation, from the op table's slots.
 
 The forward runs the call's plan made with CLNORM_SAVE_STATS | CLNORM_WITH_BACKWARD and keeps
-the statistics; the backward runs the same plan's backward pass: every input the backward
+the statistics (with precomputed statistics, CLNORM_USE_GLOBAL_STATS, they are inputs and are
+kept as such); the backward runs the same plan's backward pass: every input the backward
 takes (clnorm_slot_query says which) from the saved forward inputs and statistics, dy (and
 dsum) from the incoming gradients, and as outputs the gradients of exactly the inputs that
 need one. Inputs reach here dense (functional.py copies strided ones through torch, which
@@ -32,18 +33,31 @@ class _NormFunction(torch.autograd.Function):
     @staticmethod
     def forward(fctx, call, slots, *tensors):
         key = list(call.key)
-        key[7] |= _lib.SAVE_STATS | _lib.WITH_BACKWARD
+        # Precomputed statistics (an input) exclude saving them; otherwise the backward
+        # reads the forward's.
+        key[7] |= _lib.WITH_BACKWARD | (0 if key[7] & _lib.USE_GLOBAL_STATS else _lib.SAVE_STATS)
         ctx = _core.context_of(call)
         plan = ctx.plan(tuple(key))
         finfo = plan.infos[_lib.FORWARD]
-        stats = [s for s in _STATS if s in finfo and finfo[s][1]]
+        asked = [slot for slot, _, _ in call.outputs]
+        stats = [s for s in _STATS if s in finfo and finfo[s][1] and s not in asked]
         full = _core.Call(call.kind, call.like, plan.key, list(zip(slots, tensors)),
                           list(call.outputs) + [(s, (finfo[s][3],), None) for s in stats])
         outs = _core.run(full, ctx=ctx)
         n = len(call.outputs)
+        saved = dict(zip(stats, outs[n:]))
+        # Statistics asked for as results (return_stats) carry no gradient; the backward
+        # keeps a copy of them, one value per row, which the caller's in-place changes to the
+        # results cannot reach.
+        returned_stats = [o for slot, o in zip(asked, outs) if slot in _STATS]
+        for slot, o in zip(asked, outs):
+            if slot in _STATS:
+                saved[slot] = o.reshape(-1).clone()
         fctx.save_for_backward(*tensors)
-        fctx.clnorm = (ctx, full, slots, dict(zip(stats, outs[n:])), call.outputs)
+        fctx.clnorm = (ctx, full, slots, saved, call.outputs)
         fctx.set_materialize_grads(False)
+        if returned_stats:
+            fctx.mark_non_differentiable(*returned_stats)
         return outs[0] if n == 1 else tuple(outs[:n])
 
     @staticmethod
@@ -55,7 +69,9 @@ class _NormFunction(torch.autograd.Function):
         inputs = [(s, t) for s, t in zip(slots, tensors) if s in binfo and not binfo[s][1]]
         inputs += [(s, t) for s, t in stats.items() if s in binfo]
         for (slot, shape, order), g in zip(out_specs, grads):
-            gslot = _GRAD_OF_OUTPUT[slot]
+            gslot = _GRAD_OF_OUTPUT.get(slot)
+            if gslot is None:
+                continue  # a statistic returned as a result: no gradient flows from it
             if g is None:
                 if binfo[gslot][0] != _lib.SLOT_REQUIRED:
                     continue  # an unused output (the sum): nothing flows back from it
@@ -64,8 +80,9 @@ class _NormFunction(torch.autograd.Function):
         outputs, wanted = [], {}
         x_order = out_specs[0][2]  # dx has the layout of x, which y shares
         for i, (slot, t) in enumerate(zip(slots, tensors)):
-            if not fctx.needs_input_grad[2 + i]:
-                continue
+            if not fctx.needs_input_grad[2 + i] or slot not in _GRAD_OF_INPUT:
+                continue  # precomputed statistics are constants (functional.py refuses
+                # ones that require a gradient)
             gslot = _GRAD_OF_INPUT[slot]
             if gslot not in wanted:
                 wanted[gslot] = len(outputs)
@@ -77,7 +94,7 @@ class _NormFunction(torch.autograd.Function):
                             _lib.BACKWARD, ctx=ctx)
             used = set()
             for i, (slot, t) in enumerate(zip(slots, tensors)):
-                if not fctx.needs_input_grad[2 + i]:
+                if not fctx.needs_input_grad[2 + i] or slot not in _GRAD_OF_INPUT:
                     continue
                 g = got[wanted[_GRAD_OF_INPUT[slot]]]
                 if id(g) in used:

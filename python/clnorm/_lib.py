@@ -36,6 +36,7 @@ RESIDUAL_F32 = 1 << 4
 SILU = 1 << 5
 SCALE = 1 << 6
 SHIFT = 1 << 7
+USE_GLOBAL_STATS = 1 << 8
 
 # ---- directions ----
 FORWARD, BACKWARD = 0, 1

@@ -1,6 +1,6 @@
 """layer_norm, rms_norm and group_norm with torch.nn.functional's argument names and defaults,
 plus clnorm's extras as keywords (the fused residual add, per-sample modulation, channels-last
-GroupNorm and its fused SiLU).
+GroupNorm and its fused SiLU, the statistics as results, precomputed statistics).
 
 Each function only maps its arguments to a description and named slots (a _core.Call); the
 generic core runs it, and torch tensors that need gradients go through the generic autograd
@@ -24,41 +24,55 @@ _torch_tensor = None  # torch.Tensor once torch is imported (never imported here
 
 _PARAM = {_lib.F32: _lib.F32, _lib.F16: _lib.F32, _lib.BF16: _lib.F32, _lib.F64: _lib.F64}
 _X, _Y, _RESIDUAL, _SUM = (_lib.SLOT[n] for n in ("x", "y", "residual", "sum"))
+_MEAN, _RSTD = _lib.SLOT["mean"], _lib.SLOT["rstd"]
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5, *, residual=None,
-               return_sum=False, scale=None, shift=None, out=None):
+               return_sum=False, scale=None, shift=None, return_stats=False, mean=None,
+               rstd=None, out=None):
     """LayerNorm over the trailing `normalized_shape` dims of x, as F.layer_norm.
 
     residual: normalize x + residual instead (one pass; same shape as x, same dtype, or
     float32 for a float16/bfloat16 x); with return_sum=True returns (y, x + residual).
     scale, shift: per-sample modulation, y = LN(x) * (1 + scale[b]) + shift[b] (DiT's adaLN),
     each of shape (B, *normalized_shape) or (B, 1, ..., *normalized_shape) with B = x.shape[0].
+    return_stats=True: also returns each row's mean and rstd = 1 / sqrt(var + eps), as
+    torch.native_layer_norm does (shape x.shape[:-k] + (1,) * k for k normalized dims;
+    float32 beside a 16-bit x): (y, mean, rstd), or (y, sum, mean, rstd) with return_sum.
+    They carry no gradient.
+    mean, rstd: precomputed statistics (oneDNN's use_global_stats), both given: y = (x - mean)
+    * rstd * weight + bias, with x's rows' own statistics not computed. Shape x.shape[:-k] or
+    x.shape[:-k] + (1,) * k. The backward treats them as constants (dx = rstd * dy * weight,
+    through the modulation), so they must not require a gradient.
     out: an array to write y into (with return_sum, a pair (y, sum)) instead of new ones: of
     x's kind, shape and dtype (the sum's: the residual's), contiguous; it may be x itself (in
     place). Not with autograd.
     """
     return _row_norm(_lib.LAYER, "layer_norm", x, normalized_shape, weight, bias, eps,
-                     residual, return_sum, scale, shift, out)
+                     residual, return_sum, scale, shift, out, return_stats, mean, rstd)
 
 
 def rms_norm(x, normalized_shape, weight=None, eps=None, *, residual=None, return_sum=False,
-             out=None):
+             scale=None, shift=None, return_stats=False, rstd=None, out=None):
     """RMSNorm over the trailing `normalized_shape` dims of x, as F.rms_norm (eps None: the
-    dtype's machine epsilon, torch.finfo(x.dtype).eps). residual/return_sum/out as
-    layer_norm."""
+    dtype's machine epsilon, torch.finfo(x.dtype).eps). residual/return_sum/scale/shift/out as
+    layer_norm. return_stats=True also returns each row's rstd = 1 / sqrt(mean(x^2) + eps):
+    (y, rstd), or (y, sum, rstd). rstd given: precomputed, y = x * rstd * weight (as
+    layer_norm's mean/rstd; RMSNorm has no mean)."""
     return _row_norm(_lib.RMS, "rms_norm", x, normalized_shape, weight, None, eps, residual,
-                     return_sum, None, None, out)
+                     return_sum, scale, shift, out, return_stats, None, rstd)
 
 
 def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, channels_last=False,
-               silu=False, out=None):
+               silu=False, return_stats=False, out=None):
     """GroupNorm as F.group_norm: x of shape (N, C, *spatial), statistics per sample and group
     of C / num_groups channels, weight and bias of shape (C,).
 
     channels_last=True: x has shape (N, *spatial, C) (channels in the last dim, NHWC).
     A (N, C, *spatial) x stored channels-last (torch.channels_last) is read in place too, and
     its result is stored the same way. silu=True: returns silu(group_norm(x)), fused.
+    return_stats=True: returns (y, mean, rstd), the statistics of shape (N, num_groups) as
+    torch.native_group_norm gives them (float32 beside a 16-bit x); they carry no gradient.
     out: as layer_norm's (laid out as the result would be).
     """
     kind = kind_of(x)
@@ -102,19 +116,26 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, channels_last
     flags |= _param_slot(kind, inputs, "gamma", weight, (c,), pcode, x, _lib.NO_GAMMA,
                          "weight")
     flags |= _param_slot(kind, inputs, "beta", bias, (c,), pcode, x, _lib.NO_BETA, "bias")
+    outputs = [(_Y, shape, order)]
+    if return_stats:
+        flags |= _lib.SAVE_STATS
+        outputs += [(_MEAN, (n, num_groups), None), (_RSTD, (n, num_groups), None)]
     key = _core.desc_key(_lib.GROUP, code, n, c, eps, flags, x_stride=x_stride,
                          y_stride=lay[1], groups=num_groups, spatial=spatial, layout=layout)
-    call = _core.Call(kind, x, key, inputs, [(_Y, shape, order)], _given(out, False, grad))
+    call = _core.Call(kind, x, key, inputs, outputs, _given(out, False, grad))
     if grad:
         from . import _autograd
 
-        return _autograd.apply(call)[0]
-    return _core.run(call)[0]
+        result = _autograd.apply(call)
+    else:
+        result = _core.run(call)
+    return tuple(result) if return_stats else result[0]
 
 
 def _row_norm(base, fname, x, normalized_shape, weight, bias, eps, residual, return_sum,
-              scale, shift, out):
-    if residual is None and scale is None and shift is None:
+              scale, shift, out, return_stats=False, mean=None, rstd=None):
+    if residual is None and scale is None and shift is None and not return_stats and \
+            mean is None and rstd is None:
         sig = _fast_signature(base, x, normalized_shape, weight, bias, eps, out)
         if sig is not None:
             ctx = _core.current_context()
@@ -166,9 +187,21 @@ def _row_norm(base, fname, x, normalized_shape, weight, bias, eps, residual, ret
                                           fname)
         flags |= (_lib.SCALE if scale is not None else 0) | \
             (_lib.SHIFT if shift is not None else 0)
+    stats_shape = shape[:len(shape) - k] + (1,) * k  # torch.native_layer_norm's
+    if mean is not None or rstd is not None:
+        if return_stats:
+            raise ValueError("clnorm.%s: return_stats=True and precomputed statistics exclude "
+                             "each other (the statistics given are the ones used)" % fname)
+        flags |= _lib.USE_GLOBAL_STATS
+        _stats_inputs(kind, inputs, base, mean, rstd, shape, k, rows, pcode, x, fname)
     outputs = [(_Y, shape, None)]
     if return_sum:
         outputs.append((_SUM, shape, None))
+    if return_stats:
+        flags |= _lib.SAVE_STATS
+        if base == _lib.LAYER:
+            outputs.append((_MEAN, stats_shape, None))
+        outputs.append((_RSTD, stats_shape, None))
     # clnorm_desc's fields in order (_core.desc_key), spelled out: this is the hot path
     key = (op, code, rows, cols, x_stride, cols, float(eps), flags, residual_stride,
            cols if return_sum else 0, 0, 0, _lib.NCHW, samples, mod_stride)
@@ -182,9 +215,34 @@ def _row_norm(base, fname, x, normalized_shape, weight, bias, eps, residual, ret
         out = _core.run(call)
         if sig is not None:
             _fast_remember(sig, call, inputs, (x, weight, bias), given)
-    if return_sum:
-        return out[0], out[1]
+    if len(outputs) > 1:
+        return tuple(out)
     return out[0]
+
+
+def _stats_inputs(kind, inputs, base, mean, rstd, shape, k, rows, pcode, x, fname):
+    """Adds the MEAN and RSTD slots of precomputed statistics (CLNORM_USE_GLOBAL_STATS): one
+    value per row, in the parameter type."""
+    given = (("mean", mean), ("rstd", rstd)) if base == _lib.LAYER else (("rstd", rstd),)
+    if base != _lib.LAYER and mean is not None:
+        raise ValueError("clnorm.%s: RMSNorm has no mean; give rstd alone" % fname)
+    lead = shape[:len(shape) - k]
+    for name, t in given:
+        if t is None:
+            raise ValueError("clnorm.%s: precomputed statistics need both mean and rstd"
+                             % fname)
+        if _needs_grad(kind, t):
+            raise ValueError("clnorm.%s: precomputed %s is a constant here (no gradient flows "
+                             "to it, as in oneDNN's use_global_stats): pass it detached"
+                             % (fname, name))
+        if not (kind.matches(t, pcode) and kind.is_contiguous(t)):
+            t = kind.convert(t, pcode, x, name)  # as the parameters: type, then contiguous
+        tshape = tuple(t.shape)
+        if tshape != lead and tshape != lead + (1,) * k:
+            raise ValueError("clnorm.%s: %s must have shape %s or %s (one value per row of "
+                             "x), got %s" % (fname, name, list(lead), list(lead + (1,) * k),
+                                             list(tshape)))
+        inputs.append((_lib.SLOT[name], t.reshape((rows,))))
 
 
 # The repeated small host call, memoized. A training or decoding loop calls with arrays of the

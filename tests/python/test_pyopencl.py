@@ -1,6 +1,7 @@
 """pyopencl arrays stay on the device and run on their own queue."""
 import numpy as np
 import pytest
+import torch
 import torch.nn.functional as F
 
 import clnorm
@@ -38,6 +39,19 @@ def test_layer_norm_stays_on_device(queue):
     s64 = to64(xh) + to64(r.get())
     assert_close(s.get(), s64, "float32", "sum")
     assert_close(y.get(), rms_norm_ref(s64, (40,), to64(wh), 1e-6), "float32", "add + rms")
+
+
+def test_stats_on_device(queue):
+    """Statistics returned as device arrays, then given back as precomputed ones."""
+    xh = host(6, (2, 3, 40)) + 3
+    x = cla.to_device(queue, xh)
+    y, mean, rstd = clnorm.layer_norm(x, 40, return_stats=True)
+    assert isinstance(mean, cla.Array) and mean.shape == (2, 3, 1) and mean.queue is queue
+    _, mr, rr = torch.native_layer_norm(to64(xh), (40,), None, None, 1e-5)
+    assert_close(mean.get(), mr, "float32", "mean")
+    assert_close(rstd.get(), rr, "float32", "rstd")
+    y2 = clnorm.layer_norm(x, 40, mean=mean, rstd=rstd)  # waits for the events of both
+    assert_close(y2.get(), to64(y.get()), "float32", "precomputed on the device")
 
 
 def test_offsets_and_row_strides_read_in_place(queue):
