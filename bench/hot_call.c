@@ -1,15 +1,19 @@
 /*
  * clnorm-hot-call: the cost of one layer-1 call on hot buffers. A LayerNorm plan (float32,
  * gamma, beta, mean and rstd) is executed again and again on the same cl_mem buffers, each
- * call waited for before the next; prints the median, 10th and 90th percentile in µs.
+ * call waited for before the next; prints the median, 10th and 90th percentile in µs. With
+ * --host the same plan runs through the host-pointer call (clnorm_execute_host) on the same
+ * host arrays: on a CPU device, the host loop's own cost (CLNORM_HOST_THREADS sets its
+ * threads), which on hot data is its arithmetic rather than the memory's.
  *
  * clnorm-bench measures on rotated buffers larger than the cache, as the issues ask; this is
  * the floor under it, the launch path alone: what the library and the runtime spend per call.
  * Under `valgrind --tool=callgrind --toggle-collect=clnorm_execute` it counts the
  * instructions of the calls only, a number that does not move with the machine's load
- * (bench/RESULTS.md, "Kernel scalars in one struct").
+ * (bench/RESULTS.md, "Kernel scalars in one struct"); under
+ * `--toggle-collect=clnorm_execute_host`, with --host, those of the host loop.
  *
- *   clnorm-hot-call [--shape RxC] [--backward] [--reps N]
+ *   clnorm-hot-call [--shape RxC] [--backward] [--host] [--reps N]
  */
 #include <clnorm.h>
 
@@ -34,7 +38,7 @@ static int cmp_double(const void *a, const void *b)
 static int usage(const char *msg)
 {
     fprintf(stderr, "clnorm-hot-call: %s\nusage: clnorm-hot-call [--shape RxC] [--backward] "
-                    "[--reps N]\n", msg);
+                    "[--host] [--reps N]\n", msg);
     return 2;
 }
 
@@ -51,10 +55,12 @@ static size_t parse_count(const char *s, size_t max)
 int main(int argc, char **argv)
 {
     size_t rows = 1, cols = 768, reps = 20000;
-    int backward = 0;
+    int backward = 0, host_call = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--backward") == 0) {
             backward = 1;
+        } else if (strcmp(argv[i], "--host") == 0) {
+            host_call = 1;
         } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
             if (!(reps = parse_count(argv[++i], 100000000)))
                 return usage("--reps takes a whole number from 1 to 1e8");
@@ -90,6 +96,7 @@ int main(int argc, char **argv)
     float *host = malloc(rows * cols * sizeof *host);
     double *t = malloc(reps * sizeof *t);
     cl_mem mem[9] = {NULL};
+    float *arr[9] = {NULL}; /* --host: the same tensors as host arrays */
     int rc = 1;
     if (!host || !t) {
         fprintf(stderr, "clnorm-hot-call: out of host memory\n");
@@ -104,7 +111,16 @@ int main(int argc, char **argv)
     /* x, y (also dy), gamma, beta, mean, rstd, dx, dgamma, dbeta */
     const size_t bytes[9] = {rows * cols * 4, rows * cols * 4, cols * 4, cols * 4, rows * 4,
                              rows * 4,        rows * cols * 4, cols * 4, cols * 4};
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; host_call && i < 9; i++) {
+        arr[i] = malloc(bytes[i]);
+        if (!arr[i]) {
+            fprintf(stderr, "clnorm-hot-call: out of host memory\n");
+            goto out;
+        }
+        if (i <= 3)
+            memcpy(arr[i], host, bytes[i]);
+    }
+    for (int i = 0; !host_call && i < 9; i++) {
         cl_int err;
         const int init = i <= 3; /* x, y, gamma, beta hold data */
         mem[i] = clCreateBuffer(cl, CL_MEM_READ_WRITE | (init ? CL_MEM_COPY_HOST_PTR : 0),
@@ -121,11 +137,28 @@ int main(int argc, char **argv)
                               {CLNORM_ARG_GAMMA, mem[2], 0},   {CLNORM_ARG_MEAN, mem[4], 0},
                               {CLNORM_ARG_RSTD, mem[5], 0},    {CLNORM_ARG_DX, mem[6], 0},
                               {CLNORM_ARG_DGAMMA, mem[7], 0}, {CLNORM_ARG_DBETA, mem[8], 0}};
+    const clnorm_host_arg hfwd[] = {{CLNORM_ARG_X, arr[0]},     {CLNORM_ARG_Y, arr[1]},
+                                    {CLNORM_ARG_GAMMA, arr[2]}, {CLNORM_ARG_BETA, arr[3]},
+                                    {CLNORM_ARG_MEAN, arr[4]},  {CLNORM_ARG_RSTD, arr[5]}};
+    const clnorm_host_arg hbwd[] = {{CLNORM_ARG_X, arr[0]},      {CLNORM_ARG_DY, arr[1]},
+                                    {CLNORM_ARG_GAMMA, arr[2]},  {CLNORM_ARG_MEAN, arr[4]},
+                                    {CLNORM_ARG_RSTD, arr[5]},   {CLNORM_ARG_DX, arr[6]},
+                                    {CLNORM_ARG_DGAMMA, arr[7]}, {CLNORM_ARG_DBETA, arr[8]}};
     /* One forward first: the backward reads its mean and rstd. */
-    st = clnorm_execute(plan, CLNORM_FORWARD, fwd, 6, NULL, 0, NULL, NULL);
-    if (st == CLNORM_OK && clFinish(queue) != CL_SUCCESS)
-        st = CLNORM_OPENCL_ERROR;
-    for (size_t i = 0; st == CLNORM_OK && i < reps; i++) {
+    if (host_call) {
+        st = clnorm_execute_host(plan, CLNORM_FORWARD, hfwd, 6);
+    } else {
+        st = clnorm_execute(plan, CLNORM_FORWARD, fwd, 6, NULL, 0, NULL, NULL);
+        if (st == CLNORM_OK && clFinish(queue) != CL_SUCCESS)
+            st = CLNORM_OPENCL_ERROR;
+    }
+    for (size_t i = 0; st == CLNORM_OK && host_call && i < reps; i++) {
+        const double t0 = now_us();
+        st = backward ? clnorm_execute_host(plan, CLNORM_BACKWARD, hbwd, 8)
+                      : clnorm_execute_host(plan, CLNORM_FORWARD, hfwd, 6);
+        t[i] = now_us() - t0;
+    }
+    for (size_t i = 0; st == CLNORM_OK && !host_call && i < reps; i++) {
         cl_event done = NULL;
         const double t0 = now_us();
         st = backward ? clnorm_execute(plan, CLNORM_BACKWARD, bwd, 8, NULL, 0, NULL, &done)
@@ -151,14 +184,20 @@ int main(int argc, char **argv)
         clGetDeviceInfo(device, CL_DEVICE_NAME, sizeof name, name, NULL) != CL_SUCCESS)
         strcpy(name, "?");
     name[sizeof name - 1] = '\0';
-    printf("%s %zux%zu, context on %s: median %.2f us, p10 %.2f, p90 %.2f (%zu calls)\n",
-           backward ? "backward" : "forward", rows, cols, name, t[reps / 2], t[reps / 10],
-           t[reps * 9 / 10], reps);
+    const clnorm_direction dir = backward ? CLNORM_BACKWARD : CLNORM_FORWARD;
+    printf("%s %zux%zu, context on %s%s: median %.2f us, p10 %.2f, p90 %.2f (%zu calls)\n",
+           backward ? "backward" : "forward", rows, cols, name,
+           !host_call                                ? ""
+           : clnorm_plan_uses_host_loop(plan, dir) ? ", host-pointer call, host loop"
+                                                   : ", host-pointer call, through the device",
+           t[reps / 2], t[reps / 10], t[reps * 9 / 10], reps);
     rc = 0;
 out:
-    for (int i = 0; i < 9; i++)
+    for (int i = 0; i < 9; i++) {
         if (mem[i])
             clReleaseMemObject(mem[i]);
+        free(arr[i]);
+    }
     clnorm_plan_free(plan);
     clnorm_free(ctx);
     free(host);

@@ -87,8 +87,76 @@ static HINLINE void HN(kahan)(HA *s, HA *c, HA v)
     *s = t;
 }
 
-/* Sum of v[0..n) (n at most HBLOCK) in HLANES lanes, then the lanes pairwise. */
+/*
+ * The block sums run in several accumulators of HLANES lanes over consecutive vectors, as the
+ * kernels' loops do (kernels/row_stats.cl: four in the sums, two in M2): with one accumulator
+ * every add waits for the previous one, and a row in L1 runs at that latency. Whole vectors
+ * after the last group go into the first accumulator, the elements after the last whole
+ * vector into its lanes; then the accumulators are added lane by lane, (l0 + l1) + (l2 + l3),
+ * and the lanes pairwise. The order depends on n alone.
+ */
+
+/* Adds the lanes of l pairwise; the sum. */
+static HINLINE HA HN(lanes_sum)(HA *l)
+{
+    for (size_t w = HLANES / 2; w > 0; w /= 2)
+        for (size_t k = 0; k < w; k++)
+            l[k] += l[k + w];
+    return l[0];
+}
+
+/* Sum of v[0..n), n at most HBLOCK. */
 static HINLINE HA HN(block_sum)(const HA *v, size_t n)
+{
+    HA l0[HLANES] = {0}, l1[HLANES] = {0}, l2[HLANES] = {0}, l3[HLANES] = {0};
+    size_t i = 0;
+    for (; i + 4 * HLANES <= n; i += 4 * HLANES)
+        for (size_t k = 0; k < HLANES; k++) {
+            l0[k] += v[i + k];
+            l1[k] += v[i + HLANES + k];
+            l2[k] += v[i + 2 * HLANES + k];
+            l3[k] += v[i + 3 * HLANES + k];
+        }
+    for (; i + HLANES <= n; i += HLANES)
+        for (size_t k = 0; k < HLANES; k++)
+            l0[k] += v[i + k];
+    for (size_t k = 0; i < n; i++, k++)
+        l0[k] += v[i];
+    for (size_t k = 0; k < HLANES; k++)
+        l0[k] = (l0[k] + l1[k]) + (l2[k] + l3[k]);
+    return HN(lanes_sum)(l0);
+}
+
+/* Sum of (v[i] - c)^2 over v[0..n), n at most HBLOCK: two accumulators, as the kernels' M2. */
+static HINLINE HA HN(block_sq)(const HA *v, size_t n, HA c)
+{
+    HA l0[HLANES] = {0}, l1[HLANES] = {0};
+    size_t i = 0;
+    for (; i + 2 * HLANES <= n; i += 2 * HLANES)
+        for (size_t k = 0; k < HLANES; k++) {
+            const HA d0 = v[i + k] - c, d1 = v[i + HLANES + k] - c;
+            l0[k] += d0 * d0;
+            l1[k] += d1 * d1;
+        }
+    for (; i + HLANES <= n; i += HLANES)
+        for (size_t k = 0; k < HLANES; k++) {
+            const HA d = v[i + k] - c;
+            l0[k] += d * d;
+        }
+    for (size_t k = 0; i < n; i++, k++) {
+        const HA d = v[i] - c;
+        l0[k] += d * d;
+    }
+    for (size_t k = 0; k < HLANES; k++)
+        l0[k] += l1[k];
+    return HN(lanes_sum)(l0);
+}
+
+/* Sum of v[0..n) (n at most HBLOCK) in one accumulator of HLANES lanes, then the lanes
+ * pairwise: the backward's sums of a row (HN(sum), HN(dot)). There the accumulators above
+ * measured slower, 3% more instructions and 8-10% more time in a 257 x 768 backward
+ * (bench/RESULTS.md, "The host loop's statistics in several accumulators"). */
+static HINLINE HA HN(block_sum1)(const HA *v, size_t n)
 {
     HA l[HLANES] = {0};
     size_t i = 0;
@@ -97,33 +165,10 @@ static HINLINE HA HN(block_sum)(const HA *v, size_t n)
             l[k] += v[i + k];
     for (size_t k = 0; i < n; i++, k++)
         l[k] += v[i];
-    for (size_t w = HLANES / 2; w > 0; w /= 2)
-        for (size_t k = 0; k < w; k++)
-            l[k] += l[k + w];
-    return l[0];
+    return HN(lanes_sum)(l);
 }
 
-/* Sum of (v[i] - c)^2 over v[0..n), n at most HBLOCK. */
-static HINLINE HA HN(block_sq)(const HA *v, size_t n, HA c)
-{
-    HA l[HLANES] = {0};
-    size_t i = 0;
-    for (; i + HLANES <= n; i += HLANES)
-        for (size_t k = 0; k < HLANES; k++) {
-            const HA d = v[i + k] - c;
-            l[k] += d * d;
-        }
-    for (size_t k = 0; i < n; i++, k++) {
-        const HA d = v[i] - c;
-        l[k] += d * d;
-    }
-    for (size_t w = HLANES / 2; w > 0; w /= 2)
-        for (size_t k = 0; k < w; k++)
-            l[k] += l[k + w];
-    return l[0];
-}
-
-/* Sum of a[i] * b[i] over [0, n), n at most HBLOCK. */
+/* Sum of a[i] * b[i] over [0, n), n at most HBLOCK, as block_sum1. */
 static HINLINE HA HN(block_dot)(const HA *a, const HA *b, size_t n)
 {
     HA l[HLANES] = {0};
@@ -133,10 +178,7 @@ static HINLINE HA HN(block_dot)(const HA *a, const HA *b, size_t n)
             l[k] += a[i + k] * b[i + k];
     for (size_t k = 0; i < n; i++, k++)
         l[k] += a[i] * b[i];
-    for (size_t w = HLANES / 2; w > 0; w /= 2)
-        for (size_t k = 0; k < w; k++)
-            l[k] += l[k + w];
-    return l[0];
+    return HN(lanes_sum)(l);
 }
 
 /* Kahan-compensated sums over blocks: of v, and of a * b. */
@@ -144,7 +186,7 @@ static HINLINE HA HN(sum)(const HA *v, size_t n)
 {
     HA s = 0, c = 0;
     for (size_t b = 0; b < n; b += HBLOCK)
-        HN(kahan)(&s, &c, HN(block_sum)(v + b, n - b < HBLOCK ? n - b : HBLOCK));
+        HN(kahan)(&s, &c, HN(block_sum1)(v + b, n - b < HBLOCK ? n - b : HBLOCK));
     return s;
 }
 
