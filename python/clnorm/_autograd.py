@@ -49,9 +49,10 @@ class _NormFunction(torch.autograd.Function):
         # Statistics asked for as results (return_stats) carry no gradient; the backward
         # keeps a copy of them, one value per row, which the caller's in-place changes to the
         # results cannot reach.
-        returned_stats = [o for slot, o in zip(asked, outs) if slot in _STATS]
+        returned_stats = []
         for slot, o in zip(asked, outs):
             if slot in _STATS:
+                returned_stats.append(o)
                 saved[slot] = o.reshape(-1).clone()
         fctx.save_for_backward(*tensors)
         fctx.clnorm = (ctx, full, slots, saved, call.outputs)

@@ -187,7 +187,6 @@ def _row_norm(base, fname, x, normalized_shape, weight, bias, eps, residual, ret
                                           fname)
         flags |= (_lib.SCALE if scale is not None else 0) | \
             (_lib.SHIFT if shift is not None else 0)
-    stats_shape = shape[:len(shape) - k] + (1,) * k  # torch.native_layer_norm's
     if mean is not None or rstd is not None:
         if return_stats:
             raise ValueError("clnorm.%s: return_stats=True and precomputed statistics exclude "
@@ -199,6 +198,7 @@ def _row_norm(base, fname, x, normalized_shape, weight, bias, eps, residual, ret
         outputs.append((_SUM, shape, None))
     if return_stats:
         flags |= _lib.SAVE_STATS
+        stats_shape = shape[:len(shape) - k] + (1,) * k  # torch.native_layer_norm's
         if base == _lib.LAYER:
             outputs.append((_MEAN, stats_shape, None))
         outputs.append((_RSTD, stats_shape, None))
