@@ -88,11 +88,24 @@ typedef struct {
 #define STYPE_F16 half
 #define STYPE_BF16 ushort
 
+/*
+ * CLNORM_ELEM_LOADS (PoCL's CPU device, rows of at most 8 KiB: src/policy.c): float and double
+ * vectors are read through a vector type aligned to its element. That says what vloadn says,
+ * but PoCL's vloadn is not always merged into one load by LLVM, and this is one unaligned
+ * vector load. The values are the same; only the instructions differ.
+ */
+#if defined(CLNORM_ELEM_LOADS)
+typedef float floatv_e __attribute__((ext_vector_type(VW), aligned(4)));
+typedef A Av_e __attribute__((ext_vector_type(VW), aligned(sizeof(A))));
+#define LOADV_F32(p) (*(__global const floatv_e *)(p))
+#define LOADV_F64(p) (*(__global const Av_e *)(p))
+#else
 #define LOADV_F32(p) CAT(vload, VW)(0, (p))
+#define LOADV_F64(p) CAT(vload, VW)(0, (p))
+#endif
 #define STOREV_F32(v, p) CAT(vstore, VW)((v), 0, (p))
 #define LOAD1_F32(p) (*(p))
 #define STORE1_F32(v, p) (*(p) = (v))
-#define LOADV_F64(p) CAT(vload, VW)(0, (p))
 #define STOREV_F64(v, p) CAT(vstore, VW)((v), 0, (p))
 #define LOAD1_F64(p) (*(p))
 #define STORE1_F64(v, p) (*(p) = (v))
@@ -141,7 +154,11 @@ typedef CAT(STYPE_, CLNORM_R_FMT) R;
 #define STORE1_R(v, p) CAT(STORE1_, CLNORM_R_FMT)(v, p)
 #endif
 /* Parameters are P, the same type as A: plain vector loads. */
+#if defined(CLNORM_ELEM_LOADS)
+#define LOADP(p) (*(__global const Av_e *)(p))
+#else
 #define LOADP(p) CAT(vload, VW)(0, (p))
+#endif
 
 /*
  * Aligned vector access, for pointers known to sit on a multiple of the vector's size (the

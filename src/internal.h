@@ -40,6 +40,7 @@ typedef struct {
                                  row axis, so grid-stride loops run more than once; 0: none */
     int no_stream_stores;     /* CLNORM_NO_STREAM_STORES */
     int no_prefetch;          /* CLNORM_NO_PREFETCH */
+    int no_elem_loads;        /* CLNORM_NO_ELEM_LOADS */
     int no_samples;           /* CLNORM_NO_SAMPLE_ITEMS: no whole-sample kernels (GEOM_SAMPLES) */
 } clnorm_tuning;
 
@@ -296,10 +297,10 @@ clnorm_strategy clnorm_policy_strategy(const clnorm_device_profile *p, const cln
 clnorm_status clnorm_policy_build(const clnorm_device_profile *p, const clnorm_desc *d,
                                   clnorm_strategy s, const clnorm_tuning *t, clnorm_geometry *g,
                                   char *msg, size_t msg_size);
-/* Build options common to every program of the plan. */
+/* Build options of the programs of one direction of a plan. */
 void clnorm_policy_options(const clnorm_device_profile *p, const clnorm_desc *d,
-                           const clnorm_geometry *g, const clnorm_tuning *t, char *buf,
-                           size_t size);
+                           const clnorm_geometry *g, const clnorm_tuning *t,
+                           clnorm_direction dir, char *buf, size_t size);
 /* Work-group sizes and counts, given the most work-items per group the forward and backward
  * kernels allow (kmax[dir], 0: no backward). */
 clnorm_status clnorm_policy_geometry(const clnorm_device_profile *p, const clnorm_desc *d,

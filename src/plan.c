@@ -80,15 +80,15 @@ clnorm_status clnorm_prepare_plan(clnorm_plan *plan, const clnorm_tuning *t)
     clnorm_status st = clnorm_policy_build(&ctx->profile, d, plan->strategy, t, &plan->geo, msg,
                                            sizeof msg);
     RETURN_IF(st != CLNORM_OK, ctx, st, "%s", msg);
-    char options[512];
-    clnorm_policy_options(&ctx->profile, d, &plan->geo, t, options, sizeof options);
-    const size_t used = strlen(options);
-    op->build_defines(op, od, options + used, sizeof options - used);
-
     const int ndir = (d->flags & CLNORM_WITH_BACKWARD) ? 2 : 1;
     size_t kmax[2] = {0, 0};
     for (int dir = 0; dir < ndir; dir++) {
         clnorm_direction_kernels *dk = &plan->dir[dir];
+        char options[512];
+        clnorm_policy_options(&ctx->profile, d, &plan->geo, t, (clnorm_direction)dir, options,
+                              sizeof options);
+        const size_t used = strlen(options);
+        op->build_defines(op, od, options + used, sizeof options - used);
         const clnorm_chain *chain = op->chain(od, plan->strategy, (clnorm_direction)dir);
         RETURN_IF(!chain, ctx, CLNORM_UNSUPPORTED, "%s has no %s kernels for strategy %s",
                   op->name, dir ? "backward" : "forward", clnorm_strategy_name(plan->strategy));

@@ -77,6 +77,7 @@ clnorm_status clnorm_read_tuning(clnorm_ctx *ctx, clnorm_tuning *t)
     TRY(env_size(ctx, "CLNORM_MAX_GROUPS", 1, (size_t)1 << 30, &t->max_groups));
     t->no_stream_stores = getenv("CLNORM_NO_STREAM_STORES") != NULL;
     t->no_prefetch = getenv("CLNORM_NO_PREFETCH") != NULL;
+    t->no_elem_loads = getenv("CLNORM_NO_ELEM_LOADS") != NULL;
     t->no_samples = getenv("CLNORM_NO_SAMPLE_ITEMS") != NULL;
     return CLNORM_OK;
 }
@@ -183,8 +184,8 @@ clnorm_status clnorm_policy_build(const clnorm_device_profile *p, const clnorm_d
 }
 
 void clnorm_policy_options(const clnorm_device_profile *p, const clnorm_desc *d,
-                           const clnorm_geometry *g, const clnorm_tuning *t, char *buf,
-                           size_t size)
+                           const clnorm_geometry *g, const clnorm_tuning *t,
+                           clnorm_direction dir, char *buf, size_t size)
 {
     static const char *const fmt[] = {"F32", "F16", "BF16", "F64"};
     const char *x = fmt[d->dtype];
@@ -192,13 +193,27 @@ void clnorm_policy_options(const clnorm_device_profile *p, const clnorm_desc *d,
      * switches exist to measure what each brings (README). */
     const int stream = p->clang_cpu && !t->no_stream_stores;
     const int prefetch = stream && !t->no_prefetch;
+    /* Float vectors read through a type aligned to one element rather than with vloadn
+     * (kernels/common.cl, CLNORM_ELEM_LOADS): on PoCL's CPU device LLVM then emits one
+     * unaligned vector load. Measured (bench/RESULTS.md) on rows of at most 8 KiB, the rows
+     * whose next row the kernels prefetch into L1: the fused add 5-10% faster at 8192x1024,
+     * the backward too. Rows of 4096 and 12288 columns were 5-10% slower, and the forward of
+     * short rows held in registers (the subgroup geometry: 262144x64) 25% slower, so those
+     * keep vloadn; that geometry's backward (row kernels) takes the loads. */
+    const size_t elem = d->flags & CLNORM_RESIDUAL_F32 && clnorm_dtype_size(d->dtype) < 4
+                            ? 4
+                            : clnorm_dtype_size(d->dtype);
+    const int elem_loads = p->clang_cpu && !t->no_elem_loads && d->cols <= 8192 / elem &&
+                           (dir == CLNORM_BACKWARD || !g->seg);
     /* CPU devices: the backward's parameter pass takes VW columns per work-item, in lanes
      * (kernels/norm_backward.cl, norm_bwd_params; param_items below). */
-    int n = snprintf(buf, size, "-cl-std=CL1.2 -DVW=%zu -DCLNORM_X_FMT=%s -DCLNORM_X_%s=1%s%s%s%s",
-                     g->vw, x, x, d->dtype == CLNORM_F64 ? " -DCLNORM_F64" : "",
+    int n = snprintf(buf, size,
+                     "-cl-std=CL1.2 -DVW=%zu -DCLNORM_X_FMT=%s -DCLNORM_X_%s=1%s%s%s%s%s", g->vw,
+                     x, x, d->dtype == CLNORM_F64 ? " -DCLNORM_F64" : "",
                      stream ? " -DCLNORM_STREAM_STORES" : "",
                      stream && !prefetch ? " -DCLNORM_NO_PREFETCH" : "",
-                     is_cpu(p) ? " -DCLNORM_PARAMS_VEC" : "");
+                     is_cpu(p) ? " -DCLNORM_PARAMS_VEC" : "",
+                     elem_loads ? " -DCLNORM_ELEM_LOADS" : "");
     if (g->seg && n > 0 && (size_t)n < size)
         snprintf(buf + n, size - (size_t)n, " -DSEG=%zu -DREG_VECS=%zu -DITEM_ROWS=%zu%s", g->seg,
                  g->reg_vecs, g->item_rows, p->nv_ptx ? " -DCLNORM_NV_SHFL" : "");
