@@ -198,9 +198,10 @@ void clnorm_policy_options(const clnorm_device_profile *p, const clnorm_desc *d,
      * unaligned vector load. Measured (bench/RESULTS.md) on rows of at most 8 KiB, the rows
      * whose next row the kernels prefetch into L1: the fused add 5-10% faster at 8192x1024,
      * the backward too. Rows of 4096 and 12288 columns were 5-10% slower, and the forward of
-     * short rows held in registers (the subgroup geometry: 262144x64) 25% slower, so those
-     * keep vloadn; that geometry's backward (row kernels) takes the loads. */
-    const size_t elem = d->flags & CLNORM_RESIDUAL_F32 && clnorm_dtype_size(d->dtype) < 4
+     * short rows held in registers (the subgroup geometry: 262144x64) about 20% slower, so
+     * those keep vloadn; that geometry's backward (row kernels) takes the loads. The widest
+     * row tensor counts: a float32 residual beside 16-bit x. */
+    const size_t elem = (d->flags & CLNORM_RESIDUAL_F32) && clnorm_dtype_size(d->dtype) < 4
                             ? 4
                             : clnorm_dtype_size(d->dtype);
     const int elem_loads = p->clang_cpu && !t->no_elem_loads && d->cols <= 8192 / elem &&
