@@ -237,10 +237,11 @@ inline ulong seg_apply_stream(row_out out, row_in in, ulong i, ulong e, A2 K, A 
         /* While this row is computed from cache, fetch the same columns of the next row the
          * work-item (or the next work-item of the group, run by the same thread) will read,
          * so memory is busy during the compute too: into L1 where both rows fit it, else into
-         * L2 only (row_prefetch_hint). Short rows also fetch the row after the next into L2
-         * (rows are a constant stride apart), so memory stays busy while the next row's
-         * statistics are computed: 5-14% on rows of 768-1152 columns (bench/RESULTS.md). A
-         * prefetch never faults, so the last rows' look past the end is harmless. */
+         * L2 only (row_prefetch_hint). Both also fetch the row after the next into L2 (rows
+         * are a constant stride apart), so memory stays busy while the next row's statistics
+         * are computed: 5-14% on rows of 768-1152 columns, 4-18% on rows of 4096-12288
+         * (bench/RESULTS.md). A prefetch never faults, so the last rows' look past the end is
+         * harmless. */
         if (prefetch == PREFETCH_TO_L1) {
             __builtin_prefetch(nxt.x + i);
             PREFETCH_L2(nxt.x + (nxt.x - in.x) + i);
@@ -250,8 +251,10 @@ inline ulong seg_apply_stream(row_out out, row_in in, ulong i, ulong e, A2 K, A 
 #endif
         } else if (prefetch == PREFETCH_TO_L2) {
             PREFETCH_L2(nxt.x + i);
+            PREFETCH_L2(nxt.x + (nxt.x - in.x) + i);
 #if defined(CLNORM_RESIDUAL)
             PREFETCH_L2(nxt.r + i);
+            PREFETCH_L2(nxt.r + (nxt.r - in.r) + i);
 #endif
         }
 #endif
