@@ -278,8 +278,8 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global A *part,
              * columns of the block's next row into L1, and of the row after it into L2, so
              * that memory stays busy while the next row's sums run from L1 (the forward's
              * seg_apply_stream does the same). The second prefetch only where a row holds at
-             * least 1 KiB: rows of 64 and 128 float columns were 4-11% slower with it, rows of
-             * 768 to 4096 columns 7-22% faster (bench/RESULTS.md). */
+             * least 1 KiB: rows of 64 and 128 float columns were 4-10% slower with it, rows of
+             * 768 to 12288 columns 6-22% faster (bench/RESULTS.md). */
             if (L == 1 && row + 1 < r1) {
                 __builtin_prefetch(bw.in.x + i + x_stride);
                 __builtin_prefetch(bw.dy + i + dy_stride);
