@@ -239,9 +239,9 @@ inline ulong seg_apply_stream(row_out out, row_in in, ulong i, ulong e, A2 K, A 
          * so memory is busy during the compute too: into L1 where both rows fit it, else into
          * L2 only (row_prefetch_hint). Both also fetch the row after the next into L2 (rows
          * are a constant stride apart), so memory stays busy while the next row's statistics
-         * are computed: 5-14% on rows of 768-1152 columns, 4-18% on rows of 4096-12288
-         * (bench/RESULTS.md). A prefetch never faults, so the last rows' look past the end is
-         * harmless. */
+         * are computed: 5-14% on rows of 768-1152 columns; on rows of 4096 and 8192 the
+         * fused adds 10-19%, at 12288 and in the plain norm within noise (bench/RESULTS.md).
+         * A prefetch never faults, so the last rows' look past the end is harmless. */
         if (prefetch == PREFETCH_TO_L1) {
             __builtin_prefetch(nxt.x + i);
             PREFETCH_L2(nxt.x + (nxt.x - in.x) + i);
