@@ -202,7 +202,7 @@ inline void row_stats(row_in in, ulong cols, uint lid, uint L, __local A *scratc
 /* What the row kernels prefetch of the next row while applying this one (CPU devices): into
  * L1 where this row and the next fit its half (x, and the residual, at most 8 KiB a row),
  * else, where the op asks for it (OP_ROW_PREFETCH_L2), into L2 only, which leaves this row in
- * L1 for its passes. Measured on PoCL (AMD EPYC, bench/RESULTS.md): L2 prefetches took the
+ * L1 for its passes. The row after the next goes into L2 in both cases (seg_apply_stream). Measured on PoCL (AMD EPYC, bench/RESULTS.md): L2 prefetches took the
  * LayerNorm forward at 4096 and 12288 columns from 0.71-0.86 to 0.83-0.98 of the copy but
  * slowed it at 768 and 1024 columns by about 10%. */
 #define PREFETCH_NONE 0
@@ -217,6 +217,16 @@ inline int row_prefetch_hint(ulong cols)
 {
     return OP_ROW_PREFETCH_L2 && cols * ROW_COL_BYTES > 8192 ? PREFETCH_TO_L2 : PREFETCH_TO_L1;
 }
+/* The line at p of the next row, into L1 or L2 as `prefetch` says, and the same column of the
+ * row after it (`stride` elements on) into L2. */
+#define PREFETCH_NEXT_ROWS(p, stride, prefetch)                                             \
+    do {                                                                                    \
+        if ((prefetch) == PREFETCH_TO_L1)                                                   \
+            __builtin_prefetch(p);                                                          \
+        else                                                                                \
+            PREFETCH_L2(p);                                                                 \
+        PREFETCH_L2((p) + (stride));                                                        \
+    } while (0)
 
 #if defined(STREAM_STORE)
 #define SUM_NONE 0
@@ -242,19 +252,10 @@ inline ulong seg_apply_stream(row_out out, row_in in, ulong i, ulong e, A2 K, A 
          * are computed: 5-14% on rows of 768-1152 columns; on rows of 4096 and 8192 the
          * fused adds 10-19%, at 12288 and in the plain norm within noise (bench/RESULTS.md).
          * A prefetch never faults, so the last rows' look past the end is harmless. */
-        if (prefetch == PREFETCH_TO_L1) {
-            __builtin_prefetch(nxt.x + i);
-            PREFETCH_L2(nxt.x + (nxt.x - in.x) + i);
+        if (prefetch != PREFETCH_NONE) {
+            PREFETCH_NEXT_ROWS(nxt.x + i, nxt.x - in.x, prefetch);
 #if defined(CLNORM_RESIDUAL)
-            __builtin_prefetch(nxt.r + i);
-            PREFETCH_L2(nxt.r + (nxt.r - in.r) + i);
-#endif
-        } else if (prefetch == PREFETCH_TO_L2) {
-            PREFETCH_L2(nxt.x + i);
-            PREFETCH_L2(nxt.x + (nxt.x - in.x) + i);
-#if defined(CLNORM_RESIDUAL)
-            PREFETCH_L2(nxt.r + i);
-            PREFETCH_L2(nxt.r + (nxt.r - in.r) + i);
+            PREFETCH_NEXT_ROWS(nxt.r + i, nxt.r - in.r, prefetch);
 #endif
         }
 #endif
