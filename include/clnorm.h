@@ -462,7 +462,7 @@ CLNORM_API clnorm_status clnorm_forward(clnorm_plan *plan,
  * Pass both as NULL (RMS: rstd NULL) to have them recomputed from x (one more read of x):
  * more accurate when rows have a large mean, since a mean saved as float32 is rounded by up
  * to |mean| * 2^-24 before x - mean is formed (0.03 at a mean of 1e6); the recomputation
- * keeps the forward's split of the mean into the row's first element plus a small rest.
+ * keeps the forward's split of the mean into an element of the row plus a small rest.
  * The wrapper over clnorm_execute(CLNORM_BACKWARD) for the kinds without a residual or a
  * modulation (those run through clnorm_execute, which also gives dscale and dshift).
  */

@@ -10,7 +10,9 @@
  *   -DCLNORM_F64            arithmetic in double (F64 storage)
  *   -DCLNORM_STREAM_STORES  PoCL CPU devices: non-temporal stores of y and dx
  *
- * Numerics (README, "Numerics"): every row is shifted by its first element K, statistics are
+ * Numerics (README, "Numerics"): every row is shifted by K, the median of its first, middle
+ * and last elements (op_*.cl, row_shift; an element of the row, but never a lone outlier),
+ * statistics are
  * taken two-pass over (x - K): m = mean(x - K), var = mean(((x - K) - m)^2), and the output is
  * ((x - K) - m) * rstd. Never x - (K + m): K + m rounds at |K| * 2^-24. Sums run in vector
  * lanes over blocks of BLOCK_V vectors, and the block sums are added with Kahan compensation,
@@ -249,6 +251,9 @@ inline A wg_sum(A v, __local A *scratch, uint lid, uint L)
 }
 
 /* NaN wins (fmax would drop it): the rescaled path must see a NaN row as not finite. */
+/* The median of three values (a row's shift, op_*.cl row_shift): one of them exactly; fmin and
+ * fmax pass over a NaN, so two finite values give a finite one. */
+inline A med3(A a, A b, A c) { return fmax(fmin(a, b), fmin(fmax(a, b), c)); }
 inline A max_nan(A a, A b) { return isnan(a) ? a : isnan(b) ? b : fmax(a, b); }
 
 inline A wg_max(A v, __local A *scratch, uint lid, uint L)

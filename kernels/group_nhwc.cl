@@ -4,14 +4,15 @@
  * line or memory transaction; instead a work-group takes a tile of chunk_len positions x all
  * C channels of one sample, whose rows of C channels are contiguous (Apex's group_norm_nhwc
  * does the same). Three steps:
- *   gn_nhwc_moments: per (sample, tile, channel) the sum S of x - K_c (K_c: the channel's
- *                    first element, x[n, 0, c], so that a row of shifts is one vector load;
- *                    CPU devices keep the mean S / n instead) and M2, the sum of squared
+ *   gn_nhwc_moments: per (sample, tile, channel) the sum S of x - K_c (K_c: the median of
+ *                    the channel's values at positions 0, hw / 2 and hw - 1, gn_shift1, so
+ *                    that a row of shifts is three vector loads and a lone outlier is never
+ *                    one; CPU devices keep the mean S / n instead) and M2, the sum of squared
  *                    deviations from the tile's own mean
  *                    (GPUs: two-pass over the tile, the second pass from cache; CPU devices:
  *                    one pass, pairs of positions merged by Chan's update); then per (sample,
- *                    tile, group) the same of the group's channels, around the group's first
- *                    element K: with S'_c = S_c + n (K_c - K), S = sum S'_c and
+ *                    tile, group) the same of the group's channels, around the group's shift
+ *                    K, its first channel's K_c: with S'_c = S_c + n (K_c - K), S = sum S'_c and
  *                    M2 = sum (M2_c + n (S'_c / n - S / (n cpg))^2) (exact, fixed order);
  *   gn_nhwc_merge:   per group, its tiles' moments merged the same way (a group whose
  *                    squares overflowed read again, scaled: gn_group_rescaled); statistics
@@ -35,13 +36,32 @@
 
 #define GN_TILE_LEN(C, G) (3 * (C) + 2 * (G))
 
-/* Channel c's moments over positions [p0, p1) (cnt of them) around its first element: the
+/* Channel c's shift K_c (xs: the sample's position 0): the median of its values at positions
+ * 0, hw / 2 and hw - 1, an element of the channel but never a lone outlier, whose rounding
+ * (|K_c| 2^-24 per deviation) would reach y (as row_shift for rows, op_row_norm.cl). The
+ * group's shift K is its first channel's K_c. */
+inline A gn_shift1(__global const T *xs, ulong c, ulong C, ulong hw)
+{
+    if (hw == 0)
+        return 0;
+    return med3(LOAD1(xs + c), LOAD1(xs + hw / 2 * C + c), LOAD1(xs + (hw - 1) * C + c));
+}
+/* The same for the VW channels from c. */
+inline AV gn_shiftv(__global const T *xs, ulong c, ulong C, ulong hw)
+{
+    if (hw == 0)
+        return (AV)(0);
+    const AV a = LOADV(xs + c), b = LOADV(xs + hw / 2 * C + c), d = LOADV(xs + (hw - 1) * C + c);
+    return fmax(fmin(a, b), fmin(fmax(a, b), d));
+}
+
+/* Channel c's moments over positions [p0, p1) (cnt of them) around its shift K_c: the
  * sum of x - K_c, then (the positions again, from cache) the sum of squared deviations from
  * the tile's own mean. Two accumulators each, for the loads' latency. */
-inline void gn_channel_moments(__global const T *xs, ulong c, ulong C, ulong p0, ulong p1,
-                               A cnt, A *s_out, A *q_out)
+inline void gn_channel_moments(__global const T *xs, ulong c, ulong C, ulong hw, ulong p0,
+                               ulong p1, A cnt, A *s_out, A *q_out)
 {
-    const A K = LOAD1(xs + c);
+    const A K = gn_shift1(xs, c, C, hw);
     A s0 = 0, s1 = 0;
     ulong p = p0;
     for (; p + 1 < p1; p += 2) {
@@ -67,20 +87,20 @@ inline void gn_channel_moments(__global const T *xs, ulong c, ulong C, ulong p0,
 }
 
 /* The moments (S, M2) of one tile of the group of channels [c0, c0 + cpg) into out, from its
- * channels' means (mu_c at mc[c], around K_c at position 0) and M2 (at mc[C + c]), cnt
+ * channels' means (mu_c at mc[c], around K_c, gn_shift1) and M2 (at mc[C + c]), cnt
  * positions: one work-item, channels in order. Around the group's K, channel c's mean is
  * mu_c + (K_c - K); M2 = sum (M2_c + cnt (mean_c - mean)^2) (exact). */
 inline void gn_group_moments(__global const T *xs, __global const A *mc, ulong c0, ulong cpg,
-                             ulong C, A cnt, __global A *out)
+                             ulong C, ulong hw, A cnt, __global A *out)
 {
-    const A K = LOAD1(xs + c0);
+    const A K = gn_shift1(xs, c0, C, hw);
     A s = 0;
     for (ulong k = 0; k < cpg; k++)
-        s += mc[c0 + k] + (LOAD1(xs + c0 + k) - K);
+        s += mc[c0 + k] + (gn_shift1(xs, c0 + k, C, hw) - K);
     const A mg = s / (A)cpg;
     A q = 0;
     for (ulong k = 0; k < cpg; k++) {
-        const A d = (mc[c0 + k] + (LOAD1(xs + c0 + k) - K)) - mg;
+        const A d = (mc[c0 + k] + (gn_shift1(xs, c0 + k, C, hw) - K)) - mg;
         q += fma(d * d, cnt, mc[C + c0 + k]);
     }
     out[0] = s * cnt;
@@ -95,8 +115,8 @@ inline void gn_group_moments(__global const T *xs, __global const A *mc, ulong c
  * which the hardware prefetchers do not follow. A second pass for M2 would read the tile
  * again, so the positions come in pairs, each pair's exact moments (mean (a + b) / 2, M2
  * (a - b)^2 / 2) merged into the channel's running mean and M2 with Chan's update, the
- * stable one-pass form of the two-pass moments. Values are taken around K_c (position 0 of
- * the sample), as the merge across tiles expects; the running mean and M2 stay in sc, which
+ * stable one-pass form of the two-pass moments. Values are taken around K_c (gn_shiftv), as
+ * the merge across tiles expects; the running mean and M2 stay in sc, which
  * stays in L1.
  *
  * A pair's first row is read whole into stage (C values, in L1), then the second row with it,
@@ -105,7 +125,7 @@ inline void gn_group_moments(__global const T *xs, __global const A *mc, ulong c
  * 7.5-9 GB/s from memory on one core where the staged pairs read 12-14.5 (bench/RESULTS.md,
  * "one item per sample"). The values staged are those loaded, so the bits are the same. */
 inline void gn_tile_moments_rows(__global const T *xs, __global A *sc, __global A *stage,
-                                 ulong p0, ulong p1, ulong C)
+                                 ulong p0, ulong p1, ulong C, ulong hw)
 {
     const ulong cv = C / VW * VW;
     __global A *sq = sc + C;
@@ -128,7 +148,7 @@ inline void gn_tile_moments_rows(__global const T *xs, __global A *sc, __global 
 #if defined(PREFETCH_NEXT)
             PREFETCH_L2(x1 + GN_PD + c);
 #endif
-            const AV K = LOADV(xs + c), a = CAT(vload, VW)(0, stage + c) - K,
+            const AV K = gn_shiftv(xs, c, C, hw), a = CAT(vload, VW)(0, stage + c) - K,
                      b = LOADV(x1 + c) - K;
             const AV m = CAT(vload, VW)(0, sc + c), d = a - b;
             const AV delta = (a + b) * (A)0.5 - m;
@@ -137,7 +157,7 @@ inline void gn_tile_moments_rows(__global const T *xs, __global A *sc, __global 
                             0, sq + c);
         }
         for (ulong c = cv; c < C; c++) {
-            const A K = LOAD1(xs + c), a = LOAD1(x0 + c) - K, b = LOAD1(x1 + c) - K;
+            const A K = gn_shift1(xs, c, C, hw), a = LOAD1(x0 + c) - K, b = LOAD1(x1 + c) - K;
             const A m = sc[c], d = a - b, delta = (a + b) * (A)0.5 - m;
             sc[c] = fma(delta, w, m);
             sq[c] = fma(delta * delta, wn, fma(d * d, (A)0.5, sq[c]));
@@ -148,12 +168,12 @@ inline void gn_tile_moments_rows(__global const T *xs, __global A *sc, __global 
         __global const T *x0 = xs + p * C;
         for (ulong c = 0; c < cv; c += VW) {
             const AV m = CAT(vload, VW)(0, sc + c);
-            const AV delta = (LOADV(x0 + c) - LOADV(xs + c)) - m;
+            const AV delta = (LOADV(x0 + c) - gn_shiftv(xs, c, C, hw)) - m;
             CAT(vstore, VW)(fma(delta, w, m), 0, sc + c);
             CAT(vstore, VW)(fma(delta * delta, wn, CAT(vload, VW)(0, sq + c)), 0, sq + c);
         }
         for (ulong c = cv; c < C; c++) {
-            const A m = sc[c], delta = (LOAD1(x0 + c) - LOAD1(xs + c)) - m;
+            const A m = sc[c], delta = (LOAD1(x0 + c) - gn_shift1(xs, c, C, hw)) - m;
             sc[c] = fma(delta, w, m);
             sq[c] = fma(delta * delta, wn, sq[c]);
         }
@@ -172,12 +192,12 @@ __kernel void gn_nhwc_moments(IN_PTRS, __global A *part, __local A *scratch, KS_
     const ulong p0 = (ulong)t * chunk_len, p1 = min(hw, p0 + chunk_len);
     const A cnt = (A)(p1 - p0);
     for (ulong n = get_group_id(1); n < N; n += get_num_groups(1)) {
-        __global const T *xs = x + x_off + n * x_stride; /* position 0: the shifts K_c */
+        __global const T *xs = x + x_off + n * x_stride; /* position 0 */
         __global A *pt = part + (n * chunks + t) * GN_TILE_LEN(C, G);
         if (L == 1) {
-            gn_tile_moments_rows(xs, pt, pt + 2 * C + 2 * G, p0, p1, C);
+            gn_tile_moments_rows(xs, pt, pt + 2 * C + 2 * G, p0, p1, C, hw);
             for (ulong g = 0; g < G; g++)
-                gn_group_moments(xs, pt, g * cpg, cpg, C, cnt, pt + 2 * C + 2 * g);
+                gn_group_moments(xs, pt, g * cpg, cpg, C, hw, cnt, pt + 2 * C + 2 * g);
             continue;
         }
         /* GPUs: L is a multiple of cpg dividing C (group_norm.c), so each round of L
@@ -185,11 +205,11 @@ __kernel void gn_nhwc_moments(IN_PTRS, __global A *part, __local A *scratch, KS_
         const uint lead = lid - lid % (uint)cpg;
         for (ulong c0 = 0; c0 < C; c0 += L) {
             const ulong c = c0 + lid;
-            const A K = LOAD1(xs + c);
+            const A K = gn_shift1(xs, c, C, hw);
             A s, q;
-            gn_channel_moments(xs, c, C, p0, p1, cnt, &s, &q);
+            gn_channel_moments(xs, c, C, hw, p0, p1, cnt, &s, &q);
             /* the group's S: S'_c added in channel order by the group's first item */
-            const A Kg = LOAD1(xs + c0 + lead);
+            const A Kg = gn_shift1(xs, c0 + lead, C, hw);
             const A sh = fma(cnt, K - Kg, s); /* S'_c */
             scratch[lid] = sh;
             barrier(CLK_LOCAL_MEM_FENCE);
@@ -221,7 +241,7 @@ __kernel void gn_nhwc_moments(IN_PTRS, __global A *part, __local A *scratch, KS_
 /* A group whose squared deviations overflow A although its elements are finite (|x| above
  * about 1e19 in float32): its statistics again from every element, scaled by the power of two
  * sc that brings its largest magnitude into [1, 2), as rows are (row_stats), and around
- * K = x[n, 0, c0] * sc. Returns their variance, with the mean of the deviations in *m, K in
+ * K = the group's shift (gn_shift1 of its first channel) * sc. Returns their variance, with the mean of the deviations in *m, K in
  * *K and sc in *sc. The L items take every L-th position of the group's cpg channels, twice
  * (the mean, then the squares); rare, so plain loops. Every item of the group must call it. */
 inline A gn_group_rescaled(__global const T *xs, ulong c0, ulong cpg, ulong C, ulong hw,
@@ -231,7 +251,7 @@ inline A gn_group_rescaled(__global const T *xs, ulong c0, ulong cpg, ulong C, u
     for (ulong p = lid; p < hw; p += L)
         for (ulong k = 0; k < cpg; k++)
             M = max_nan(M, fabs(LOAD1(xs + p * C + c0 + k)));
-    const A s = rescale_factor(wg_max(M, scratch, lid, L)), Ks = LOAD1(xs + c0) * s;
+    const A s = rescale_factor(wg_max(M, scratch, lid, L)), Ks = gn_shift1(xs, c0, C, hw) * s;
     A sum = 0, cs = 0;
     for (ulong p = lid; p < hw; p += L)
         for (ulong k = 0; k < cpg; k++)
@@ -266,7 +286,7 @@ inline void gn_merge_row(__global const T *x, ulong x_off, ulong x_stride,
     const ulong C = G * cpg, n = row / G, c0 = (row % G) * cpg;
     const A total = (A)(cpg * hw);
     __global const T *xs = x + x_off + n * x_stride;
-    A K = LOAD1(xs + c0), sc = 1;
+    A K = gn_shift1(xs, c0, C, hw), sc = 1;
     /* the group's moments of tile t: pn[t * GN_TILE_LEN] (S, then M2), all around K */
     __global const A *pn = part + n * chunks * GN_TILE_LEN(C, G) + 2 * C + 2 * (row % G);
     A s = 0, cs = 0;
@@ -466,9 +486,9 @@ __kernel void gn_nhwc_sample(FWD_PTRS, __global A *part, __global A *stats,
         __global const T *xs = x + x_off + n * x_stride;
         __global T *ys = y + y_off + n * y_stride;
         __global A *pt = part + n * GN_TILE_LEN(C, G);
-        gn_tile_moments_rows(xs, pt, pt + 2 * C + 2 * G, 0, hw, C);
+        gn_tile_moments_rows(xs, pt, pt + 2 * C + 2 * G, 0, hw, C, hw);
         for (ulong g = 0; g < G; g++)
-            gn_group_moments(xs, pt, g * cpg, cpg, C, (A)hw, pt + 2 * C + 2 * g);
+            gn_group_moments(xs, pt, g * cpg, cpg, C, hw, (A)hw, pt + 2 * C + 2 * g);
         for (ulong g = 0; g < G; g++)
             gn_merge_row(x, x_off, x_stride, gamma, gamma_off, beta, beta_off, mean, mean_off,
                          rstd, rstd_off, G, cpg, hw, part, stats, table, n * G + g, hw, 1, eps,

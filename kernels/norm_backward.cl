@@ -36,7 +36,7 @@
  * - mean) * r forms the sum first, exact when large offsets of x and the residual cancel
  * (x ~ 1e4 + N(0,1), residual ~ -1e4 + N(0,1)), where (x - mean) + residual would round x's
  * offset to float32 first and lose ~5e-4 of every element. Recomputed ones
- * (norm_bwd_stats, CLNORM_KF_RECOMPUTE) keep the forward's split: K the row's first elements
+ * (norm_bwd_stats, CLNORM_KF_RECOMPUTE) keep the forward's split: K the row's shift
  * and m the mean of v - K, so that large-mean rows lose nothing to a mean rounded to P (a
  * float32 mean of 1e6 + N(0,1) data is off by up to 0.03), and the forward's rescaling of
  * rows whose squares overflow.

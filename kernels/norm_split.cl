@@ -3,8 +3,8 @@
  * each taken by one work-group, so few very long rows (16 x 1,048,576) still fill the device.
  *   norm_split_stats: per (row, chunk) the chunk's mean of the deviations v * sc - K, M2 (the
  *                     sum of squared deviations from that mean, two-pass inside the chunk),
- *                     its scale sc and its largest input magnitude; K = the row's shift (its
- *                     first elements), saved by chunk 0. A chunk whose squares overflow (|x|
+ *                     its scale sc and its largest input magnitude; K = the row's shift
+ *                     (row_shift), saved by chunk 0. A chunk whose squares overflow (|x|
  *                     above about 1e19 in float) is redone scaled by a power of two.
  *   norm_split_apply: every group merges its row's chunk statistics in chunk order (Chan et
  *                     al.'s pairwise update; fixed order, so bit-reproducible) and normalizes
@@ -54,7 +54,7 @@ __kernel void norm_split_stats(IN_PTRS, __global A *part, __local A *scratch, KS
     for (ulong row = get_group_id(1); row < rows; row += get_num_groups(1)) {
         const row_in in = make_row_in(IN_ARGS, row);
         __global A *pr = part + row * SPLIT_ROW_LEN(chunks);
-        const A2 K = row_shift(in, 1, rms);
+        const A2 K = row_shift(in, cols, 1, rms);
         A mc, amax, sc = 1;
         A m2 = chunk_m2(in, b, e, lid, L, scratch, rms, K, 1, &mc, &amax);
         if (needs_rescale(m2)) { /* the same for every item of the group */

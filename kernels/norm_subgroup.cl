@@ -182,7 +182,7 @@ inline void subgroup_rows(FWD_PARAMS, ulong rows, ulong cols, A eps, uint flags,
             A s[ITEM_ROWS];
             UNROLL for (uint j = 0; j < ITEM_ROWS; j++) {
                 if (active[j])
-                    K[j] = row_shift(in[j], sc[j], rms);
+                    K[j] = row_shift(in[j], cols, sc[j], rms);
                 AV sum = (AV)(0);
                 UNROLL for (uint k = 0; k < REG_VECS; k++) {
                     const ulong vi = lane + (ulong)k * SEG;

@@ -67,8 +67,8 @@ typedef struct {
 } row_in;
 
 /*
- * The shift K of a row is a pair: the first element of x and (with a residual) that of the
- * residual. The value a row normalizes, v = x + residual, is only ever formed shifted and
+ * The shift K of a row is a pair: an element of x and (with a residual) one of the residual
+ * (row_shift). The value a row normalizes, v = x + residual, is only ever formed shifted and
  * scaled, as (x * sc - K.s0) + (r * sc - K.s1): each operand's large common offset cancels
  * exactly before the two are added, so the statistics and y are those of the exact sum, not
  * of the sum rounded to A (which would cost 2^-24 |v| / std in y). Without a residual K.s1 is
@@ -114,14 +114,19 @@ inline row_in make_row_in(IN_PARAMS, ulong row)
     return in;
 }
 
-/* The shift of a row scaled by sc: its first elements (0 for RMSNorm, which has no shift). */
-inline A2 row_shift(row_in in, A sc, int rms)
+/* The shift of a row scaled by sc: the median of its first, middle and last elements, of x and
+ * (with a residual) of the residual each (0 for RMSNorm, which has no shift). Any element of
+ * the row makes the deviations of a row with a large common offset exact; the median keeps a
+ * lone outlier out of the shift, where the deviations of all the other elements would lose
+ * |outlier| 2^-24 each (README, Numerics). */
+inline A2 row_shift(row_in in, ulong cols, A sc, int rms)
 {
     A2 K = (A2)(0);
-    if (!rms) {
-        K.s0 = LOAD1(in.x) * sc;
+    if (!rms && cols > 0) {
+        const ulong h = cols / 2, l = cols - 1;
+        K.s0 = med3(LOAD1(in.x), LOAD1(in.x + h), LOAD1(in.x + l)) * sc;
 #if defined(CLNORM_RESIDUAL)
-        K.s1 = LOAD1_R(in.r) * sc;
+        K.s1 = med3(LOAD1_R(in.r), LOAD1_R(in.r + h), LOAD1_R(in.r + l)) * sc;
 #endif
     }
     return K;

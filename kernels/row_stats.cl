@@ -172,7 +172,7 @@ inline A group_m2(A n, A S, A M2, ulong count, __local A *scratch, uint lid, uin
 inline A row_var(row_in in, ulong cols, uint lid, uint L, __local A *scratch, int rms, A sc,
                  A2 *K, A *m)
 {
-    *K = row_shift(in, sc, rms);
+    *K = row_shift(in, cols, sc, rms);
     *m = 0;
     if (rms)
         return wg_sum(seg_sum_sq(in, 0, cols, lid, L, *K, 0, sc), scratch, lid, L) / (A)cols;

@@ -11,6 +11,7 @@
  *   - NHWC of spatial 1 and NCHW are the same memory: the same results;
  *   - groups whose squares overflow (|x| at 1e19, 1e30, 1e37; 1e160 in float64): redone
  *     scaled;
+ *   - groups with one lone outlier at their first element, against float64 computed here;
  *   - the error paths particular to GroupNorm (the generic ones are test_ops_errors').
  * The PyTorch golden cases are test_golden's and test_backward_golden's.
  */
@@ -272,6 +273,105 @@ static void test_huge_values(void **state)
     all_passed(failed, "huge values");
 }
 
+/* Groups with one lone outlier (1e10, 1e6, -3e8 at a group's first element, 1e10 at another's
+ * last) among N(1, 0.1) values, in both layouts, through every path of a host call (the host
+ * loop, and the device's kernels: NCHW rows, NHWC sample items and tiles): a group is shifted
+ * by the median of three of its elements (row_shift, gn_shift1), never by the outlier, so its
+ * other elements stay within 1e-5 of a float64 GroupNorm computed here. Shifted by the first
+ * element they lost |outlier| 2^-24 each: up to 1.2e-4 in NHWC. The outliers' own y (near
+ * 113) are held to 1e-5 of their size. */
+static void test_lone_outliers(void **state)
+{
+    (void)state;
+    require_device();
+    const size_t N = 2, C = 64, G = 8, hw = 1600, cpg = C / G, len = cpg * hw;
+    const size_t n_el = N * C * hw;
+    float *x = malloc(n_el * sizeof *x), *xh = malloc(n_el * sizeof *xh);
+    float *y = malloc(n_el * sizeof *y);
+    double *want = malloc(n_el * sizeof *want);
+    assert_true(x && xh && y && want);
+    tu_rng rng;
+    tu_rng_seed(&rng, 9700);
+    tu_fill_normal(&rng, x, n_el, 1.0, 0.1);
+    x[0] = 1e10f;                              /* sample 0, group 0, first element */
+    x[1 * len] = 1e6f;                         /* sample 0, group 1 */
+    x[C * hw + 2 * len] = -3e8f;               /* sample 1, group 2 */
+    x[C * hw + 4 * len - 1] = 1e10f;           /* sample 1, group 3, last element */
+    for (size_t n = 0; n < N; n++) /* NCHW -> NHWC */
+        for (size_t c = 0; c < C; c++)
+            for (size_t p = 0; p < hw; p++)
+                xh[(n * hw + p) * C + c] = x[(n * C + c) * hw + p];
+    for (size_t gr = 0; gr < N * G; gr++) { /* float64, two-pass, NCHW */
+        const float *v = x + gr * len;
+        double m = 0, q = 0;
+        for (size_t i = 0; i < len; i++)
+            m += v[i];
+        m /= (double)len;
+        for (size_t i = 0; i < len; i++)
+            q += (v[i] - m) * (v[i] - m);
+        const double r = 1.0 / sqrt(q / (double)len + 1e-5);
+        for (size_t i = 0; i < len; i++)
+            want[gr * len + i] = (v[i] - m) * r;
+    }
+    static const char *const paths[] = {"host loop", "device", "device tiles"};
+    char *was_host = getenv("CLNORM_HOST_BYTES") ? strdup(getenv("CLNORM_HOST_BYTES")) : NULL;
+    char *was_samples =
+        getenv("CLNORM_NO_SAMPLE_ITEMS") ? strdup(getenv("CLNORM_NO_SAMPLE_ITEMS")) : NULL;
+    size_t failed = 0;
+    for (int lay = 0; lay < 2; lay++)
+        for (size_t k = 0; k < TU_COUNT(paths); k++) {
+            clnorm_desc d;
+            clnorm_desc_init(&d, CLNORM_GROUP, N, C);
+            d.groups = G;
+            d.spatial = hw;
+            d.layout = (clnorm_layout)lay;
+            d.flags = CLNORM_NO_GAMMA | CLNORM_NO_BETA;
+            /* plans read these at creation: the device's kernels (tiles: NHWC's other path) */
+            if (k >= 1)
+                setenv("CLNORM_HOST_BYTES", "0", 1);
+            if (k == 2)
+                setenv("CLNORM_NO_SAMPLE_ITEMS", "1", 1);
+            clnorm_plan *plan = NULL;
+            const clnorm_status st = clnorm_plan_create(g_ctx, &d, &plan);
+            if (was_host) /* as they were (a ctest may set them) */
+                setenv("CLNORM_HOST_BYTES", was_host, 1);
+            else
+                unsetenv("CLNORM_HOST_BYTES");
+            if (was_samples)
+                setenv("CLNORM_NO_SAMPLE_ITEMS", was_samples, 1);
+            else
+                unsetenv("CLNORM_NO_SAMPLE_ITEMS");
+            assert_int_equal(st, CLNORM_OK);
+            const clnorm_host_arg args[] = {{CLNORM_ARG_X, lay ? xh : x}, {CLNORM_ARG_Y, y}};
+            assert_int_equal(clnorm_execute_host(plan, CLNORM_FORWARD, args, 2), CLNORM_OK);
+            clnorm_plan_free(plan);
+            size_t bad = 0;
+            double worst = 0;
+            for (size_t n = 0; n < N; n++)
+                for (size_t c = 0; c < C; c++)
+                    for (size_t p = 0; p < hw; p++) {
+                        const double w = want[(n * C + c) * hw + p];
+                        const double got = lay ? y[(n * hw + p) * C + c] : y[(n * C + c) * hw + p];
+                        const double e = fabs(got - w);
+                        worst = e > worst ? e : worst;
+                        bad += !(e <= 1e-5 * (fabs(w) > 1 ? fabs(w) : 1.0));
+                    }
+            print_message("%s %s: max abs error %.3g\n", lay ? "nhwc" : "nchw", paths[k], worst);
+            if (bad) {
+                print_error("%s %s: %zu elements off by more than 1e-5 (x max(1, |y|))\n",
+                            lay ? "nhwc" : "nchw", paths[k], bad);
+                failed++;
+            }
+        }
+    free(was_host);
+    free(was_samples);
+    free(x);
+    free(xh);
+    free(y);
+    free(want);
+    all_passed(failed, "lone outliers");
+}
+
 /* NHWC of spatial 1 is NCHW's memory: the same bits, through either layout's description. */
 static void test_nhwc_spatial1_is_nchw(void **state)
 {
@@ -492,6 +592,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_variants),
         cmocka_unit_test(test_nhwc_spatial1_is_nchw),
         cmocka_unit_test(test_huge_values),
+        cmocka_unit_test(test_lone_outliers),
         cmocka_unit_test(test_sweep_more_f16),
         cmocka_unit_test(test_sweep_more_bf16),
         cmocka_unit_test(test_sweep_more_f64),

@@ -3,7 +3,8 @@
  * within 1e-5 (max abs) of a float64 reference computed here from the same float32 inputs,
  * including rows whose mean is 1e6 times their spread; constant rows give exactly beta; NaN
  * and Inf stay inside their own row; a 1,048,576-column row of U(1, 5) data (where plain
- * float32 accumulation loses, 1.6e-2 measured) stays within the target too.
+ * float32 accumulation loses, 1.6e-2 measured) stays within the target too, and so do rows
+ * with one lone outlier, at their first column or elsewhere.
  */
 #include "tu_oracle.h"
 #include "tu_runner.h"
@@ -297,6 +298,71 @@ static void test_long_row_uniform(void **state)
     assert_int_equal(failures, 0);
 }
 
+/* Rows of N(1, 0.1) with one lone outlier each (1e10, -3e8, 1e6 at the first column; 1e10
+ * at the last): a row is shifted by the median of its first, middle and last elements
+ * (kernels/op_row_norm.cl, row_shift), never by the outlier, so every other element keeps the
+ * target. Shifted by the first element, they lost |outlier| 2^-24 each: 1.4e-5 to 2.6e-5 at
+ * 70000 columns. The outlier itself (y near 264) is held to 1e-6 of its size, float32's own
+ * rounding there being 1.5e-5. Layer 1 on every strategy, and layer 2 (the host loop on CPU
+ * devices). */
+static size_t outlier_check(const char *what, const float *y, const double *want, size_t rows,
+                            size_t cols)
+{
+    char buf[96];
+    snprintf(buf, sizeof buf, "%s outlier rows y", what);
+    return tu_cmp_f64(y, cols, want, cols, rows, cols, TARGET, 1e-6, buf);
+}
+
+static void test_lone_outlier_rows(void **state)
+{
+    (void)state;
+    require_device();
+    static const size_t cols_list[] = {768, 4097, 70000};
+    const size_t rows = 4;
+    size_t failures = 0;
+    for (size_t c = 0; c < COUNT(cols_list); c++) {
+        const size_t cols = cols_list[c];
+        tu_rng rng;
+        tu_rng_seed(&rng, 500 + c);
+        float *x = tu_make_input(&rng, rows, cols, cols, 1.0, 0.1);
+        x[0] = 1e10f;
+        x[cols] = -3e8f;
+        x[2 * cols] = 1e6f;
+        x[4 * cols - 1] = 1e10f;
+        clnorm_desc d;
+        clnorm_desc_init(&d, CLNORM_LAYER, rows, cols);
+        d.flags = CLNORM_NO_GAMMA | CLNORM_NO_BETA;
+        double *want = malloc(rows * cols * sizeof *want);
+        float *y = tu_alloc_filled(rows * cols, 0);
+        assert_non_null(want);
+        tu_ref64(&d, x, NULL, NULL, want, cols, NULL, NULL);
+        char what[64];
+        for (int s = 0; s < TU_NUM_STRATEGIES; s++) {
+            clnorm_plan *plan = tu_plan_if(g_ctx, &d, tu_strategies[s]);
+            if (plan == NULL)
+                continue;
+            const tu_launch launch = tu_launch_offsets();
+            tu_forward_cl(g_ctx, plan, &launch, x, NULL, NULL, y, NULL, NULL);
+            snprintf(what, sizeof what, "%s cols %zu", clnorm_strategy_name(tu_strategies[s]),
+                     cols);
+            failures += outlier_check(what, y, want, rows, cols);
+            clnorm_plan_free(plan);
+        }
+        clnorm_plan *plan = NULL;
+        assert_int_equal(clnorm_plan_create(g_ctx, &d, &plan), CLNORM_OK);
+        assert_int_equal(clnorm_forward_host(plan, x, y, NULL, NULL, NULL, NULL), CLNORM_OK);
+        snprintf(what, sizeof what, "host call (%s) cols %zu",
+                 clnorm_plan_uses_host_loop(plan, CLNORM_FORWARD) ? "host loop" : "device",
+                 cols);
+        failures += outlier_check(what, y, want, rows, cols);
+        clnorm_plan_free(plan);
+        free(x);
+        free(y);
+        free(want);
+    }
+    assert_int_equal(failures, 0);
+}
+
 static int group_setup(void **state)
 {
     (void)state;
@@ -325,6 +391,7 @@ int main(void)
         cmocka_unit_test(test_constant_rows_exact),
         cmocka_unit_test(test_nonfinite_stays_in_row),
         cmocka_unit_test(test_long_row_uniform),
+        cmocka_unit_test(test_lone_outlier_rows),
     };
     return cmocka_run_group_tests_name("numerics", tests, group_setup, group_teardown);
 }

@@ -15,7 +15,7 @@
  * Where every group lies within one unit ("fused": an NCHW group of one run, an NHWC sample of
  * one block) the unit gets its statistics and its y in one pass, with x still in the cache.
  * The phases, each a job on the pool, the calling thread merging between them:
- *   moments: per unit, the deviations from the group's first element (the kernels' shift),
+ *   moments: per unit, the deviations from the group's shift (the kernels' row_shift),
  *     their sum and squared deviations in the kernels' blocked two-pass way (NCHW) or per
  *     channel over the positions in blocks of HBLOCK, Kahan-added (NHWC), each group's
  *     channels merged with Chan's update; then per group, the units' entries merged in order

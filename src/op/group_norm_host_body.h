@@ -43,13 +43,28 @@ static HINLINE HA HN(silu_grad)(HA dy, HA z)
     return dy * (s * ((HA)1 + z * ((HA)1 - s)));
 }
 
-/* The shift of group (n, g): its first element (position 0 of its first channel). */
+/* The shift of group (n, g), as the kernels take it: in NCHW the median of its first, middle
+ * and last elements (row_shift of its group row), in NHWC that of its first channel's values
+ * at positions 0, hw / 2 and hw - 1 (gn_shift1). Never a lone outlier, whose rounding would
+ * reach every deviation. */
 static HINLINE HA HN(group_first)(const HN(job) *job, size_t n, size_t g)
 {
-    HA v;
-    HN(load)(&v, job->d->dtype, job->a->p[CLNORM_ARG_X], gn_at(&job->q, job->d->x_stride, n,
-                                                                 g * job->q.cpg, 0), 1);
-    return v;
+    const gn_geom *q = &job->q;
+    const size_t len = q->cpg * q->hw, c0 = g * q->cpg;
+    if (len == 0)
+        return 0;
+    HA v[3];
+    for (int k = 0; k < 3; k++) {
+        size_t c = c0, p = k == 0 ? 0 : k == 1 ? q->hw / 2 : q->hw - 1;
+        if (!q->nhwc) {
+            const size_t at = k == 0 ? 0 : k == 1 ? len / 2 : len - 1;
+            c = c0 + at / q->hw;
+            p = at % q->hw;
+        }
+        HN(load)(&v[k], job->d->dtype, job->a->p[CLNORM_ARG_X],
+                 gn_at(q, job->d->x_stride, n, c, p), 1);
+    }
+    return HN(med3)(v[0], v[1], v[2]);
 }
 
 /* A group whose squares overflow HA: its statistics from every element again, in double,

@@ -78,6 +78,13 @@ static HINLINE void HN(store)(clnorm_dtype t, void *base, size_t off, const HA *
         p[i] = (float)src[i];
 }
 
+/* The median of three values: the shift of a row or group (as the kernels' med3, common.cl);
+ * fmin and fmax pass over a NaN. */
+static HINLINE HA HN(med3)(HA a, HA b, HA c)
+{
+    return (HA)fmax(fmin(a, b), fmin(fmax(a, b), c));
+}
+
 /* Kahan-compensated running sum (kernels/common.cl's kahan_add). */
 static HINLINE void HN(kahan)(HA *s, HA *c, HA v)
 {
