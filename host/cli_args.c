@@ -121,18 +121,6 @@ int cli_parse_options(int argc, char **argv, const char *cmd, const cli_option *
     return 1;
 }
 
-int cli_check_distinct(const char *const *paths, const char *const *names, size_t n)
-{
-    size_t a, b;
-    for (a = 0; a < n; a++)
-        for (b = a + 1; b < n; b++)
-            if (paths[a] != NULL && paths[b] != NULL && strcmp(paths[a], paths[b]) == 0) {
-                cli_error("%s and %s name the same file '%s'", names[a], names[b], paths[a]);
-                return -1;
-            }
-    return 0;
-}
-
 int cli_parse_size(const char *name, const char *text, size_t min, size_t max, size_t *out)
 {
     size_t v = 0;

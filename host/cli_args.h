@@ -54,10 +54,6 @@ typedef struct {
 int cli_parse_options(int argc, char **argv, const char *cmd, const cli_option *table,
                       size_t n, void *opts);
 
-/* Fails when two given values (NULL: not given) are the same path: paths[i] is the value of
- * the option names[i] ("--output"). 0 ok; -1 error printed. */
-int cli_check_distinct(const char *const *paths, const char *const *names, size_t n);
-
 /* Parses a decimal integer in [min, max] (digits only, no sign, no suffix). 0 ok; -1 error
  * printed ("--name: ..."). */
 int cli_parse_size(const char *name, const char *text, size_t min, size_t max, size_t *out);

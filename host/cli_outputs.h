@@ -14,10 +14,11 @@ typedef struct {
     const void *data;    /* C order */
 } cli_output;
 
-/* Writes every output or none: each goes to a temporary file beside its path first, and only
- * when all were written are they renamed into place; on any failure the temporaries (and any
- * output already renamed in this call) are removed and one error line is printed. Returns 0 ok,
- * -1 on failure. */
+/* Writes every output or none (cli_outputs.c): each file goes to a temporary beside the file
+ * it replaces (a symbolic link's target), and only when all were written are they renamed into
+ * place; a device or FIFO is written through. A directory, or a looping link, is refused
+ * before anything is written. On any failure the files are left as they were and one error
+ * line is printed. Returns 0 ok, -1 on failure. */
 int cli_write_outputs(const cli_output *outs, size_t n);
 
 #endif /* CLNORM_CLI_OUTPUTS_H */

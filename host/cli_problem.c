@@ -6,6 +6,7 @@
 #include "cli_problem.h"
 
 #include "cli_args.h"
+#include "cli_paths.h"
 #include "cli_global_stats.h"
 #include "cli_group.h"
 #include "cli_modulation.h"

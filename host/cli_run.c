@@ -61,8 +61,8 @@ static void run_usage(FILE *out)
           "  --sum-output S.npy\n"
           "                    save the sum s = x + r that was normalized (needs\n"
           "                    --residual; the shape and type of the residual: float32\n"
-          "                    for a float32 residual, else the --dtype). It may be R\n"
-          "                    itself, updated in place\n",
+          "                    for a float32 residual with f16 or bf16 storage, else\n"
+          "                    the --dtype). It may be R itself, updated in place\n",
           out);
     fputs(cli_norm_opts_help, out);
     fputs(cli_modulation_opts_help, out);

@@ -617,13 +617,25 @@ static unsigned char *build_header(npy_dtype dtype, int ndim, const size_t *shap
     return buf;
 }
 
-/* Opens a new temporary file next to path; its name goes to *tmp_out (malloc'ed). */
-static FILE *open_temp(const char *path, char **tmp_out, char *err, size_t err_size)
+/* The directory part of path, with its separator ("" when path has none), and its length. */
+static size_t dir_prefix_len(const char *path)
 {
-    size_t plen = strlen(path);
-    size_t cap = plen + 64;
+    const char *slash = strrchr(path, '/');
+#ifdef _WIN32
+    const char *bs = strrchr(path, '\\');
+    if (bs != NULL && (slash == NULL || bs > slash))
+        slash = bs;
+#endif
+    return slash ? (size_t)(slash - path) + 1 : 0;
+}
+
+FILE *npy_open_temp(const char *path, char **tmp_out, char *err, size_t err_size)
+{
+    const size_t dlen = dir_prefix_len(path);
+    const size_t cap = dlen + 64;
     char *tmp = malloc(cap);
     int attempt;
+    *tmp_out = NULL;
     if (tmp == NULL) {
         set_err(err, err_size, "%s: out of memory", path);
         return NULL;
@@ -631,13 +643,15 @@ static FILE *open_temp(const char *path, char **tmp_out, char *err, size_t err_s
     for (attempt = 0; attempt < 100; attempt++) {
         FILE *f;
         /* No global counter (no shared state): time, CPU clock, a stack address and the
-         * attempt number; O_EXCL makes a collision a retry, never an overwrite. */
+         * attempt number; O_EXCL makes a collision a retry, never an overwrite. The name
+         * does not grow with path's own (a name near the file system's limit still works). */
         unsigned long salt = (unsigned long)time(NULL) ^ ((unsigned long)clock() << 8) ^
-                             ((unsigned long)(uintptr_t)&plen >> 4) ^
+                             ((unsigned long)(uintptr_t)&attempt >> 4) ^
                              ((unsigned long)attempt * 2654435761ul);
 #ifndef _WIN32
         int fd;
-        snprintf(tmp, cap, "%s.%ld.%08lx.tmp", path, (long)getpid(), salt & 0xfffffffful);
+        snprintf(tmp, cap, "%.*s.clnorm-%ld-%08lx.tmp", (int)dlen, path, (long)getpid(),
+                 salt & 0xfffffffful);
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
         if (fd < 0) {
             if (errno == EEXIST)
@@ -655,7 +669,7 @@ static FILE *open_temp(const char *path, char **tmp_out, char *err, size_t err_s
             return NULL;
         }
 #else
-        snprintf(tmp, cap, "%s.%08lx.tmp", path, salt & 0xfffffffful);
+        snprintf(tmp, cap, "%.*s.clnorm-%08lx.tmp", (int)dlen, path, salt & 0xfffffffful);
         f = fopen(tmp, "wbx");
         if (f == NULL) {
             if (errno == EEXIST)
@@ -673,64 +687,51 @@ static FILE *open_temp(const char *path, char **tmp_out, char *err, size_t err_s
     return NULL;
 }
 
-int npy_save(const char *path, npy_dtype dtype, int ndim, const size_t *shape, const void *data,
-             char *err, size_t err_size)
+int npy_write(FILE *f, const char *name, npy_dtype dtype, int ndim, const size_t *shape,
+              const void *data, char *err, size_t err_size)
 {
     size_t count, esize, bytes, hdr_len = 0;
     unsigned char *hdr = NULL;
     unsigned char *swapped = NULL;
     const void *payload = data;
-    char *tmp = NULL;
-    FILE *f;
     int ok;
 
-    if (path == NULL || *path == '\0') {
-        set_err(err, err_size, "%s: no file name", path ? path : "(null)");
-        return 1;
-    }
     esize = npy_dtype_size(dtype);
     if (esize == 0) {
-        set_err(err, err_size, "%s: unknown dtype %d", path, (int)dtype);
+        set_err(err, err_size, "%s: unknown dtype %d", name, (int)dtype);
         return 1;
     }
     if (ndim < 0 || ndim > NPY_MAX_DIMS || (ndim > 0 && shape == NULL)) {
-        set_err(err, err_size, "%s: bad number of dimensions %d (0 .. %d)", path, ndim,
+        set_err(err, err_size, "%s: bad number of dimensions %d (0 .. %d)", name, ndim,
                 NPY_MAX_DIMS);
         return 1;
     }
     if (!shape_count(ndim, shape, esize, &count)) {
         set_err(err, err_size, "%s: the shape is too large for a .npy file: %zu-byte elements "
-                "times its non-zero dimensions exceed %zu bytes (numpy's limit)", path, esize,
+                "times its non-zero dimensions exceed %zu bytes (numpy's limit)", name, esize,
                 NPY_MAX_BYTES);
         return 1;
     }
     bytes = count * esize;
     if (bytes > 0 && data == NULL) {
-        set_err(err, err_size, "%s: no data to write", path);
+        set_err(err, err_size, "%s: no data to write", name);
         return 1;
     }
     hdr = build_header(dtype, ndim, shape, &hdr_len);
     if (hdr == NULL) {
-        set_err(err, err_size, "%s: out of memory", path);
+        set_err(err, err_size, "%s: out of memory", name);
         return 1;
     }
     if (bytes > 0 && esize > 1 && !host_is_little_endian()) {
         swapped = malloc(bytes);
         if (swapped == NULL) {
             free(hdr);
-            set_err(err, err_size, "%s: out of memory", path);
+            set_err(err, err_size, "%s: out of memory", name);
             return 1;
         }
         memcpy(swapped, data, bytes);
         swap_elements(swapped, count, esize);
         payload = swapped;
-    }
-
-    f = open_temp(path, &tmp, err, err_size);
-    if (f == NULL) {
-        free(hdr);
-        free(swapped);
-        return 1;
     }
     ok = fwrite(hdr, 1, hdr_len, f) == hdr_len;
     if (ok && bytes > 0)
@@ -738,7 +739,33 @@ int npy_save(const char *path, npy_dtype dtype, int ndim, const size_t *shape, c
     if (ok)
         ok = fflush(f) == 0;
     if (!ok)
-        set_err(err, err_size, "%s: write failed: %s", path, strerror(errno));
+        set_err(err, err_size, "%s: write failed: %s", name, strerror(errno));
+    free(hdr);
+    free(swapped);
+    return ok ? 0 : 1;
+}
+
+int npy_save(const char *path, npy_dtype dtype, int ndim, const size_t *shape, const void *data,
+             char *err, size_t err_size)
+{
+    char *tmp = NULL;
+    FILE *f;
+    int ok;
+    size_t count;
+
+    if (path == NULL || *path == '\0') {
+        set_err(err, err_size, "%s: no file name", path ? path : "(null)");
+        return 1;
+    }
+    /* what npy_write refuses, refused before a temporary exists */
+    if (npy_dtype_size(dtype) == 0 || ndim < 0 || ndim > NPY_MAX_DIMS ||
+        (ndim > 0 && shape == NULL) ||
+        !shape_count(ndim, shape, npy_dtype_size(dtype), &count))
+        return npy_write(NULL, path, dtype, ndim, shape, data, err, err_size);
+    f = npy_open_temp(path, &tmp, err, err_size);
+    if (f == NULL)
+        return 1;
+    ok = npy_write(f, path, dtype, ndim, shape, data, err, err_size) == 0;
     if (fclose(f) != 0 && ok) {
         ok = 0;
         set_err(err, err_size, "%s: write failed: %s", path, strerror(errno));
@@ -750,8 +777,6 @@ int npy_save(const char *path, npy_dtype dtype, int ndim, const size_t *shape, c
     if (!ok)
         remove(tmp);
     free(tmp);
-    free(hdr);
-    free(swapped);
     return ok ? 0 : 1;
 }
 

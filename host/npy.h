@@ -9,6 +9,7 @@
 #define CLNORM_NPY_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,6 +44,17 @@ int npy_load(const char *path, npy_array *out, char *err, size_t err_size);
  * npy_load would refuse (see above; e.g. (0, SIZE_MAX)) is refused before anything is written. */
 int npy_save(const char *path, npy_dtype dtype, int ndim, const size_t *shape, const void *data,
              char *err, size_t err_size);
+
+/* Opens a new temporary file in path's directory (a short name of its own, ".clnorm-*.tmp",
+ * created exclusively), for a writer that renames it onto path itself; its name goes to
+ * *tmp_out (malloc'ed). NULL with a message naming path on failure. */
+FILE *npy_open_temp(const char *path, char **tmp_out, char *err, size_t err_size);
+
+/* Writes an array as npy_save does into the open file f (flushed, not closed); `name` is the
+ * file's name for messages. What npy_save refuses is refused here before anything is written
+ * (f is not used then and may be NULL). 0 ok. */
+int npy_write(FILE *f, const char *name, npy_dtype dtype, int ndim, const size_t *shape,
+              const void *data, char *err, size_t err_size);
 
 /* NULL-safe: frees the data and zeroes the struct. */
 void npy_free(npy_array *a);

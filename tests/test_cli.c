@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------------------------------
  * Top level
@@ -459,7 +460,59 @@ static void test_unwritable_outputs(void **state)
     assert_non_null(kept);
     assert_string_equal(kept, "keep me\n");
     free(kept);
+    /* A later output that is a directory: refused before anything is written, so the file
+     * already at an earlier output keeps its contents. */
+    write_text(f.y, "keep me\n");
+    {
+        int rc = cli("run", "--input", f.x, "--output", f.y, "--mean", P("a_dir.npy"), NULL);
+        expect_one_error_line(rc, "a_dir.npy");
+    }
+    kept = read_text(f.y);
+    assert_non_null(kept);
+    assert_string_equal(kept, "keep me\n");
+    free(kept);
     rm(f.y, NULL);
+    assert_int_equal(count_dir_entries(g_dir), before);
+}
+
+/* Outputs named through other spellings, links and devices: two names of one file are
+ * refused; a symbolic link is written through (it stays a link); a device such as /dev/null
+ * is written through, not replaced; a name near the file system's limit works (the
+ * temporaries' names do not grow with it). */
+static void test_output_paths(void **state)
+{
+    bad_files f = prepare_bad_inputs();
+    char dot_y[1024], target[1024], longname[300];
+    int before;
+    struct stat st;
+    (void)state;
+    snprintf(dot_y, sizeof dot_y, "%s/./bad_y.npy", g_dir);
+    EXPECT_FAIL("same file", "run", "--input", f.x, "--output", f.y, "--mean", dot_y);
+    /* a link to the first output's (new) name, and to an existing file */
+    snprintf(target, sizeof target, "%s", P("link_target.npy"));
+    rm(target, P("link.npy"), NULL);
+    assert_int_equal(symlink("link_target.npy", P("link.npy")), 0);
+    EXPECT_FAIL("same file", "run", "--input", f.x, "--output", target, "--mean", P("link.npy"));
+    expect_ok(cli("run", "--input", f.x, "--output", P("link.npy"), NULL));
+    assert_int_equal(lstat(P("link.npy"), &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_true(file_exists(target)); /* a link to nothing: its target was created */
+    expect_ok(cli("run", "--input", f.x, "--output", P("link.npy"), NULL));
+    assert_int_equal(lstat(P("link.npy"), &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    EXPECT_FAIL("same file", "run", "--input", f.x, "--output", target, "--mean", P("link.npy"));
+    rm(target, P("link.npy"), NULL);
+    /* /dev/null takes an output and stays a device */
+    expect_ok(cli("run", "--input", f.x, "--output", "/dev/null", NULL));
+    assert_int_equal(stat("/dev/null", &st), 0);
+    assert_true(S_ISCHR(st.st_mode));
+    /* a 250-byte name */
+    memset(longname, 'n', 246);
+    memcpy(longname + 246, ".npy", 5);
+    before = count_dir_entries(g_dir);
+    expect_ok(cli("run", "--input", f.x, "--output", P(longname), NULL));
+    assert_true(file_exists(P(longname)));
+    rm(P(longname), NULL);
     assert_int_equal(count_dir_entries(g_dir), before);
 }
 
@@ -482,6 +535,7 @@ int cli_run_tests(void)
         cmocka_unit_test(test_bad_flags),
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_unwritable_outputs),
+        cmocka_unit_test(test_output_paths),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }
