@@ -413,14 +413,17 @@ CLNORM_API const char *clnorm_strategy_name(clnorm_strategy strategy);
  * in any order. A REQUIRED slot must be there, an UNUSED one must not; an OPTIONAL output is
  * computed exactly when given. An output may be the very same tensor as an input row tensor
  * (same cl_mem, offset, stride and type: in place, e.g. y = x, sum = residual, dx = dy); any
- * other overlap with an output is rejected. Everything is validated before anything is
+ * other overlap with an output in one cl_mem is rejected. Distinct cl_mem objects are taken
+ * as distinct memory: sub-buffers of one buffer, or CL_MEM_USE_HOST_PTR buffers over
+ * overlapping host memory, must not overlap an output (the caller knows; the Python package
+ * hands overlapping arrays over as one buffer). Everything is validated before anything is
  * enqueued: a failed call writes nothing.
- * queue NULL means the context's queue; it must belong to the context's cl_context. The
- * kernels wait for the wait list; the event, when asked for, completes when every output is
- * written. Nothing blocks, but for one policy: a latency plan (clnorm_plan_device_name)
- * executed on the context's own queue with a complete wait list waits for the queue's
- * earlier work, runs in the calling thread and returns done, its event a complete user event
- * (README, "Small problems on CPU devices").
+ * queue NULL means the context's queue; it must belong to the context's cl_context, as must
+ * every event of the wait list (none NULL). The kernels wait for the wait list; the event,
+ * when asked for, completes when every output is written. Nothing blocks, but for one
+ * policy: a latency plan (clnorm_plan_device_name) executed on the context's own queue with
+ * a complete wait list waits for the queue's earlier work, runs in the calling thread and
+ * returns done, its event a complete user event (README, "Small problems on CPU devices").
  * ------------------------------------------------------------------------------------------- */
 CLNORM_API clnorm_status clnorm_execute(clnorm_plan *plan, clnorm_direction dir,
                                         const clnorm_arg *args, size_t nargs,

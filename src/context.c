@@ -21,6 +21,7 @@ static clnorm_ctx *ctx_alloc(void)
         free(ctx);
         return NULL;
     }
+    clnorm_init_errors(ctx);
     const char *v = getenv("CLNORM_VERBOSE");
     ctx->verbose = v && *v && strcmp(v, "0") != 0;
     atomic_init(&ctx->host_pool, NULL);

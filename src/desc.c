@@ -118,6 +118,10 @@ static int stride_ok(const clnorm_desc *d, size_t stride, size_t elem, const cha
 
 clnorm_status clnorm_desc_check(const clnorm_desc *d, char *msg, size_t msg_size)
 {
+    /* No buffer, no message: the ops' own checks (op->check_desc) then format into nothing
+     * (snprintf(NULL, 0, ...)), whatever msg_size says. */
+    if (msg == NULL)
+        msg_size = 0;
     if (msg && msg_size)
         msg[0] = '\0';
     CHECK(d != NULL, "desc is NULL");

@@ -24,6 +24,18 @@ clnorm_status clnorm_check_launch(clnorm_plan *plan, const char *fn, cl_command_
               "a plan with the reference strategy runs through the host-pointer calls only");
     RETURN_IF((nwait > 0) != (wait != NULL), ctx, CLNORM_INVALID_ARGUMENT,
               "num_wait_events = %u does not match wait_events = %p", nwait, (const void *)wait);
+    /* Each event, of this cl_context (OpenCL's CL_INVALID_EVENT_WAIT_LIST / _CONTEXT, which
+     * some runtimes leave unchecked and then run the command without waiting). */
+    for (cl_uint i = 0; i < nwait; i++) {
+        RETURN_IF(wait[i] == NULL, ctx, CLNORM_INVALID_ARGUMENT, "wait_events[%u] is NULL", i);
+        cl_context ectx = NULL;
+        const cl_int err =
+            clGetEventInfo(wait[i], CL_EVENT_CONTEXT, sizeof ectx, &ectx, NULL);
+        RETURN_IF(err != CL_SUCCESS, ctx, CL_INVALID_EVENT_WAIT_LIST,
+                  "wait_events[%u] is not an event: %s", i, clnorm_status_string(err));
+        RETURN_IF(ectx != ctx->context, ctx, CLNORM_INVALID_ARGUMENT,
+                  "wait_events[%u] belongs to another cl_context than the clnorm context's", i);
+    }
     if (!*queue || *queue == ctx->queue) {
         *queue = ctx->queue; /* the context's own: known to be of its cl_context */
         return CLNORM_OK;
@@ -366,6 +378,8 @@ clnorm_status clnorm_execute_host(clnorm_plan *plan, clnorm_direction dir,
     TRY(clnorm_gather_host_args(ctx, plan->op, &plan->desc, dir, args, nargs, plan->slots[dir],
                                 &a));
     TRY(clnorm_check_args(ctx, plan->op, &plan->desc, dir, &a, 0));
+    if (!writes_anything(&a))
+        return CLNORM_OK; /* an empty batch: nothing to compute (no scratch to size either) */
     return host_call(plan, dir, &a);
 }
 
@@ -380,6 +394,8 @@ clnorm_status clnorm_ref_execute(const clnorm_desc *desc, clnorm_direction dir,
     clnorm_call_args a;
     TRY(clnorm_gather_host_args(NULL, op, &d, dir, args, nargs, NULL, &a));
     TRY(clnorm_check_args(NULL, op, &d, dir, &a, 0));
+    if (!writes_anything(&a))
+        return CLNORM_OK; /* an empty batch */
     clnorm_host_ptrs p;
     for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
         p.p[s] = (void *)(uintptr_t)a.handle[s];

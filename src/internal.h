@@ -79,15 +79,15 @@ typedef struct clnorm_geometry {
                                   in place of its RUN_TILES ones (an op's own choice) */
 } clnorm_geometry;
 
-/* The last error message of one thread on a context (see clnorm_last_error). */
-typedef struct {
-    unsigned long long thread; /* status.c's name of the thread */
+/* The last error message of one thread on a context (see clnorm_last_error; status.c). Only
+ * its thread writes it; the context lists it, and frees it once the thread has exited (gone)
+ * or with the context. */
+typedef struct clnorm_error_slot {
     char *text;
     size_t cap;
-    unsigned long long used; /* for reuse of the least recently used entry */
+    _Atomic int gone;               /* set by the thread-exit destructor of the context's key */
+    struct clnorm_error_slot *next; /* the context's list (under ctx->lock) */
 } clnorm_error_slot;
-
-#define CLNORM_ERROR_SLOTS 64
 
 typedef struct {
     char *key;          /* source names + build options */
@@ -122,8 +122,13 @@ struct clnorm_ctx {
     size_t program_count, program_cap;
     size_t builds;
 
-    clnorm_error_slot errors[CLNORM_ERROR_SLOTS];
-    unsigned long long error_clock;
+    /* Error messages (status.c): each thread's slot under a thread-specific key of the
+     * context's own, all of them listed for freeing; where no key could be made, one slot
+     * shared by the threads under the lock. */
+    pthread_key_t error_key;
+    int error_key_ok;
+    clnorm_error_slot *error_slots;
+    clnorm_error_slot shared_error;
     /* Messages recorded since the context was made (status.c): while 0, clearing the calling
      * thread's message, which every call does first, needs no lock. */
     _Atomic unsigned long long errors_recorded;
@@ -194,6 +199,8 @@ clnorm_status clnorm_fail(clnorm_ctx *ctx, clnorm_status status, const char *fmt
 #endif
     ;
 void clnorm_clear_error(clnorm_ctx *ctx);
+/* The context's error messages: made with it (ctx_alloc), freed with it. */
+void clnorm_init_errors(clnorm_ctx *ctx);
 void clnorm_release_errors(clnorm_ctx *ctx);
 
 /* One-line error returns: RETURN_IF(bad, ctx, CLNORM_INVALID_ARGUMENT, "x is NULL"). */

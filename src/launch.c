@@ -264,6 +264,12 @@ static clnorm_status enqueue_steps(clnorm_plan *plan, clnorm_direction dir, clno
         cl_uint dims;
         size_t global[2], local[2];
         clnorm_policy_ndrange(&plan->geo, &plan->view, step->geom, &dims, global, local);
+        /* A warm-up compiles for the work-group size; one group of it is enough, and the
+         * full grid of a column pass over an empty batch of 2^40 columns would take hours. */
+        if (warm) {
+            global[0] = local[0];
+            global[1] = local[1];
+        }
         cl_int err = bind(plan, dir, in, k, a, flags, warm, local[0]);
         cl_event ev = NULL;
         if (err == CL_SUCCESS)

@@ -94,41 +94,59 @@ const char *clnorm_status_string(clnorm_status s)
     return s < 0 && !(s <= -4000 && s > -4100) ? "OpenCL: unknown error code" : "unknown status code";
 }
 
-/* A number that names the calling thread for as long as the process lives. pthread_self()
- * will not do: a thread that starts after another has been joined may get its identifier
- * back, and with it the old thread's error message. The counter is the only process-wide
- * variable of the library; it hands out names and changes no behaviour. */
-static unsigned long long thread_name(void)
+/*
+ * Each thread's last message on a context lives in a slot of its own, found through a
+ * thread-specific key of the context (pthread_key_create), so a thread's message is never
+ * taken over by another thread's failure however many threads fail on one context: the
+ * pointer clnorm_last_error returns stays valid until the calling thread's next call there.
+ * The key's destructor marks the slot of an exiting thread, and the next thread to make a
+ * slot on the context frees the marked ones; the context frees the rest. Where no key can be
+ * made (the process holds PTHREAD_KEYS_MAX of them), the threads share one slot under the
+ * context's lock.
+ */
+static void slot_gone(void *slot)
 {
-    static atomic_ullong next = 1;
-    static _Thread_local unsigned long long mine = 0;
-    if (mine == 0)
-        mine = atomic_fetch_add(&next, 1);
-    return mine;
+    atomic_store(&((clnorm_error_slot *)slot)->gone, 1);
 }
 
-/* The calling thread's message slot on ctx, taken (the least recently used one is reused)
- * when the thread has none. Called with ctx->lock held. */
+void clnorm_init_errors(clnorm_ctx *ctx)
+{
+    ctx->error_key_ok = pthread_key_create(&ctx->error_key, slot_gone) == 0;
+    ctx->error_slots = NULL;
+}
+
+/* The calling thread's slot on ctx, made on first use when `create` (NULL when none, or when
+ * it cannot be made). The shared slot must be used under ctx->lock. */
 static clnorm_error_slot *thread_slot(clnorm_ctx *ctx, int create)
 {
-    const unsigned long long me = thread_name();
-    clnorm_error_slot *lru = &ctx->errors[0];
-    for (size_t i = 0; i < CLNORM_ERROR_SLOTS; i++) {
-        clnorm_error_slot *e = &ctx->errors[i];
-        if (e->used && e->thread == me) {
-            e->used = ++ctx->error_clock;
-            return e;
-        }
-        if (e->used < lru->used)
-            lru = e;
-    }
-    if (!create)
+    if (!ctx->error_key_ok)
+        return &ctx->shared_error;
+    clnorm_error_slot *e = pthread_getspecific(ctx->error_key);
+    if (e || !create)
+        return e;
+    e = calloc(1, sizeof *e);
+    if (!e)
         return NULL;
-    lru->thread = me;
-    lru->used = ++ctx->error_clock;
-    if (lru->text)
-        lru->text[0] = '\0';
-    return lru;
+    atomic_init(&e->gone, 0);
+    if (pthread_setspecific(ctx->error_key, e) != 0) {
+        free(e);
+        return NULL;
+    }
+    clnorm_mutex_lock(&ctx->lock);
+    for (clnorm_error_slot **pp = &ctx->error_slots; *pp;) { /* exited threads' slots */
+        clnorm_error_slot *s = *pp;
+        if (atomic_load(&s->gone)) {
+            *pp = s->next;
+            free(s->text);
+            free(s);
+        } else {
+            pp = &s->next;
+        }
+    }
+    e->next = ctx->error_slots;
+    ctx->error_slots = e;
+    clnorm_mutex_unlock(&ctx->lock);
+    return e;
 }
 
 clnorm_status clnorm_fail(clnorm_ctx *ctx, clnorm_status status, const char *fmt, ...)
@@ -141,18 +159,21 @@ clnorm_status clnorm_fail(clnorm_ctx *ctx, clnorm_status status, const char *fmt
     int need = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
     atomic_fetch_add(&ctx->errors_recorded, 1);
-    clnorm_mutex_lock(&ctx->lock);
+    const int shared = !ctx->error_key_ok;
+    if (shared)
+        clnorm_mutex_lock(&ctx->lock);
     clnorm_error_slot *e = thread_slot(ctx, 1);
-    if (need >= 0 && (size_t)need + 1 > e->cap) {
+    if (e && need >= 0 && (size_t)need + 1 > e->cap) {
         char *grown = realloc(e->text, (size_t)need + 1);
         if (grown) {
             e->text = grown;
             e->cap = (size_t)need + 1;
         }
     }
-    if (e->text && e->cap > 0)
+    if (e && e->text && e->cap > 0)
         vsnprintf(e->text, e->cap, fmt, ap2);
-    clnorm_mutex_unlock(&ctx->lock);
+    if (shared)
+        clnorm_mutex_unlock(&ctx->lock);
     va_end(ap2);
     return status;
 }
@@ -165,27 +186,42 @@ void clnorm_clear_error(clnorm_ctx *ctx)
      * thread's own failure is counted before its call returns, so it always sees it.) */
     if (atomic_load(&ctx->errors_recorded) == 0)
         return;
-    clnorm_mutex_lock(&ctx->lock);
+    const int shared = !ctx->error_key_ok;
+    if (shared)
+        clnorm_mutex_lock(&ctx->lock);
     clnorm_error_slot *e = thread_slot(ctx, 0);
     if (e && e->text)
         e->text[0] = '\0';
-    clnorm_mutex_unlock(&ctx->lock);
+    if (shared)
+        clnorm_mutex_unlock(&ctx->lock);
 }
 
 void clnorm_release_errors(clnorm_ctx *ctx)
 {
-    for (size_t i = 0; i < CLNORM_ERROR_SLOTS; i++)
-        free(ctx->errors[i].text);
+    /* After the key is deleted no destructor runs for it, and no thread reads its value: a
+     * context is freed when no thread uses it any more. */
+    if (ctx->error_key_ok)
+        pthread_key_delete(ctx->error_key);
+    for (clnorm_error_slot *s = ctx->error_slots, *next; s; s = next) {
+        next = s->next;
+        free(s->text);
+        free(s);
+    }
+    ctx->error_slots = NULL;
+    free(ctx->shared_error.text);
 }
 
 const char *clnorm_last_error(const clnorm_ctx *ctx)
 {
     if (!ctx)
         return "";
-    clnorm_ctx *c = (clnorm_ctx *)ctx; /* the lock guards the slots; the message is unchanged */
-    clnorm_mutex_lock(&c->lock);
+    clnorm_ctx *c = (clnorm_ctx *)ctx; /* the lock guards the shared slot; nothing changes */
+    const int shared = !c->error_key_ok;
+    if (shared)
+        clnorm_mutex_lock(&c->lock);
     const clnorm_error_slot *e = thread_slot(c, 0);
     const char *text = e && e->text ? e->text : "";
-    clnorm_mutex_unlock(&c->lock);
+    if (shared)
+        clnorm_mutex_unlock(&c->lock);
     return text;
 }

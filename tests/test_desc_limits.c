@@ -383,6 +383,32 @@ static void test_empty_1048576(void **state)
     empty_batch(state, CLNORM_RMS, 1048576);
 }
 
+/* An empty batch of 2^40 columns (a 128-byte .npy can say so): a plan is made in moments
+ * (its warm-up launches one work-group per kernel, not the backward's column pass over every
+ * column) and the calls that write nothing return at once, on the host too (no scratch sized
+ * by the columns: 48 TB). Only dx is asked for, which has no elements. */
+static void test_empty_huge_cols(void **state)
+{
+    suite *s = *state;
+    if (!s->device)
+        skip();
+    clnorm_desc d;
+    clnorm_desc_init(&d, CLNORM_LAYER, 0, (size_t)1 << 40);
+    d.flags = CLNORM_WITH_BACKWARD | CLNORM_NO_GAMMA | CLNORM_NO_BETA;
+    clnorm_plan *plan = NULL;
+    const clnorm_status st = clnorm_plan_create(s->ctx, &d, &plan);
+    if (st == CLNORM_UNSUPPORTED) /* a device whose largest allocation is below a scratch */
+        skip();
+    assert_int_equal(st, CLNORM_OK);
+    float none = 0;
+    assert_int_equal(clnorm_forward_host(plan, &none, &none, NULL, NULL, NULL, NULL), CLNORM_OK);
+    const clnorm_host_arg args[] = {{CLNORM_ARG_X, &none}, {CLNORM_ARG_DY, &none},
+                                    {CLNORM_ARG_DX, &none}};
+    assert_int_equal(clnorm_execute_host(plan, CLNORM_BACKWARD, args, 3), CLNORM_OK);
+    assert_int_equal(clnorm_ref_execute(&d, CLNORM_BACKWARD, args, 3), CLNORM_OK);
+    clnorm_plan_free(plan);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -391,6 +417,7 @@ int main(void)
         cmocka_unit_test(test_empty_37),
         cmocka_unit_test(test_empty_8192),
         cmocka_unit_test(test_empty_1048576),
+        cmocka_unit_test(test_empty_huge_cols),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

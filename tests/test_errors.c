@@ -98,9 +98,15 @@ static void test_desc_check(void **state)
             fail_msg("desc_check(%s): empty message", bad[i].what);
         if (bad[i].field != NULL && !tu_mentions(msg, bad[i].field))
             fail_msg("desc_check(%s): \"%s\" does not name %s", bad[i].what, msg, bad[i].field);
-        /* msg may be NULL */
+        /* msg may be NULL, whatever msg_size says */
         assert_int_equal(clnorm_desc_check(&bad[i].desc, NULL, 0), CLNORM_INVALID_ARGUMENT);
+        assert_int_equal(clnorm_desc_check(&bad[i].desc, NULL, 256), CLNORM_INVALID_ARGUMENT);
     }
+    /* an op's own check (row_norm.c: GroupNorm's fields on a row kind) with no buffer */
+    clnorm_desc g;
+    clnorm_desc_init(&g, CLNORM_LAYER, 4, 8);
+    g.groups = 2;
+    assert_int_equal(clnorm_desc_check(&g, NULL, 256), CLNORM_INVALID_ARGUMENT);
     assert_int_equal(clnorm_desc_check(NULL, NULL, 0), CLNORM_INVALID_ARGUMENT);
     char msg[64] = "";
     assert_int_equal(clnorm_desc_check(NULL, msg, sizeof msg), CLNORM_INVALID_ARGUMENT);
@@ -488,6 +494,35 @@ static void cl_errors_on(clnorm_strategy strategy)
         if (st != INV && st != CL_INVALID_EVENT_WAIT_LIST)
             fail_msg("0 wait events, non-NULL list: %d (%s)", st, clnorm_status_string(st));
         outputs_untouched(q, outs, COUNT(outs), "wait list without a count");
+    }
+    {
+        /* A NULL entry, and an event of another cl_context (PoCL runs such calls without
+         * waiting unless the library refuses them). */
+        cl_event none = NULL;
+        a = good;
+        a.nwait = 1;
+        a.wait = &none;
+        clnorm_status st = call_cl(full, &a);
+        if (st != INV)
+            fail_msg("a NULL wait event: %d (%s)", st, clnorm_status_string(st));
+        outputs_untouched(q, outs, COUNT(outs), "NULL wait event");
+        cl_int err = CL_SUCCESS;
+        cl_device_id dev = NULL;
+        assert_int_equal(clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof dev, &dev, NULL),
+                         CL_SUCCESS);
+        cl_context other = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+        assert_int_equal(err, CL_SUCCESS);
+        cl_event foreign = clCreateUserEvent(other, &err);
+        assert_int_equal(err, CL_SUCCESS);
+        clSetUserEventStatus(foreign, CL_COMPLETE);
+        a.wait = &foreign;
+        st = call_cl(full, &a);
+        if (st != INV || !tu_mentions(clnorm_last_error(g_ctx), "cl_context"))
+            fail_msg("a wait event of another context: %d (%s) \"%s\"", st,
+                     clnorm_status_string(st), clnorm_last_error(g_ctx));
+        outputs_untouched(q, outs, COUNT(outs), "wait event of another context");
+        clReleaseEvent(foreign);
+        clReleaseContext(other);
     }
 
     /* A plan of the reference strategy has no kernels: host API only. */

@@ -968,6 +968,58 @@ static void test_last_error_new_thread(void **state)
     }
 }
 
+/* More threads fail on one context than it ever had slots for (64 before the per-thread key):
+ * the pointer the main thread got from clnorm_last_error stays valid, with its text, until the
+ * main thread's next call on the context, and each thread sees its own message. Run in waves
+ * of threads that exit, whose slots the context frees as new ones come (ASan sees a freed or
+ * reused block). */
+enum { MANY_THREADS = 200, MANY_WAVE = 20 };
+
+static void *many_work(void *arg)
+{
+    error_worker *w = arg;
+    char mine[32];
+    fail_as(w, mine, sizeof mine);
+    expect_message(w, mine, 0);
+    return NULL;
+}
+
+static void test_last_error_many_threads(void **state)
+{
+    suite *s = *state;
+    if (!s->ctx)
+        skip();
+    data in;
+    data_make(&in, CLNORM_LAYER, 4, 64, 4100);
+    clnorm_desc d = in.d;
+    d.x_stride = 999;
+    d.cols = 1000;
+    clnorm_plan *p = NULL;
+    assert_int_equal(clnorm_plan_create(s->ctx, &d, &p), CLNORM_INVALID_ARGUMENT);
+    const char *kept = clnorm_last_error(s->ctx);
+    char copy[512];
+    snprintf(copy, sizeof copy, "%s", kept);
+    assert_non_null(strstr(copy, "999"));
+    int fails = 0;
+    for (int wave = 0; wave < MANY_THREADS / MANY_WAVE; wave++) {
+        error_worker w[MANY_WAVE];
+        pthread_t t[MANY_WAVE];
+        for (int i = 0; i < MANY_WAVE; i++) {
+            w[i] = (error_worker){s->ctx, NULL, &in, NULL, wave * MANY_WAVE + i, 0, ""};
+            assert_int_equal(pthread_create(&t[i], NULL, many_work, &w[i]), 0);
+        }
+        for (int i = 0; i < MANY_WAVE; i++) {
+            pthread_join(t[i], NULL);
+            if (w[i].fails && fails++ == 0)
+                print_error("thread %d: %s\n", w[i].id, w[i].msg);
+        }
+    }
+    assert_int_equal(fails, 0);
+    assert_string_equal(kept, copy); /* read through the pointer kept from before */
+    assert_ptr_equal(clnorm_last_error(s->ctx), kept);
+    data_free(&in);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -981,6 +1033,7 @@ int main(void)
         cmocka_unit_test(test_verbose_threads),
         cmocka_unit_test(test_last_error_per_thread),
         cmocka_unit_test(test_last_error_new_thread),
+        cmocka_unit_test(test_last_error_many_threads),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -251,7 +251,7 @@ static clnorm_status backward(const clnorm_op *op, const clnorm_desc *d,
         }
     }
     /* Samples of no rows (T = 0): their dscale and dshift are zeros. */
-    for (size_t b = 0; T == 0 && b < d->samples; b++)
+    for (size_t b = 0; T == 0 && (dscale || dshift) && b < d->samples; b++)
         for (size_t j = 0; j < d->cols; j++) {
             if (dscale)
                 clnorm_elem_store(pt, dscale, b * d->mod_stride + j, 0.0);
