@@ -106,6 +106,10 @@ def run(call, direction=_lib.FORWARD, ctx=None):
         _run_zero_copy(ctx, plan, direction, info, tensors, kind.ptr)
     else:
         _run_host(ctx, plan, direction, tensors, kind.ptr)
+    if call.given:
+        for out in call.given.values():
+            if out is not None:
+                kind.written(out)
     return outs
 
 
@@ -137,6 +141,7 @@ def _check_given(kind, a, slot, shape, order, code):
     name = _lib.SLOTS[slot]
     if not kind.owns(a):
         raise TypeError("clnorm: out (%s) must be a %s like x" % (name, kind.name))
+    kind.check_out(a, name)
     if kind.dtypes.get(a.dtype) != code:
         raise TypeError("clnorm: out (%s) must be %s (got %s)" % (name, DTYPE_NAME[code], a.dtype))
     if tuple(a.shape) != tuple(shape):
@@ -192,22 +197,40 @@ def run_host_packed(ctx, plan, fmt, fields, n):
 
 def _run_zero_copy(ctx, plan, direction, info, tensors, host_ptr):
     cl_context = ctx.cl_context
-    mems = {}
-    args = []
+    spans = []  # (pointer, bytes, slot, dtype, is_output) of every tensor with elements
+    for slot, a in tensors:
+        _, is_output, dtype, extent = info[slot]
+        nbytes = extent * DTYPE_SIZE[dtype]
+        if nbytes:  # an empty tensor: nothing to read or write
+            spans.append((host_ptr(a), nbytes, slot, dtype, is_output))
+    # Tensors whose memory overlaps share one buffer over their union, each at its element
+    # offset in it: the library then sees the overlap (in place, or refused) as it does for
+    # host pointers, where one buffer per tensor would hide it.
+    clusters = []  # [start, end, [span index, ...]]
+    for i in sorted(range(len(spans)), key=lambda i: spans[i][0]):
+        p, n = spans[i][0], spans[i][1]
+        if clusters and p < clusters[-1][1]:
+            clusters[-1][1] = max(clusters[-1][1], p + n)
+            clusters[-1][2].append(i)
+        else:
+            clusters.append([p, p + n, [i]])
+    for start, _, members in clusters:
+        for i in members:
+            if (spans[i][0] - start) % DTYPE_SIZE[spans[i][3]]:
+                raise ValueError("clnorm: %s overlaps another tensor at an offset that is not "
+                                 "a whole number of its elements" % _lib.SLOTS[spans[i][2]])
+    mems = []
+    placed = {}
     outputs = []
     try:
-        for slot, a in tensors:
-            _, is_output, dtype, extent = info[slot]
-            nbytes = extent * DTYPE_SIZE[dtype]
-            if nbytes == 0:
-                continue  # an empty tensor: nothing to read or write
-            p = host_ptr(a)
-            mem = mems.get((p, nbytes))
-            if mem is None:
-                mem = mems[(p, nbytes)] = _opencl.wrap_host(cl_context, p, nbytes)
-            args.append((slot, mem, 0))
-            if is_output:
-                outputs.append((mem, nbytes))
+        for start, end, members in clusters:
+            mem = _opencl.wrap_host(cl_context, start, end - start)
+            mems.append(mem)
+            for i in members:
+                placed[i] = (mem, (spans[i][0] - start) // DTYPE_SIZE[spans[i][3]])
+            if any(spans[i][4] for i in members):
+                outputs.append((mem, end - start))
+        args = [(spans[i][2],) + placed[i] for i in range(len(spans))]
         arr = (_lib.Arg * len(args))(*args)
         event = ctypes.c_void_p()
         st = _execute(plan.handle, direction, arr, len(args), None, 0, None,
@@ -219,7 +242,7 @@ def _run_zero_copy(ctx, plan, direction, info, tensors, host_ptr):
         finally:
             _opencl.release_event(event)
     finally:
-        for mem in mems.values():
+        for mem in mems:
             _opencl.release(mem)
 
 

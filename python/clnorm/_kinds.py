@@ -44,6 +44,12 @@ class _Kind:
         """Is a an array of this kind with elements of clnorm type `code`?"""
         return self.owns(a) and self.dtypes.get(a.dtype) == code
 
+    def check_out(self, a, name):
+        """Raises when the library must not write a (an out= array)."""
+
+    def written(self, a):
+        """Tells a's owner that the library wrote a (an out= array) in place."""
+
     def code(self, a):
         """The clnorm storage type of a's elements, or a TypeError naming the supported ones."""
         c = self.dtypes.get(a.dtype)
@@ -73,6 +79,10 @@ class NumpyKind(_Kind):
 
     def contiguous(self, a):
         return self.np.ascontiguousarray(a)
+
+    def check_out(self, a, name):
+        if not a.flags.writeable:
+            raise ValueError("clnorm: out (%s) is read-only" % name)
 
     def ptr(self, a):
         # A ctypes view of the buffer is 3-4x cheaper than a.ctypes.data (an object per
@@ -105,6 +115,7 @@ class NumpyKind(_Kind):
         """p (an array of any kind, or a sequence) as a contiguous array of this kind."""
         if not isinstance(p, self.np.ndarray):
             p = _to_numpy(p, what)
+        _real(p.dtype.kind, p.dtype, what)
         return self.np.ascontiguousarray(p, dtype=self.names[code])
 
 
@@ -123,6 +134,9 @@ class TorchKind(_Kind):
         return isinstance(a, self.torch.Tensor)
 
     def code(self, a):
+        if a.layout != self.torch.strided:
+            raise TypeError("clnorm: torch tensors must be dense (strided); this one is %s"
+                            % a.layout)
         if not a.is_cpu:
             raise TypeError("clnorm: torch tensors must be on the CPU (this one is on %s); "
                             "for a device tensor, use a pyopencl array" % a.device)
@@ -131,17 +145,42 @@ class TorchKind(_Kind):
     def is_host(self, a):
         return a.is_cpu
 
+    def matches(self, a, code):
+        return _Kind.matches(self, a, code) and a.layout == self.torch.strided and not _lazy(a)
+
     def strides(self, a):
+        if a.layout != self.torch.strided:
+            raise TypeError("clnorm: torch tensors must be dense (strided); this one is %s"
+                            % a.layout)
+        if _lazy(a):
+            return None  # a negated or conjugated view: its memory is not its values
         return tuple(a.stride())
 
     def contiguous(self, a):
-        return a.contiguous()
+        return a.resolve_neg().resolve_conj().contiguous()
+
+    def check_out(self, a, name):
+        torch = self.torch
+        if _lazy(a):
+            raise ValueError("clnorm: out (%s) is a negated or conjugated view" % name)
+        if a.requires_grad and torch.is_grad_enabled():
+            # as torch refuses an in-place operation on a tensor that requires grad
+            raise ValueError("clnorm: out (%s) requires grad: clnorm writes it in place, which "
+                             "autograd cannot follow; pass one that does not, or call under "
+                             "torch.no_grad()" % name)
+
+    def written(self, a):
+        # Bumps a's version counter (shared with a detached alias, whose metadata alone the
+        # in-place restride changes), as torch's own in-place operations do: autograd then
+        # refuses a backward that saved a's old contents instead of computing it from the new.
+        d = a.detach()
+        d.as_strided_(d.size(), d.stride(), d.storage_offset())
 
     def ptr(self, a):
         return a.data_ptr()
 
     def is_contiguous(self, a):
-        return a.is_contiguous()
+        return a.is_contiguous() and not _lazy(a)
 
     def size(self, a):
         return a.numel()
@@ -165,11 +204,28 @@ class TorchKind(_Kind):
         torch = self.torch
         if not isinstance(p, torch.Tensor):
             p = torch.as_tensor(_to_numpy(p, what))
+        if p.layout != torch.strided:
+            raise TypeError("clnorm: %s must be a dense (strided) tensor (got %s)"
+                            % (what, p.layout))
+        _real("c" if p.is_complex() else "f", p.dtype, what)
         # .to() and .contiguous() keep the autograd graph: gradients reach the caller's tensor.
-        return p.to(dtype=self.names[code]).contiguous()
+        return p.resolve_neg().resolve_conj().to(dtype=self.names[code]).contiguous()
 
 
 _TORCH_SIZES = {}  # dtype -> bytes, filled by TorchKind (torch 1.13 dtypes have no itemsize)
+
+
+def _lazy(t):
+    """Is t a torch view whose negation or conjugation is pending (torch._neg_view, .conj())?
+    Its memory does not hold its values."""
+    return t.is_neg() or t.is_conj()
+
+
+def _real(kind_char, dtype, what):
+    """A TypeError for an array that does not hold real numbers (complex, strings, objects):
+    converting it would drop or invent values."""
+    if kind_char not in "fiub":
+        raise TypeError("clnorm: %s must hold real numbers (got dtype %s)" % (what, dtype))
 
 
 class ClArrayKind(_Kind):

@@ -11,6 +11,7 @@ layout is copied to a contiguous array first. Results are always new contiguous 
 channels-last x gives a channels-last result).
 """
 import math
+import numbers
 import sys
 
 from . import _core, _lib
@@ -21,6 +22,7 @@ try:
 except ImportError:  # the package imports without NumPy (pyopencl and torch need it anyway)
     _np_ndarray = None
 _torch_tensor = None  # torch.Tensor once torch is imported (never imported here)
+_torch_strided = None  # torch.strided, with it
 
 _PARAM = {_lib.F32: _lib.F32, _lib.F16: _lib.F32, _lib.BF16: _lib.F32, _lib.F64: _lib.F64}
 _X, _Y, _RESIDUAL, _SUM = (_lib.SLOT[n] for n in ("x", "y", "residual", "sum"))
@@ -84,6 +86,7 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, channels_last
     if isinstance(num_groups, bool) or not isinstance(num_groups, int) or num_groups < 1:
         raise ValueError("clnorm.group_norm: num_groups must be a positive int, got %r"
                          % (num_groups,))
+    _check_eps(eps, "group_norm")
     grad = _needs_grad(kind, x, weight, bias)
     nd = len(shape)
     dims = shape[1:-1] if channels_last else shape[2:]
@@ -157,6 +160,7 @@ def _row_norm(base, fname, x, normalized_shape, weight, bias, eps, residual, ret
                          "of shape %s" % (fname, list(ns), list(shape)))
     if eps is None:
         eps = _machine_eps(kind, x)
+    _check_eps(eps, fname)
     grad = _needs_grad(kind, x, weight, bias, residual, scale, shift)
     x, (rows, cols, x_stride) = _rows(kind, x, k, grad)
     pcode = _PARAM[code]
@@ -262,16 +266,18 @@ def _array_signature(a):
     an array it must not memoize (a tensor that takes part in autograd, not on the CPU)."""
     t = type(a)
     if t is _torch_tensor:
-        if a.requires_grad or not a.is_cpu:
+        if a.requires_grad or not a.is_cpu or a.is_neg() or a.is_conj() or a.is_sparse or \
+                a.layout is not _torch_strided:
             return None
         return (t, a.dtype, a.shape, a.stride())
     return (t, a.dtype, a.shape, a.strides)
 
 
 def _fast_signature(base, x, ns, weight, bias, eps, out):
-    global _torch_tensor
+    global _torch_tensor, _torch_strided
     if _torch_tensor is None and "torch" in sys.modules:
         _torch_tensor = sys.modules["torch"].Tensor
+        _torch_strided = sys.modules["torch"].strided
     t = type(x)
     if t is not _np_ndarray and t is not _torch_tensor:
         return None
@@ -324,7 +330,11 @@ def _fast_run(ctx, hit, x, weight, bias, out):
         fields += (slots[i], 0, ptr(bias))
         i += 1
     fields += (slots[i], 0, ptr(y))
+    if out is not None:
+        kind.check_out(out, "y")
     _core.run_host_packed(ctx, plan, fmt, fields, i + 1)
+    if out is not None:
+        kind.written(out)
     return y
 
 
@@ -420,6 +430,13 @@ def _normalized_shape(ns, fname):
     if not out:
         raise ValueError("clnorm.%s: normalized_shape must not be empty" % fname)
     return out
+
+
+def _check_eps(eps, fname):
+    """eps must be a real number (a string would be read as one, a tensor not at all)."""
+    if isinstance(eps, (str, bytes)) or not isinstance(eps, numbers.Real):
+        raise TypeError("clnorm.%s: eps must be a real number (got %s)"
+                        % (fname, type(eps).__name__))
 
 
 def _machine_eps(kind, x):
