@@ -5,9 +5,9 @@
  * C channels of one sample, whose rows of C channels are contiguous (Apex's group_norm_nhwc
  * does the same). Three steps:
  *   gn_nhwc_moments: per (sample, tile, channel) the sum S of x - K_c (K_c: the median of
- *                    the channel's values at positions 0, hw / 2 and hw - 1, gn_shift1, so
- *                    that a row of shifts is three vector loads and a lone outlier is never
- *                    one; CPU devices keep the mean S / n instead) and M2, the sum of squared
+ *                    the channel's values at positions 0, 1 and 2, gn_shift1, so that a row
+ *                    of shifts is three vector loads and a lone outlier is never one; CPU
+ *                    devices keep the mean S / n instead) and M2, the sum of squared
  *                    deviations from the tile's own mean
  *                    (GPUs: two-pass over the tile, the second pass from cache; CPU devices:
  *                    one pass, pairs of positions merged by Chan's update); then per (sample,
@@ -37,21 +37,23 @@
 #define GN_TILE_LEN(C, G) (3 * (C) + 2 * (G))
 
 /* Channel c's shift K_c (xs: the sample's position 0): the median of its values at positions
- * 0, hw / 2 and hw - 1, an element of the channel but never a lone outlier, whose rounding
- * (|K_c| 2^-24 per deviation) would reach y (as row_shift for rows, op_row_norm.cl). The
- * group's shift K is its first channel's K_c. */
+ * 0, 1 and 2 (the first three rows of the sample, contiguous), an element of the channel but
+ * never a lone outlier, whose rounding (|K_c| 2^-24 per deviation) would reach y (as
+ * row_shift for rows, op_row_norm.cl). The group's shift K is its first channel's K_c. */
 inline A gn_shift1(__global const T *xs, ulong c, ulong C, ulong hw)
 {
     if (hw == 0)
         return 0;
-    return med3(LOAD1(xs + c), LOAD1(xs + hw / 2 * C + c), LOAD1(xs + (hw - 1) * C + c));
+    return med3(LOAD1(xs + c), LOAD1(xs + min(hw - 1, (ulong)1) * C + c),
+                LOAD1(xs + min(hw - 1, (ulong)2) * C + c));
 }
 /* The same for the VW channels from c. */
 inline AV gn_shiftv(__global const T *xs, ulong c, ulong C, ulong hw)
 {
     if (hw == 0)
         return (AV)(0);
-    const AV a = LOADV(xs + c), b = LOADV(xs + hw / 2 * C + c), d = LOADV(xs + (hw - 1) * C + c);
+    const AV a = LOADV(xs + c), b = LOADV(xs + min(hw - 1, (ulong)1) * C + c),
+             d = LOADV(xs + min(hw - 1, (ulong)2) * C + c);
     return fmax(fmin(a, b), fmin(fmax(a, b), d));
 }
 

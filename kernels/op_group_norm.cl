@@ -56,13 +56,14 @@ inline row_in make_row_in(IN_PARAMS, ulong row)
     return in;
 }
 
-/* The shift of a group (scaled): the median of its first, middle and last elements, as a row's
+/* The shift of a group (scaled): the median of its first three elements, as a row's
  * (op_row_norm.cl). */
 inline A2 row_shift(row_in in, ulong cols, A sc, int rms)
 {
     A2 K = (A2)(0);
     if (!rms && cols > 0)
-        K.s0 = med3(LOAD1(in.x), LOAD1(in.x + cols / 2), LOAD1(in.x + (cols - 1))) * sc;
+        K.s0 = med3(LOAD1(in.x), LOAD1(in.x + min(cols - 1, (ulong)1)),
+                    LOAD1(in.x + min(cols - 1, (ulong)2))) * sc;
     return K;
 }
 

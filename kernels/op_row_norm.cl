@@ -114,16 +114,18 @@ inline row_in make_row_in(IN_PARAMS, ulong row)
     return in;
 }
 
-/* The shift of a row scaled by sc: the median of its first, middle and last elements, of x and
- * (with a residual) of the residual each (0 for RMSNorm, which has no shift). Any element of
- * the row makes the deviations of a row with a large common offset exact; the median keeps a
- * lone outlier out of the shift, where the deviations of all the other elements would lose
- * |outlier| 2^-24 each (README, Numerics). */
+/* The shift of a row scaled by sc: the median of its first three elements, of x and (with a
+ * residual) of the residual each (0 for RMSNorm, which has no shift). Any element of the row
+ * makes the deviations of a row with a large common offset exact; the median keeps a lone
+ * outlier out of the shift, where the deviations of all the other elements would lose
+ * |outlier| 2^-24 each (README, Numerics). The first three share the first element's cache
+ * line, where the first, middle and last elements (tried first) touch two more lines of a
+ * cold row before its loop starts. */
 inline A2 row_shift(row_in in, ulong cols, A sc, int rms)
 {
     A2 K = (A2)(0);
     if (!rms && cols > 0) {
-        const ulong h = cols / 2, l = cols - 1;
+        const ulong h = min(cols - 1, (ulong)1), l = min(cols - 1, (ulong)2);
         K.s0 = med3(LOAD1(in.x), LOAD1(in.x + h), LOAD1(in.x + l)) * sc;
 #if defined(CLNORM_RESIDUAL)
         K.s1 = med3(LOAD1_R(in.r), LOAD1_R(in.r + h), LOAD1_R(in.r + l)) * sc;

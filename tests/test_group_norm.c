@@ -273,11 +273,12 @@ static void test_huge_values(void **state)
     all_passed(failed, "huge values");
 }
 
-/* Groups with one lone outlier (1e10, 1e6, -3e8 at a group's first element, 1e10 at another's
- * last) among N(1, 0.1) values, in both layouts, through every path of a host call (the host
- * loop, and the device's kernels: NCHW rows, NHWC sample items and tiles): a group is shifted
- * by the median of three of its elements (row_shift, gn_shift1), never by the outlier, so its
- * other elements stay within 1e-5 of a float64 GroupNorm computed here. Shifted by the first
+/* Groups with one lone outlier (1e10 and -3e8 at a group's first element, 1e6 at another's
+ * second, 1e10 at another's last) among N(1, 0.1) values, in both layouts, through every path
+ * of a host call (the host loop, and the device's kernels: NCHW rows, NHWC sample items and
+ * tiles): a group is shifted by the median of its first three elements (row_shift,
+ * gn_shift1), never by the outlier, so its other elements stay within 1e-5 of a float64
+ * GroupNorm computed here. Shifted by the first
  * element they lost |outlier| 2^-24 each: up to 1.2e-4 in NHWC. The outliers' own y (near
  * 113) are held to 1e-5 of their size. */
 static void test_lone_outliers(void **state)
@@ -294,7 +295,7 @@ static void test_lone_outliers(void **state)
     tu_rng_seed(&rng, 9700);
     tu_fill_normal(&rng, x, n_el, 1.0, 0.1);
     x[0] = 1e10f;                              /* sample 0, group 0, first element */
-    x[1 * len] = 1e6f;                         /* sample 0, group 1 */
+    x[1 * len + 1] = 1e6f;                     /* sample 0, group 1, second element */
     x[C * hw + 2 * len] = -3e8f;               /* sample 1, group 2 */
     x[C * hw + 4 * len - 1] = 1e10f;           /* sample 1, group 3, last element */
     for (size_t n = 0; n < N; n++) /* NCHW -> NHWC */

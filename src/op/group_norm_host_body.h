@@ -43,10 +43,10 @@ static HINLINE HA HN(silu_grad)(HA dy, HA z)
     return dy * (s * ((HA)1 + z * ((HA)1 - s)));
 }
 
-/* The shift of group (n, g), as the kernels take it: in NCHW the median of its first, middle
- * and last elements (row_shift of its group row), in NHWC that of its first channel's values
- * at positions 0, hw / 2 and hw - 1 (gn_shift1). Never a lone outlier, whose rounding would
- * reach every deviation. */
+/* The shift of group (n, g), as the kernels take it: in NCHW the median of its first three
+ * elements (row_shift of its group row), in NHWC that of its first channel's values at
+ * positions 0, 1 and 2 (gn_shift1). Never a lone outlier, whose rounding would reach every
+ * deviation. */
 static HINLINE HA HN(group_first)(const HN(job) *job, size_t n, size_t g)
 {
     const gn_geom *q = &job->q;
@@ -55,9 +55,9 @@ static HINLINE HA HN(group_first)(const HN(job) *job, size_t n, size_t g)
         return 0;
     HA v[3];
     for (int k = 0; k < 3; k++) {
-        size_t c = c0, p = k == 0 ? 0 : k == 1 ? q->hw / 2 : q->hw - 1;
+        size_t c = c0, p = (size_t)k < q->hw ? (size_t)k : q->hw - 1;
         if (!q->nhwc) {
-            const size_t at = k == 0 ? 0 : k == 1 ? len / 2 : len - 1;
+            const size_t at = (size_t)k < len ? (size_t)k : len - 1;
             c = c0 + at / q->hw;
             p = at % q->hw;
         }
