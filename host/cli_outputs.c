@@ -72,6 +72,21 @@ static char *keep_old(const char *target)
 #endif
 }
 
+/* Writes output o into f (opened on target) and closes f; 0 ok, else -1 with the error
+ * printed under the user's path. */
+static int write_closing(FILE *f, const cli_output *o, const char *target)
+{
+    char err[1024];
+    int ok = npy_write(f, target, o->dtype, o->ndim, o->shape, o->data, err, sizeof err) == 0;
+    if (fclose(f) != 0 && ok) {
+        ok = 0;
+        snprintf(err, sizeof err, "%s: write failed: %s", target, strerror(errno));
+    }
+    if (!ok)
+        report_error(o->path, target, err);
+    return ok ? 0 : -1;
+}
+
 /* Step 3 failed at output `failed`: the files replaced so far back as they were. */
 static void roll_back(out_state *st, const cli_output *outs, size_t n)
 {
@@ -130,50 +145,22 @@ int cli_write_outputs(const cli_output *outs, size_t n)
     /* 1: the files, each to a temporary beside its target. */
     for (i = 0; i < n && !failed; i++) {
         FILE *f;
-        int ok;
         if (outs[i].path == NULL || st[i].info.kind == CLI_PATH_SPECIAL)
             continue;
         f = npy_open_temp(st[i].info.target, &st[i].tmp, err, sizeof err);
-        if (f == NULL) {
+        if (f == NULL)
             report_error(outs[i].path, st[i].info.target, err);
-            failed = 1;
-            break;
-        }
-        ok = npy_write(f, st[i].info.target, outs[i].dtype, outs[i].ndim, outs[i].shape,
-                       outs[i].data, err, sizeof err) == 0;
-        if (fclose(f) != 0 && ok) {
-            ok = 0;
-            snprintf(err, sizeof err, "%s: write failed: %s", st[i].info.target,
-                     strerror(errno));
-        }
-        if (!ok) {
-            report_error(outs[i].path, st[i].info.target, err);
-            failed = 1;
-        }
+        failed = f == NULL || write_closing(f, &outs[i], st[i].info.target) != 0;
     }
     /* 2: devices and FIFOs, written through. */
     for (i = 0; i < n && !failed; i++) {
         FILE *f;
-        int ok;
         if (outs[i].path == NULL || st[i].info.kind != CLI_PATH_SPECIAL)
             continue;
         f = fopen(st[i].info.target, "wb");
-        if (f == NULL) {
+        if (f == NULL)
             cli_error("%s: cannot write: %s", outs[i].path, strerror(errno));
-            failed = 1;
-            break;
-        }
-        ok = npy_write(f, st[i].info.target, outs[i].dtype, outs[i].ndim, outs[i].shape,
-                       outs[i].data, err, sizeof err) == 0;
-        if (fclose(f) != 0 && ok) {
-            ok = 0;
-            snprintf(err, sizeof err, "%s: write failed: %s", st[i].info.target,
-                     strerror(errno));
-        }
-        if (!ok) {
-            report_error(outs[i].path, st[i].info.target, err);
-            failed = 1;
-        }
+        failed = f == NULL || write_closing(f, &outs[i], st[i].info.target) != 0;
     }
     /* 3: the temporaries onto their targets, the old contents kept until all are in place. */
     for (i = 0; i < n && !failed; i++) {
