@@ -11,8 +11,8 @@
  *   -DCLNORM_STREAM_STORES  PoCL CPU devices: non-temporal stores of y and dx
  *
  * Numerics (README, "Numerics"): every row is shifted by K, the median of its first three
- * elements (op_*.cl, row_shift; an element of the row, but never a lone outlier), statistics
- * are
+ * elements (op_*.cl, row_shift; an element of the row, but never a lone outlier; short rows
+ * their first, flags.h CLNORM_SHIFT_MEDIAN_COLS), statistics are
  * taken two-pass over (x - K): m = mean(x - K), var = mean(((x - K) - m)^2), and the output is
  * ((x - K) - m) * rstd. Never x - (K + m): K + m rounds at |K| * 2^-24. Sums run in vector
  * lanes over blocks of BLOCK_V vectors, and the block sums are added with Kahan compensation,

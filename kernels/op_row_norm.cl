@@ -115,20 +115,25 @@ inline row_in make_row_in(IN_PARAMS, ulong row)
 }
 
 /* The shift of a row scaled by sc: the median of its first three elements, of x and (with a
- * residual) of the residual each (0 for RMSNorm, which has no shift). Any element of the row
- * makes the deviations of a row with a large common offset exact; the median keeps a lone
- * outlier out of the shift, where the deviations of all the other elements would lose
- * |outlier| 2^-24 each (README, Numerics). The first three share the first element's cache
- * line, where the first, middle and last elements (tried first) touch two more lines of a
- * cold row before its loop starts. */
+ * residual) of the residual each, in rows of CLNORM_SHIFT_MEDIAN_COLS or more, else the first
+ * element (0 for RMSNorm, which has no shift). Any element of the row makes the deviations of
+ * a row with a large common offset exact; the median keeps a lone outlier out of the shift,
+ * where the deviations of all the other elements would lose |outlier| 2^-24 each, which
+ * reaches the 1e-5 target in long rows only (flags.h; README, Numerics). The first three share
+ * the first element's cache line, where the first, middle and last elements (tried first)
+ * touch two more lines of a cold row before its loop starts. */
 inline A2 row_shift(row_in in, ulong cols, A sc, int rms)
 {
     A2 K = (A2)(0);
-    if (!rms && cols > 0) {
-        const ulong h = min(cols - 1, (ulong)1), l = min(cols - 1, (ulong)2);
-        K.s0 = med3(LOAD1(in.x), LOAD1(in.x + h), LOAD1(in.x + l)) * sc;
+    if (!rms && cols >= CLNORM_SHIFT_MEDIAN_COLS) {
+        K.s0 = med3(LOAD1(in.x), LOAD1(in.x + 1), LOAD1(in.x + 2)) * sc;
 #if defined(CLNORM_RESIDUAL)
-        K.s1 = med3(LOAD1_R(in.r), LOAD1_R(in.r + h), LOAD1_R(in.r + l)) * sc;
+        K.s1 = med3(LOAD1_R(in.r), LOAD1_R(in.r + 1), LOAD1_R(in.r + 2)) * sc;
+#endif
+    } else if (!rms && cols > 0) {
+        K.s0 = LOAD1(in.x) * sc;
+#if defined(CLNORM_RESIDUAL)
+        K.s1 = LOAD1_R(in.r) * sc;
 #endif
     }
     return K;

@@ -51,6 +51,15 @@
  * (kernels/op_row_norm.cl). */
 #define CLNORM_STATS_PER_ROW 5
 
+/* Rows of at least this many elements are shifted by the median of their first three
+ * (kernels/op_row_norm.cl row_shift, and the host loop), shorter ones by their first. An
+ * element as the shift costs the others at most 2^-24 sqrt(cols) of y in float32 (a lone
+ * outlier of the row, at its most: 1.9e-6 at 1024 columns, 1.6e-5 at 70000, over the 1e-5
+ * target from about 28000); the median never takes a lone outlier. Below this, its two more
+ * loads and median per row are all it would change: 262144x64's forward ran at 1.00-1.12x
+ * oneDNN with them against 1.08-1.33x without, in the same rounds (bench/RESULTS.md). */
+#define CLNORM_SHIFT_MEDIAN_COLS 1024
+
 /* Every kernel takes its scalars (each tensor's element offset and row stride, in slot
  * order, then the step's own scalars in their list order) as one struct of CLNORM_KS_MAX
  * ulongs, its last argument, after its pointers (src/launch.c, kernels/common.cl). One

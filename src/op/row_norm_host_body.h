@@ -6,8 +6,8 @@
  *   HF16C    1 when float16 rows may go through host_simd.h's F16C conversions,
  *   HSTREAM  1 when float32 outputs may go through host_simd.h's streaming stores, and
  *   HN(n)    the name n of this instance's functions.
- * The numerics are the kernels' (kernels/row_stats.cl): the row shifted by the median of its
- * first three elements,
+ * The numerics are the kernels' (kernels/row_stats.cl): the row shifted as row_shift does
+ * (the median of its first three elements in long rows, else its first),
  * its moments in blocks of HBLOCK elements summed in HLANES independent lanes, each block's
  * own two-pass M2 merged with Chan's update, Kahan-compensated across blocks, a rescaled
  * redo when the squares overflow. Every loop runs over contiguous arrays of HA, so the
@@ -47,10 +47,11 @@ static HINLINE void HN(deviations)(const HN(bufs) *b, size_t cols, int residual,
 static HINLINE HA HN(var_at)(const HN(bufs) *b, size_t cols, int rms, int residual, HA sc, HA K[2],
                              HA *m)
 {
-    /* the kernels' shift (row_shift): the median of the first three elements */
-    const size_t h = cols > 1 ? 1 : 0, l = cols > 2 ? 2 : cols - 1;
-    K[0] = rms ? 0 : HN(med3)(b->x[0], b->x[h], b->x[l]) * sc;
-    K[1] = rms || !residual ? 0 : HN(med3)(b->r[0], b->r[h], b->r[l]) * sc;
+    /* the kernels' shift (row_shift): the median of the first three elements in long rows,
+     * else the first (flags.h, CLNORM_SHIFT_MEDIAN_COLS) */
+    const int med = cols >= CLNORM_SHIFT_MEDIAN_COLS;
+    K[0] = rms ? 0 : (med ? HN(med3)(b->x[0], b->x[1], b->x[2]) : b->x[0]) * sc;
+    K[1] = rms || !residual ? 0 : (med ? HN(med3)(b->r[0], b->r[1], b->r[2]) : b->r[0]) * sc;
     HN(deviations)(b, cols, residual, sc, K);
     *m = 0;
     if (rms) {
