@@ -5,6 +5,7 @@
 #include "clnorm.h"
 #include "flags.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -199,6 +200,13 @@ clnorm_status clnorm_fail(clnorm_ctx *ctx, clnorm_status status, const char *fmt
 #endif
     ;
 void clnorm_clear_error(clnorm_ctx *ctx);
+/* The median of three values, the shift of a row or group (kernels/common.cl's med3, the host
+ * loops' and the reference's): fmin and fmax pass over a NaN. */
+static inline double clnorm_med3(double a, double b, double c)
+{
+    return fmax(fmin(a, b), fmin(fmax(a, b), c));
+}
+
 /* The context's error messages: made with it (ctx_alloc), freed with it. */
 void clnorm_init_errors(clnorm_ctx *ctx);
 void clnorm_release_errors(clnorm_ctx *ctx);

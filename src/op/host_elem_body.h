@@ -78,11 +78,10 @@ static HINLINE void HN(store)(clnorm_dtype t, void *base, size_t off, const HA *
         p[i] = (float)src[i];
 }
 
-/* The median of three values: the shift of a row or group (as the kernels' med3, common.cl);
- * fmin and fmax pass over a NaN. */
+/* The median of three values in HA (exact: it is one of them). */
 static HINLINE HA HN(med3)(HA a, HA b, HA c)
 {
-    return (HA)fmax(fmin(a, b), fmin(fmax(a, b), c));
+    return (HA)clnorm_med3(a, b, c);
 }
 
 /* Kahan-compensated running sum (kernels/common.cl's kahan_add). */

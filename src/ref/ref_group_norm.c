@@ -1,8 +1,9 @@
 /*
  * The CPU reference of GroupNorm, forward and backward: the tests' oracle and the fallback of
  * a context without an OpenCL device. Every element read as double, exact two-pass
- * statistics per (sample, group) of the group shifted by its first element, one rounding to
- * the storage type at the end.
+ * statistics per (sample, group) of the group shifted as the kernels shift it (the median of
+ * its first three elements; in exact arithmetic any shift gives the same statistics, and the
+ * same one the same NaN / Inf pattern), one rounding to the storage type at the end.
  *
  * Backward: z = xhat * gamma_c + beta_c, y = z (or silu(z) = z * s(z), s the sigmoid, whose
  * derivative is s(z) * (1 + z * (1 - s(z)))), dz = dy * y'(z). Within a group xhat is
@@ -28,13 +29,34 @@ static double sigmoid(double z)
     return 1.0 / (1.0 + exp(-z));
 }
 
-/* Group (n, g)'s variance at scale sc: its shift *K (its first element, scaled) and the mean
- * *m of its deviations x * sc - K. */
+/* The kernels' shift of group (n, g): in NCHW the median of its first three elements (row_shift
+ * of its group row), in NHWC that of its first channel at positions 0, 1 and 2 (gn_shift1),
+ * as the host loop's group_first. */
+static double group_shift(const clnorm_desc *d, const void *x, size_t n, size_t c0, size_t cpg)
+{
+    const size_t hw = d->spatial, len = cpg * hw;
+    double v[3];
+    if (len == 0)
+        return 0.0;
+    for (size_t k = 0; k < 3; k++) {
+        size_t c = c0, p = k < hw ? k : hw - 1;
+        if (d->layout != CLNORM_NHWC) {
+            const size_t i = k < len ? k : len - 1;
+            c = c0 + i / hw;
+            p = i % hw;
+        }
+        v[k] = clnorm_elem_load(d->dtype, x, at(d, d->x_stride, n, c, p));
+    }
+    return clnorm_med3(v[0], v[1], v[2]);
+}
+
+/* Group (n, g)'s variance at scale sc: its shift *K (group_shift, scaled) and the mean *m of
+ * its deviations x * sc - K. */
 static double group_var_at(const clnorm_desc *d, const void *x, size_t n, size_t g, double sc,
                            double *K, double *m)
 {
     const size_t cpg = d->cols / d->groups, c0 = g * cpg, cnt = cpg * d->spatial;
-    *K = clnorm_elem_load(d->dtype, x, at(d, d->x_stride, n, c0, 0)) * sc;
+    *K = group_shift(d, x, n, c0, cpg) * sc;
     double s = 0.0;
     for (size_t c = c0; c < c0 + cpg; c++)
         for (size_t p = 0; p < d->spatial; p++)

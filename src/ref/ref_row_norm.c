@@ -3,7 +3,10 @@
  * residual add), forward and backward: the oracle of every test and the fallback of a
  * context without an OpenCL device. Plain and obviously right rather than fast: every
  * element read as double, exact two-pass statistics (mean, then squared deviations from it)
- * of the row shifted by its first element, one rounding to the storage type at the end.
+ * of the row shifted as the kernels shift it (row_shift: the median of its first three
+ * elements from CLNORM_SHIFT_MEDIAN_COLS columns, else its first; in exact arithmetic any
+ * shift gives the same statistics, and the same one gives the same NaN / Inf pattern when a
+ * row holds an Inf), one rounding to the storage type at the end.
  *
  * Backward, derivation (LayerNorm): y = xhat * gamma + beta with xhat = (v - mu) * rstd.
  * Through mu and rstd every v_j reaches every xhat_i: d xhat_i / d v_j = rstd * (delta_ij -
@@ -50,15 +53,24 @@ static double absmax(const row_src *s, size_t cols)
     return M;
 }
 
-/* Variance of the row at scale sc, with its shift K (the row's first elements, scaled; 0 for
+/* The kernels' shift of operand p of a row (row_shift, kernels/op_row_norm.cl). */
+static double shift_of(clnorm_dtype t, const void *p, size_t off, size_t cols)
+{
+    const double x0 = clnorm_elem_load(t, p, off);
+    if (cols < CLNORM_SHIFT_MEDIAN_COLS)
+        return x0;
+    return clnorm_med3(x0, clnorm_elem_load(t, p, off + 1), clnorm_elem_load(t, p, off + 2));
+}
+
+/* Variance of the row at scale sc, with its shift K (shift_of each operand, scaled; 0 for
  * RMSNorm) and the mean m of the deviations. */
 static double var_at(const row_src *s, size_t cols, int rms, double sc, double K[2], double *m)
 {
     K[0] = K[1] = 0.0;
     if (!rms) {
-        K[0] = clnorm_elem_load(s->t, s->x, s->xo) * sc;
+        K[0] = shift_of(s->t, s->x, s->xo, cols) * sc;
         if (s->r)
-            K[1] = clnorm_elem_load(s->rt, s->r, s->ro) * sc;
+            K[1] = shift_of(s->rt, s->r, s->ro, cols) * sc;
     }
     *m = 0.0;
     if (!rms) {
