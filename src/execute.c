@@ -24,18 +24,6 @@ clnorm_status clnorm_check_launch(clnorm_plan *plan, const char *fn, cl_command_
               "a plan with the reference strategy runs through the host-pointer calls only");
     RETURN_IF((nwait > 0) != (wait != NULL), ctx, CLNORM_INVALID_ARGUMENT,
               "num_wait_events = %u does not match wait_events = %p", nwait, (const void *)wait);
-    /* Each event, of this cl_context (OpenCL's CL_INVALID_EVENT_WAIT_LIST / _CONTEXT, which
-     * some runtimes leave unchecked and then run the command without waiting). */
-    for (cl_uint i = 0; i < nwait; i++) {
-        RETURN_IF(wait[i] == NULL, ctx, CLNORM_INVALID_ARGUMENT, "wait_events[%u] is NULL", i);
-        cl_context ectx = NULL;
-        const cl_int err =
-            clGetEventInfo(wait[i], CL_EVENT_CONTEXT, sizeof ectx, &ectx, NULL);
-        RETURN_IF(err != CL_SUCCESS, ctx, CL_INVALID_EVENT_WAIT_LIST,
-                  "wait_events[%u] is not an event: %s", i, clnorm_status_string(err));
-        RETURN_IF(ectx != ctx->context, ctx, CLNORM_INVALID_ARGUMENT,
-                  "wait_events[%u] belongs to another cl_context than the clnorm context's", i);
-    }
     if (!*queue || *queue == ctx->queue) {
         *queue = ctx->queue; /* the context's own: known to be of its cl_context */
         return CLNORM_OK;
@@ -45,6 +33,24 @@ clnorm_status clnorm_check_launch(clnorm_plan *plan, const char *fn, cl_command_
              "querying the queue");
     RETURN_IF(qctx != ctx->context, ctx, CLNORM_INVALID_ARGUMENT,
               "queue belongs to another cl_context than the clnorm context's");
+    return CLNORM_OK;
+}
+
+/* Each event of the wait list is one of this cl_context (OpenCL's CL_INVALID_EVENT_WAIT_LIST /
+ * _CONTEXT, which some runtimes leave unchecked and then run the command without waiting).
+ * Checked after the tensors: a tensor of another context comes with an event of it, and the
+ * tensor's name says more. */
+static clnorm_status check_wait_list(clnorm_ctx *ctx, cl_uint nwait, const cl_event *wait)
+{
+    for (cl_uint i = 0; i < nwait; i++) {
+        RETURN_IF(wait[i] == NULL, ctx, CLNORM_INVALID_ARGUMENT, "wait_events[%u] is NULL", i);
+        cl_context ectx = NULL;
+        const cl_int err = clGetEventInfo(wait[i], CL_EVENT_CONTEXT, sizeof ectx, &ectx, NULL);
+        RETURN_IF(err != CL_SUCCESS, ctx, CL_INVALID_EVENT_WAIT_LIST,
+                  "wait_events[%u] is not an event: %s", i, clnorm_status_string(err));
+        RETURN_IF(ectx != ctx->context, ctx, CLNORM_INVALID_ARGUMENT,
+                  "wait_events[%u] belongs to another cl_context than the clnorm context's", i);
+    }
     return CLNORM_OK;
 }
 
@@ -129,6 +135,7 @@ clnorm_status clnorm_execute_quiet(clnorm_plan *plan, clnorm_direction dir,
                                &a));
     TRY(clnorm_check_args(ctx, plan->op, &plan->desc, dir, &a, 1));
     TRY(clnorm_check_mems(ctx, &a));
+    TRY(check_wait_list(ctx, nwait, wait));
     if (!writes_anything(&a)) { /* an empty batch: the event must still exist */
         if (event)
             CL_CHECK(ctx, clEnqueueMarkerWithWaitList(queue, nwait, wait, event),
