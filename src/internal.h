@@ -207,6 +207,24 @@ static inline double clnorm_med3(double a, double b, double c)
     return fmax(fmin(a, b), fmin(fmax(a, b), c));
 }
 
+/* Element k (0, 1 or 2) of the three whose median is the shift of a group of cpg channels x
+ * hw positions (hw and cpg at least 1), as its channel within the group (*c) and position
+ * (*p): in NCHW the first three elements of the group row (kernels/op_group_norm.cl
+ * row_shift), in NHWC its first channel's first three positions (group_nhwc.cl gn_shift1);
+ * fewer than three repeat the last. The host loop and the reference take it from here. */
+static inline void clnorm_group_shift_elem(int nhwc, size_t cpg, size_t hw, size_t k,
+                                           size_t *c, size_t *p)
+{
+    if (nhwc) {
+        *c = 0;
+        *p = k < hw ? k : hw - 1;
+        return;
+    }
+    const size_t len = cpg * hw, i = k < len ? k : len - 1;
+    *c = i / hw;
+    *p = i % hw;
+}
+
 /* The context's error messages: made with it (ctx_alloc), freed with it. */
 void clnorm_init_errors(clnorm_ctx *ctx);
 void clnorm_release_errors(clnorm_ctx *ctx);

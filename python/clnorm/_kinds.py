@@ -133,10 +133,13 @@ class TorchKind(_Kind):
     def owns(self, a):
         return isinstance(a, self.torch.Tensor)
 
-    def code(self, a):
+    def _require_strided(self, a):
         if a.layout != self.torch.strided:
             raise TypeError("clnorm: torch tensors must be dense (strided); this one is %s"
                             % a.layout)
+
+    def code(self, a):
+        self._require_strided(a)
         if not a.is_cpu:
             raise TypeError("clnorm: torch tensors must be on the CPU (this one is on %s); "
                             "for a device tensor, use a pyopencl array" % a.device)
@@ -149,9 +152,7 @@ class TorchKind(_Kind):
         return _Kind.matches(self, a, code) and a.layout == self.torch.strided and not _lazy(a)
 
     def strides(self, a):
-        if a.layout != self.torch.strided:
-            raise TypeError("clnorm: torch tensors must be dense (strided); this one is %s"
-                            % a.layout)
+        self._require_strided(a)
         if _lazy(a):
             return None  # a negated or conjugated view: its memory is not its values
         return tuple(a.stride())

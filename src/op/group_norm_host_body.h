@@ -47,22 +47,17 @@ static HINLINE HA HN(silu_grad)(HA dy, HA z)
  * elements (row_shift of its group row), in NHWC that of its first channel's values at
  * positions 0, 1 and 2 (gn_shift1). Never a lone outlier, whose rounding would reach every
  * deviation. */
-static HINLINE HA HN(group_first)(const HN(job) *job, size_t n, size_t g)
+static HINLINE HA HN(group_shift)(const HN(job) *job, size_t n, size_t g)
 {
     const gn_geom *q = &job->q;
-    const size_t len = q->cpg * q->hw, c0 = g * q->cpg;
-    if (len == 0)
+    if (q->cpg * q->hw == 0)
         return 0;
     HA v[3];
-    for (int k = 0; k < 3; k++) {
-        size_t c = c0, p = (size_t)k < q->hw ? (size_t)k : q->hw - 1;
-        if (!q->nhwc) {
-            const size_t at = (size_t)k < len ? (size_t)k : len - 1;
-            c = c0 + at / q->hw;
-            p = at % q->hw;
-        }
+    for (size_t k = 0; k < 3; k++) {
+        size_t c, p;
+        clnorm_group_shift_elem(q->nhwc, q->cpg, q->hw, k, &c, &p);
         HN(load)(&v[k], job->d->dtype, job->a->p[CLNORM_ARG_X],
-                 gn_at(q, job->d->x_stride, n, c, p), 1);
+                 gn_at(q, job->d->x_stride, n, g * q->cpg + c, p), 1);
     }
     return HN(med3)(v[0], v[1], v[2]);
 }
@@ -173,7 +168,7 @@ static HINLINE void HN(nchw_moments)(const HN(job) *job, HN(bufs) *b, const gn_u
 {
     const gn_geom *q = &job->q;
     const size_t gi = u->n * q->G + u->g, len = (u->c1 - u->c0) * (u->p1 - u->p0);
-    const HA K = HN(group_first)(job, u->n, u->g);
+    const HA K = HN(group_shift)(job, u->n, u->g);
     const HA *dev = HN(nchw_dev)(job, b, u, K, 1, len);
     HA S, M2;
     HN(moments)(dev, len, &S, &M2);
@@ -361,7 +356,7 @@ static HINLINE void HN(nhwc_moments)(const HN(job) *job, HN(bufs) *b, const gn_u
     const HA *x = HN(row_in)(b->xa, d->dtype, job->a->p[CLNORM_ARG_X],
                              u->n * d->x_stride + u->p0 * C, P * C);
     for (size_t g = 0; g < q->G; g++) {
-        const HA K = HN(group_first)(job, u->n, g);
+        const HA K = HN(group_shift)(job, u->n, g);
         for (size_t c = g * q->cpg; c < (g + 1) * q->cpg; c++)
             b->kc[c] = K;
     }
@@ -599,7 +594,7 @@ static void HN(merge_stats)(const HN(job) *job, int store)
                 gn_merge(&cnt, &mean, &M2, job->ent[3 * e], job->ent[3 * e + 1],
                          job->ent[3 * e + 2]);
             }
-            HN(set_stats)(job, n, g, gi, HN(group_first)(job, n, g), mean, M2 / cnt);
+            HN(set_stats)(job, n, g, gi, HN(group_shift)(job, n, g), mean, M2 / cnt);
             if (store)
                 HN(store_stats)(job, gi);
         }

@@ -29,23 +29,17 @@ static double sigmoid(double z)
     return 1.0 / (1.0 + exp(-z));
 }
 
-/* The kernels' shift of group (n, g): in NCHW the median of its first three elements (row_shift
- * of its group row), in NHWC that of its first channel at positions 0, 1 and 2 (gn_shift1),
- * as the host loop's group_first. */
+/* The kernels' shift of group (n, g): the median of the three elements
+ * clnorm_group_shift_elem names, as the host loop takes it. */
 static double group_shift(const clnorm_desc *d, const void *x, size_t n, size_t c0, size_t cpg)
 {
-    const size_t hw = d->spatial, len = cpg * hw;
     double v[3];
-    if (len == 0)
+    if (cpg * d->spatial == 0)
         return 0.0;
     for (size_t k = 0; k < 3; k++) {
-        size_t c = c0, p = k < hw ? k : hw - 1;
-        if (d->layout != CLNORM_NHWC) {
-            const size_t i = k < len ? k : len - 1;
-            c = c0 + i / hw;
-            p = i % hw;
-        }
-        v[k] = clnorm_elem_load(d->dtype, x, at(d, d->x_stride, n, c, p));
+        size_t c, p;
+        clnorm_group_shift_elem(d->layout == CLNORM_NHWC, cpg, d->spatial, k, &c, &p);
+        v[k] = clnorm_elem_load(d->dtype, x, at(d, d->x_stride, n, c0 + c, p));
     }
     return clnorm_med3(v[0], v[1], v[2]);
 }
