@@ -13,7 +13,12 @@
  * (bench/RESULTS.md, "Kernel scalars in one struct"); under
  * `--toggle-collect=clnorm_execute_host`, with --host, those of the host loop.
  *
- *   clnorm-hot-call [--shape RxC] [--backward] [--host] [--reps N]
+ * With --rotate-mib N the calls take their tensors from sets of buffers of N MiB in all, one
+ * set after the other, as an application's stream of calls on fresh data does (and as
+ * clnorm-bench rotates): the same calls with nothing else in the process between them, which
+ * clnorm-bench's interleaved contenders are.
+ *
+ *   clnorm-hot-call [--shape RxC] [--backward] [--host] [--reps N] [--rotate-mib N]
  */
 #include <clnorm.h>
 
@@ -38,7 +43,7 @@ static int cmp_double(const void *a, const void *b)
 static int usage(const char *msg)
 {
     fprintf(stderr, "clnorm-hot-call: %s\nusage: clnorm-hot-call [--shape RxC] [--backward] "
-                    "[--host] [--reps N]\n", msg);
+                    "[--host] [--reps N] [--rotate-mib N]\n", msg);
     return 2;
 }
 
@@ -54,7 +59,7 @@ static size_t parse_count(const char *s, size_t max)
 
 int main(int argc, char **argv)
 {
-    size_t rows = 1, cols = 768, reps = 20000;
+    size_t rows = 1, cols = 768, reps = 20000, rotate_mib = 0;
     int backward = 0, host_call = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--backward") == 0) {
@@ -64,6 +69,9 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
             if (!(reps = parse_count(argv[++i], 100000000)))
                 return usage("--reps takes a whole number from 1 to 1e8");
+        } else if (strcmp(argv[i], "--rotate-mib") == 0 && i + 1 < argc) {
+            if (!(rotate_mib = parse_count(argv[++i], 65536)))
+                return usage("--rotate-mib takes a whole number from 1 to 65536");
         } else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
             const char *s = argv[++i], *x = strchr(s, 'x');
             char r[32];
@@ -95,10 +103,22 @@ int main(int argc, char **argv)
     clnorm_plan *plan = NULL;
     float *host = malloc(rows * cols * sizeof *host);
     double *t = malloc(reps * sizeof *t);
-    cl_mem mem[9] = {NULL};
-    float *arr[9] = {NULL}; /* --host: the same tensors as host arrays */
+    /* x, y (also dy), gamma, beta, mean, rstd, dx, dgamma, dbeta */
+    const size_t bytes[9] = {rows * cols * 4, rows * cols * 4, cols * 4, cols * 4, rows * 4,
+                             rows * 4,        rows * cols * 4, cols * 4, cols * 4};
+    size_t set_bytes = 0;
+    for (int i = 0; i < 9; i++)
+        set_bytes += bytes[i];
+    /* One set of the tensors, or with --rotate-mib as many as fill it (at least two). */
+    size_t sets = 1;
+    if (rotate_mib) {
+        sets = (rotate_mib << 20) / set_bytes;
+        sets = sets < 2 ? 2 : sets > 65536 ? 65536 : sets;
+    }
+    cl_mem(*mem)[9] = calloc(sets, sizeof *mem);
+    float *(*arr)[9] = calloc(sets, sizeof *arr); /* --host: the same tensors as host arrays */
     int rc = 1;
-    if (!host || !t) {
+    if (!host || !t || !mem || !arr) {
         fprintf(stderr, "clnorm-hot-call: out of host memory\n");
         goto out;
     }
@@ -108,57 +128,68 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < rows * cols; i++)
         host[i] = (float)(i % 13) * 0.25f;
-    /* x, y (also dy), gamma, beta, mean, rstd, dx, dgamma, dbeta */
-    const size_t bytes[9] = {rows * cols * 4, rows * cols * 4, cols * 4, cols * 4, rows * 4,
-                             rows * 4,        rows * cols * 4, cols * 4, cols * 4};
-    for (int i = 0; host_call && i < 9; i++) {
-        arr[i] = malloc(bytes[i]);
-        if (!arr[i]) {
-            fprintf(stderr, "clnorm-hot-call: out of host memory\n");
-            goto out;
+    for (size_t k = 0; host_call && k < sets; k++)
+        for (int i = 0; i < 9; i++) {
+            arr[k][i] = malloc(bytes[i]);
+            if (!arr[k][i]) {
+                fprintf(stderr, "clnorm-hot-call: out of host memory\n");
+                goto out;
+            }
+            if (i <= 3)
+                memcpy(arr[k][i], host, bytes[i]);
         }
-        if (i <= 3)
-            memcpy(arr[i], host, bytes[i]);
-    }
-    for (int i = 0; !host_call && i < 9; i++) {
-        cl_int err;
-        const int init = i <= 3; /* x, y, gamma, beta hold data */
-        mem[i] = clCreateBuffer(cl, CL_MEM_READ_WRITE | (init ? CL_MEM_COPY_HOST_PTR : 0),
-                                bytes[i], init ? host : NULL, &err);
-        if (err != CL_SUCCESS) {
-            fprintf(stderr, "clnorm-hot-call: clCreateBuffer failed (%d)\n", (int)err);
-            goto out;
+    for (size_t k = 0; !host_call && k < sets; k++)
+        for (int i = 0; i < 9; i++) {
+            cl_int err;
+            const int init = i <= 3; /* x, y, gamma, beta hold data */
+            mem[k][i] = clCreateBuffer(cl, CL_MEM_READ_WRITE | (init ? CL_MEM_COPY_HOST_PTR : 0),
+                                       bytes[i], init ? host : NULL, &err);
+            if (err != CL_SUCCESS) {
+                fprintf(stderr, "clnorm-hot-call: clCreateBuffer failed (%d)\n", (int)err);
+                goto out;
+            }
         }
-    }
-    const clnorm_arg fwd[] = {{CLNORM_ARG_X, mem[0], 0},    {CLNORM_ARG_Y, mem[1], 0},
-                              {CLNORM_ARG_GAMMA, mem[2], 0}, {CLNORM_ARG_BETA, mem[3], 0},
-                              {CLNORM_ARG_MEAN, mem[4], 0},  {CLNORM_ARG_RSTD, mem[5], 0}};
-    const clnorm_arg bwd[] = {{CLNORM_ARG_X, mem[0], 0},      {CLNORM_ARG_DY, mem[1], 0},
-                              {CLNORM_ARG_GAMMA, mem[2], 0},   {CLNORM_ARG_MEAN, mem[4], 0},
-                              {CLNORM_ARG_RSTD, mem[5], 0},    {CLNORM_ARG_DX, mem[6], 0},
-                              {CLNORM_ARG_DGAMMA, mem[7], 0}, {CLNORM_ARG_DBETA, mem[8], 0}};
-    const clnorm_host_arg hfwd[] = {{CLNORM_ARG_X, arr[0]},     {CLNORM_ARG_Y, arr[1]},
-                                    {CLNORM_ARG_GAMMA, arr[2]}, {CLNORM_ARG_BETA, arr[3]},
-                                    {CLNORM_ARG_MEAN, arr[4]},  {CLNORM_ARG_RSTD, arr[5]}};
-    const clnorm_host_arg hbwd[] = {{CLNORM_ARG_X, arr[0]},      {CLNORM_ARG_DY, arr[1]},
-                                    {CLNORM_ARG_GAMMA, arr[2]},  {CLNORM_ARG_MEAN, arr[4]},
-                                    {CLNORM_ARG_RSTD, arr[5]},   {CLNORM_ARG_DX, arr[6]},
-                                    {CLNORM_ARG_DGAMMA, arr[7]}, {CLNORM_ARG_DBETA, arr[8]}};
-    /* One forward first: the backward reads its mean and rstd. */
-    if (host_call) {
-        st = clnorm_execute_host(plan, CLNORM_FORWARD, hfwd, 6);
-    } else {
-        st = clnorm_execute(plan, CLNORM_FORWARD, fwd, 6, NULL, 0, NULL, NULL);
-        if (st == CLNORM_OK && clFinish(queue) != CL_SUCCESS)
-            st = CLNORM_OPENCL_ERROR;
+    /* One forward on every set first: the backward reads its mean and rstd. */
+    for (size_t k = 0; st == CLNORM_OK && k < sets; k++) {
+        cl_mem *m = mem[k];
+        float **a = arr[k];
+        const clnorm_arg fwd[] = {{CLNORM_ARG_X, m[0], 0},    {CLNORM_ARG_Y, m[1], 0},
+                                  {CLNORM_ARG_GAMMA, m[2], 0}, {CLNORM_ARG_BETA, m[3], 0},
+                                  {CLNORM_ARG_MEAN, m[4], 0},  {CLNORM_ARG_RSTD, m[5], 0}};
+        const clnorm_host_arg hfwd[] = {{CLNORM_ARG_X, a[0]},     {CLNORM_ARG_Y, a[1]},
+                                        {CLNORM_ARG_GAMMA, a[2]}, {CLNORM_ARG_BETA, a[3]},
+                                        {CLNORM_ARG_MEAN, a[4]},  {CLNORM_ARG_RSTD, a[5]}};
+        if (host_call) {
+            st = clnorm_execute_host(plan, CLNORM_FORWARD, hfwd, 6);
+        } else {
+            st = clnorm_execute(plan, CLNORM_FORWARD, fwd, 6, NULL, 0, NULL, NULL);
+            if (st == CLNORM_OK && clFinish(queue) != CL_SUCCESS)
+                st = CLNORM_OPENCL_ERROR;
+        }
     }
     for (size_t i = 0; st == CLNORM_OK && host_call && i < reps; i++) {
+        float **a = arr[i % sets];
+        const clnorm_host_arg hfwd[] = {{CLNORM_ARG_X, a[0]},     {CLNORM_ARG_Y, a[1]},
+                                        {CLNORM_ARG_GAMMA, a[2]}, {CLNORM_ARG_BETA, a[3]},
+                                        {CLNORM_ARG_MEAN, a[4]},  {CLNORM_ARG_RSTD, a[5]}};
+        const clnorm_host_arg hbwd[] = {{CLNORM_ARG_X, a[0]},      {CLNORM_ARG_DY, a[1]},
+                                        {CLNORM_ARG_GAMMA, a[2]},  {CLNORM_ARG_MEAN, a[4]},
+                                        {CLNORM_ARG_RSTD, a[5]},   {CLNORM_ARG_DX, a[6]},
+                                        {CLNORM_ARG_DGAMMA, a[7]}, {CLNORM_ARG_DBETA, a[8]}};
         const double t0 = now_us();
         st = backward ? clnorm_execute_host(plan, CLNORM_BACKWARD, hbwd, 8)
                       : clnorm_execute_host(plan, CLNORM_FORWARD, hfwd, 6);
         t[i] = now_us() - t0;
     }
     for (size_t i = 0; st == CLNORM_OK && !host_call && i < reps; i++) {
+        cl_mem *m = mem[i % sets];
+        const clnorm_arg fwd[] = {{CLNORM_ARG_X, m[0], 0},    {CLNORM_ARG_Y, m[1], 0},
+                                  {CLNORM_ARG_GAMMA, m[2], 0}, {CLNORM_ARG_BETA, m[3], 0},
+                                  {CLNORM_ARG_MEAN, m[4], 0},  {CLNORM_ARG_RSTD, m[5], 0}};
+        const clnorm_arg bwd[] = {{CLNORM_ARG_X, m[0], 0},      {CLNORM_ARG_DY, m[1], 0},
+                                  {CLNORM_ARG_GAMMA, m[2], 0},   {CLNORM_ARG_MEAN, m[4], 0},
+                                  {CLNORM_ARG_RSTD, m[5], 0},    {CLNORM_ARG_DX, m[6], 0},
+                                  {CLNORM_ARG_DGAMMA, m[7], 0}, {CLNORM_ARG_DBETA, m[8], 0}};
         cl_event done = NULL;
         const double t0 = now_us();
         st = backward ? clnorm_execute(plan, CLNORM_BACKWARD, bwd, 8, NULL, 0, NULL, &done)
@@ -185,19 +216,25 @@ int main(int argc, char **argv)
         strcpy(name, "?");
     name[sizeof name - 1] = '\0';
     const clnorm_direction dir = backward ? CLNORM_BACKWARD : CLNORM_FORWARD;
-    printf("%s %zux%zu, context on %s%s: median %.2f us, p10 %.2f, p90 %.2f (%zu calls)\n",
+    char rotation[64] = "";
+    if (sets > 1)
+        snprintf(rotation, sizeof rotation, ", %zu sets of buffers in turn", sets);
+    printf("%s %zux%zu, context on %s%s: median %.2f us, p10 %.2f, p90 %.2f (%zu calls%s)\n",
            backward ? "backward" : "forward", rows, cols, name,
            !host_call                                ? ""
            : clnorm_plan_uses_host_loop(plan, dir) ? ", host-pointer call, host loop"
                                                    : ", host-pointer call, through the device",
-           t[reps / 2], t[reps / 10], t[reps * 9 / 10], reps);
+           t[reps / 2], t[reps / 10], t[reps * 9 / 10], reps, rotation);
     rc = 0;
 out:
-    for (int i = 0; i < 9; i++) {
-        if (mem[i])
-            clReleaseMemObject(mem[i]);
-        free(arr[i]);
-    }
+    for (size_t k = 0; k < sets && mem && arr; k++)
+        for (int i = 0; i < 9; i++) {
+            if (mem[k][i])
+                clReleaseMemObject(mem[k][i]);
+            free(arr[k][i]);
+        }
+    free(mem);
+    free(arr);
     clnorm_plan_free(plan);
     clnorm_free(ctx);
     free(host);

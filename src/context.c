@@ -25,6 +25,7 @@ static clnorm_ctx *ctx_alloc(void)
     const char *v = getenv("CLNORM_VERBOSE");
     ctx->verbose = v && *v && strcmp(v, "0") != 0;
     atomic_init(&ctx->host_pool, NULL);
+    atomic_init(&ctx->part_queue_count, 0);
     clnorm_host_threads_init(ctx); /* one thread until the device is known */
     return ctx;
 }
@@ -164,6 +165,9 @@ void clnorm_free(clnorm_ctx *ctx)
     clnorm_release_programs(ctx);
     if (ctx->inline_queue)
         clReleaseCommandQueue(ctx->inline_queue);
+    for (unsigned i = 0; i < atomic_load(&ctx->part_queue_count); i++)
+        clReleaseCommandQueue(ctx->part_queues[i]);
+    free(ctx->part_queues);
     if (ctx->warm_queue)
         clReleaseCommandQueue(ctx->warm_queue);
     if (ctx->queue)

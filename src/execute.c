@@ -170,7 +170,9 @@ clnorm_status clnorm_execute(clnorm_plan *plan, clnorm_direction dir, const clno
         clnorm_execute_quiet(plan, dir, args, nargs, queue, nwait, wait, event, &inline_ran);
     if (st == CLNORM_OK && ctx->verbose) {
         CL_CHECK(ctx, clFinish(queue ? queue : ctx->queue), "clFinish (CLNORM_VERBOSE timing)");
-        clnorm_verbose_exec(plan, dir, "cl_mem", inline_ran ? ctx->inline_name : ctx->name,
+        char on[320];
+        clnorm_verbose_exec(plan, dir, "cl_mem",
+                            clnorm_ran_on(ctx, inline_ran, ctx->name, on, sizeof on),
                             clnorm_now_ms() - t0);
     }
     return st;
@@ -367,9 +369,12 @@ static clnorm_status host_call(clnorm_plan *plan, clnorm_direction dir,
         if (st != CLNORM_OK)
             return st;
     }
-    if (ctx->verbose)
-        clnorm_verbose_exec(plan, dir, "host", inline_ran ? ctx->inline_name : ran_on,
+    if (ctx->verbose) {
+        char on[320];
+        clnorm_verbose_exec(plan, dir, "host",
+                            clnorm_ran_on(ctx, inline_ran, ran_on, on, sizeof on),
                             clnorm_now_ms() - t0);
+    }
     return CLNORM_OK;
 }
 

@@ -108,10 +108,16 @@ struct clnorm_ctx {
      * it, for small plans executed on the context's own queue; NULL when there is none. */
     cl_device_id inline_device;
     cl_command_queue inline_queue;
-    /* Serializes everything that touches the in-thread device's commands and events
-     * (recursive: the host layer holds it around its own inner call). PoCL 3.1's `basic`
-     * device deadlocks when one thread releases one of its events while another runs its
-     * commands; it runs them in the calling thread anyway, one at a time. */
+    /* More in-order queues on the in-thread device, one per worker thread of the host pool
+     * that runs a part of a latency call's rows (latency.c): worker w > 0 uses
+     * part_queues[w - 1]. Made at the first call that cuts its rows, under `lock`; readers
+     * take `part_queue_count` (release/acquire) and then the queues below it. */
+    cl_command_queue *part_queues;
+    _Atomic unsigned part_queue_count;
+    /* Serializes the latency path's calls, and everything else that touches the in-thread
+     * device's commands and events (recursive: the host layer holds it around its own inner
+     * call). A call's parts run at once on different queues of that device, each in its own
+     * thread, while the caller holds the lock. */
     clnorm_mutex inline_lock;
     char inline_name[256];
     char name[512];
@@ -183,6 +189,12 @@ struct clnorm_plan {
     clnorm_geometry geo;
     clnorm_direction_kernels dir[2]; /* CLNORM_FORWARD, CLNORM_BACKWARD */
     int inline_ok;                   /* a latency plan: runs on ctx->inline_queue (latency.c) */
+    /* A latency plan's forward: the most parts of whole rows it is cut into, each run by one
+     * thread of the host pool on its own queue of the in-thread device (latency.c); 1: the
+     * calling thread runs it whole. `part_rows`: the rows a part holds a multiple of;
+     * `part_step`: each slot's offset advance per part_rows rows. */
+    unsigned inline_parts;
+    size_t part_rows, part_step[CLNORM_ARG_SLOT_COUNT];
     int host_ok[2]; /* per direction: its host-pointer calls run op->host (execute.c) */
     int host_mem;   /* its host-pointer calls make buffers over the host arrays (execute.c) */
     /* op->slot_info of every slot and direction, filled once at creation: each call's
@@ -352,6 +364,18 @@ clnorm_status clnorm_prepare_plan(clnorm_plan *plan, const clnorm_tuning *t);
 clnorm_status clnorm_launch(clnorm_plan *plan, clnorm_direction dir, const clnorm_call_args *a,
                             unsigned flags, int warm, cl_command_queue queue, cl_uint nwait,
                             const cl_event *wait, cl_event *event);
+/* The problem one launch covers: the description (for the op's scalars), the view the kernels
+ * see and the geometry. clnorm_launch's is the plan's; the latency path launches parts of a
+ * plan's rows, each a smaller problem of the same plan (latency.c). */
+typedef struct {
+    const clnorm_desc *desc, *view;
+    const clnorm_geometry *geo;
+} clnorm_span;
+/* clnorm_launch for `part` (NULL: the plan's whole problem). */
+clnorm_status clnorm_launch_span(clnorm_plan *plan, const clnorm_span *part,
+                                 clnorm_direction dir, const clnorm_call_args *a, unsigned flags,
+                                 int warm, cl_command_queue queue, cl_uint nwait,
+                                 const cl_event *wait, cl_event *event);
 void clnorm_release_instances(clnorm_plan *plan);
 
 /* What every layer-1 call checks first: a device context, a device plan, a consistent wait
@@ -396,6 +420,16 @@ int clnorm_latency_fits(const clnorm_desc *d, size_t threshold);
  * bad value. */
 clnorm_status clnorm_fits_env(clnorm_ctx *ctx, const clnorm_desc *d, const char *name,
                               size_t def, int *fits, int *set);
+/* Is queue one of the in-thread device's (ctx->inline_queue or a part queue)? */
+int clnorm_is_inline_queue(clnorm_ctx *ctx, cl_command_queue queue);
+/* Decides plan->inline_parts (and the part layout) for a prepared latency plan. */
+void clnorm_latency_plan_parts(clnorm_plan *plan);
+/* A latency call's rows are cut into parts only when each holds at least this many bytes of
+ * x: below it, handing a part to a worker costs more than the part's work (bench/RESULTS.md,
+ * "The latency path on the host pool's threads"). */
+#define CLNORM_LATENCY_PART_MIN_BYTES ((size_t)64 << 10)
+/* ... and into at most this many parts, whatever CLNORM_HOST_THREADS says. */
+#define CLNORM_LATENCY_MAX_PARTS 64u
 /* Runs a validated call on the in-thread device when the policy takes it (*taken = 1); else
  * does nothing and the caller launches on `queue`. */
 clnorm_status clnorm_latency_launch(clnorm_plan *plan, clnorm_direction dir,
@@ -418,6 +452,10 @@ const char *clnorm_host_loop_name(const clnorm_ctx *ctx);
 /* ---- verbose (verbose.c) ---- */
 double clnorm_now_ms(void);
 void clnorm_verbose_plan(const clnorm_plan *plan, double ms, int built);
+/* Where an execution ran, for its exec line: `other` when the latency path did not take it
+ * (inline_parts 0), else the in-thread device, with the number of parts it was cut into. */
+const char *clnorm_ran_on(const clnorm_ctx *ctx, int inline_parts, const char *other, char *buf,
+                          size_t size);
 /* device: where the kernels ran (the context's device or its latency device). */
 void clnorm_verbose_exec(const clnorm_plan *plan, clnorm_direction dir, const char *api,
                          const char *device, double ms);

@@ -19,6 +19,16 @@
  *    and the event returned is complete (a user event: see inline_lock in internal.h).
  *    Otherwise (a wait list still pending, an application queue, another queue of the
  *    context) the plan runs on that queue as any plan does.
+ *  - A latency call's forward whose x holds at least two CLNORM_LATENCY_PART_MIN_BYTES is cut
+ *    into parts of whole rows, as many as the host pool has threads (CLNORM_HOST_THREADS,
+ *    default the device's compute units; 1 turns this off): the calling thread runs one, the
+ *    pool's workers the others, each on a queue of its own on the in-thread device, all at
+ *    once. The in-thread device runs a command in the thread that waits for it, so one
+ *    thread alone streams the rows, where the multi-threaded device and oneDNN use every
+ *    core. A part is the same plan over fewer rows (op->part_rows, op->part_desc), so every
+ *    row comes out bit for bit as it does whole. Only ops whose forward rows are independent
+ *    describe parts; the backward is never cut (its parameter gradients add over all
+ *    rows, in one order).
  *  - The host loop's thresholds (CLNORM_HOST_BYTES, CLNORM_HOST_BACKWARD_BYTES; src/execute.c
  *    runs the loop) are read the same way, by clnorm_fits_env.
  *  - PoCL 3.1 mishandles a command of one device that waits on an event of the other in the
@@ -26,11 +36,15 @@
  *    `pthread` kernel runs before it and reads stale data), so every wait across the two
  *    devices is a wait on the host, never an event dependency. And its `basic` device
  *    deadlocks when one thread releases one of its events while another runs its commands:
- *    ctx->inline_lock serializes the in-thread device's work, and the caller's event is a
- *    user event, never one of `basic`.
+ *    ctx->inline_lock serializes the latency calls, and the caller's event is a user event,
+ *    never one of `basic`. Within a call, each part has a queue of its own (two threads
+ *    each enqueuing chains on a queue of their own and releasing their events ran 2 million
+ *    times without a hang in a standalone program: bench/RESULTS.md).
  */
 #include "internal.h"
+#include "op/op.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,6 +145,153 @@ static int all_complete(cl_uint nwait, const cl_event *wait)
     return 1;
 }
 
+int clnorm_is_inline_queue(clnorm_ctx *ctx, cl_command_queue queue)
+{
+    if (!ctx->inline_queue || !queue)
+        return 0;
+    if (queue == ctx->inline_queue)
+        return 1;
+    const unsigned n = atomic_load_explicit(&ctx->part_queue_count, memory_order_acquire);
+    for (unsigned i = 0; i < n; i++)
+        if (queue == ctx->part_queues[i])
+            return 1;
+    return 0;
+}
+
+/* Makes sure the workers 1 .. want - 1 each have their queue on the in-thread device; 0 when
+ * one cannot be made (the call then runs whole in the calling thread). */
+static int part_queues_ready(clnorm_ctx *ctx, unsigned want)
+{
+    if (atomic_load_explicit(&ctx->part_queue_count, memory_order_acquire) + 1 >= want)
+        return 1;
+    clnorm_mutex_lock(&ctx->lock);
+    unsigned n = atomic_load_explicit(&ctx->part_queue_count, memory_order_relaxed);
+    if (n + 1 < want && !ctx->part_queues)
+        ctx->part_queues = calloc(ctx->host_threads, sizeof *ctx->part_queues);
+    while (ctx->part_queues && n + 1 < want && n + 1 < ctx->host_threads) {
+        cl_int err;
+        cl_command_queue q = clCreateCommandQueue(ctx->context, ctx->inline_device, 0, &err);
+        if (err != CL_SUCCESS)
+            break;
+        ctx->part_queues[n++] = q;
+        atomic_store_explicit(&ctx->part_queue_count, n, memory_order_release);
+    }
+    clnorm_mutex_unlock(&ctx->lock);
+    return n + 1 >= want;
+}
+
+void clnorm_latency_plan_parts(clnorm_plan *plan)
+{
+    const clnorm_ctx *ctx = plan->ctx;
+    const clnorm_op *op = plan->op;
+    const clnorm_desc *d = &plan->desc;
+    const clnorm_chain *chain = plan->dir[CLNORM_FORWARD].chain;
+    plan->inline_parts = 1;
+    if (!plan->inline_ok || !op->part_rows || !op->part_desc || !chain || d->rows == 0 ||
+        ctx->host_threads < 2)
+        return;
+    /* Steps that take rows one by one (or in blocks of rows) in a grid-stride loop: a part's
+     * kernels see a smaller batch of the same rows. */
+    for (size_t k = 0; k < chain->nsteps; k++)
+        if (chain->steps[k].geom != GEOM_FWD && chain->steps[k].geom != GEOM_SPLIT)
+            return;
+    const size_t q = op->part_rows(d, plan->part_step);
+    if (q == 0 || d->rows % q != 0)
+        return;
+    /* x's bytes, which a latency plan keeps within CLNORM_LATENCY_BYTES (at most 2^40) */
+    const size_t bytes = d->rows * clnorm_row_len(d) * clnorm_dtype_size(d->dtype);
+    size_t parts = bytes / CLNORM_LATENCY_PART_MIN_BYTES;
+    if (parts > d->rows / q)
+        parts = d->rows / q;
+    if (parts > ctx->host_threads)
+        parts = ctx->host_threads;
+    if (parts > CLNORM_LATENCY_MAX_PARTS)
+        parts = CLNORM_LATENCY_MAX_PARTS;
+    plan->inline_parts = parts > 1 ? (unsigned)parts : 1;
+    plan->part_rows = q;
+}
+
+/* The caller's event: a user event, already complete. It is an event of no device, so the
+ * caller may wait for it, pass it to either device or release it from any thread (a `basic`
+ * event must not be released outside inline_lock, see internal.h). */
+static clnorm_status complete_event(clnorm_ctx *ctx, cl_event *event)
+{
+    cl_int err;
+    *event = clCreateUserEvent(ctx->context, &err);
+    CL_CHECK(ctx, err, "clCreateUserEvent (the latency path's event)");
+    err = clSetUserEventStatus(*event, CL_COMPLETE);
+    if (err != CL_SUCCESS) {
+        clReleaseEvent(*event);
+        *event = NULL;
+        return clnorm_fail(ctx, err, "clSetUserEventStatus failed: %s",
+                           clnorm_status_string(err));
+    }
+    return CLNORM_OK;
+}
+
+/* One latency call cut into parts: what each part's thread needs, and what it reports. */
+typedef struct {
+    clnorm_plan *plan;
+    const clnorm_call_args *a;
+    unsigned flags;
+    size_t parts, units; /* units: blocks of plan->part_rows rows */
+    _Atomic int failed;  /* the first part to fail sets it and writes status and msg */
+    clnorm_status status;
+    char msg[512];
+} split_call;
+
+static void run_part(void *arg, size_t i, unsigned worker)
+{
+    split_call *j = arg;
+    clnorm_plan *plan = j->plan;
+    clnorm_ctx *ctx = plan->ctx;
+    /* Units [u0, u1) of the batch, nearly equal shares. */
+    const size_t u0 = j->units * i / j->parts, u1 = j->units * (i + 1) / j->parts;
+    clnorm_desc desc, view;
+    plan->op->part_desc(&plan->desc, (u1 - u0) * plan->part_rows, &desc);
+    if (plan->op->kernel_view)
+        plan->op->kernel_view(&desc, &view);
+    else
+        view = desc;
+    /* The plan's work-groups, shared out (a part's kernels loop over its rows) */
+    clnorm_geometry geo = plan->geo;
+    geo.groups = clnorm_div_up(plan->geo.groups, j->parts);
+    const clnorm_span x = {&desc, &view, &geo};
+    clnorm_call_args a = *j->a;
+    for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
+        if (a.present & SLOT_BIT(s))
+            a.offset[s] += u0 * plan->part_step[s];
+    cl_command_queue queue = worker == 0 ? ctx->inline_queue : ctx->part_queues[worker - 1];
+    cl_event done = NULL;
+    clnorm_status st =
+        clnorm_launch_span(plan, &x, CLNORM_FORWARD, &a, j->flags, 0, queue, 0, NULL, &done);
+    if (st == CLNORM_OK) {
+        const cl_int err = clWaitForEvents(1, &done);
+        clReleaseEvent(done);
+        if (err != CL_SUCCESS)
+            st = clnorm_fail(ctx, err, "the latency path's kernels failed: %s",
+                             clnorm_status_string(err));
+    }
+    /* The message is this thread's (status.c): the calling thread reports it. */
+    if (st != CLNORM_OK && !atomic_exchange(&j->failed, 1)) {
+        j->status = st;
+        snprintf(j->msg, sizeof j->msg, "%s", clnorm_last_error(ctx));
+    }
+}
+
+/* The forward in parts, each on its own thread and queue; returns when all are done. */
+static clnorm_status run_parts(clnorm_plan *plan, clnorm_pool *pool, const clnorm_call_args *a,
+                               unsigned flags)
+{
+    split_call j = {.plan = plan, .a = a, .flags = flags, .parts = plan->inline_parts,
+                    .units = plan->desc.rows / plan->part_rows};
+    atomic_init(&j.failed, 0);
+    clnorm_pool_run(pool, j.parts, run_part, &j);
+    if (atomic_load(&j.failed))
+        return clnorm_fail(plan->ctx, j.status, "%s", j.msg);
+    return CLNORM_OK;
+}
+
 clnorm_status clnorm_latency_launch(clnorm_plan *plan, clnorm_direction dir,
                                     const clnorm_call_args *a, unsigned flags,
                                     cl_command_queue queue, cl_uint nwait, const cl_event *wait,
@@ -144,6 +305,14 @@ clnorm_status clnorm_latency_launch(clnorm_plan *plan, clnorm_direction dir,
     /* The work enqueued before, on the caller's in-order queue, is done before ours starts. */
     CL_CHECK(ctx, clFinish(queue), "clFinish (the latency path waits for the queue's work)");
     clnorm_mutex_lock(&ctx->inline_lock);
+    clnorm_pool *pool = dir == CLNORM_FORWARD && plan->inline_parts > 1 ? clnorm_host_pool(ctx)
+                                                                        : NULL;
+    if (pool && part_queues_ready(ctx, clnorm_pool_width(pool))) {
+        const clnorm_status st = run_parts(plan, pool, a, flags);
+        clnorm_mutex_unlock(&ctx->inline_lock);
+        *taken = (int)plan->inline_parts;
+        return st != CLNORM_OK || !event ? st : complete_event(ctx, event);
+    }
     cl_event done = NULL;
     clnorm_status st = clnorm_launch(plan, dir, a, flags, 0, ctx->inline_queue, 0, NULL, &done);
     if (st == CLNORM_OK) {
@@ -158,18 +327,5 @@ clnorm_status clnorm_latency_launch(clnorm_plan *plan, clnorm_direction dir,
     clnorm_mutex_unlock(&ctx->inline_lock);
     if (st != CLNORM_OK || !event)
         return st;
-    /* The caller's event: a user event, already complete. It is an event of no device, so
-     * the caller may wait for it, pass it to either device or release it from any thread
-     * (a `basic` event must not be released outside inline_lock, see internal.h). */
-    cl_int err;
-    *event = clCreateUserEvent(ctx->context, &err);
-    CL_CHECK(ctx, err, "clCreateUserEvent (the latency path's event)");
-    err = clSetUserEventStatus(*event, CL_COMPLETE);
-    if (err != CL_SUCCESS) {
-        clReleaseEvent(*event);
-        *event = NULL;
-        return clnorm_fail(ctx, err, "clSetUserEventStatus failed: %s",
-                           clnorm_status_string(err));
-    }
-    return CLNORM_OK;
+    return complete_event(ctx, event);
 }

@@ -156,13 +156,13 @@ static void arg_u64(argset *a, size_t v)
 /* Binds one step: the pointers of its tensor slots in ascending order, then those of its
  * argument list (scratch buffers, local memory), then the struct of its scalars: each slot's
  * offset and stride, then the list's scalars in order (kernels/common.cl, KS_PARAM). */
-static cl_int bind(const clnorm_plan *plan, clnorm_direction dir, clnorm_instance *in,
-                   size_t k, const clnorm_call_args *a, unsigned flags, int warm,
-                   size_t local)
+static cl_int bind(const clnorm_plan *plan, const clnorm_span *x, clnorm_direction dir,
+                   clnorm_instance *in, size_t k, const clnorm_call_args *a, unsigned flags,
+                   int warm, size_t local)
 {
     const clnorm_kstep *step = &((const clnorm_chain *)plan->dir[dir].chain)->steps[k];
-    const clnorm_desc *d = &plan->view; /* rows and cols as the kernels see them */
-    const clnorm_geometry *g = &plan->geo;
+    const clnorm_desc *d = x->view; /* rows and cols as the kernels see them */
+    const clnorm_geometry *g = x->geo;
     const int fwd_chunks = step->geom == GEOM_SPLIT;
     argset s = {in->kernels[k], 0, &in->null_args[k], {0}, 0, CL_SUCCESS};
     for (unsigned slot = 0; slot < CLNORM_ARG_SLOT_COUNT; slot++) {
@@ -197,7 +197,7 @@ static cl_int bind(const clnorm_plan *plan, clnorm_direction dir, clnorm_instanc
         case KA_ROWS_PER_GROUP: arg_u64(&s, g->bwd_rows_per_group); break;
         case KA_GROUPS: arg_u64(&s, g->bwd_groups); break;
         case KA_LOCAL_ACC: arg_ptr(&s, local * clnorm_param_size(d->dtype), NULL, 0); break;
-        case KA_OP: arg_u64(&s, plan->op->scalar(&plan->desc, ka->arg)); break;
+        case KA_OP: arg_u64(&s, plan->op->scalar(x->desc, ka->arg)); break;
         case KA_END: break;
         }
     }
@@ -226,12 +226,12 @@ static int in_order(cl_command_queue queue)
 }
 
 /* The RUN_* conditions an execution meets. */
-static unsigned run_conditions(const clnorm_plan *plan, unsigned flags)
+static unsigned run_conditions(const clnorm_geometry *g, unsigned flags)
 {
     unsigned run = 0;
     if (flags & CLNORM_KF_RECOMPUTE)
         run |= RUN_RECOMPUTE;
-    if (plan->geo.bwd_chunks > 1)
+    if (g->bwd_chunks > 1)
         run |= RUN_CHUNKED;
     if (flags & CLNORM_KF_GRAD_X)
         run |= RUN_GRAD_X;
@@ -241,16 +241,17 @@ static unsigned run_conditions(const clnorm_plan *plan, unsigned flags)
         run |= RUN_PARAM_GRADS;
     if ((flags & CLNORM_KF_GRAD_X) && !(flags & CLNORM_KF_GLOBAL_STATS))
         run |= RUN_DX_SUMS;
-    if (plan->geo.bwd_slices)
+    if (g->bwd_slices)
         run |= RUN_SLICED;
-    run |= plan->geo.samples ? RUN_SAMPLES : RUN_TILES;
+    run |= g->samples ? RUN_SAMPLES : RUN_TILES;
     return run;
 }
 
 /* Enqueues the chosen steps one after another: each waits on the event of the one before (the
  * first on the wait list), so that an out-of-order queue keeps them in sequence too. *done
  * gets the last step's event; every path out releases the events in between. */
-static clnorm_status enqueue_steps(clnorm_plan *plan, clnorm_direction dir, clnorm_instance *in,
+static clnorm_status enqueue_steps(clnorm_plan *plan, const clnorm_span *x,
+                                   clnorm_direction dir, clnorm_instance *in,
                                    const size_t *steps, size_t nsteps, const clnorm_call_args *a,
                                    unsigned flags, int warm, cl_command_queue queue,
                                    cl_uint nwait, const cl_event *wait, cl_event *done)
@@ -263,14 +264,14 @@ static clnorm_status enqueue_steps(clnorm_plan *plan, clnorm_direction dir, clno
         const clnorm_kstep *step = &chain->steps[k];
         cl_uint dims;
         size_t global[2], local[2];
-        clnorm_policy_ndrange(&plan->geo, &plan->view, step->geom, &dims, global, local);
+        clnorm_policy_ndrange(x->geo, x->view, step->geom, &dims, global, local);
         /* A warm-up compiles for the work-group size; one group of it is enough, and the
          * full grid of a column pass over an empty batch of 2^40 columns would take hours. */
         if (warm) {
             global[0] = local[0];
             global[1] = local[1];
         }
-        cl_int err = bind(plan, dir, in, k, a, flags, warm, local[0]);
+        cl_int err = bind(plan, x, dir, in, k, a, flags, warm, local[0]);
         cl_event ev = NULL;
         if (err == CL_SUCCESS)
             err = clEnqueueNDRangeKernel(queue, in->kernels[k], dims, NULL, global, local,
@@ -289,21 +290,24 @@ static clnorm_status enqueue_steps(clnorm_plan *plan, clnorm_direction dir, clno
     return CLNORM_OK;
 }
 
-clnorm_status clnorm_launch(clnorm_plan *plan, clnorm_direction dir, const clnorm_call_args *a,
-                            unsigned flags, int warm, cl_command_queue queue, cl_uint nwait,
-                            const cl_event *wait, cl_event *event)
+clnorm_status clnorm_launch_span(clnorm_plan *plan, const clnorm_span *part,
+                                 clnorm_direction dir, const clnorm_call_args *a, unsigned flags,
+                                 int warm, cl_command_queue queue, cl_uint nwait,
+                                 const cl_event *wait, cl_event *event)
 {
     clnorm_ctx *ctx = plan->ctx;
     const clnorm_chain *chain = plan->dir[dir].chain;
+    const clnorm_span whole = {&plan->desc, &plan->view, &plan->geo};
+    const clnorm_span *x = part ? part : &whole;
     /* The steps this execution runs: those whose conditions hold and whose NDRange is not
      * empty (no row blocks in an empty batch). */
-    const unsigned run = run_conditions(plan, flags);
+    const unsigned run = run_conditions(x->geo, flags);
     size_t steps[CLNORM_MAX_STEPS], nsteps = 0;
     for (size_t k = 0; k < chain->nsteps; k++) {
         const clnorm_kstep *step = &chain->steps[k];
         cl_uint dims;
         size_t global[2], local[2];
-        clnorm_policy_ndrange(&plan->geo, &plan->view, step->geom, &dims, global, local);
+        clnorm_policy_ndrange(x->geo, x->view, step->geom, &dims, global, local);
         /* a warm-up runs every step the geometry chose */
         const unsigned need = warm ? step->run_if & (RUN_SAMPLES | RUN_TILES) : step->run_if;
         if ((need & run) == need && global[0] > 0 && global[1] > 0)
@@ -334,7 +338,7 @@ clnorm_status clnorm_launch(clnorm_plan *plan, clnorm_direction dir, const clnor
     /* The latency path's queue (latency.c): its chains are waited for before the call returns
      * and leave no `last` behind, so only an earlier chain of the main device is waited for,
      * on the host (PoCL mishandles one device waiting on the other's event). */
-    const int on_inline = ctx->inline_queue && queue == ctx->inline_queue;
+    const int on_inline = clnorm_is_inline_queue(ctx, queue);
     if (in->last && !(queue == in->last_queue && in_order(queue))) {
         if (on_inline) {
             const cl_int err = clWaitForEvents(1, &in->last);
@@ -351,8 +355,8 @@ clnorm_status clnorm_launch(clnorm_plan *plan, clnorm_direction dir, const clnor
     }
 
     cl_event done = NULL;
-    clnorm_status st = enqueue_steps(plan, dir, in, steps, nsteps, a, flags, warm, queue, nlist,
-                                     nlist ? list : NULL, &done);
+    clnorm_status st = enqueue_steps(plan, x, dir, in, steps, nsteps, a, flags, warm, queue,
+                                     nlist, nlist ? list : NULL, &done);
     if (list != local_list)
         free(list);
     if (st == CLNORM_OK && on_inline) {
@@ -387,4 +391,11 @@ clnorm_status clnorm_launch(clnorm_plan *plan, clnorm_direction dir, const clnor
     }
     release(plan, in);
     return st;
+}
+
+clnorm_status clnorm_launch(clnorm_plan *plan, clnorm_direction dir, const clnorm_call_args *a,
+                            unsigned flags, int warm, cl_command_queue queue, cl_uint nwait,
+                            const cl_event *wait, cl_event *event)
+{
+    return clnorm_launch_span(plan, NULL, dir, a, flags, warm, queue, nwait, wait, event);
 }

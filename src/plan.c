@@ -228,6 +228,7 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
             clnorm_plan_free(plan);
             return st;
         }
+        clnorm_latency_plan_parts(plan);
         if (ctx->verbose)
             clnorm_verbose_plan(plan, clnorm_now_ms() - t0, clnorm_program_builds(ctx) > builds);
     } else if (ctx->verbose) {

@@ -50,3 +50,14 @@ void clnorm_verbose_exec(const clnorm_plan *p, clnorm_direction dir, const char 
             clnorm_dtype_name(p->desc.dtype), s,
             clnorm_strategy_name(p->strategy), api, device, ms);
 }
+
+const char *clnorm_ran_on(const clnorm_ctx *ctx, int inline_parts, const char *other, char *buf,
+                          size_t size)
+{
+    if (inline_parts <= 0)
+        return other;
+    if (inline_parts == 1)
+        return ctx->inline_name;
+    snprintf(buf, size, "%s (%d parts at once)", ctx->inline_name, inline_parts);
+    return buf;
+}

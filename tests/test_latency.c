@@ -10,13 +10,18 @@
  *  - The queue's order: work enqueued before on the context's queue is done first, work after
  *    sees the result, a pending wait list keeps the call on the queue (and asynchronous).
  *  - Threads sharing one latency plan, through both layers.
+ *  - A latency call cut into parts of rows that the host pool's threads run at once: the same
+ *    bits as the main device, every slot at an offset and with strided rows, in place, mixed
+ *    dtypes and per-sample modulation; its exec line says it was cut.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include "test_util.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static clnorm_ctx *make_ctx(void)
 {
@@ -361,6 +366,185 @@ static void test_threads_share_plan(void **state)
     clnorm_free(ctx);
 }
 
+/* ---- a latency call cut into parts ---- */
+
+typedef struct {
+    clnorm_kind kind;
+    clnorm_dtype dtype;
+    size_t rows, cols, samples;
+    unsigned flags;
+    int sum_in_place; /* ADD kinds: the sum output over the residual */
+} part_case;
+
+/* Each slot the forward takes gets a buffer of its own: `pad` elements, then the slot's
+ * extent (rows strided as the description says). Inputs hold random values, outputs
+ * sentinels, so both the written elements and those left alone are compared. */
+typedef struct {
+    cl_mem mem[CLNORM_ARG_SLOT_COUNT];
+    size_t bytes[CLNORM_ARG_SLOT_COUNT];
+    clnorm_slot_info info[CLNORM_ARG_SLOT_COUNT];
+    void *init[CLNORM_ARG_SLOT_COUNT];
+} part_bufs;
+
+enum { PART_PAD = 3 };
+
+static void part_bufs_make(clnorm_ctx *ctx, const clnorm_desc *d, const part_case *c,
+                           part_bufs *b)
+{
+    memset(b, 0, sizeof *b);
+    tu_rng rng;
+    tu_rng_seed(&rng, 31);
+    for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++) {
+        clnorm_slot_info *in = &b->info[s];
+        assert_int_equal(clnorm_slot_query(d, CLNORM_FORWARD, (clnorm_arg_slot)s, in),
+                         CLNORM_OK);
+        if (in->use == CLNORM_SLOT_UNUSED || (s == CLNORM_ARG_SUM && c->sum_in_place))
+            continue;
+        const size_t n = PART_PAD + in->extent, es = clnorm_elem_size(in->dtype);
+        b->init[s] = in->is_output ? tu_alloc_sentinel(in->dtype, n, 1)
+                                   : tu_make_vector(&rng, in->dtype, n, s == 0 ? 3.0 : 0.5, 1.0);
+        b->bytes[s] = n * es;
+    }
+    (void)ctx;
+}
+
+/* Fresh buffers from the initial contents, the forward, and the outputs read back. */
+static void part_forward(clnorm_ctx *ctx, clnorm_plan *p, const part_case *c, part_bufs *b,
+                         void *out[CLNORM_ARG_SLOT_COUNT])
+{
+    cl_context cc = clnorm_get_cl_context(ctx);
+    cl_command_queue q = clnorm_get_queue(ctx);
+    clnorm_arg args[CLNORM_ARG_SLOT_COUNT];
+    size_t n = 0;
+    for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++) {
+        b->mem[s] = b->init[s] ? tu_buffer_bytes(cc, q, b->init[s], b->bytes[s]) : NULL;
+        if (b->mem[s])
+            args[n++] = (clnorm_arg){(clnorm_arg_slot)s, b->mem[s], PART_PAD};
+    }
+    if (c->sum_in_place)
+        args[n++] = (clnorm_arg){CLNORM_ARG_SUM, b->mem[CLNORM_ARG_RESIDUAL], PART_PAD};
+    if (clnorm_execute(p, CLNORM_FORWARD, args, n, NULL, 0, NULL, NULL) != CLNORM_OK)
+        fail_msg("forward: %s", clnorm_last_error(ctx));
+    for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++) {
+        out[s] = NULL;
+        if (!b->mem[s])
+            continue;
+        out[s] = malloc(b->bytes[s]);
+        assert_non_null(out[s]);
+        tu_read_bytes(q, b->mem[s], out[s], b->bytes[s]);
+        clReleaseMemObject(b->mem[s]);
+    }
+}
+
+/* The exec lines CLNORM_VERBOSE printed while fn ran, in buf. */
+static void captured_stderr(void (*fn)(void *), void *arg, char *buf, size_t size)
+{
+    fflush(stderr);
+    FILE *tmp = tmpfile();
+    assert_non_null(tmp);
+    const int saved = dup(fileno(stderr));
+    assert_true(saved >= 0);
+    assert_true(dup2(fileno(tmp), fileno(stderr)) >= 0);
+    fn(arg);
+    fflush(stderr);
+    dup2(saved, fileno(stderr));
+    close(saved);
+    rewind(tmp);
+    const size_t got = fread(buf, 1, size - 1, tmp);
+    buf[got] = '\0';
+    fclose(tmp);
+}
+
+typedef struct {
+    clnorm_ctx *ctx;
+    clnorm_plan *p;
+    const part_case *c;
+    part_bufs *b;
+    void **out;
+} part_run;
+
+static void part_run_fn(void *arg)
+{
+    part_run *r = arg;
+    part_forward(r->ctx, r->p, r->c, r->b, r->out);
+}
+
+static const char *op_name(clnorm_kind kind)
+{
+    clnorm_op_info info;
+    return clnorm_op_query(kind, &info) == CLNORM_OK ? info.name : "?";
+}
+
+static void check_parts(clnorm_ctx *ctx, const part_case *c)
+{
+    clnorm_desc d;
+    clnorm_desc_init(&d, c->kind, c->rows, c->cols);
+    d.dtype = c->dtype;
+    d.flags = c->flags;
+    d.samples = c->samples;
+    d.x_stride = d.y_stride = c->cols + 5; /* strided rows: a part starts mid-buffer */
+    if (c->kind == CLNORM_ADD_LAYER || c->kind == CLNORM_ADD_RMS)
+        d.residual_stride = d.sum_stride = c->cols + 2;
+    if (c->samples > 1)
+        d.mod_stride = c->cols + 1;
+    int lat = 0, lat0 = 1;
+    clnorm_plan *pl = plan_of(ctx, &d, &lat);
+    setenv("CLNORM_LATENCY_BYTES", "0", 1);
+    clnorm_plan *pm = plan_of(ctx, &d, &lat0);
+    unsetenv("CLNORM_LATENCY_BYTES");
+    assert_true(lat);
+    assert_false(lat0);
+    part_bufs b;
+    part_bufs_make(ctx, &d, c, &b);
+    void *got[CLNORM_ARG_SLOT_COUNT], *want[CLNORM_ARG_SLOT_COUNT];
+    char lines[4096];
+    part_run r = {ctx, pl, c, &b, got};
+    captured_stderr(part_run_fn, &r, lines, sizeof lines);
+    if (!strstr(lines, "parts at once"))
+        fail_msg("%s %s %zux%zu: the call was not cut into parts; CLNORM_VERBOSE said:\n%s",
+                 op_name(c->kind), tu_dtype_name(c->dtype), c->rows, c->cols, lines);
+    part_forward(ctx, pm, c, &b, want);
+    for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++) {
+        if (!got[s])
+            continue;
+        const size_t es = clnorm_elem_size(b.info[s].dtype);
+        char what[96];
+        snprintf(what, sizeof what, "%s %zux%zu %s, parts vs main device", op_name(c->kind),
+                 c->rows, c->cols, clnorm_arg_name((clnorm_arg_slot)s));
+        assert_int_equal(tu_cmp_exact(b.info[s].dtype, got[s], want[s], b.bytes[s] / es, what),
+                         0);
+        free(got[s]);
+        free(want[s]);
+        free(b.init[s]);
+    }
+    clnorm_plan_free(pl);
+    clnorm_plan_free(pm);
+}
+
+static void test_parts(void **state)
+{
+    (void)state;
+    /* Three threads, so that parts are unequal and one runs on each; verbose exec lines. */
+    setenv("CLNORM_HOST_THREADS", "3", 1);
+    setenv("CLNORM_VERBOSE", "1", 1);
+    clnorm_ctx *ctx = latency_ctx();
+    unsetenv("CLNORM_HOST_THREADS");
+    unsetenv("CLNORM_VERBOSE");
+    const unsigned stats = CLNORM_SAVE_STATS;
+    const part_case cases[] = {
+        {CLNORM_LAYER, CLNORM_F32, 257, 768, 0, stats, 0},
+        {CLNORM_RMS, CLNORM_F32, 100, 1000, 0, stats | CLNORM_NO_GAMMA, 0},
+        {CLNORM_ADD_LAYER, CLNORM_F16, 200, 700, 0, stats | CLNORM_RESIDUAL_F32, 1},
+        {CLNORM_ADD_RMS, CLNORM_BF16, 300, 512, 0, 0, 0},
+        /* whole samples per part: 3 samples of 70 rows, 5 of 40 */
+        {CLNORM_LAYER, CLNORM_BF16, 210, 512, 3, stats | CLNORM_SCALE | CLNORM_SHIFT, 0},
+        {CLNORM_ADD_RMS, CLNORM_F32, 200, 256, 5, CLNORM_SCALE | CLNORM_NO_BETA, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_parts(ctx, &cases[i]);
+    clnorm_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -368,6 +552,7 @@ int main(void)
         cmocka_unit_test(test_same_bits),
         cmocka_unit_test(test_queue_order),
         cmocka_unit_test(test_threads_share_plan),
+        cmocka_unit_test(test_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
