@@ -229,6 +229,22 @@ static clnorm_status complete_event(clnorm_ctx *ctx, cl_event *event)
     return CLNORM_OK;
 }
 
+/* Launches `part` (NULL: the whole plan) on a queue of the in-thread device and waits for it:
+ * the device runs the kernels in this thread, during the wait. */
+static clnorm_status run_inline(clnorm_plan *plan, const clnorm_span *part, clnorm_direction dir,
+                                const clnorm_call_args *a, unsigned flags,
+                                cl_command_queue queue)
+{
+    cl_event done = NULL;
+    TRY(clnorm_launch_span(plan, part, dir, a, flags, 0, queue, 0, NULL, &done));
+    const cl_int err = clWaitForEvents(1, &done);
+    clReleaseEvent(done);
+    if (err != CL_SUCCESS)
+        return clnorm_fail(plan->ctx, err, "the latency path's kernels failed: %s",
+                           clnorm_status_string(err));
+    return CLNORM_OK;
+}
+
 /* One latency call cut into parts: what each part's thread needs, and what it reports. */
 typedef struct {
     clnorm_plan *plan;
@@ -262,16 +278,7 @@ static void run_part(void *arg, size_t i, unsigned worker)
         if (a.present & SLOT_BIT(s))
             a.offset[s] += u0 * plan->part_step[s];
     cl_command_queue queue = worker == 0 ? ctx->inline_queue : ctx->part_queues[worker - 1];
-    cl_event done = NULL;
-    clnorm_status st =
-        clnorm_launch_span(plan, &x, CLNORM_FORWARD, &a, j->flags, 0, queue, 0, NULL, &done);
-    if (st == CLNORM_OK) {
-        const cl_int err = clWaitForEvents(1, &done);
-        clReleaseEvent(done);
-        if (err != CL_SUCCESS)
-            st = clnorm_fail(ctx, err, "the latency path's kernels failed: %s",
-                             clnorm_status_string(err));
-    }
+    const clnorm_status st = run_inline(plan, &x, CLNORM_FORWARD, &a, j->flags, queue);
     /* The message is this thread's (status.c): the calling thread reports it. */
     if (st != CLNORM_OK && !atomic_exchange(&j->failed, 1)) {
         j->status = st;
@@ -313,17 +320,8 @@ clnorm_status clnorm_latency_launch(clnorm_plan *plan, clnorm_direction dir,
         *taken = (int)plan->inline_parts;
         return st != CLNORM_OK || !event ? st : complete_event(ctx, event);
     }
-    cl_event done = NULL;
-    clnorm_status st = clnorm_launch(plan, dir, a, flags, 0, ctx->inline_queue, 0, NULL, &done);
-    if (st == CLNORM_OK) {
-        /* Done before the call returns, so the work enqueued after it on `queue` finds it
-         * done. */
-        const cl_int err = clWaitForEvents(1, &done);
-        clReleaseEvent(done);
-        if (err != CL_SUCCESS)
-            st = clnorm_fail(ctx, err, "the latency path's kernels failed: %s",
-                             clnorm_status_string(err));
-    }
+    /* Done before the call returns, so the work enqueued after it on `queue` finds it done. */
+    const clnorm_status st = run_inline(plan, NULL, dir, a, flags, ctx->inline_queue);
     clnorm_mutex_unlock(&ctx->inline_lock);
     if (st != CLNORM_OK || !event)
         return st;
