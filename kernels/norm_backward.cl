@@ -184,9 +184,10 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
     } while (0)
 
 /*
- * Row block grp = get_group_id(1), chunk c = get_group_id(0) (columns [b, e)): for each row of
- * the block, the sums (computed here when the row is one chunk, else merged in chunk order
- * from norm_bwd_sums), then dx and the partials of the chunk's columns in one sweep.
+ * Row block grp = first_block + get_group_id(1), chunk c = get_group_id(0) (columns [b, e)):
+ * for each row of the block, the sums (computed here when the row is one chunk, else merged in
+ * chunk order from norm_bwd_sums), then dx and the partials of the chunk's columns in one
+ * sweep. first_block is 0 unless the host launches some of the blocks only (src/latency.c).
  */
 __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global A *part,
                             __global const A *sums, __local A *scratch, KS_PARAM)
@@ -199,8 +200,9 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global A *part,
     KS_UL(chunk_len);
     KS_UI(chunks);
     KS_UI(flags);
+    KS_UL(first_block);
     const uint c = get_group_id(0);
-    const ulong grp = get_group_id(1);
+    const ulong grp = first_block + get_group_id(1);
     const uint lid = get_local_id(0);
     const uint L = get_local_size(0);
     const ulong b = (ulong)c * chunk_len;

@@ -195,6 +195,9 @@ struct clnorm_plan {
      * `part_step`: each slot's offset advance per part_rows rows. */
     unsigned inline_parts;
     size_t part_rows, part_step[CLNORM_ARG_SLOT_COUNT];
+    /* A latency plan's backward: the most parts its row blocks are cut into (1: none), and
+     * the index of its chain's GEOM_BWD_ROWS step, the one cut (latency.c). */
+    unsigned inline_bwd_parts, bwd_rows_step;
     int host_ok[2]; /* per direction: its host-pointer calls run op->host (execute.c) */
     int host_mem;   /* its host-pointer calls make buffers over the host arrays (execute.c) */
     /* op->slot_info of every slot and direction, filled once at creation: each call's
@@ -370,8 +373,21 @@ clnorm_status clnorm_launch(clnorm_plan *plan, clnorm_direction dir, const clnor
 typedef struct {
     const clnorm_desc *desc, *view;
     const clnorm_geometry *geo;
+    /* Parts of one execution, which share one instance's scratch (all 0/NULL: the whole):
+     * the chain's steps to consider (bit k: step k; 0: every step), the row blocks of its
+     * GEOM_BWD_ROWS step ([block0, block0 + blocks); blocks 0: all), and the scratch buffers
+     * to bind instead of the instance's own. */
+    unsigned steps;
+    size_t block0, blocks;
+    const cl_mem *scratch;
 } clnorm_span;
-/* clnorm_launch for `part` (NULL: the plan's whole problem). */
+/* An instance of the plan's pool for one direction, taken for the caller's use (its scratch,
+ * shared by the parts of a latency call), and given back. */
+clnorm_status clnorm_acquire_instance(clnorm_plan *plan, clnorm_direction dir,
+                                      clnorm_instance **out);
+void clnorm_release_instance(clnorm_plan *plan, clnorm_instance *in);
+/* clnorm_launch for `part` (NULL: the plan's whole problem). When part->steps leaves no step
+ * to run, nothing is enqueued and *event is NULL. */
 clnorm_status clnorm_launch_span(clnorm_plan *plan, const clnorm_span *part,
                                  clnorm_direction dir, const clnorm_call_args *a, unsigned flags,
                                  int warm, cl_command_queue queue, cl_uint nwait,

@@ -27,8 +27,11 @@
  *    thread alone streams the rows, where the multi-threaded device and oneDNN use every
  *    core. A part is the same plan over fewer rows (op->part_rows, op->part_desc), so every
  *    row comes out bit for bit as it does whole. Only ops whose forward rows are independent
- *    describe parts; the backward is never cut (its parameter gradients add over all
- *    rows, in one order).
+ *    describe parts. A backward is cut by the row blocks of its GEOM_BWD_ROWS step: the steps
+ *    before them and after them (the parameter pass over every block's partials) run whole
+ *    in the calling thread, the blocks in parts, all on one instance's scratch; each block
+ *    computes what it computes whole, and the pass adds the partials in the same order, so
+ *    the gradients come out bit for bit too.
  *  - The host loop's thresholds (CLNORM_HOST_BYTES, CLNORM_HOST_BACKWARD_BYTES; src/execute.c
  *    runs the loop) are read the same way, by clnorm_fits_env.
  *  - PoCL 3.1 mishandles a command of one device that waits on an event of the other in the
@@ -180,15 +183,27 @@ static int part_queues_ready(clnorm_ctx *ctx, unsigned want)
     return n + 1 >= want;
 }
 
-void clnorm_latency_plan_parts(clnorm_plan *plan)
+/* Parts for x of `bytes` and at most `units` pieces: one per CLNORM_LATENCY_PART_MIN_BYTES,
+ * at most one per thread of the host loop (1: the call runs whole). */
+static unsigned parts_for(const clnorm_ctx *ctx, size_t bytes, size_t units)
 {
-    const clnorm_ctx *ctx = plan->ctx;
+    size_t parts = bytes / CLNORM_LATENCY_PART_MIN_BYTES;
+    if (parts > units)
+        parts = units;
+    if (parts > ctx->host_threads)
+        parts = ctx->host_threads;
+    if (parts > CLNORM_LATENCY_MAX_PARTS)
+        parts = CLNORM_LATENCY_MAX_PARTS;
+    return parts > 1 ? (unsigned)parts : 1;
+}
+
+/* The forward: parts of whole rows, each the same plan over fewer rows (op->part_rows). */
+static void forward_parts(clnorm_plan *plan, size_t bytes)
+{
     const clnorm_op *op = plan->op;
     const clnorm_desc *d = &plan->desc;
     const clnorm_chain *chain = plan->dir[CLNORM_FORWARD].chain;
-    plan->inline_parts = 1;
-    if (!plan->inline_ok || !op->part_rows || !op->part_desc || !chain || d->rows == 0 ||
-        ctx->host_threads < 2)
+    if (!op->part_rows || !op->part_desc || !chain)
         return;
     /* Steps that take rows one by one (or in blocks of rows) in a grid-stride loop: a part's
      * kernels see a smaller batch of the same rows. */
@@ -198,17 +213,47 @@ void clnorm_latency_plan_parts(clnorm_plan *plan)
     const size_t q = op->part_rows(d, plan->part_step);
     if (q == 0 || d->rows % q != 0)
         return;
+    plan->part_rows = q;
+    plan->inline_parts = parts_for(plan->ctx, bytes, d->rows / q);
+}
+
+/* The backward: the row blocks of its GEOM_BWD_ROWS step, each block's rows and parameter
+ * partials its own; the steps before and after it run whole, on the same scratch. Every
+ * part launches the same number of blocks (the last one's extra blocks have no rows and
+ * write nothing): PoCL 3.1 keeps a kernel's builds in a process-wide cache that counts
+ * references by kernel and work-group size but keys its builds by grid too, and two commands
+ * of one kernel with different grids at once release each other's build (an abort in
+ * pocl_release_dlhandle_cache, seen with parts of 2 and 3 blocks). The forward's parts share
+ * one grid by construction (run_part). */
+static void backward_parts(clnorm_plan *plan, size_t bytes)
+{
+    const clnorm_chain *chain = plan->dir[CLNORM_BACKWARD].chain;
+    if (!chain || plan->geo.bwd_groups < 2)
+        return;
+    size_t found = 0;
+    for (size_t k = 0; k < chain->nsteps; k++)
+        if (chain->steps[k].geom == GEOM_BWD_ROWS) {
+            plan->bwd_rows_step = (unsigned)k;
+            found++;
+        }
+    /* parts of the same number of blocks, none of them empty */
+    const size_t G = plan->geo.bwd_groups;
+    const size_t per = clnorm_div_up(G, parts_for(plan->ctx, bytes, G));
+    if (found == 1)
+        plan->inline_bwd_parts = (unsigned)clnorm_div_up(G, per);
+}
+
+void clnorm_latency_plan_parts(clnorm_plan *plan)
+{
+    const clnorm_desc *d = &plan->desc;
+    plan->inline_parts = plan->inline_bwd_parts = 1;
+    if (!plan->inline_ok || d->rows == 0 || plan->ctx->host_threads < 2)
+        return;
     /* x's bytes, which a latency plan keeps within CLNORM_LATENCY_BYTES (at most 2^40) */
     const size_t bytes = d->rows * clnorm_row_len(d) * clnorm_dtype_size(d->dtype);
-    size_t parts = bytes / CLNORM_LATENCY_PART_MIN_BYTES;
-    if (parts > d->rows / q)
-        parts = d->rows / q;
-    if (parts > ctx->host_threads)
-        parts = ctx->host_threads;
-    if (parts > CLNORM_LATENCY_MAX_PARTS)
-        parts = CLNORM_LATENCY_MAX_PARTS;
-    plan->inline_parts = parts > 1 ? (unsigned)parts : 1;
-    plan->part_rows = q;
+    forward_parts(plan, bytes);
+    if (d->flags & CLNORM_WITH_BACKWARD)
+        backward_parts(plan, bytes);
 }
 
 /* The caller's event: a user event, already complete. It is an event of no device, so the
@@ -237,6 +282,8 @@ static clnorm_status run_inline(clnorm_plan *plan, const clnorm_span *part, clno
 {
     cl_event done = NULL;
     TRY(clnorm_launch_span(plan, part, dir, a, flags, 0, queue, 0, NULL, &done));
+    if (!done)
+        return CLNORM_OK; /* a part with no step to run */
     const cl_int err = clWaitForEvents(1, &done);
     clReleaseEvent(done);
     if (err != CL_SUCCESS)
@@ -248,10 +295,12 @@ static clnorm_status run_inline(clnorm_plan *plan, const clnorm_span *part, clno
 /* One latency call cut into parts: what each part's thread needs, and what it reports. */
 typedef struct {
     clnorm_plan *plan;
+    clnorm_direction dir;
     const clnorm_call_args *a;
     unsigned flags;
-    size_t parts, units; /* units: blocks of plan->part_rows rows */
-    _Atomic int failed;  /* the first part to fail sets it and writes status and msg */
+    size_t parts, units;    /* forward: units of plan->part_rows rows; backward: row blocks */
+    const cl_mem *scratch;  /* backward: the scratch every part writes its blocks' partials to */
+    _Atomic int failed;     /* the first part to fail sets it and writes status and msg */
     clnorm_status status;
     char msg[512];
 } split_call;
@@ -261,24 +310,34 @@ static void run_part(void *arg, size_t i, unsigned worker)
     split_call *j = arg;
     clnorm_plan *plan = j->plan;
     clnorm_ctx *ctx = plan->ctx;
-    /* Units [u0, u1) of the batch, nearly equal shares. */
-    const size_t u0 = j->units * i / j->parts, u1 = j->units * (i + 1) / j->parts;
-    clnorm_desc desc, view;
-    plan->op->part_desc(&plan->desc, (u1 - u0) * plan->part_rows, &desc);
-    if (plan->op->kernel_view)
-        plan->op->kernel_view(&desc, &view);
-    else
-        view = desc;
-    /* The plan's work-groups, shared out (a part's kernels loop over its rows) */
-    clnorm_geometry geo = plan->geo;
-    geo.groups = clnorm_div_up(plan->geo.groups, j->parts);
-    const clnorm_span x = {&desc, &view, &geo};
-    clnorm_call_args a = *j->a;
-    for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
-        if (a.present & SLOT_BIT(s))
-            a.offset[s] += u0 * plan->part_step[s];
     cl_command_queue queue = worker == 0 ? ctx->inline_queue : ctx->part_queues[worker - 1];
-    const clnorm_status st = run_inline(plan, &x, CLNORM_FORWARD, &a, j->flags, queue);
+    clnorm_status st;
+    if (j->dir == CLNORM_BACKWARD) {
+        /* The whole problem's kernels over blocks [i * per, (i + 1) * per) only, the same
+         * number in every part (backward_parts) */
+        const size_t per = clnorm_div_up(j->units, j->parts);
+        const clnorm_span x = {&plan->desc, &plan->view, &plan->geo, 1u << plan->bwd_rows_step,
+                               i * per, per, j->scratch};
+        st = run_inline(plan, &x, CLNORM_BACKWARD, j->a, j->flags, queue);
+    } else {
+        /* Units [u0, u1) of the batch, nearly equal shares; the same grid in every part */
+        const size_t u0 = j->units * i / j->parts, u1 = j->units * (i + 1) / j->parts;
+        clnorm_desc desc, view;
+        plan->op->part_desc(&plan->desc, (u1 - u0) * plan->part_rows, &desc);
+        if (plan->op->kernel_view)
+            plan->op->kernel_view(&desc, &view);
+        else
+            view = desc;
+        /* The plan's work-groups, shared out (a part's kernels loop over its rows) */
+        clnorm_geometry geo = plan->geo;
+        geo.groups = clnorm_div_up(plan->geo.groups, j->parts);
+        const clnorm_span x = {&desc, &view, &geo, 0, 0, 0, NULL};
+        clnorm_call_args a = *j->a;
+        for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
+            if (a.present & SLOT_BIT(s))
+                a.offset[s] += u0 * plan->part_step[s];
+        st = run_inline(plan, &x, CLNORM_FORWARD, &a, j->flags, queue);
+    }
     /* The message is this thread's (status.c): the calling thread reports it. */
     if (st != CLNORM_OK && !atomic_exchange(&j->failed, 1)) {
         j->status = st;
@@ -286,17 +345,63 @@ static void run_part(void *arg, size_t i, unsigned worker)
     }
 }
 
-/* The forward in parts, each on its own thread and queue; returns when all are done. */
-static clnorm_status run_parts(clnorm_plan *plan, clnorm_pool *pool, const clnorm_call_args *a,
-                               unsigned flags)
+/* The parts of j at once, each on its own thread and queue; returns when all are done. */
+static clnorm_status run_split(clnorm_pool *pool, split_call *j)
 {
-    split_call j = {.plan = plan, .a = a, .flags = flags, .parts = plan->inline_parts,
-                    .units = plan->desc.rows / plan->part_rows};
-    atomic_init(&j.failed, 0);
-    clnorm_pool_run(pool, j.parts, run_part, &j);
-    if (atomic_load(&j.failed))
-        return clnorm_fail(plan->ctx, j.status, "%s", j.msg);
+    atomic_init(&j->failed, 0);
+    clnorm_pool_run(pool, j->parts, run_part, j);
+    if (atomic_load(&j->failed))
+        return clnorm_fail(j->plan->ctx, j->status, "%s", j->msg);
     return CLNORM_OK;
+}
+
+/* The forward in parts of rows. */
+static clnorm_status forward_in_parts(clnorm_plan *plan, clnorm_pool *pool,
+                                      const clnorm_call_args *a, unsigned flags)
+{
+    split_call j = {.plan = plan, .dir = CLNORM_FORWARD, .a = a, .flags = flags,
+                    .parts = plan->inline_parts, .units = plan->desc.rows / plan->part_rows};
+    return run_split(pool, &j);
+}
+
+/* The backward: the steps before the row blocks in this thread, the blocks in parts, the
+ * steps after (the parameter pass over every block's partials) in this thread, all on the
+ * scratch of one instance. Each block computes what it computes whole, and the parameter
+ * pass adds the partials in the same order: the same bits. */
+static clnorm_status backward_in_parts(clnorm_plan *plan, clnorm_pool *pool,
+                                       const clnorm_call_args *a, unsigned flags)
+{
+    clnorm_ctx *ctx = plan->ctx;
+    clnorm_instance *in = NULL;
+    TRY(clnorm_acquire_instance(plan, CLNORM_BACKWARD, &in));
+    /* Its scratch may still be in use by a chain on the main device: wait on the host (the
+     * latency path never makes one device wait for the other's event). */
+    clnorm_status st = CLNORM_OK;
+    if (in->last) {
+        const cl_int err = clWaitForEvents(1, &in->last);
+        if (err != CL_SUCCESS)
+            st = clnorm_fail(ctx, err, "waiting for the plan's previous run failed: %s",
+                             clnorm_status_string(err));
+        clReleaseEvent(in->last);
+        in->last = NULL;
+    }
+    const unsigned k = plan->bwd_rows_step, before = (1u << k) - 1, rows = 1u << k,
+                   after = ~(before | rows);
+    const clnorm_span whole = {&plan->desc, &plan->view, &plan->geo, before, 0, 0, in->scratch};
+    if (st == CLNORM_OK && before)
+        st = run_inline(plan, &whole, CLNORM_BACKWARD, a, flags, ctx->inline_queue);
+    if (st == CLNORM_OK) {
+        split_call j = {.plan = plan, .dir = CLNORM_BACKWARD, .a = a, .flags = flags,
+                        .parts = plan->inline_bwd_parts, .units = plan->geo.bwd_groups,
+                        .scratch = in->scratch};
+        st = run_split(pool, &j);
+    }
+    if (st == CLNORM_OK) {
+        const clnorm_span rest = {&plan->desc, &plan->view, &plan->geo, after, 0, 0, in->scratch};
+        st = run_inline(plan, &rest, CLNORM_BACKWARD, a, flags, ctx->inline_queue);
+    }
+    clnorm_release_instance(plan, in);
+    return st;
 }
 
 clnorm_status clnorm_latency_launch(clnorm_plan *plan, clnorm_direction dir,
@@ -312,12 +417,13 @@ clnorm_status clnorm_latency_launch(clnorm_plan *plan, clnorm_direction dir,
     /* The work enqueued before, on the caller's in-order queue, is done before ours starts. */
     CL_CHECK(ctx, clFinish(queue), "clFinish (the latency path waits for the queue's work)");
     clnorm_mutex_lock(&ctx->inline_lock);
-    clnorm_pool *pool = dir == CLNORM_FORWARD && plan->inline_parts > 1 ? clnorm_host_pool(ctx)
-                                                                        : NULL;
+    const unsigned parts = dir == CLNORM_FORWARD ? plan->inline_parts : plan->inline_bwd_parts;
+    clnorm_pool *pool = parts > 1 ? clnorm_host_pool(ctx) : NULL;
     if (pool && part_queues_ready(ctx, clnorm_pool_width(pool))) {
-        const clnorm_status st = run_parts(plan, pool, a, flags);
+        const clnorm_status st = dir == CLNORM_FORWARD ? forward_in_parts(plan, pool, a, flags)
+                                                       : backward_in_parts(plan, pool, a, flags);
         clnorm_mutex_unlock(&ctx->inline_lock);
-        *taken = (int)plan->inline_parts;
+        *taken = (int)parts;
         return st != CLNORM_OK || !event ? st : complete_event(ctx, event);
     }
     /* Done before the call returns, so the work enqueued after it on `queue` finds it done. */

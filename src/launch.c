@@ -72,7 +72,8 @@ static clnorm_status instance_new(clnorm_plan *plan, clnorm_direction dir, clnor
 }
 
 /* Takes a free instance of the direction's pool, making one when all are busy. */
-static clnorm_status acquire(clnorm_plan *plan, clnorm_direction dir, clnorm_instance **out)
+clnorm_status clnorm_acquire_instance(clnorm_plan *plan, clnorm_direction dir,
+                                      clnorm_instance **out)
 {
     clnorm_direction_kernels *dk = &plan->dir[dir];
     clnorm_status st = CLNORM_OK;
@@ -102,7 +103,7 @@ out:
     return st;
 }
 
-static void release(clnorm_plan *plan, clnorm_instance *in)
+void clnorm_release_instance(clnorm_plan *plan, clnorm_instance *in)
 {
     clnorm_mutex_lock(&plan->lock);
     in->busy = 0;
@@ -175,7 +176,7 @@ static cl_int bind(const clnorm_plan *plan, const clnorm_span *x, clnorm_directi
     }
     for (const clnorm_karg *ka = step->args; ka->kind != KA_END; ka++) {
         switch ((clnorm_karg_kind)ka->kind) {
-        case KA_SCRATCH: arg_mem(&s, in->scratch[ka->arg]); break;
+        case KA_SCRATCH: arg_mem(&s, (x->scratch ? x->scratch : in->scratch)[ka->arg]); break;
         case KA_ROWS: arg_u64(&s, warm ? 0 : d->rows); break;
         case KA_COLS: arg_u64(&s, d->cols); break;
         case KA_EPS:
@@ -198,6 +199,7 @@ static cl_int bind(const clnorm_plan *plan, const clnorm_span *x, clnorm_directi
         case KA_GROUPS: arg_u64(&s, g->bwd_groups); break;
         case KA_LOCAL_ACC: arg_ptr(&s, local * clnorm_param_size(d->dtype), NULL, 0); break;
         case KA_OP: arg_u64(&s, plan->op->scalar(x->desc, ka->arg)); break;
+        case KA_FIRST_BLOCK: arg_u64(&s, x->block0); break;
         case KA_END: break;
         }
     }
@@ -271,6 +273,12 @@ static clnorm_status enqueue_steps(clnorm_plan *plan, const clnorm_span *x,
             global[0] = local[0];
             global[1] = local[1];
         }
+        /* Some of the row blocks (op.h, GEOM_BWD_ROWS: the kernel adds KA_FIRST_BLOCK). A
+         * global offset would do it without an argument, but PoCL 3.1 builds a kernel apart
+         * for a zero offset, and when both builds of one kernel run at once it releases one
+         * build's reference for the other's: an abort in pocl_release_dlhandle_cache. */
+        if (step->geom == GEOM_BWD_ROWS && x->blocks > 0 && !warm)
+            global[1] = x->blocks;
         cl_int err = bind(plan, x, dir, in, k, a, flags, warm, local[0]);
         cl_event ev = NULL;
         if (err == CL_SUCCESS)
@@ -297,7 +305,7 @@ clnorm_status clnorm_launch_span(clnorm_plan *plan, const clnorm_span *part,
 {
     clnorm_ctx *ctx = plan->ctx;
     const clnorm_chain *chain = plan->dir[dir].chain;
-    const clnorm_span whole = {&plan->desc, &plan->view, &plan->geo};
+    const clnorm_span whole = {&plan->desc, &plan->view, &plan->geo, 0, 0, 0, NULL};
     const clnorm_span *x = part ? part : &whole;
     /* The steps this execution runs: those whose conditions hold and whose NDRange is not
      * empty (no row blocks in an empty batch). */
@@ -310,8 +318,14 @@ clnorm_status clnorm_launch_span(clnorm_plan *plan, const clnorm_span *part,
         clnorm_policy_ndrange(x->geo, x->view, step->geom, &dims, global, local);
         /* a warm-up runs every step the geometry chose */
         const unsigned need = warm ? step->run_if & (RUN_SAMPLES | RUN_TILES) : step->run_if;
-        if ((need & run) == need && global[0] > 0 && global[1] > 0)
+        if ((need & run) == need && global[0] > 0 && global[1] > 0 &&
+            (x->steps == 0 || (x->steps & (1u << k))))
             steps[nsteps++] = k;
+    }
+    if (nsteps == 0 && x->steps != 0) {
+        if (event)
+            *event = NULL; /* a part with nothing to run: nothing to wait for */
+        return CLNORM_OK;
     }
     if (nsteps == 0) {
         if (event)
@@ -321,7 +335,7 @@ clnorm_status clnorm_launch_span(clnorm_plan *plan, const clnorm_span *part,
     }
 
     clnorm_instance *in = NULL;
-    TRY(acquire(plan, dir, &in));
+    TRY(clnorm_acquire_instance(plan, dir, &in));
     /* The wait list plus the instance's last use of its scratch. */
     cl_event local_list[16];
     cl_event *list = local_list;
@@ -329,7 +343,7 @@ clnorm_status clnorm_launch_span(clnorm_plan *plan, const clnorm_span *part,
     if (nwait + 1 > sizeof local_list / sizeof local_list[0]) {
         list = malloc((nwait + 1) * sizeof *list);
         if (!list) {
-            release(plan, in);
+            clnorm_release_instance(plan, in);
             return clnorm_fail(ctx, CLNORM_OUT_OF_MEMORY, "out of host memory for a wait list");
         }
     }
@@ -345,7 +359,7 @@ clnorm_status clnorm_launch_span(clnorm_plan *plan, const clnorm_span *part,
             if (err != CL_SUCCESS) {
                 if (list != local_list)
                     free(list);
-                release(plan, in);
+                clnorm_release_instance(plan, in);
                 return clnorm_fail(ctx, err, "waiting for the plan's previous run failed: %s",
                                    clnorm_status_string(err));
             }
@@ -389,7 +403,7 @@ clnorm_status clnorm_launch_span(clnorm_plan *plan, const clnorm_span *part,
                 st = clnorm_fail(ctx, err, "clRetainEvent failed: %s", clnorm_status_string(err));
         }
     }
-    release(plan, in);
+    clnorm_release_instance(plan, in);
     return st;
 }
 

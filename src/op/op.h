@@ -30,8 +30,10 @@ typedef enum {
     KA_ROWS_PER_GROUP, /* ulong: backward row block */
     KA_GROUPS,         /* ulong: backward row blocks (partials to add) */
     KA_LOCAL_ACC,      /* __local A[local size] */
-    KA_OP              /* ulong: the op's own scalar number `arg` (clnorm_op.scalar), e.g. a
+    KA_OP,             /* ulong: the op's own scalar number `arg` (clnorm_op.scalar), e.g. a
                           GroupNorm's groups and spatial size */
+    KA_FIRST_BLOCK     /* ulong: the first row block of a GEOM_BWD_ROWS launch (0 but in a
+                          part of the latency path, clnorm_span.block0) */
 } clnorm_karg_kind;
 
 typedef struct {
@@ -45,7 +47,9 @@ typedef enum {
     GEOM_SPLIT,      /* 2D: (chunks x local, rows) */
     GEOM_BWD_STATS,  /* 1D: stats groups x bwd local */
     GEOM_BWD_CHUNKS, /* 2D: (bwd chunks x bwd local, rows) */
-    GEOM_BWD_ROWS,   /* 2D: (bwd chunks x bwd local, row blocks) */
+    GEOM_BWD_ROWS,   /* 2D: (bwd chunks x bwd local, row blocks); its kernel's block is
+                        KA_FIRST_BLOCK + get_group_id(1), so a launch over some of the blocks
+                        (the latency path's parts) runs exactly those */
     GEOM_BWD_PARAMS, /* 1D: param_items rounded up to the params local size */
     GEOM_ITEMS,      /* 1D: items work-groups of items_local (a work-group per item) */
     GEOM_BWD_SLICES, /* 2D: (slice_items rounded up to the params local size, bwd_slices) */

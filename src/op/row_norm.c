@@ -284,7 +284,8 @@ static const clnorm_karg bwd_sums_args[] = {SAMPLE_ROWS, {KA_SCRATCH, 0}, {KA_SC
 static const clnorm_karg bwd_rows_args[] = {SAMPLE_ROWS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1},
                                             {KA_SCRATCH, 2}, {KA_ROWS, 0}, {KA_COLS, 0},
                                             {KA_ROWS_PER_GROUP, 0}, {KA_CHUNK_LEN, 0},
-                                            {KA_CHUNKS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
+                                            {KA_CHUNKS, 0}, {KA_FLAGS, 0},
+                                            {KA_FIRST_BLOCK, 0}, {KA_LOCAL_ACC, 0},
                                             {KA_END, 0}};
 /* Backward scratch 3: the partials' slice sums (RUN_SLICED). */
 static const clnorm_karg bwd_slices_args[] = {SAMPLE_ROWS, {KA_OP, 1}, {KA_SCRATCH, 1},
