@@ -191,10 +191,10 @@ struct clnorm_plan {
     int inline_ok;                   /* a latency plan: runs on ctx->inline_queue (latency.c) */
     /* A latency plan's forward: the most parts of whole rows it is cut into, each run by one
      * thread of the host pool on its own queue of the in-thread device (latency.c); 1: the
-     * calling thread runs it whole. `part_rows`: the rows a part holds a multiple of;
-     * `part_step`: each slot's offset advance per part_rows rows. */
+     * calling thread runs it whole. `part_units`: the units the problem is cut into
+     * (op->part_units); `part_step`: each slot's offset advance per unit. */
     unsigned inline_parts;
-    size_t part_rows, part_step[CLNORM_ARG_SLOT_COUNT];
+    size_t part_units, part_step[CLNORM_ARG_SLOT_COUNT];
     /* A latency plan's backward: the most parts its row blocks are cut into (1: none), and
      * the index of its chain's GEOM_BWD_ROWS step, the one cut (latency.c). */
     unsigned inline_bwd_parts, bwd_rows_step;

@@ -25,9 +25,9 @@
  *    pool's workers the others, each on a queue of its own on the in-thread device, all at
  *    once. The in-thread device runs a command in the thread that waits for it, so one
  *    thread alone streams the rows, where the multi-threaded device and oneDNN use every
- *    core. A part is the same plan over fewer rows (op->part_rows, op->part_desc), so every
- *    row comes out bit for bit as it does whole. Only ops whose forward rows are independent
- *    describe parts. A backward is cut by the row blocks of its GEOM_BWD_ROWS step: the steps
+ *    core. A part is the same plan over fewer of its units (op->part_units, op->part_desc:
+ *    rows, samples, GroupNorm's groups), so every row comes out bit for bit as it does
+ *    whole. Only ops whose units are independent describe parts. A backward is cut by the row blocks of its GEOM_BWD_ROWS step: the steps
  *    before them and after them (the parameter pass over every block's partials) run whole
  *    in the calling thread, the blocks in parts, all on one instance's scratch; each block
  *    computes what it computes whole, and the pass adds the partials in the same order, so
@@ -197,24 +197,21 @@ static unsigned parts_for(const clnorm_ctx *ctx, size_t bytes, size_t units)
     return parts > 1 ? (unsigned)parts : 1;
 }
 
-/* The forward: parts of whole rows, each the same plan over fewer rows (op->part_rows). */
+/* The forward: parts of its units (op->part_units), each the same plan over fewer of them. */
 static void forward_parts(clnorm_plan *plan, size_t bytes)
 {
     const clnorm_op *op = plan->op;
-    const clnorm_desc *d = &plan->desc;
     const clnorm_chain *chain = plan->dir[CLNORM_FORWARD].chain;
-    if (!op->part_rows || !op->part_desc || !chain)
+    if (!op->part_units || !op->part_desc || !chain)
         return;
-    /* Steps that take rows one by one (or in blocks of rows) in a grid-stride loop: a part's
-     * kernels see a smaller batch of the same rows. */
+    /* Steps that take the kernels' rows one by one (or in blocks of rows) in a grid-stride
+     * loop: a part's kernels see a smaller batch of rows of the same kind. */
     for (size_t k = 0; k < chain->nsteps; k++)
         if (chain->steps[k].geom != GEOM_FWD && chain->steps[k].geom != GEOM_SPLIT)
             return;
-    const size_t q = op->part_rows(d, plan->part_step);
-    if (q == 0 || d->rows % q != 0)
-        return;
-    plan->part_rows = q;
-    plan->inline_parts = parts_for(plan->ctx, bytes, d->rows / q);
+    plan->part_units = op->part_units(&plan->desc, plan->part_step);
+    if (plan->part_units > 1)
+        plan->inline_parts = parts_for(plan->ctx, bytes, plan->part_units);
 }
 
 /* The backward: the row blocks of its GEOM_BWD_ROWS step, each block's rows and parameter
@@ -298,7 +295,7 @@ typedef struct {
     clnorm_direction dir;
     const clnorm_call_args *a;
     unsigned flags;
-    size_t parts, units;    /* forward: units of plan->part_rows rows; backward: row blocks */
+    size_t parts, units;    /* forward: the op's units (part_units); backward: row blocks */
     const cl_mem *scratch;  /* backward: the scratch every part writes its blocks' partials to */
     _Atomic int failed;     /* the first part to fail sets it and writes status and msg */
     clnorm_status status;
@@ -323,7 +320,7 @@ static void run_part(void *arg, size_t i, unsigned worker)
         /* Units [u0, u1) of the batch, nearly equal shares; the same grid in every part */
         const size_t u0 = j->units * i / j->parts, u1 = j->units * (i + 1) / j->parts;
         clnorm_desc desc, view;
-        plan->op->part_desc(&plan->desc, (u1 - u0) * plan->part_rows, &desc);
+        plan->op->part_desc(&plan->desc, u1 - u0, &desc);
         if (plan->op->kernel_view)
             plan->op->kernel_view(&desc, &view);
         else
@@ -333,10 +330,16 @@ static void run_part(void *arg, size_t i, unsigned worker)
         geo.groups = clnorm_div_up(plan->geo.groups, j->parts);
         const clnorm_span x = {&desc, &view, &geo, 0, 0, 0, NULL};
         clnorm_call_args a = *j->a;
+        unsigned flags = j->flags;
         for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
-            if (a.present & SLOT_BIT(s))
+            if (a.present & SLOT_BIT(s)) {
                 a.offset[s] += u0 * plan->part_step[s];
-        st = run_inline(plan, &x, CLNORM_FORWARD, &a, j->flags, queue);
+                /* the call's vector alignment (execute.c), where a part's start keeps it */
+                if ((u0 * plan->part_step[s]) % (plan->geo.vw ? plan->geo.vw : 1) != 0 &&
+                    s != CLNORM_ARG_MEAN && s != CLNORM_ARG_RSTD)
+                    flags &= ~CLNORM_KF_ALIGNED;
+            }
+        st = run_inline(plan, &x, CLNORM_FORWARD, &a, flags, queue);
     }
     /* The message is this thread's (status.c): the calling thread reports it. */
     if (st != CLNORM_OK && !atomic_exchange(&j->failed, 1)) {
@@ -360,7 +363,7 @@ static clnorm_status forward_in_parts(clnorm_plan *plan, clnorm_pool *pool,
                                       const clnorm_call_args *a, unsigned flags)
 {
     split_call j = {.plan = plan, .dir = CLNORM_FORWARD, .a = a, .flags = flags,
-                    .parts = plan->inline_parts, .units = plan->desc.rows / plan->part_rows};
+                    .parts = plan->inline_parts, .units = plan->part_units};
     return run_split(pool, &j);
 }
 

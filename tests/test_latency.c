@@ -376,6 +376,7 @@ typedef struct {
     int sum_in_place; /* ADD kinds: the sum output over the residual */
     clnorm_direction dir;
     int recompute; /* backward: mean and rstd not given (recomputed from x first) */
+    size_t groups, spatial; /* CLNORM_GROUP (NCHW): rows are N, cols C */
 } part_case;
 
 /* Each slot the forward takes gets a buffer of its own: `pad` elements, then the slot's
@@ -488,6 +489,11 @@ static void check_parts(clnorm_ctx *ctx, const part_case *c)
     d.flags = c->flags;
     d.samples = c->samples;
     d.x_stride = d.y_stride = c->cols + 5; /* strided rows: a part starts mid-buffer */
+    if (c->kind == CLNORM_GROUP) {
+        d.groups = c->groups;
+        d.spatial = c->spatial;
+        d.x_stride = d.y_stride = c->cols * c->spatial + 7; /* strided samples */
+    }
     if (c->kind == CLNORM_ADD_LAYER || c->kind == CLNORM_ADD_RMS)
         d.residual_stride = d.sum_stride = c->cols + 2;
     if (c->samples > 1)
@@ -543,20 +549,24 @@ static void test_parts(void **state)
     const unsigned stats = CLNORM_SAVE_STATS | CLNORM_WITH_BACKWARD;
     const clnorm_direction F = CLNORM_FORWARD, B = CLNORM_BACKWARD;
     const part_case cases[] = {
-        {CLNORM_LAYER, CLNORM_F32, 257, 768, 0, stats, 0, F, 0},
-        {CLNORM_RMS, CLNORM_F32, 100, 1000, 0, stats | CLNORM_NO_GAMMA, 0, F, 0},
-        {CLNORM_ADD_LAYER, CLNORM_F16, 200, 700, 0, stats | CLNORM_RESIDUAL_F32, 1, F, 0},
-        {CLNORM_ADD_RMS, CLNORM_BF16, 300, 512, 0, 0, 0, F, 0},
+        {CLNORM_LAYER, CLNORM_F32, 257, 768, 0, stats, 0, F, 0, 0, 0},
+        {CLNORM_RMS, CLNORM_F32, 100, 1000, 0, stats | CLNORM_NO_GAMMA, 0, F, 0, 0, 0},
+        {CLNORM_ADD_LAYER, CLNORM_F16, 200, 700, 0, stats | CLNORM_RESIDUAL_F32, 1, F, 0, 0, 0},
+        {CLNORM_ADD_RMS, CLNORM_BF16, 300, 512, 0, 0, 0, F, 0, 0, 0},
         /* whole samples per part: 3 samples of 70 rows, 5 of 40 */
-        {CLNORM_LAYER, CLNORM_BF16, 210, 512, 3, stats | CLNORM_SCALE | CLNORM_SHIFT, 0, F, 0},
-        {CLNORM_ADD_RMS, CLNORM_F32, 200, 256, 5, CLNORM_SCALE | CLNORM_NO_BETA, 1, F, 0},
+        {CLNORM_LAYER, CLNORM_BF16, 210, 512, 3, stats | CLNORM_SCALE | CLNORM_SHIFT, 0, F, 0, 0, 0},
+        {CLNORM_ADD_RMS, CLNORM_F32, 200, 256, 5, CLNORM_SCALE | CLNORM_NO_BETA, 1, F, 0, 0, 0},
         /* the backward's row blocks: with the statistics given, and recomputed first */
-        {CLNORM_LAYER, CLNORM_F32, 257, 768, 0, stats, 0, B, 0},
-        {CLNORM_LAYER, CLNORM_F32, 32, 4096, 0, stats, 0, B, 1},
-        {CLNORM_RMS, CLNORM_BF16, 300, 512, 0, stats | CLNORM_NO_GAMMA, 0, B, 0},
-        {CLNORM_ADD_LAYER, CLNORM_F16, 200, 700, 0, stats | CLNORM_RESIDUAL_F32, 0, B, 0},
+        {CLNORM_LAYER, CLNORM_F32, 257, 768, 0, stats, 0, B, 0, 0, 0},
+        {CLNORM_LAYER, CLNORM_F32, 32, 4096, 0, stats, 0, B, 1, 0, 0},
+        {CLNORM_RMS, CLNORM_BF16, 300, 512, 0, stats | CLNORM_NO_GAMMA, 0, B, 0, 0, 0},
+        {CLNORM_ADD_LAYER, CLNORM_F16, 200, 700, 0, stats | CLNORM_RESIDUAL_F32, 0, B, 0, 0, 0},
         /* dscale and dshift: blocks inside samples, 3 samples of 70 rows */
-        {CLNORM_LAYER, CLNORM_F32, 210, 512, 3, stats | CLNORM_SCALE | CLNORM_SHIFT, 0, B, 0},
+        {CLNORM_LAYER, CLNORM_F32, 210, 512, 3, stats | CLNORM_SCALE | CLNORM_SHIFT, 0, B, 0, 0, 0},
+        /* GroupNorm NCHW: one sample in parts of its 32 groups (10 channels each), with the
+         * SiLU; four samples in parts of samples */
+        {CLNORM_GROUP, CLNORM_F32, 1, 320, 0, stats | CLNORM_SILU, 0, F, 0, 32, 256},
+        {CLNORM_GROUP, CLNORM_F16, 4, 64, 0, stats | CLNORM_NO_BETA, 0, F, 0, 8, 300},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_parts(ctx, &cases[i]);

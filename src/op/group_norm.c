@@ -157,6 +157,39 @@ static void kernel_view(const clnorm_desc *d, clnorm_desc *v)
     v->layout = CLNORM_NCHW;
 }
 
+/* The forward in parts on the latency path's threads (latency.c; op.h, part_units), NCHW
+ * only (NHWC runs its own tiles): whole samples, or with one sample its groups, each a
+ * contiguous block of x with its own channels' parameters and its own statistics. */
+static size_t part_units(const clnorm_desc *d, size_t step[])
+{
+    for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
+        step[s] = 0;
+    if (is_nhwc(d))
+        return 0;
+    const size_t cpg = d->cols / d->groups;
+    if (d->rows == 1) {
+        step[CLNORM_ARG_X] = step[CLNORM_ARG_Y] = cpg * d->spatial;
+        step[CLNORM_ARG_GAMMA] = step[CLNORM_ARG_BETA] = cpg;
+        step[CLNORM_ARG_MEAN] = step[CLNORM_ARG_RSTD] = 1;
+        return d->groups;
+    }
+    step[CLNORM_ARG_X] = d->x_stride;
+    step[CLNORM_ARG_Y] = d->y_stride;
+    step[CLNORM_ARG_MEAN] = step[CLNORM_ARG_RSTD] = d->groups;
+    return d->rows;
+}
+
+static void part_desc(const clnorm_desc *d, size_t units, clnorm_desc *part)
+{
+    *part = *d;
+    if (d->rows == 1) {
+        part->cols = units * (d->cols / d->groups);
+        part->groups = units;
+    } else {
+        part->rows = units;
+    }
+}
+
 static clnorm_strategy fixed_strategy(const clnorm_desc *d)
 {
     return is_nhwc(d) ? CLNORM_STRATEGY_SPLIT : CLNORM_STRATEGY_AUTO;
@@ -447,6 +480,8 @@ const clnorm_op clnorm_op_group_norm = {
     .fixed_strategy = fixed_strategy,
     .geometry = geometry,
     .scalar = scalar,
+    .part_units = part_units,
+    .part_desc = part_desc,
     .scratch_bytes = scratch_bytes,
     .ref = clnorm_group_norm_ref,
     .host = clnorm_group_norm_host,

@@ -150,13 +150,13 @@ typedef struct clnorm_op {
     /* Scratch buffers (bytes) an execution needs, from the geometry; up to CLNORM_MAX_SCRATCH */
     void (*scratch_bytes)(const clnorm_desc *d, const clnorm_geometry *g,
                           clnorm_direction dir, size_t bytes[]);
-    /* A forward cut into parts of whole rows, each a smaller problem of the same plan, that
-     * run at once on the latency path's threads (latency.c). part_rows gives the rows a part
-     * holds a multiple of, and in step[slot] how far each slot's offset moves per that many
-     * rows (0: every part reads the slot whole); part_desc the description of a part of
-     * `rows` rows. NULL: the op's forward is never cut (its rows are not independent). */
-    size_t (*part_rows)(const clnorm_desc *d, size_t step[]);
-    void (*part_desc)(const clnorm_desc *d, size_t rows, clnorm_desc *part);
+    /* A forward cut into parts, each a smaller problem of the same plan, that run at once on
+     * the latency path's threads (latency.c). part_units gives the number of independent
+     * units of the problem (rows, samples, groups; at most 1: not cut), and in step[slot] how
+     * far each slot's offset moves per unit (0: every part reads the slot whole); part_desc
+     * the description of a part of `units` units. NULL: the op's forward is never cut. */
+    size_t (*part_units)(const clnorm_desc *d, size_t step[]);
+    void (*part_desc)(const clnorm_desc *d, size_t units, clnorm_desc *part);
     /* The CPU reference: arguments already validated. */
     clnorm_status (*ref)(const struct clnorm_op *op, const clnorm_desc *d, clnorm_direction dir,
                          const clnorm_host_ptrs *a);

@@ -359,11 +359,17 @@ size_t clnorm_row_norm_scalar(const clnorm_desc *d, unsigned k)
     return k == 0 ? (d->samples ? d->rows / d->samples : 0) : d->samples;
 }
 
-size_t clnorm_row_norm_part_rows(const clnorm_desc *d, size_t step[])
+/* Units of rows, or with a modulation of samples. */
+static size_t part_unit_rows(const clnorm_desc *d)
+{
+    const int modulated = (d->flags & (CLNORM_SCALE | CLNORM_SHIFT)) != 0;
+    return !modulated ? 1 : d->samples > 1 ? d->rows / d->samples : d->rows;
+}
+
+size_t clnorm_row_norm_part_units(const clnorm_desc *d, size_t step[])
 {
     /* A modulated part holds whole samples, so that its scale and shift rows are its own. */
-    const int modulated = (d->flags & (CLNORM_SCALE | CLNORM_SHIFT)) != 0;
-    const size_t q = !modulated ? 1 : d->samples > 1 ? d->rows / d->samples : d->rows;
+    const size_t q = part_unit_rows(d);
     for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
         step[s] = 0; /* the parameters: every part reads them whole */
     step[CLNORM_ARG_X] = q * d->x_stride;
@@ -372,15 +378,15 @@ size_t clnorm_row_norm_part_rows(const clnorm_desc *d, size_t step[])
     step[CLNORM_ARG_SUM] = q * d->sum_stride;
     step[CLNORM_ARG_MEAN] = step[CLNORM_ARG_RSTD] = q;
     step[CLNORM_ARG_SCALE] = step[CLNORM_ARG_SHIFT] = d->mod_stride;
-    return q;
+    return q ? d->rows / q : 0;
 }
 
-void clnorm_row_norm_part_desc(const clnorm_desc *d, size_t rows, clnorm_desc *part)
+void clnorm_row_norm_part_desc(const clnorm_desc *d, size_t units, clnorm_desc *part)
 {
     *part = *d;
-    part->rows = rows;
+    part->rows = units * part_unit_rows(d);
     if ((d->flags & (CLNORM_SCALE | CLNORM_SHIFT)) && d->samples > 1)
-        part->samples = rows / (d->rows / d->samples);
+        part->samples = units;
 }
 
 /* Partial rows per sample of the backward: one per block of rpg rows inside a sample, or one

@@ -49,9 +49,10 @@ void clnorm_row_norm_scratch(const clnorm_desc *d, const clnorm_geometry *g,
                              clnorm_direction dir, size_t bytes[]);
 /* KA_OP 0: rows per sample (rows without a modulation), 1: samples */
 size_t clnorm_row_norm_scalar(const clnorm_desc *d, unsigned k);
-/* Its forward cut into parts of whole rows (clnorm_op.part_rows, .part_desc) */
-size_t clnorm_row_norm_part_rows(const clnorm_desc *d, size_t step[]);
-void clnorm_row_norm_part_desc(const clnorm_desc *d, size_t rows, clnorm_desc *part);
+/* Its forward cut into parts of rows, or of whole samples with a modulation
+ * (clnorm_op.part_units, .part_desc) */
+size_t clnorm_row_norm_part_units(const clnorm_desc *d, size_t step[]);
+void clnorm_row_norm_part_desc(const clnorm_desc *d, size_t units, clnorm_desc *part);
 /* Precomputed statistics' apply geometry, and backward row blocks inside samples */
 void clnorm_row_norm_geometry(const clnorm_device_profile *p, const clnorm_desc *d,
                               const clnorm_tuning *t, const size_t kmax[2], clnorm_geometry *g);
@@ -78,7 +79,7 @@ clnorm_status clnorm_row_norm_host(const clnorm_op *op, const clnorm_desc *d,
         .geometry_flags = clnorm_row_norm_geometry_flags,                                   \
         .chain = (chain_), .scratch_bytes = clnorm_row_norm_scratch,                        \
         .scalar = clnorm_row_norm_scalar, .geometry = clnorm_row_norm_geometry,             \
-        .part_rows = clnorm_row_norm_part_rows, .part_desc = clnorm_row_norm_part_desc,     \
+        .part_units = clnorm_row_norm_part_units, .part_desc = clnorm_row_norm_part_desc,   \
         .ref = clnorm_row_norm_ref, .host = clnorm_row_norm_host                            \
     }
 
