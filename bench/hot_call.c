@@ -57,6 +57,39 @@ static size_t parse_count(const char *s, size_t max)
     return (*end == '\0' && v >= 1 && v <= max) ? (size_t)v : 0;
 }
 
+/* One call of `dir` on one set of the tensors: cl_mem m through clnorm_execute, waited for,
+ * or with host_call the host arrays a through clnorm_execute_host. m and a: x, y (also dy),
+ * gamma, beta, mean, rstd, dx, dgamma, dbeta. */
+static clnorm_status call_once(clnorm_plan *plan, clnorm_direction dir, cl_mem *m, float **a,
+                               int host_call)
+{
+    const int bwd = dir == CLNORM_BACKWARD;
+    if (host_call) {
+        const clnorm_host_arg f[] = {{CLNORM_ARG_X, a[0]},     {CLNORM_ARG_Y, a[1]},
+                                     {CLNORM_ARG_GAMMA, a[2]}, {CLNORM_ARG_BETA, a[3]},
+                                     {CLNORM_ARG_MEAN, a[4]},  {CLNORM_ARG_RSTD, a[5]}};
+        const clnorm_host_arg b[] = {{CLNORM_ARG_X, a[0]},      {CLNORM_ARG_DY, a[1]},
+                                     {CLNORM_ARG_GAMMA, a[2]},  {CLNORM_ARG_MEAN, a[4]},
+                                     {CLNORM_ARG_RSTD, a[5]},   {CLNORM_ARG_DX, a[6]},
+                                     {CLNORM_ARG_DGAMMA, a[7]}, {CLNORM_ARG_DBETA, a[8]}};
+        return clnorm_execute_host(plan, dir, bwd ? b : f, bwd ? 8 : 6);
+    }
+    const clnorm_arg f[] = {{CLNORM_ARG_X, m[0], 0},    {CLNORM_ARG_Y, m[1], 0},
+                            {CLNORM_ARG_GAMMA, m[2], 0}, {CLNORM_ARG_BETA, m[3], 0},
+                            {CLNORM_ARG_MEAN, m[4], 0},  {CLNORM_ARG_RSTD, m[5], 0}};
+    const clnorm_arg b[] = {{CLNORM_ARG_X, m[0], 0},      {CLNORM_ARG_DY, m[1], 0},
+                            {CLNORM_ARG_GAMMA, m[2], 0},   {CLNORM_ARG_MEAN, m[4], 0},
+                            {CLNORM_ARG_RSTD, m[5], 0},    {CLNORM_ARG_DX, m[6], 0},
+                            {CLNORM_ARG_DGAMMA, m[7], 0}, {CLNORM_ARG_DBETA, m[8], 0}};
+    cl_event done = NULL;
+    clnorm_status st = clnorm_execute(plan, dir, bwd ? b : f, bwd ? 8 : 6, NULL, 0, NULL, &done);
+    if (st == CLNORM_OK && clWaitForEvents(1, &done) != CL_SUCCESS)
+        st = CLNORM_OPENCL_ERROR;
+    if (done)
+        clReleaseEvent(done);
+    return st;
+}
+
 int main(int argc, char **argv)
 {
     size_t rows = 1, cols = 768, reps = 20000, rotate_mib = 0;
@@ -151,54 +184,12 @@ int main(int argc, char **argv)
             }
         }
     /* One forward on every set first: the backward reads its mean and rstd. */
-    for (size_t k = 0; st == CLNORM_OK && k < sets; k++) {
-        cl_mem *m = mem[k];
-        float **a = arr[k];
-        const clnorm_arg fwd[] = {{CLNORM_ARG_X, m[0], 0},    {CLNORM_ARG_Y, m[1], 0},
-                                  {CLNORM_ARG_GAMMA, m[2], 0}, {CLNORM_ARG_BETA, m[3], 0},
-                                  {CLNORM_ARG_MEAN, m[4], 0},  {CLNORM_ARG_RSTD, m[5], 0}};
-        const clnorm_host_arg hfwd[] = {{CLNORM_ARG_X, a[0]},     {CLNORM_ARG_Y, a[1]},
-                                        {CLNORM_ARG_GAMMA, a[2]}, {CLNORM_ARG_BETA, a[3]},
-                                        {CLNORM_ARG_MEAN, a[4]},  {CLNORM_ARG_RSTD, a[5]}};
-        if (host_call) {
-            st = clnorm_execute_host(plan, CLNORM_FORWARD, hfwd, 6);
-        } else {
-            st = clnorm_execute(plan, CLNORM_FORWARD, fwd, 6, NULL, 0, NULL, NULL);
-            if (st == CLNORM_OK && clFinish(queue) != CL_SUCCESS)
-                st = CLNORM_OPENCL_ERROR;
-        }
-    }
-    for (size_t i = 0; st == CLNORM_OK && host_call && i < reps; i++) {
-        float **a = arr[i % sets];
-        const clnorm_host_arg hfwd[] = {{CLNORM_ARG_X, a[0]},     {CLNORM_ARG_Y, a[1]},
-                                        {CLNORM_ARG_GAMMA, a[2]}, {CLNORM_ARG_BETA, a[3]},
-                                        {CLNORM_ARG_MEAN, a[4]},  {CLNORM_ARG_RSTD, a[5]}};
-        const clnorm_host_arg hbwd[] = {{CLNORM_ARG_X, a[0]},      {CLNORM_ARG_DY, a[1]},
-                                        {CLNORM_ARG_GAMMA, a[2]},  {CLNORM_ARG_MEAN, a[4]},
-                                        {CLNORM_ARG_RSTD, a[5]},   {CLNORM_ARG_DX, a[6]},
-                                        {CLNORM_ARG_DGAMMA, a[7]}, {CLNORM_ARG_DBETA, a[8]}};
+    for (size_t k = 0; st == CLNORM_OK && k < sets; k++)
+        st = call_once(plan, CLNORM_FORWARD, mem[k], arr[k], host_call);
+    const clnorm_direction dir = backward ? CLNORM_BACKWARD : CLNORM_FORWARD;
+    for (size_t i = 0; st == CLNORM_OK && i < reps; i++) {
         const double t0 = now_us();
-        st = backward ? clnorm_execute_host(plan, CLNORM_BACKWARD, hbwd, 8)
-                      : clnorm_execute_host(plan, CLNORM_FORWARD, hfwd, 6);
-        t[i] = now_us() - t0;
-    }
-    for (size_t i = 0; st == CLNORM_OK && !host_call && i < reps; i++) {
-        cl_mem *m = mem[i % sets];
-        const clnorm_arg fwd[] = {{CLNORM_ARG_X, m[0], 0},    {CLNORM_ARG_Y, m[1], 0},
-                                  {CLNORM_ARG_GAMMA, m[2], 0}, {CLNORM_ARG_BETA, m[3], 0},
-                                  {CLNORM_ARG_MEAN, m[4], 0},  {CLNORM_ARG_RSTD, m[5], 0}};
-        const clnorm_arg bwd[] = {{CLNORM_ARG_X, m[0], 0},      {CLNORM_ARG_DY, m[1], 0},
-                                  {CLNORM_ARG_GAMMA, m[2], 0},   {CLNORM_ARG_MEAN, m[4], 0},
-                                  {CLNORM_ARG_RSTD, m[5], 0},    {CLNORM_ARG_DX, m[6], 0},
-                                  {CLNORM_ARG_DGAMMA, m[7], 0}, {CLNORM_ARG_DBETA, m[8], 0}};
-        cl_event done = NULL;
-        const double t0 = now_us();
-        st = backward ? clnorm_execute(plan, CLNORM_BACKWARD, bwd, 8, NULL, 0, NULL, &done)
-                      : clnorm_execute(plan, CLNORM_FORWARD, fwd, 6, NULL, 0, NULL, &done);
-        if (st == CLNORM_OK && clWaitForEvents(1, &done) != CL_SUCCESS)
-            st = CLNORM_OPENCL_ERROR;
-        if (done)
-            clReleaseEvent(done);
+        st = call_once(plan, dir, mem[i % sets], arr[i % sets], host_call);
         t[i] = now_us() - t0;
     }
     if (st != CLNORM_OK) {
@@ -216,7 +207,6 @@ int main(int argc, char **argv)
         clGetDeviceInfo(device, CL_DEVICE_NAME, sizeof name, name, NULL) != CL_SUCCESS)
         strcpy(name, "?");
     name[sizeof name - 1] = '\0';
-    const clnorm_direction dir = backward ? CLNORM_BACKWARD : CLNORM_FORWARD;
     char rotation[64] = "";
     if (sets > 1)
         snprintf(rotation, sizeof rotation, ", %zu sets of buffers in turn", sets);

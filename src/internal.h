@@ -189,9 +189,9 @@ struct clnorm_plan {
     clnorm_geometry geo;
     clnorm_direction_kernels dir[2]; /* CLNORM_FORWARD, CLNORM_BACKWARD */
     int inline_ok;                   /* a latency plan: runs on ctx->inline_queue (latency.c) */
-    /* A latency plan's forward: the most parts of whole rows it is cut into, each run by one
-     * thread of the host pool on its own queue of the in-thread device (latency.c); 1: the
-     * calling thread runs it whole. `part_units`: the units the problem is cut into
+    /* A latency plan's forward: the most parts it is cut into, each run by one thread of the
+     * host pool on its own queue of the in-thread device (latency.c); 1: the calling thread
+     * runs it whole. `part_units`: the units the problem is cut into
      * (op->part_units); `part_step`: each slot's offset advance per unit. */
     unsigned inline_parts;
     size_t part_units, part_step[CLNORM_ARG_SLOT_COUNT];
@@ -442,7 +442,7 @@ int clnorm_is_inline_queue(clnorm_ctx *ctx, cl_command_queue queue);
 void clnorm_latency_plan_parts(clnorm_plan *plan);
 /* A latency call's rows are cut into parts only when each holds at least this many bytes of
  * x: below it, handing a part to a worker costs more than the part's work (bench/RESULTS.md,
- * "The latency path on the host pool's threads"). */
+ * "The latency path's forward in parts on the host loop's threads"). */
 #define CLNORM_LATENCY_PART_MIN_BYTES ((size_t)64 << 10)
 /* ... and into at most this many parts, whatever CLNORM_HOST_THREADS says. */
 #define CLNORM_LATENCY_MAX_PARTS 64u

@@ -19,19 +19,19 @@
  *    and the event returned is complete (a user event: see inline_lock in internal.h).
  *    Otherwise (a wait list still pending, an application queue, another queue of the
  *    context) the plan runs on that queue as any plan does.
- *  - A latency call's forward whose x holds at least two CLNORM_LATENCY_PART_MIN_BYTES is cut
- *    into parts of whole rows, as many as the host pool has threads (CLNORM_HOST_THREADS,
- *    default the device's compute units; 1 turns this off): the calling thread runs one, the
- *    pool's workers the others, each on a queue of its own on the in-thread device, all at
- *    once. The in-thread device runs a command in the thread that waits for it, so one
- *    thread alone streams the rows, where the multi-threaded device and oneDNN use every
- *    core. A part is the same plan over fewer of its units (op->part_units, op->part_desc:
- *    rows, samples, GroupNorm's groups), so every row comes out bit for bit as it does
- *    whole. Only ops whose units are independent describe parts. A backward is cut by the row blocks of its GEOM_BWD_ROWS step: the steps
- *    before them and after them (the parameter pass over every block's partials) run whole
- *    in the calling thread, the blocks in parts, all on one instance's scratch; each block
- *    computes what it computes whole, and the pass adds the partials in the same order, so
- *    the gradients come out bit for bit too.
+ *  - A latency call whose x holds at least two CLNORM_LATENCY_PART_MIN_BYTES is cut into
+ *    parts, as many as the host pool has threads (CLNORM_HOST_THREADS, default the device's
+ *    compute units; 1 turns this off): the calling thread runs one, the pool's workers the
+ *    others, each on a queue of its own on the in-thread device, all at once. The in-thread
+ *    device runs a command in the thread that waits for it, so one thread alone streams the
+ *    rows, where the multi-threaded device and oneDNN use every core. A forward's part is the
+ *    same plan over fewer of its units (op->part_units, op->part_desc: rows, samples,
+ *    GroupNorm's groups), so every row comes out bit for bit as it does whole; only ops whose
+ *    units are independent describe parts. A backward is cut by the row blocks of its
+ *    GEOM_BWD_ROWS step: the steps before them and after them (the parameter pass over every
+ *    block's partials) run whole in the calling thread, the blocks in parts, all on one
+ *    instance's scratch; each block computes what it computes whole, and the pass adds the
+ *    partials in the same order, so the gradients come out bit for bit too.
  *  - The host loop's thresholds (CLNORM_HOST_BYTES, CLNORM_HOST_BACKWARD_BYTES; src/execute.c
  *    runs the loop) are read the same way, by clnorm_fits_env.
  *  - PoCL 3.1 mishandles a command of one device that waits on an event of the other in the
@@ -233,11 +233,11 @@ static void backward_parts(clnorm_plan *plan, size_t bytes)
             plan->bwd_rows_step = (unsigned)k;
             found++;
         }
+    if (found != 1)
+        return;
     /* parts of the same number of blocks, none of them empty */
-    const size_t G = plan->geo.bwd_groups;
-    const size_t per = clnorm_div_up(G, parts_for(plan->ctx, bytes, G));
-    if (found == 1)
-        plan->inline_bwd_parts = (unsigned)clnorm_div_up(G, per);
+    const size_t G = plan->geo.bwd_groups, per = clnorm_div_up(G, parts_for(plan->ctx, bytes, G));
+    plan->inline_bwd_parts = (unsigned)clnorm_div_up(G, per);
 }
 
 void clnorm_latency_plan_parts(clnorm_plan *plan)
