@@ -178,7 +178,7 @@ inline void gn_chan_dx_cv(gn_chan ch, __global const A *cf, __global const T *xc
  * parameters as rows of C values (tables, GN_BT_LEN(C) per item): K, m, r, sc, gamma, beta,
  * then its group's mean(g) and mean(g * xhat) (the dx pass). */
 #define GN_BT_LEN(C) (8 * (C))
-#define GN_TBV(tb, k, C, c) CAT(vload, VW)(0, (tb) + (k) * (C) + (c))
+#define GN_TBV(tb, k, C, c) GN_LDV((tb) + (k) * (C) + (c))
 
 inline void gn_bwd_table_put(__global A *tb, ulong C, ulong c, gn_chan ch,
                              __global const A *cf)
@@ -228,10 +228,10 @@ inline void gn_bwd_sums_vec(__global const T *xs, __global const T *ds, __global
             PREFETCH_L2(xp + GN_PD + c);
             PREFETCH_L2(dp + GN_PD + c);
 #endif
-            const AV xh = gn_xhatv(tb, C, c, LOADV(xp + c));
-            const AV dz = gn_dzv(tb, C, c, LOADV(dp + c), xh, silu);
-            CAT(vstore, VW)(fma(dz, xh, CAT(vload, VW)(0, st + c)), 0, st + c);
-            CAT(vstore, VW)(CAT(vload, VW)(0, st + C + c) + dz, 0, st + C + c);
+            const AV xh = gn_xhatv(tb, C, c, GN_LDX(xp + c));
+            const AV dz = gn_dzv(tb, C, c, GN_LDX(dp + c), xh, silu);
+            GN_STV(fma(dz, xh, GN_LDV(st + c)), st + c);
+            GN_STV(GN_LDV(st + C + c) + dz, st + C + c);
         }
     }
 }
@@ -249,7 +249,7 @@ inline void gn_bwd_dx_vec(__global const T *xs, __global const T *ds, __global T
             PREFETCH_L2(xp + GN_PD + c);
             PREFETCH_L2(dp + GN_PD + c);
 #endif
-            STOREV(gn_dxv(tb, C, c, LOADV(xp + c), LOADV(dp + c), silu), op + c);
+            GN_STX(gn_dxv(tb, C, c, GN_LDX(xp + c), GN_LDX(dp + c), silu), op + c);
         }
     }
 }

@@ -29,12 +29,12 @@
  * channel moments meet in local memory, the group's first item adding them in channel order.
  * Moments per (n, tile): GN_TILE_LEN values of A: the mean and M2 of every channel (CPU
  * devices; scratch space on GPUs), then the S and M2 of every group, then C values of
- * staging space (CPU devices, gn_tile_moments_rows). The table per sample: 3 C
- * values, the K of every channel, then the a, then the b.
+ * staging space and the C shifts K_c (CPU devices, gn_tile_moments_rows). The table per
+ * sample: 3 C values, the K of every channel, then the a, then the b.
  * Needs common.cl and op_group_norm.cl before it.
  */
 
-#define GN_TILE_LEN(C, G) (3 * (C) + 2 * (G))
+#define GN_TILE_LEN(C, G) (4 * (C) + 2 * (G))
 
 /* Channel c's shift K_c (xs: the sample's position 0): the median of its values at positions
  * 0, 1 and 2 (the first three rows of the sample, contiguous), an element of the channel but
@@ -89,20 +89,20 @@ inline void gn_channel_moments(__global const T *xs, ulong c, ulong C, ulong hw,
 }
 
 /* The moments (S, M2) of one tile of the group of channels [c0, c0 + cpg) into out, from its
- * channels' means (mu_c at mc[c], around K_c, gn_shift1) and M2 (at mc[C + c]), cnt
- * positions: one work-item, channels in order. Around the group's K, channel c's mean is
+ * channels' means (mu_c at mc[c], around K_c, kr[c]) and M2 (at mc[C + c]), cnt positions:
+ * one work-item, channels in order. Around the group's K, channel c's mean is
  * mu_c + (K_c - K); M2 = sum (M2_c + cnt (mean_c - mean)^2) (exact). */
-inline void gn_group_moments(__global const T *xs, __global const A *mc, ulong c0, ulong cpg,
-                             ulong C, ulong hw, A cnt, __global A *out)
+inline void gn_group_moments(__global const A *kr, __global const A *mc, ulong c0, ulong cpg,
+                             ulong C, A cnt, __global A *out)
 {
-    const A K = gn_shift1(xs, c0, C, hw);
+    const A K = kr[c0];
     A s = 0;
     for (ulong k = 0; k < cpg; k++)
-        s += mc[c0 + k] + (gn_shift1(xs, c0 + k, C, hw) - K);
+        s += mc[c0 + k] + (kr[c0 + k] - K);
     const A mg = s / (A)cpg;
     A q = 0;
     for (ulong k = 0; k < cpg; k++) {
-        const A d = (mc[c0 + k] + (gn_shift1(xs, c0 + k, C, hw) - K)) - mg;
+        const A d = (mc[c0 + k] + (kr[c0 + k] - K)) - mg;
         q += fma(d * d, cnt, mc[C + c0 + k]);
     }
     out[0] = s * cnt;
@@ -117,9 +117,10 @@ inline void gn_group_moments(__global const T *xs, __global const A *mc, ulong c
  * which the hardware prefetchers do not follow. A second pass for M2 would read the tile
  * again, so the positions come in pairs, each pair's exact moments (mean (a + b) / 2, M2
  * (a - b)^2 / 2) merged into the channel's running mean and M2 with Chan's update, the
- * stable one-pass form of the two-pass moments. Values are taken around K_c (gn_shiftv), as
- * the merge across tiles expects; the running mean and M2 stay in sc, which
- * stays in L1.
+ * stable one-pass form of the two-pass moments. Values are taken around K_c, as the merge
+ * across tiles expects: the channels' shifts are computed once, into kr (C values, kept for
+ * gn_group_moments), where each pair used to compute them again from three loads; the
+ * running mean and M2 stay in sc, which stays in L1.
  *
  * A pair's first row is read whole into stage (C values, in L1), then the second row with it,
  * so the tile is still read in memory order. Reading the two rows side by side makes two
@@ -127,10 +128,14 @@ inline void gn_group_moments(__global const T *xs, __global const A *mc, ulong c
  * 7.5-9 GB/s from memory on one core where the staged pairs read 12-14.5 (bench/RESULTS.md,
  * "one item per sample"). The values staged are those loaded, so the bits are the same. */
 inline void gn_tile_moments_rows(__global const T *xs, __global A *sc, __global A *stage,
-                                 ulong p0, ulong p1, ulong C, ulong hw)
+                                 __global A *kr, ulong p0, ulong p1, ulong C, ulong hw)
 {
     const ulong cv = C / VW * VW;
     __global A *sq = sc + C;
+    for (ulong c = 0; c < cv; c += VW)
+        GN_STV(gn_shiftv(xs, c, C, hw), kr + c);
+    for (ulong c = cv; c < C; c++)
+        kr[c] = gn_shift1(xs, c, C, hw);
     /* From zero moments, the first pair's update (n = 0: w = 1, wn = 0) is its own moments. */
     for (ulong c = 0; c < 2 * C; c++)
         sc[c] = 0;
@@ -144,22 +149,20 @@ inline void gn_tile_moments_rows(__global const T *xs, __global A *sc, __global 
 #if defined(PREFETCH_NEXT)
             PREFETCH_L2(x0 + GN_PD + c);
 #endif
-            CAT(vstore, VW)(LOADV(x0 + c), 0, stage + c);
+            GN_STV(GN_LDX(x0 + c), stage + c);
         }
         for (ulong c = 0; c < cv; c += VW) {
 #if defined(PREFETCH_NEXT)
             PREFETCH_L2(x1 + GN_PD + c);
 #endif
-            const AV K = gn_shiftv(xs, c, C, hw), a = CAT(vload, VW)(0, stage + c) - K,
-                     b = LOADV(x1 + c) - K;
-            const AV m = CAT(vload, VW)(0, sc + c), d = a - b;
+            const AV K = GN_LDV(kr + c), a = GN_LDV(stage + c) - K, b = GN_LDX(x1 + c) - K;
+            const AV m = GN_LDV(sc + c), d = a - b;
             const AV delta = (a + b) * (A)0.5 - m;
-            CAT(vstore, VW)(fma(delta, w, m), 0, sc + c);
-            CAT(vstore, VW)(fma(delta * delta, wn, fma(d * d, (A)0.5, CAT(vload, VW)(0, sq + c))),
-                            0, sq + c);
+            GN_STV(fma(delta, w, m), sc + c);
+            GN_STV(fma(delta * delta, wn, fma(d * d, (A)0.5, GN_LDV(sq + c))), sq + c);
         }
         for (ulong c = cv; c < C; c++) {
-            const A K = gn_shift1(xs, c, C, hw), a = LOAD1(x0 + c) - K, b = LOAD1(x1 + c) - K;
+            const A K = kr[c], a = LOAD1(x0 + c) - K, b = LOAD1(x1 + c) - K;
             const A m = sc[c], d = a - b, delta = (a + b) * (A)0.5 - m;
             sc[c] = fma(delta, w, m);
             sq[c] = fma(delta * delta, wn, fma(d * d, (A)0.5, sq[c]));
@@ -169,13 +172,13 @@ inline void gn_tile_moments_rows(__global const T *xs, __global A *sc, __global 
         const A n = (A)(p - p0), w = (A)1 / (n + (A)1), wn = w * n;
         __global const T *x0 = xs + p * C;
         for (ulong c = 0; c < cv; c += VW) {
-            const AV m = CAT(vload, VW)(0, sc + c);
-            const AV delta = (LOADV(x0 + c) - gn_shiftv(xs, c, C, hw)) - m;
-            CAT(vstore, VW)(fma(delta, w, m), 0, sc + c);
-            CAT(vstore, VW)(fma(delta * delta, wn, CAT(vload, VW)(0, sq + c)), 0, sq + c);
+            const AV m = GN_LDV(sc + c);
+            const AV delta = (GN_LDX(x0 + c) - GN_LDV(kr + c)) - m;
+            GN_STV(fma(delta, w, m), sc + c);
+            GN_STV(fma(delta * delta, wn, GN_LDV(sq + c)), sq + c);
         }
         for (ulong c = cv; c < C; c++) {
-            const A m = sc[c], delta = (LOAD1(x0 + c) - gn_shift1(xs, c, C, hw)) - m;
+            const A m = sc[c], delta = (LOAD1(x0 + c) - kr[c]) - m;
             sc[c] = fma(delta, w, m);
             sq[c] = fma(delta * delta, wn, sq[c]);
         }
@@ -197,9 +200,10 @@ __kernel void gn_nhwc_moments(IN_PTRS, __global A *part, __local A *scratch, KS_
         __global const T *xs = x + x_off + n * x_stride; /* position 0 */
         __global A *pt = part + (n * chunks + t) * GN_TILE_LEN(C, G);
         if (L == 1) {
-            gn_tile_moments_rows(xs, pt, pt + 2 * C + 2 * G, p0, p1, C, hw);
+            __global A *kr = pt + 3 * C + 2 * G;
+            gn_tile_moments_rows(xs, pt, pt + 2 * C + 2 * G, kr, p0, p1, C, hw);
             for (ulong g = 0; g < G; g++)
-                gn_group_moments(xs, pt, g * cpg, cpg, C, hw, cnt, pt + 2 * C + 2 * g);
+                gn_group_moments(kr, pt, g * cpg, cpg, C, cnt, pt + 2 * C + 2 * g);
             continue;
         }
         /* GPUs: L is a multiple of cpg dividing C (group_norm.c), so each round of L
@@ -488,9 +492,10 @@ __kernel void gn_nhwc_sample(FWD_PTRS, __global A *part, __global A *stats,
         __global const T *xs = x + x_off + n * x_stride;
         __global T *ys = y + y_off + n * y_stride;
         __global A *pt = part + n * GN_TILE_LEN(C, G);
-        gn_tile_moments_rows(xs, pt, pt + 2 * C + 2 * G, 0, hw, C, hw);
+        __global A *kr = pt + 3 * C + 2 * G;
+        gn_tile_moments_rows(xs, pt, pt + 2 * C + 2 * G, kr, 0, hw, C, hw);
         for (ulong g = 0; g < G; g++)
-            gn_group_moments(xs, pt, g * cpg, cpg, C, hw, (A)hw, pt + 2 * C + 2 * g);
+            gn_group_moments(kr, pt, g * cpg, cpg, C, (A)hw, pt + 2 * C + 2 * g);
         for (ulong g = 0; g < G; g++)
             gn_merge_row(x, x_off, x_stride, gamma, gamma_off, beta, beta_off, mean, mean_off,
                          rstd, rstd_off, G, cpg, hw, part, stats, table, n * G + g, hw, 1, eps,

@@ -292,7 +292,7 @@ static void scratch_bytes(const clnorm_desc *d, const clnorm_geometry *g, clnorm
         bytes[i] = 0;
     if (dir == CLNORM_FORWARD) {
         if (is_nhwc(d)) { /* moments per (n, tile, c), statistics per (n, g), table per (n, c) */
-            bytes[0] = clnorm_bytes3(d->rows * g->chunks, 3 * d->cols + 2 * d->groups, acc);
+            bytes[0] = clnorm_bytes3(d->rows * g->chunks, 4 * d->cols + 2 * d->groups, acc);
             bytes[1] = clnorm_bytes3(ng, CLNORM_STATS_PER_ROW, acc);
             bytes[2] = clnorm_bytes3(d->rows, 3 * d->cols, acc);
         } else {
@@ -305,7 +305,7 @@ static void scratch_bytes(const clnorm_desc *d, const clnorm_geometry *g, clnorm
     /* statistics per (n, g); sums (or recomputed moments) per (n, tile, c); dx's group
      * coefficients per (n, g) */
     bytes[0] = clnorm_bytes3(ng, CLNORM_STATS_PER_ROW, acc);
-    bytes[1] = clnorm_bytes3(d->rows * g->bwd_chunks, 3 * d->cols + 2 * d->groups, acc);
+    bytes[1] = clnorm_bytes3(d->rows * g->bwd_chunks, 4 * d->cols + 2 * d->groups, acc);
     bytes[2] = clnorm_bytes3(ng, 2, acc);
     /* NHWC on one-item work-groups (CPU devices): per-channel tables per (n, tile), which
      * let the sums and dx loops run in vectors (group_backward.cl, GN_BT_LEN) */
