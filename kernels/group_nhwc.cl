@@ -47,7 +47,8 @@ inline A gn_shift1(__global const T *xs, ulong c, ulong C, ulong hw)
     return med3(LOAD1(xs + c), LOAD1(xs + min(hw - 1, (ulong)1) * C + c),
                 LOAD1(xs + min(hw - 1, (ulong)2) * C + c));
 }
-/* The same for the VW channels from c. */
+/* The same for the VW channels from c (med3's formula in vectors: common.cl's med3 takes
+ * scalars), once per tile (gn_tile_moments_rows). */
 inline AV gn_shiftv(__global const T *xs, ulong c, ulong C, ulong hw)
 {
     if (hw == 0)
@@ -247,9 +248,10 @@ __kernel void gn_nhwc_moments(IN_PTRS, __global A *part, __local A *scratch, KS_
 /* A group whose squared deviations overflow A although its elements are finite (|x| above
  * about 1e19 in float32): its statistics again from every element, scaled by the power of two
  * sc that brings its largest magnitude into [1, 2), as rows are (row_stats), and around
- * K = the group's shift (gn_shift1 of its first channel) * sc. Returns their variance, with the mean of the deviations in *m, K in
- * *K and sc in *sc. The L items take every L-th position of the group's cpg channels, twice
- * (the mean, then the squares); rare, so plain loops. Every item of the group must call it. */
+ * K = the group's shift (gn_shift1 of its first channel) * sc. Returns their variance, with
+ * the mean of the deviations in *m, K in *K and sc in *sc. The L items take every L-th
+ * position of the group's cpg channels, twice (the mean, then the squares); rare, so plain
+ * loops. Every item of the group must call it. */
 inline A gn_group_rescaled(__global const T *xs, ulong c0, ulong cpg, ulong C, ulong hw,
                            A total, __local A *scratch, uint lid, uint L, A *K, A *m, A *sc)
 {
