@@ -322,9 +322,15 @@ __kernel void gn_nhwc_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global
     KS_UL(chunk_len);
     KS_UI(chunks);
     KS_UI(flags);
+    KS_UL(first_block);
     const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg, N = rows / G;
-    const uint t = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
-    const ulong p0 = (ulong)t * chunk_len, p1 = min(hw, p0 + chunk_len);
+    /* tile t as in gn_nhwc_moments (group_nhwc.cl): first_block is 0 unless the host runs
+     * the tiles in parts (src/latency.c); none past the last tile */
+    const ulong t = first_block + get_group_id(0);
+    const uint lid = get_local_id(0), L = get_local_size(0);
+    if (t >= chunks)
+        return;
+    const ulong p0 = t * chunk_len, p1 = min(hw, p0 + chunk_len);
     for (ulong n = get_group_id(1); n < N; n += get_num_groups(1)) {
         __global const T *xs = x + x_off + n * x_stride;
         __global const T *ds = dy + dy_off + n * dy_stride;
@@ -501,17 +507,22 @@ __kernel void gn_nhwc_bwd_dx(GN_BWD_PTRS, __global const A *stats, __global cons
     GN_UNPACK
     KS_UL(rows);
     KS_UL(chunk_len);
+    KS_UI(chunks);
     KS_UI(flags);
+    KS_UL(first_block);
     const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg, N = rows / G;
-    const uint t = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
-    const ulong p0 = (ulong)t * chunk_len, p1 = min(hw, p0 + chunk_len);
+    /* tile t as in gn_nhwc_bwd_sums */
+    const ulong t = first_block + get_group_id(0);
+    const uint lid = get_local_id(0), L = get_local_size(0);
+    if (t >= chunks)
+        return;
+    const ulong p0 = t * chunk_len, p1 = min(hw, p0 + chunk_len);
     for (ulong n = get_group_id(1); n < N; n += get_num_groups(1)) {
         __global const T *xs = x + x_off + n * x_stride;
         __global const T *ds = dy + dy_off + n * dy_stride;
         __global T *os = dx + dx_off + n * dx_stride;
         if (L == 1) {
-            /* the tiles are this NDRange's work-groups along dimension 0 */
-            __global A *tb = tables + (n * get_num_groups(0) + t) * GN_BT_LEN(C);
+            __global A *tb = tables + (n * chunks + t) * GN_BT_LEN(C);
             for (ulong c0 = 0; c0 < C; c0 += cpg) {
                 const gn_chan cg = GN_CHAN(n, c0); /* the group's statistics, once */
                 __global const A *cf = coef + (n * G + c0 / cpg) * 2;

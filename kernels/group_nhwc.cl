@@ -193,9 +193,16 @@ __kernel void gn_nhwc_moments(IN_PTRS, __global A *part, __local A *scratch, KS_
     KS_UL(rows);
     KS_UL(chunk_len);
     KS_UI(chunks);
+    KS_UL(first_block);
     const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg, N = rows / G;
-    const uint t = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
-    const ulong p0 = (ulong)t * chunk_len, p1 = min(hw, p0 + chunk_len);
+    /* Tile t = first_block + the group's index: first_block is 0 unless the host launches
+     * some of the tiles only (src/latency.c, parts), whose last part may hold tiles past
+     * the end, which do nothing (the whole work-group alike, so no barrier is split). */
+    const ulong t = first_block + get_group_id(0);
+    const uint lid = get_local_id(0), L = get_local_size(0);
+    if (t >= chunks)
+        return;
+    const ulong p0 = t * chunk_len, p1 = min(hw, p0 + chunk_len);
     const A cnt = (A)(p1 - p0);
     for (ulong n = get_group_id(1); n < N; n += get_num_groups(1)) {
         __global const T *xs = x + x_off + n * x_stride; /* position 0 */
@@ -444,9 +451,12 @@ __kernel void gn_nhwc_apply(__global const T *x, __global T *y, __global const A
     KS_UL(rows);
     KS_UL(chunk_len);
     KS_UI(flags);
+    KS_UL(first_block);
     const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg, N = rows / G;
-    const uint t = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
-    const ulong p0 = (ulong)t * chunk_len, p1 = min(hw, p0 + chunk_len);
+    /* tile t as in gn_nhwc_moments; one past the end has no positions (p0 >= hw) */
+    const ulong t = first_block + get_group_id(0);
+    const uint lid = get_local_id(0), L = get_local_size(0);
+    const ulong p0 = t * chunk_len, p1 = min(hw, p0 + chunk_len);
     const int silu = (flags & CLNORM_KF_SILU) != 0;
     for (ulong n = get_group_id(1); n < N; n += get_num_groups(1)) {
         __global const T *xs = x + x_off + n * x_stride;

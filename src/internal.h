@@ -189,15 +189,16 @@ struct clnorm_plan {
     clnorm_geometry geo;
     clnorm_direction_kernels dir[2]; /* CLNORM_FORWARD, CLNORM_BACKWARD */
     int inline_ok;                   /* a latency plan: runs on ctx->inline_queue (latency.c) */
-    /* A latency plan's forward: the most parts it is cut into, each run by one thread of the
-     * host pool on its own queue of the in-thread device (latency.c); 1: the calling thread
-     * runs it whole. `part_units`: the units the problem is cut into
-     * (op->part_units); `part_step`: each slot's offset advance per unit. */
-    unsigned inline_parts;
+    /* A latency plan's parts per direction: the most parts a call is cut into, each run by
+     * one thread of the host pool on its own queue of the in-thread device (latency.c); 1:
+     * the calling thread runs it whole. A forward is cut by units (part_units of them,
+     * op->part_units; part_step: each slot's offset advance per unit) or, where the op
+     * describes none, like a backward: by the blocks of the steps in cut_steps (bit k: step
+     * k, those that take KA_FIRST_BLOCK), cut_blocks of them, the other steps run whole. */
+    unsigned inline_parts[2];
     size_t part_units, part_step[CLNORM_ARG_SLOT_COUNT];
-    /* A latency plan's backward: the most parts its row blocks are cut into (1: none), and
-     * the index of its chain's GEOM_BWD_ROWS step, the one cut (latency.c). */
-    unsigned inline_bwd_parts, bwd_rows_step;
+    unsigned cut_steps[2];
+    size_t cut_blocks[2];
     int host_ok[2]; /* per direction: its host-pointer calls run op->host (execute.c) */
     int host_mem;   /* its host-pointer calls make buffers over the host arrays (execute.c) */
     /* op->slot_info of every slot and direction, filled once at creation: each call's
@@ -374,9 +375,10 @@ typedef struct {
     const clnorm_desc *desc, *view;
     const clnorm_geometry *geo;
     /* Parts of one execution, which share one instance's scratch (all 0/NULL: the whole):
-     * the chain's steps to consider (bit k: step k; 0: every step), the row blocks of its
-     * GEOM_BWD_ROWS step ([block0, block0 + blocks); blocks 0: all), and the scratch buffers
-     * to bind instead of the instance's own. */
+     * the chain's steps to consider (bit k: step k; 0: every step), the blocks of the steps
+     * that take KA_FIRST_BLOCK ([block0, block0 + blocks); blocks 0: all; op.h,
+     * clnorm_block_dim),
+     * and the scratch buffers to bind instead of the instance's own. */
     unsigned steps;
     size_t block0, blocks;
     const cl_mem *scratch;
@@ -393,6 +395,9 @@ clnorm_status clnorm_launch_span(clnorm_plan *plan, const clnorm_span *part,
                                  int warm, cl_command_queue queue, cl_uint nwait,
                                  const cl_event *wait, cl_event *event);
 void clnorm_release_instances(clnorm_plan *plan);
+/* The steps of the plan's chain (bit k: step k) that an execution of the whole problem with
+ * these CLNORM_KF_* flags runs. */
+unsigned clnorm_launch_steps(const clnorm_plan *plan, clnorm_direction dir, unsigned flags);
 
 /* What every layer-1 call checks first: a device context, a device plan, a consistent wait
  * list, and a queue (NULL: the context's, written back) of the context's cl_context. fn names

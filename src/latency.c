@@ -10,8 +10,9 @@
  *    only when POCL_DEVICES names it: clnorm never changes the environment). CLNORM_LATENCY=0
  *    at context creation leaves it out, and the context is exactly what it was before.
  *  - A plan is a latency plan when the row tensor x of one call holds at most
- *    CLNORM_LATENCY_BYTES bytes (read at plan creation; default CLNORM_LATENCY_DEFAULT_BYTES,
- *    measured: bench/RESULTS.md). Its programs are built for both devices.
+ *    CLNORM_LATENCY_BYTES bytes (read at plan creation; default the op's latency_bytes for
+ *    the description, else CLNORM_LATENCY_DEFAULT_BYTES, measured: bench/RESULTS.md). Its
+ *    programs are built for both devices.
  *  - A latency plan executed on the context's own queue runs in the calling thread when every
  *    event of its wait list is already complete: the host waits for the queue's earlier work
  *    (clFinish), runs the kernels on the in-thread device, and returns with them done. The
@@ -26,12 +27,14 @@
  *    device runs a command in the thread that waits for it, so one thread alone streams the
  *    rows, where the multi-threaded device and oneDNN use every core. A forward's part is the
  *    same plan over fewer of its units (op->part_units, op->part_desc: rows, samples,
- *    GroupNorm's groups), so every row comes out bit for bit as it does whole; only ops whose
- *    units are independent describe parts. A backward is cut by the row blocks of its
- *    GEOM_BWD_ROWS step: the steps before them and after them (the parameter pass over every
- *    block's partials) run whole in the calling thread, the blocks in parts, all on one
- *    instance's scratch; each block computes what it computes whole, and the pass adds the
- *    partials in the same order, so the gradients come out bit for bit too.
+ *    GroupNorm's NCHW groups), so every row comes out bit for bit as it does whole; only ops
+ *    whose units are independent describe parts. Otherwise, and for every backward, a call
+ *    is cut by the blocks of the steps whose kernels take KA_FIRST_BLOCK (the backward's row
+ *    blocks, GroupNorm's NHWC tiles): the other steps (statistics recomputed, the parameter
+ *    pass over every block's partials, GroupNorm's merge of its tiles' moments) run whole in
+ *    the calling thread, the blocks in parts, all on one instance's scratch; each block
+ *    computes what it computes whole, and the steps after read the blocks' work in the same
+ *    order, so the outputs come out bit for bit too.
  *  - The host loop's thresholds (CLNORM_HOST_BYTES, CLNORM_HOST_BACKWARD_BYTES; src/execute.c
  *    runs the loop) are read the same way, by clnorm_fits_env.
  *  - PoCL 3.1 mishandles a command of one device that waits on an event of the other in the
@@ -211,46 +214,69 @@ static void forward_parts(clnorm_plan *plan, size_t bytes)
             return;
     plan->part_units = op->part_units(&plan->desc, plan->part_step);
     if (plan->part_units > 1)
-        plan->inline_parts = parts_for(plan->ctx, bytes, plan->part_units);
+        plan->inline_parts[CLNORM_FORWARD] = parts_for(plan->ctx, bytes, plan->part_units);
 }
 
-/* The backward: the row blocks of its GEOM_BWD_ROWS step, each block's rows and parameter
- * partials its own; the steps before and after it run whole, on the same scratch. Every
- * part launches the same number of blocks (the last one's extra blocks have no rows and
- * write nothing): PoCL 3.1 keeps a kernel's builds in a process-wide cache that counts
- * references by kernel and work-group size but keys its builds by grid too, and two commands
- * of one kernel with different grids at once release each other's build (an abort in
- * pocl_release_dlhandle_cache, seen with parts of 2 and 3 blocks). The forward's parts share
- * one grid by construction (run_part). */
-static void backward_parts(clnorm_plan *plan, size_t bytes)
+/* Parts by blocks: the steps that take KA_FIRST_BLOCK (the backward's row blocks, GroupNorm's
+ * NHWC tiles) run in parts of their blocks, each block's work and scratch its own; the steps
+ * between them run whole in the calling thread, all on one instance's scratch. Only the
+ * steps of the kind the geometry runs count (RUN_SAMPLES or RUN_TILES), and they must all
+ * have the same number of blocks. Every part launches the same number of blocks (the last
+ * one's extra blocks do nothing): PoCL 3.1 keeps a kernel's builds in a process-wide cache
+ * that counts references by kernel and work-group size but keys its builds by grid too, and
+ * two commands of one kernel with different grids at once release each other's build (an
+ * abort in pocl_release_dlhandle_cache, seen with parts of 2 and 3 blocks). The forward's
+ * parts by units share one grid by construction (run_part). */
+static void block_parts(clnorm_plan *plan, clnorm_direction dir, size_t bytes)
 {
-    const clnorm_chain *chain = plan->dir[CLNORM_BACKWARD].chain;
-    if (!chain || plan->geo.bwd_groups < 2)
+    const clnorm_chain *chain = plan->dir[dir].chain;
+    if (!chain)
         return;
-    size_t found = 0;
-    for (size_t k = 0; k < chain->nsteps; k++)
-        if (chain->steps[k].geom == GEOM_BWD_ROWS) {
-            plan->bwd_rows_step = (unsigned)k;
-            found++;
-        }
-    if (found != 1)
+    const unsigned not_run = plan->geo.samples ? RUN_TILES : RUN_SAMPLES;
+    unsigned cut = 0;
+    size_t blocks = 0;
+    for (size_t k = 0; k < chain->nsteps; k++) {
+        const clnorm_kstep *step = &chain->steps[k];
+        const int dim = clnorm_block_dim((clnorm_geom_kind)step->geom);
+        if (dim < 0 || (step->run_if & not_run) || !clnorm_step_takes(step, KA_FIRST_BLOCK))
+            continue;
+        cl_uint dims;
+        size_t global[2], local[2];
+        clnorm_policy_ndrange(&plan->geo, &plan->view, step->geom, &dims, global, local);
+        const size_t n = local[dim] ? global[dim] / local[dim] : 0;
+        if (cut && n != blocks)
+            return;
+        blocks = n;
+        cut |= 1u << k;
+    }
+    if (blocks < 2)
         return;
     /* parts of the same number of blocks, none of them empty */
-    const size_t G = plan->geo.bwd_groups, per = clnorm_div_up(G, parts_for(plan->ctx, bytes, G));
-    plan->inline_bwd_parts = (unsigned)clnorm_div_up(G, per);
+    const size_t per = clnorm_div_up(blocks, parts_for(plan->ctx, bytes, blocks));
+    plan->inline_parts[dir] = (unsigned)clnorm_div_up(blocks, per);
+    if (plan->inline_parts[dir] > 1) {
+        plan->cut_steps[dir] = cut;
+        plan->cut_blocks[dir] = blocks;
+    }
 }
 
 void clnorm_latency_plan_parts(clnorm_plan *plan)
 {
     const clnorm_desc *d = &plan->desc;
-    plan->inline_parts = plan->inline_bwd_parts = 1;
+    for (int dir = 0; dir < 2; dir++) {
+        plan->inline_parts[dir] = 1;
+        plan->cut_steps[dir] = 0;
+        plan->cut_blocks[dir] = 0;
+    }
     if (!plan->inline_ok || d->rows == 0 || plan->ctx->host_threads < 2)
         return;
     /* x's bytes, which a latency plan keeps within CLNORM_LATENCY_BYTES (at most 2^40) */
     const size_t bytes = d->rows * clnorm_row_len(d) * clnorm_dtype_size(d->dtype);
     forward_parts(plan, bytes);
+    if (plan->inline_parts[CLNORM_FORWARD] == 1)
+        block_parts(plan, CLNORM_FORWARD, bytes);
     if (d->flags & CLNORM_WITH_BACKWARD)
-        backward_parts(plan, bytes);
+        block_parts(plan, CLNORM_BACKWARD, bytes);
 }
 
 /* The caller's event: a user event, already complete. It is an event of no device, so the
@@ -295,8 +321,9 @@ typedef struct {
     clnorm_direction dir;
     const clnorm_call_args *a;
     unsigned flags;
-    size_t parts, units;    /* forward: the op's units (part_units); backward: row blocks */
-    const cl_mem *scratch;  /* backward: the scratch every part writes its blocks' partials to */
+    size_t parts, units;    /* the op's units (part_units), or the cut steps' blocks */
+    unsigned steps;         /* by blocks: the cut steps to run (0: parts by units) */
+    const cl_mem *scratch;  /* by blocks: the scratch every part writes its blocks' work to */
     _Atomic int failed;     /* the first part to fail sets it and writes status and msg */
     clnorm_status status;
     char msg[512];
@@ -309,13 +336,13 @@ static void run_part(void *arg, size_t i, unsigned worker)
     clnorm_ctx *ctx = plan->ctx;
     cl_command_queue queue = worker == 0 ? ctx->inline_queue : ctx->part_queues[worker - 1];
     clnorm_status st;
-    if (j->dir == CLNORM_BACKWARD) {
+    if (j->steps) {
         /* The whole problem's kernels over blocks [i * per, (i + 1) * per) only, the same
-         * number in every part (backward_parts) */
+         * number in every part (block_parts) */
         const size_t per = clnorm_div_up(j->units, j->parts);
-        const clnorm_span x = {&plan->desc, &plan->view, &plan->geo, 1u << plan->bwd_rows_step,
-                               i * per, per, j->scratch};
-        st = run_inline(plan, &x, CLNORM_BACKWARD, j->a, j->flags, queue);
+        const clnorm_span x = {&plan->desc, &plan->view, &plan->geo, j->steps, i * per, per,
+                               j->scratch};
+        st = run_inline(plan, &x, j->dir, j->a, j->flags, queue);
     } else {
         /* Units [u0, u1) of the batch, nearly equal shares; the same grid in every part */
         const size_t u0 = j->units * i / j->parts, u1 = j->units * (i + 1) / j->parts;
@@ -363,20 +390,21 @@ static clnorm_status forward_in_parts(clnorm_plan *plan, clnorm_pool *pool,
                                       const clnorm_call_args *a, unsigned flags)
 {
     split_call j = {.plan = plan, .dir = CLNORM_FORWARD, .a = a, .flags = flags,
-                    .parts = plan->inline_parts, .units = plan->part_units};
+                    .parts = plan->inline_parts[CLNORM_FORWARD], .units = plan->part_units};
     return run_split(pool, &j);
 }
 
-/* The backward: the steps before the row blocks in this thread, the blocks in parts, the
- * steps after (the parameter pass over every block's partials) in this thread, all on the
- * scratch of one instance. Each block computes what it computes whole, and the parameter
- * pass adds the partials in the same order: the same bits. */
-static clnorm_status backward_in_parts(clnorm_plan *plan, clnorm_pool *pool,
-                                       const clnorm_call_args *a, unsigned flags)
+/* Parts by blocks (block_parts): the chain's steps in order, each run of cut steps in parts
+ * of their blocks, each run of the others whole in this thread, all on the scratch of one
+ * instance. Each block computes what it computes whole, and the steps after them read the
+ * blocks' work in the same order (the backward's parameter pass adds the partials in block
+ * order; GroupNorm's merge, the tiles' moments): the same bits. */
+static clnorm_status blocks_in_parts(clnorm_plan *plan, clnorm_pool *pool, clnorm_direction dir,
+                                     const clnorm_call_args *a, unsigned flags)
 {
     clnorm_ctx *ctx = plan->ctx;
     clnorm_instance *in = NULL;
-    TRY(clnorm_acquire_instance(plan, CLNORM_BACKWARD, &in));
+    TRY(clnorm_acquire_instance(plan, dir, &in));
     /* Its scratch may still be in use by a chain on the main device: wait on the host (the
      * latency path never makes one device wait for the other's event). */
     clnorm_status st = CLNORM_OK;
@@ -388,20 +416,28 @@ static clnorm_status backward_in_parts(clnorm_plan *plan, clnorm_pool *pool,
         clReleaseEvent(in->last);
         in->last = NULL;
     }
-    const unsigned k = plan->bwd_rows_step, before = (1u << k) - 1, rows = 1u << k,
-                   after = ~(before | rows);
-    const clnorm_span whole = {&plan->desc, &plan->view, &plan->geo, before, 0, 0, in->scratch};
-    if (st == CLNORM_OK && before)
-        st = run_inline(plan, &whole, CLNORM_BACKWARD, a, flags, ctx->inline_queue);
-    if (st == CLNORM_OK) {
-        split_call j = {.plan = plan, .dir = CLNORM_BACKWARD, .a = a, .flags = flags,
-                        .parts = plan->inline_bwd_parts, .units = plan->geo.bwd_groups,
-                        .scratch = in->scratch};
-        st = run_split(pool, &j);
-    }
-    if (st == CLNORM_OK) {
-        const clnorm_span rest = {&plan->desc, &plan->view, &plan->geo, after, 0, 0, in->scratch};
-        st = run_inline(plan, &rest, CLNORM_BACKWARD, a, flags, ctx->inline_queue);
+    const clnorm_chain *chain = plan->dir[dir].chain;
+    const size_t nsteps = chain->nsteps;
+    const unsigned cut = plan->cut_steps[dir], run = clnorm_launch_steps(plan, dir, flags);
+    for (size_t k = 0; st == CLNORM_OK && k < nsteps;) {
+        /* the next run of steps all cut or all whole, less those this call does not run */
+        const unsigned in_cut = (cut >> k) & 1u;
+        unsigned mask = 0;
+        for (; k < nsteps && ((cut >> k) & 1u) == in_cut; k++)
+            mask |= 1u << k;
+        mask &= run;
+        if (!mask)
+            continue;
+        if (in_cut) {
+            split_call j = {.plan = plan, .dir = dir, .a = a, .flags = flags,
+                            .parts = plan->inline_parts[dir], .units = plan->cut_blocks[dir],
+                            .steps = mask, .scratch = in->scratch};
+            st = run_split(pool, &j);
+        } else {
+            const clnorm_span whole = {&plan->desc, &plan->view, &plan->geo, mask, 0, 0,
+                                       in->scratch};
+            st = run_inline(plan, &whole, dir, a, flags, ctx->inline_queue);
+        }
     }
     clnorm_release_instance(plan, in);
     return st;
@@ -420,11 +456,11 @@ clnorm_status clnorm_latency_launch(clnorm_plan *plan, clnorm_direction dir,
     /* The work enqueued before, on the caller's in-order queue, is done before ours starts. */
     CL_CHECK(ctx, clFinish(queue), "clFinish (the latency path waits for the queue's work)");
     clnorm_mutex_lock(&ctx->inline_lock);
-    const unsigned parts = dir == CLNORM_FORWARD ? plan->inline_parts : plan->inline_bwd_parts;
+    const unsigned parts = plan->inline_parts[dir];
     clnorm_pool *pool = parts > 1 ? clnorm_host_pool(ctx) : NULL;
     if (pool && part_queues_ready(ctx, clnorm_pool_width(pool))) {
-        const clnorm_status st = dir == CLNORM_FORWARD ? forward_in_parts(plan, pool, a, flags)
-                                                       : backward_in_parts(plan, pool, a, flags);
+        const clnorm_status st = plan->cut_steps[dir] ? blocks_in_parts(plan, pool, dir, a, flags)
+                                                      : forward_in_parts(plan, pool, a, flags);
         clnorm_mutex_unlock(&ctx->inline_lock);
         *taken = (int)parts;
         return st != CLNORM_OK || !event ? st : complete_event(ctx, event);

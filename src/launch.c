@@ -249,6 +249,33 @@ static unsigned run_conditions(const clnorm_geometry *g, unsigned flags)
     return run;
 }
 
+/* The steps an execution runs (bit k: step k): those whose conditions hold and whose NDRange
+ * is not empty (no row blocks in an empty batch), among x->steps (0: all). */
+static unsigned steps_to_run(const clnorm_chain *chain, const clnorm_span *x, unsigned flags,
+                             int warm)
+{
+    const unsigned run = run_conditions(x->geo, flags);
+    unsigned mask = 0;
+    for (size_t k = 0; k < chain->nsteps; k++) {
+        const clnorm_kstep *step = &chain->steps[k];
+        cl_uint dims;
+        size_t global[2], local[2];
+        clnorm_policy_ndrange(x->geo, x->view, step->geom, &dims, global, local);
+        /* a warm-up runs every step the geometry chose */
+        const unsigned need = warm ? step->run_if & (RUN_SAMPLES | RUN_TILES) : step->run_if;
+        if ((need & run) == need && global[0] > 0 && global[1] > 0 &&
+            (x->steps == 0 || (x->steps & (1u << k))))
+            mask |= 1u << k;
+    }
+    return mask;
+}
+
+unsigned clnorm_launch_steps(const clnorm_plan *plan, clnorm_direction dir, unsigned flags)
+{
+    const clnorm_span whole = {&plan->desc, &plan->view, &plan->geo, 0, 0, 0, NULL};
+    return plan->dir[dir].chain ? steps_to_run(plan->dir[dir].chain, &whole, flags, 0) : 0;
+}
+
 /* Enqueues the chosen steps one after another: each waits on the event of the one before (the
  * first on the wait list), so that an out-of-order queue keeps them in sequence too. *done
  * gets the last step's event; every path out releases the events in between. */
@@ -273,12 +300,13 @@ static clnorm_status enqueue_steps(clnorm_plan *plan, const clnorm_span *x,
             global[0] = local[0];
             global[1] = local[1];
         }
-        /* Some of the row blocks (op.h, GEOM_BWD_ROWS: the kernel adds KA_FIRST_BLOCK). A
+        /* Some of the blocks (op.h: row blocks or tiles; the kernel adds KA_FIRST_BLOCK). A
          * global offset would do it without an argument, but PoCL 3.1 builds a kernel apart
          * for a zero offset, and when both builds of one kernel run at once it releases one
          * build's reference for the other's: an abort in pocl_release_dlhandle_cache. */
-        if (step->geom == GEOM_BWD_ROWS && x->blocks > 0 && !warm)
-            global[1] = x->blocks;
+        const int bdim = clnorm_block_dim((clnorm_geom_kind)step->geom);
+        if (x->blocks > 0 && !warm && bdim >= 0 && clnorm_step_takes(step, KA_FIRST_BLOCK))
+            global[bdim] = x->blocks * local[bdim];
         cl_int err = bind(plan, x, dir, in, k, a, flags, warm, local[0]);
         cl_event ev = NULL;
         if (err == CL_SUCCESS)
@@ -307,21 +335,11 @@ clnorm_status clnorm_launch_span(clnorm_plan *plan, const clnorm_span *part,
     const clnorm_chain *chain = plan->dir[dir].chain;
     const clnorm_span whole = {&plan->desc, &plan->view, &plan->geo, 0, 0, 0, NULL};
     const clnorm_span *x = part ? part : &whole;
-    /* The steps this execution runs: those whose conditions hold and whose NDRange is not
-     * empty (no row blocks in an empty batch). */
-    const unsigned run = run_conditions(x->geo, flags);
+    const unsigned run = steps_to_run(chain, x, flags, warm);
     size_t steps[CLNORM_MAX_STEPS], nsteps = 0;
-    for (size_t k = 0; k < chain->nsteps; k++) {
-        const clnorm_kstep *step = &chain->steps[k];
-        cl_uint dims;
-        size_t global[2], local[2];
-        clnorm_policy_ndrange(x->geo, x->view, step->geom, &dims, global, local);
-        /* a warm-up runs every step the geometry chose */
-        const unsigned need = warm ? step->run_if & (RUN_SAMPLES | RUN_TILES) : step->run_if;
-        if ((need & run) == need && global[0] > 0 && global[1] > 0 &&
-            (x->steps == 0 || (x->steps & (1u << k))))
+    for (size_t k = 0; k < chain->nsteps; k++)
+        if (run & (1u << k))
             steps[nsteps++] = k;
-    }
     if (nsteps == 0 && x->steps != 0) {
         if (event)
             *event = NULL; /* a part with nothing to run: nothing to wait for */

@@ -185,9 +185,12 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
                           &plan->slots[dir][s]);
     /* A latency plan: x small enough for the in-thread device (latency.c). */
     st = CLNORM_OK;
-    if (ctx->inline_device && strategy != CLNORM_STRATEGY_REFERENCE)
-        st = clnorm_fits_env(ctx, &d, "CLNORM_LATENCY_BYTES", CLNORM_LATENCY_DEFAULT_BYTES,
+    if (ctx->inline_device && strategy != CLNORM_STRATEGY_REFERENCE) {
+        const size_t op_bytes = op->latency_bytes ? op->latency_bytes(&d) : 0;
+        st = clnorm_fits_env(ctx, &d, "CLNORM_LATENCY_BYTES",
+                             op_bytes ? op_bytes : CLNORM_LATENCY_DEFAULT_BYTES,
                              &plan->inline_ok, NULL);
+    }
     /* The host loop serves the plans whose strategy is clnorm's to choose, on a CPU device,
      * whose x is small enough (README, "Small problems on CPU devices"). */
     if (st == CLNORM_OK && auto_asked && strategy != CLNORM_STRATEGY_REFERENCE && op->host &&

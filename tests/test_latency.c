@@ -376,7 +376,10 @@ typedef struct {
     int sum_in_place; /* ADD kinds: the sum output over the residual */
     clnorm_direction dir;
     int recompute; /* backward: mean and rstd not given (recomputed from x first) */
-    size_t groups, spatial; /* CLNORM_GROUP (NCHW): rows are N, cols C */
+    size_t groups, spatial; /* CLNORM_GROUP: rows are N, cols C */
+    int nhwc;               /* CLNORM_GROUP: channels last */
+    int tiles;              /* NHWC: the tiles however many samples (CLNORM_NO_SAMPLE_ITEMS),
+                               on the latency path at any size (CLNORM_LATENCY_BYTES) */
 } part_case;
 
 /* Each slot the forward takes gets a buffer of its own: `pad` elements, then the slot's
@@ -492,6 +495,7 @@ static void check_parts(clnorm_ctx *ctx, const part_case *c)
     if (c->kind == CLNORM_GROUP) {
         d.groups = c->groups;
         d.spatial = c->spatial;
+        d.layout = c->nhwc ? CLNORM_NHWC : CLNORM_NCHW;
         d.x_stride = d.y_stride = c->cols * c->spatial + 7; /* strided samples */
     }
     if (c->kind == CLNORM_ADD_LAYER || c->kind == CLNORM_ADD_RMS)
@@ -499,10 +503,15 @@ static void check_parts(clnorm_ctx *ctx, const part_case *c)
     if (c->samples > 1)
         d.mod_stride = c->cols + 1;
     int lat = 0, lat0 = 1;
+    if (c->tiles) {
+        setenv("CLNORM_NO_SAMPLE_ITEMS", "1", 1);
+        setenv("CLNORM_LATENCY_BYTES", "1099511627776", 1);
+    }
     clnorm_plan *pl = plan_of(ctx, &d, &lat);
     setenv("CLNORM_LATENCY_BYTES", "0", 1);
     clnorm_plan *pm = plan_of(ctx, &d, &lat0);
     unsetenv("CLNORM_LATENCY_BYTES");
+    unsetenv("CLNORM_NO_SAMPLE_ITEMS");
     assert_true(lat);
     assert_false(lat0);
     part_bufs b;
@@ -549,24 +558,35 @@ static void test_parts(void **state)
     const unsigned stats = CLNORM_SAVE_STATS | CLNORM_WITH_BACKWARD;
     const clnorm_direction F = CLNORM_FORWARD, B = CLNORM_BACKWARD;
     const part_case cases[] = {
-        {CLNORM_LAYER, CLNORM_F32, 257, 768, 0, stats, 0, F, 0, 0, 0},
-        {CLNORM_RMS, CLNORM_F32, 100, 1000, 0, stats | CLNORM_NO_GAMMA, 0, F, 0, 0, 0},
-        {CLNORM_ADD_LAYER, CLNORM_F16, 200, 700, 0, stats | CLNORM_RESIDUAL_F32, 1, F, 0, 0, 0},
-        {CLNORM_ADD_RMS, CLNORM_BF16, 300, 512, 0, 0, 0, F, 0, 0, 0},
+        {CLNORM_LAYER, CLNORM_F32, 257, 768, 0, stats, 0, F, 0, 0, 0, 0, 0},
+        {CLNORM_RMS, CLNORM_F32, 100, 1000, 0, stats | CLNORM_NO_GAMMA, 0, F, 0, 0, 0, 0, 0},
+        {CLNORM_ADD_LAYER, CLNORM_F16, 200, 700, 0, stats | CLNORM_RESIDUAL_F32, 1, F, 0, 0, 0, 0, 0},
+        {CLNORM_ADD_RMS, CLNORM_BF16, 300, 512, 0, 0, 0, F, 0, 0, 0, 0, 0},
         /* whole samples per part: 3 samples of 70 rows, 5 of 40 */
-        {CLNORM_LAYER, CLNORM_BF16, 210, 512, 3, stats | CLNORM_SCALE | CLNORM_SHIFT, 0, F, 0, 0, 0},
-        {CLNORM_ADD_RMS, CLNORM_F32, 200, 256, 5, CLNORM_SCALE | CLNORM_NO_BETA, 1, F, 0, 0, 0},
+        {CLNORM_LAYER, CLNORM_BF16, 210, 512, 3, stats | CLNORM_SCALE | CLNORM_SHIFT, 0, F, 0, 0, 0, 0, 0},
+        {CLNORM_ADD_RMS, CLNORM_F32, 200, 256, 5, CLNORM_SCALE | CLNORM_NO_BETA, 1, F, 0, 0, 0, 0, 0},
         /* the backward's row blocks: with the statistics given, and recomputed first */
-        {CLNORM_LAYER, CLNORM_F32, 257, 768, 0, stats, 0, B, 0, 0, 0},
-        {CLNORM_LAYER, CLNORM_F32, 32, 4096, 0, stats, 0, B, 1, 0, 0},
-        {CLNORM_RMS, CLNORM_BF16, 300, 512, 0, stats | CLNORM_NO_GAMMA, 0, B, 0, 0, 0},
-        {CLNORM_ADD_LAYER, CLNORM_F16, 200, 700, 0, stats | CLNORM_RESIDUAL_F32, 0, B, 0, 0, 0},
+        {CLNORM_LAYER, CLNORM_F32, 257, 768, 0, stats, 0, B, 0, 0, 0, 0, 0},
+        {CLNORM_LAYER, CLNORM_F32, 32, 4096, 0, stats, 0, B, 1, 0, 0, 0, 0},
+        {CLNORM_RMS, CLNORM_BF16, 300, 512, 0, stats | CLNORM_NO_GAMMA, 0, B, 0, 0, 0, 0, 0},
+        {CLNORM_ADD_LAYER, CLNORM_F16, 200, 700, 0, stats | CLNORM_RESIDUAL_F32, 0, B, 0, 0, 0, 0, 0},
         /* dscale and dshift: blocks inside samples, 3 samples of 70 rows */
-        {CLNORM_LAYER, CLNORM_F32, 210, 512, 3, stats | CLNORM_SCALE | CLNORM_SHIFT, 0, B, 0, 0, 0},
+        {CLNORM_LAYER, CLNORM_F32, 210, 512, 3, stats | CLNORM_SCALE | CLNORM_SHIFT, 0, B, 0, 0, 0, 0, 0},
         /* GroupNorm NCHW: one sample in parts of its 32 groups (10 channels each), with the
          * SiLU; four samples in parts of samples */
-        {CLNORM_GROUP, CLNORM_F32, 1, 320, 0, stats | CLNORM_SILU, 0, F, 0, 32, 256},
-        {CLNORM_GROUP, CLNORM_F16, 4, 64, 0, stats | CLNORM_NO_BETA, 0, F, 0, 8, 300},
+        {CLNORM_GROUP, CLNORM_F32, 1, 320, 0, stats | CLNORM_SILU, 0, F, 0, 32, 256, 0, 0},
+        {CLNORM_GROUP, CLNORM_F16, 4, 64, 0, stats | CLNORM_NO_BETA, 0, F, 0, 8, 300, 0, 0},
+        /* GroupNorm NHWC: one sample's tiles in parts (its 2 MiB threshold, above the 1 MiB
+         * of one item per sample), forward and backward, the statistics given and
+         * recomputed; 200 channels (a tail past the last vector) in float16; three samples'
+         * tiles in parts (the moments and the apply, the backward's sums and dx) */
+        {CLNORM_GROUP, CLNORM_F32, 1, 320, 0, stats, 0, F, 0, 32, 1024, 1, 0},
+        {CLNORM_GROUP, CLNORM_F32, 1, 320, 0, stats, 0, B, 0, 32, 1024, 1, 0},
+        {CLNORM_GROUP, CLNORM_F32, 1, 320, 0, stats, 0, B, 1, 32, 1024, 1, 0},
+        {CLNORM_GROUP, CLNORM_F16, 1, 200, 0, stats | CLNORM_NO_BETA, 0, F, 0, 8, 3000, 1, 0},
+        {CLNORM_GROUP, CLNORM_F16, 1, 200, 0, stats | CLNORM_NO_BETA, 0, B, 1, 8, 3000, 1, 0},
+        {CLNORM_GROUP, CLNORM_F32, 3, 64, 0, stats | CLNORM_SILU, 0, F, 0, 16, 700, 1, 1},
+        {CLNORM_GROUP, CLNORM_F32, 3, 64, 0, stats | CLNORM_SILU, 0, B, 1, 16, 700, 1, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_parts(ctx, &cases[i]);

@@ -345,14 +345,17 @@ static const clnorm_chain nchw_split = {
     2};
 
 /* NHWC (kernels/group_nhwc.cl). Forward scratch: 0 moments, 1 statistics. */
+/* The moments and the apply take their first tile (KA_FIRST_BLOCK): the latency path runs
+ * their tiles in parts (src/latency.c). */
 static const clnorm_karg part_args[] = {OPS, {KA_SCRATCH, 0}, {KA_ROWS, 0}, {KA_CHUNK_LEN, 0},
-                                        {KA_CHUNKS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
+                                        {KA_CHUNKS, 0}, {KA_FIRST_BLOCK, 0}, {KA_LOCAL_ACC, 0},
+                                        {KA_END, 0}};
 static const clnorm_karg merge_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1}, {KA_SCRATCH, 2},
                                          {KA_ROWS, 0}, {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0},
                                          {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
                                          {KA_END, 0}};
 static const clnorm_karg apply_args[] = {OPS, {KA_SCRATCH, 2}, {KA_ROWS, 0}, {KA_CHUNK_LEN, 0},
-                                         {KA_FLAGS, 0}, {KA_END, 0}};
+                                         {KA_FLAGS, 0}, {KA_FIRST_BLOCK, 0}, {KA_END, 0}};
 static const clnorm_karg sample_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1},
                                           {KA_SCRATCH, 2}, {KA_ROWS, 0}, {KA_EPS, 0},
                                           {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
@@ -375,7 +378,8 @@ static const clnorm_karg stats_args[] = {OPS, {KA_SCRATCH, 0}, {KA_ROWS, 0}, {KA
                                          {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
                                          {KA_END, 0}};
 static const clnorm_karg bpart_args[] = {OPS, {KA_SCRATCH, 1}, {KA_ROWS, 0}, {KA_CHUNK_LEN, 0},
-                                         {KA_CHUNKS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
+                                         {KA_CHUNKS, 0}, {KA_FIRST_BLOCK, 0}, {KA_LOCAL_ACC, 0},
+                                         {KA_END, 0}};
 /* (scratch 3 is never allocated: the merge gets no table) */
 static const clnorm_karg bmerge_args[] = {OPS, {KA_SCRATCH, 1}, {KA_SCRATCH, 0}, {KA_SCRATCH, 3},
                                           {KA_ROWS, 0}, {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0},
@@ -387,7 +391,7 @@ static const clnorm_karg sums_nchw_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 
 static const clnorm_karg sums_nhwc_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1},
                                              {KA_SCRATCH, 4}, {KA_ROWS, 0},
                                              {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0}, {KA_FLAGS, 0},
-                                             {KA_END, 0}};
+                                             {KA_FIRST_BLOCK, 0}, {KA_END, 0}};
 static const clnorm_karg coef_args[] = {OPS, {KA_SCRATCH, 1}, {KA_SCRATCH, 2}, {KA_ROWS, 0},
                                         {KA_CHUNKS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
                                         {KA_END, 0}};
@@ -397,7 +401,8 @@ static const clnorm_karg dx_nchw_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 2}
                                            {KA_FLAGS, 0}, {KA_END, 0}};
 static const clnorm_karg dx_nhwc_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 2},
                                            {KA_SCRATCH, 4}, {KA_ROWS, 0}, {KA_CHUNK_LEN, 0},
-                                           {KA_FLAGS, 0}, {KA_END, 0}};
+                                           {KA_CHUNKS, 0}, {KA_FLAGS, 0}, {KA_FIRST_BLOCK, 0},
+                                           {KA_END, 0}};
 
 #define COEF_STEP {"gn_bwd_coef", B(GAMMA), coef_args, GEOM_ITEMS, RUN_GRAD_X}
 #define PARAMS_STEP                                                                         \
@@ -459,6 +464,17 @@ static size_t host_bytes(const clnorm_desc *d, clnorm_direction dir)
     return d->layout == CLNORM_NHWC ? (size_t)512 << 10 : (size_t)2 << 20;
 }
 
+/* Latency plans (src/latency.c): GroupNorm in NHWC without SiLU up to 2 MiB of x, where its
+ * tiles (or one item per sample) on the in-thread device, the tiles in parts on the host
+ * pool's threads, beat the multi-threaded device's launches in every round at 1.3 MB: the
+ * forward 1.13-1.30x, the backward even or faster (bench/RESULTS.md, "GroupNorm's NHWC tiles
+ * on the latency path"). Not with SiLU, whose exponentials on one thread (one item per
+ * sample) were 20% slower at N = 2 and 4; not NCHW, whose parts already reach 1 MiB. */
+static size_t latency_bytes(const clnorm_desc *d)
+{
+    return is_nhwc(d) && !(d->flags & CLNORM_SILU) ? (size_t)2 << 20 : 0;
+}
+
 const clnorm_op clnorm_op_group_norm = {
     .kind = CLNORM_GROUP,
     .name = "group_norm",
@@ -486,4 +502,5 @@ const clnorm_op clnorm_op_group_norm = {
     .ref = clnorm_group_norm_ref,
     .host = clnorm_group_norm_host,
     .host_bytes = host_bytes,
+    .latency_bytes = latency_bytes,
 };

@@ -32,8 +32,10 @@ typedef enum {
     KA_LOCAL_ACC,      /* __local A[local size] */
     KA_OP,             /* ulong: the op's own scalar number `arg` (clnorm_op.scalar), e.g. a
                           GroupNorm's groups and spatial size */
-    KA_FIRST_BLOCK     /* ulong: the first row block of a GEOM_BWD_ROWS launch (0 but in a
-                          part of the latency path, clnorm_span.block0) */
+    KA_FIRST_BLOCK     /* ulong: the first block of a GEOM_BWD_ROWS (row blocks) or
+                          GEOM_SPLIT (tiles) launch: 0 but in a part of the latency path
+                          (clnorm_span.block0), which runs the steps that take it in parts of
+                          their blocks (src/latency.c) */
 } clnorm_karg_kind;
 
 typedef struct {
@@ -44,7 +46,8 @@ typedef struct {
 /* Launch geometries (policy.c fills their sizes). */
 typedef enum {
     GEOM_FWD = 0,    /* 1D: groups x local (row, workgroup, subgroup) */
-    GEOM_SPLIT,      /* 2D: (chunks x local, rows) */
+    GEOM_SPLIT,      /* 2D: (chunks x local, rows); a kernel that takes KA_FIRST_BLOCK
+                        runs chunk KA_FIRST_BLOCK + get_group_id(0), and none past chunks */
     GEOM_BWD_STATS,  /* 1D: stats groups x bwd local */
     GEOM_BWD_CHUNKS, /* 2D: (bwd chunks x bwd local, rows) */
     GEOM_BWD_ROWS,   /* 2D: (bwd chunks x bwd local, row blocks); its kernel's block is
@@ -171,6 +174,10 @@ typedef struct clnorm_op {
      * (bench/RESULTS.md). NULL: CLNORM_HOST_DEFAULT_BYTES and
      * CLNORM_HOST_BACKWARD_DEFAULT_BYTES. */
     size_t (*host_bytes)(const clnorm_desc *d, clnorm_direction dir);
+    /* The default of CLNORM_LATENCY_BYTES for a description: x of at most this many bytes
+     * makes a latency plan (src/latency.c), measured (bench/RESULTS.md). NULL, or 0 for a
+     * description: CLNORM_LATENCY_DEFAULT_BYTES. */
+    size_t (*latency_bytes)(const clnorm_desc *d);
 } clnorm_op;
 
 /* ---- what slot layouts and scratch sizes share (op_util.c) ---- */
@@ -179,6 +186,11 @@ void clnorm_slot_layout(clnorm_slot_info *info, clnorm_dtype t, size_t rows, siz
                         size_t stride);
 /* a * b * c bytes; SIZE_MAX when that overflows (the plan then refuses the allocation). */
 size_t clnorm_bytes3(size_t a, size_t b, size_t c);
+/* Does the step take argument `kind`? */
+int clnorm_step_takes(const clnorm_kstep *step, clnorm_karg_kind kind);
+/* The grid dimension that counts a step's blocks where its kernel may take KA_FIRST_BLOCK:
+ * 1 for GEOM_BWD_ROWS, 0 for GEOM_SPLIT; -1 for the other geometries. */
+int clnorm_block_dim(clnorm_geom_kind geom);
 
 /* ---- registry (registry.c) ---- */
 /* The op of a kind, or NULL. */
