@@ -344,9 +344,9 @@ static const clnorm_chain nchw_split = {
      {"norm_split_apply", FWD_T, split_apply_args, GEOM_SPLIT, 0}},
     2};
 
-/* NHWC (kernels/group_nhwc.cl). Forward scratch: 0 moments, 1 statistics. */
-/* The moments and the apply take their first tile (KA_FIRST_BLOCK): the latency path runs
- * their tiles in parts (src/latency.c). */
+/* NHWC (kernels/group_nhwc.cl). Forward scratch: 0 moments, 1 statistics. The moments and
+ * the apply (the backward's sums and dx too) take their first tile (KA_FIRST_BLOCK): the
+ * latency path runs their tiles in parts (src/latency.c). */
 static const clnorm_karg part_args[] = {OPS, {KA_SCRATCH, 0}, {KA_ROWS, 0}, {KA_CHUNK_LEN, 0},
                                         {KA_CHUNKS, 0}, {KA_FIRST_BLOCK, 0}, {KA_LOCAL_ACC, 0},
                                         {KA_END, 0}};
@@ -467,7 +467,7 @@ static size_t host_bytes(const clnorm_desc *d, clnorm_direction dir)
 /* Latency plans (src/latency.c): GroupNorm in NHWC without SiLU up to 2 MiB of x, where its
  * tiles (or one item per sample) on the in-thread device, the tiles in parts on the host
  * pool's threads, beat the multi-threaded device's launches in every round at 1.3 MB: the
- * forward 1.13-1.30x, the backward even or faster (bench/RESULTS.md, "GroupNorm's NHWC tiles
+ * forward 1.13-1.32x, the backward even or faster (bench/RESULTS.md, "GroupNorm's NHWC tiles
  * on the latency path"). Not with SiLU, whose exponentials on one thread (one item per
  * sample) were 20% slower at N = 2 and 4; not NCHW, whose parts already reach 1 MiB. */
 static size_t latency_bytes(const clnorm_desc *d)
