@@ -388,6 +388,9 @@ typedef struct {
 clnorm_status clnorm_acquire_instance(clnorm_plan *plan, clnorm_direction dir,
                                       clnorm_instance **out);
 void clnorm_release_instance(clnorm_plan *plan, clnorm_instance *in);
+/* Waits on the host for the instance's last chain (one of the main device: the latency path
+ * never makes one device wait for the other's event) and forgets it. */
+clnorm_status clnorm_instance_wait(clnorm_ctx *ctx, clnorm_instance *in);
 /* clnorm_launch for `part` (NULL: the plan's whole problem). When part->steps leaves no step
  * to run, nothing is enqueued and *event is NULL. */
 clnorm_status clnorm_launch_span(clnorm_plan *plan, const clnorm_span *part,

@@ -405,17 +405,8 @@ static clnorm_status blocks_in_parts(clnorm_plan *plan, clnorm_pool *pool, clnor
     clnorm_ctx *ctx = plan->ctx;
     clnorm_instance *in = NULL;
     TRY(clnorm_acquire_instance(plan, dir, &in));
-    /* Its scratch may still be in use by a chain on the main device: wait on the host (the
-     * latency path never makes one device wait for the other's event). */
-    clnorm_status st = CLNORM_OK;
-    if (in->last) {
-        const cl_int err = clWaitForEvents(1, &in->last);
-        if (err != CL_SUCCESS)
-            st = clnorm_fail(ctx, err, "waiting for the plan's previous run failed: %s",
-                             clnorm_status_string(err));
-        clReleaseEvent(in->last);
-        in->last = NULL;
-    }
+    /* Its scratch may still be in use by a chain on the main device. */
+    clnorm_status st = clnorm_instance_wait(ctx, in);
     const clnorm_chain *chain = plan->dir[dir].chain;
     const size_t nsteps = chain->nsteps;
     const unsigned cut = plan->cut_steps[dir], run = clnorm_launch_steps(plan, dir, flags);

@@ -103,6 +103,19 @@ out:
     return st;
 }
 
+clnorm_status clnorm_instance_wait(clnorm_ctx *ctx, clnorm_instance *in)
+{
+    if (!in->last)
+        return CLNORM_OK;
+    const cl_int err = clWaitForEvents(1, &in->last);
+    clReleaseEvent(in->last);
+    in->last = NULL;
+    if (err != CL_SUCCESS)
+        return clnorm_fail(ctx, err, "waiting for the plan's previous run failed: %s",
+                           clnorm_status_string(err));
+    return CLNORM_OK;
+}
+
 void clnorm_release_instance(clnorm_plan *plan, clnorm_instance *in)
 {
     clnorm_mutex_lock(&plan->lock);
@@ -373,13 +386,12 @@ clnorm_status clnorm_launch_span(clnorm_plan *plan, const clnorm_span *part,
     const int on_inline = clnorm_is_inline_queue(ctx, queue);
     if (in->last && !(queue == in->last_queue && in_order(queue))) {
         if (on_inline) {
-            const cl_int err = clWaitForEvents(1, &in->last);
-            if (err != CL_SUCCESS) {
+            const clnorm_status ws = clnorm_instance_wait(ctx, in);
+            if (ws != CLNORM_OK) {
                 if (list != local_list)
                     free(list);
                 clnorm_release_instance(plan, in);
-                return clnorm_fail(ctx, err, "waiting for the plan's previous run failed: %s",
-                                   clnorm_status_string(err));
+                return ws;
             }
         } else {
             list[nlist++] = in->last;
