@@ -60,14 +60,18 @@ static const bench_shape samples_quick[] = {BTC(2, 128, 1152), BTC(3, 7, 101)};
 
 /* Targets stated against the CPU reference (issue #10: GroupNorm's backward >= 1.2x the
  * reference's bandwidth times the core count), and against the unfused pair and the copy
- * (issue #11: the modulated forward >= 1.5x the norm then a modulation kernel, and >= 90% of
- * the copy's bandwidth). */
+ * (issue #8: the fused residual add + norm >= 1.3x the best add-then-norm pair and >= 90% of
+ * the copy's bandwidth on its own bytes; issue #11: the modulated forward >= 1.5x the norm
+ * then a modulation kernel, and >= 90% of the copy's). `residual`: the target is the fused
+ * add's (1) or holds only without a residual (0). */
 static const struct {
     unsigned form;
     clnorm_direction dir;
+    int residual;
     double ref_cores, fused, copy;
-} targets[] = {{BENCH_FORM_GROUPS, CLNORM_BACKWARD, 1.2, 0.0, 0.0},
-               {BENCH_FORM_SAMPLES, CLNORM_FORWARD, 0.0, 1.5, 0.9}};
+} targets[] = {{BENCH_FORM_GROUPS, CLNORM_BACKWARD, 0, 1.2, 0.0, 0.0},
+               {BENCH_FORM_ROWS, CLNORM_FORWARD, 1, 0.0, 1.3, 0.9},
+               {BENCH_FORM_SAMPLES, CLNORM_FORWARD, 0, 0.0, 1.5, 0.9}};
 
 /* The form of a kind's data: the groups form when its descriptor takes groups and spatial
  * positions (the row kinds refuse them). */
@@ -101,11 +105,12 @@ static void set_shapes(bench_op_info *o)
     }
     o->ref_cores_target = o->fused_target = o->copy_target = 0.0;
     /* The modulation's targets are stated for layer (and hold the same for rms): a residual
-     * op moves 4 passes over the rows fused against its pair's 6, so 1.5x is its ceiling. */
+     * op moves 4 passes over the rows fused against its pair's 6, so 1.5x is its ceiling;
+     * the fused add's hold for add-layer and add-rms. */
     const int residual = (o->given & BENCH_SLOT(CLNORM_ARG_RESIDUAL)) != 0;
     for (size_t i = 0; i < N_OF(targets); i++)
         if (targets[i].form == o->form && targets[i].dir == o->dir &&
-            !(residual && targets[i].fused > 0.0)) {
+            (targets[i].residual == residual || targets[i].fused == 0.0)) {
             o->ref_cores_target = targets[i].ref_cores;
             o->fused_target = targets[i].fused;
             o->copy_target = targets[i].copy;
