@@ -576,14 +576,15 @@ static void test_parts(void **state)
          * SiLU; four samples in parts of samples */
         {CLNORM_GROUP, CLNORM_F32, 1, 320, 0, stats | CLNORM_SILU, 0, F, 0, 32, 256, 0, 0},
         {CLNORM_GROUP, CLNORM_F16, 4, 64, 0, stats | CLNORM_NO_BETA, 0, F, 0, 8, 300, 0, 0},
-        /* GroupNorm NHWC: one sample's tiles in parts (its 2 MiB threshold, above the 1 MiB
-         * of one item per sample), forward and backward, the statistics given and
-         * recomputed; 200 channels (a tail past the last vector) in float16; three samples'
-         * tiles in parts (the moments and the apply, the backward's sums and dx) */
-        {CLNORM_GROUP, CLNORM_F32, 1, 320, 0, stats, 0, F, 0, 32, 1024, 1, 0},
+        /* GroupNorm NHWC: one sample's tiles in parts, forward (forced: up to 2 MiB, the
+         * latency path's own threshold, the forward runs one item per sample) and backward
+         * (by its size), the statistics given and recomputed; 200 channels (a tail past the
+         * last vector) in float16; three samples' tiles in parts (the moments and the apply,
+         * the backward's sums and dx) */
+        {CLNORM_GROUP, CLNORM_F32, 1, 320, 0, stats, 0, F, 0, 32, 1024, 1, 1},
         {CLNORM_GROUP, CLNORM_F32, 1, 320, 0, stats, 0, B, 0, 32, 1024, 1, 0},
         {CLNORM_GROUP, CLNORM_F32, 1, 320, 0, stats, 0, B, 1, 32, 1024, 1, 0},
-        {CLNORM_GROUP, CLNORM_F16, 1, 200, 0, stats | CLNORM_NO_BETA, 0, F, 0, 8, 3000, 1, 0},
+        {CLNORM_GROUP, CLNORM_F16, 1, 200, 0, stats | CLNORM_NO_BETA, 0, F, 0, 8, 3000, 1, 1},
         {CLNORM_GROUP, CLNORM_F16, 1, 200, 0, stats | CLNORM_NO_BETA, 0, B, 1, 8, 3000, 1, 0},
         {CLNORM_GROUP, CLNORM_F32, 3, 64, 0, stats | CLNORM_SILU, 0, F, 0, 16, 700, 1, 1},
         {CLNORM_GROUP, CLNORM_F32, 3, 64, 0, stats | CLNORM_SILU, 0, B, 1, 16, 700, 1, 1},

@@ -205,8 +205,12 @@ static size_t scalar(const clnorm_desc *d, unsigned k)
 }
 
 /* A sample of at most this many bytes runs the CPU forward as one item even when the samples
- * are fewer than the cores (geometry). */
-#define NHWC_SAMPLE_ITEM_BYTES ((size_t)1 << 20)
+ * are fewer than the cores (geometry): one launch on one core against the tiles' three on all
+ * of them. 1 MiB until the tiles' loops got faster; then a single 1.3 MB float32 sample ran
+ * 1.1-1.5x faster as one item on PoCL's multi-threaded device, in every round, and no slower
+ * on the in-thread one, where 2.6 and 5.2 MB samples were even or slower (bench/RESULTS.md,
+ * "One item per sample up to 2 MiB"). */
+#define NHWC_SAMPLE_ITEM_BYTES ((size_t)2 << 20)
 
 /* ---- geometry of the op's own kernels (the NCHW forward's is the policy's, of the view) ---- */
 
@@ -465,11 +469,14 @@ static size_t host_bytes(const clnorm_desc *d, clnorm_direction dir)
 }
 
 /* Latency plans (src/latency.c): GroupNorm in NHWC without SiLU up to 2 MiB of x, where its
- * tiles (or one item per sample) on the in-thread device, the tiles in parts on the host
- * pool's threads, beat the multi-threaded device's launches in every round at 1.3 MB: the
- * forward 1.13-1.32x, the backward even or faster (bench/RESULTS.md, "GroupNorm's NHWC tiles
- * on the latency path"). Not with SiLU, whose exponentials on one thread (one item per
- * sample) were 20% slower at N = 2 and 4; not NCHW, whose parts already reach 1 MiB. */
+ * kernels on the in-thread device (the tiles in parts on the host pool's threads) beat the
+ * multi-threaded device's launches in every round at 1.3 MB: the forward's tiles 1.13-1.32x,
+ * the backward even or faster (bench/RESULTS.md, "GroupNorm's NHWC tiles on the latency
+ * path"); the forward now runs one item per sample up to 2 MiB (NHWC_SAMPLE_ITEM_BYTES),
+ * in the calling thread 1.26x and 1.69x faster than as one launch on the multi-threaded
+ * device ("One item per sample up to 2 MiB"). Not with SiLU, whose exponentials on one thread
+ * (one item per sample) were 20% slower at N = 2 and 4; not NCHW, whose parts already reach
+ * 1 MiB. */
 static size_t latency_bytes(const clnorm_desc *d)
 {
     return is_nhwc(d) && !(d->flags & CLNORM_SILU) ? (size_t)2 << 20 : 0;
