@@ -206,10 +206,10 @@ static size_t scalar(const clnorm_desc *d, unsigned k)
 
 /* A sample of at most this many bytes runs the CPU forward as one item even when the samples
  * are fewer than the cores (geometry): one launch on one core against the tiles' three on all
- * of them. 1 MiB until the tiles' loops got faster; then a single 1.3 MB float32 sample ran
- * 1.1-1.5x faster as one item on PoCL's multi-threaded device, in every round, and no slower
- * on the in-thread one, where 2.6 and 5.2 MB samples were even or slower (bench/RESULTS.md,
- * "One item per sample up to 2 MiB"). */
+ * of them. 1 MiB until the tiles' loops got faster; then the two single 1.3 MB float32
+ * samples ran faster as one item on PoCL's multi-threaded device in 13 of 14 rounds (1.27x
+ * at the median), and no slower on the in-thread one. Samples of 2.6 and 5.2 MB were even or
+ * slower as one item (bench/RESULTS.md, "One item per sample up to 2 MiB"). */
 #define NHWC_SAMPLE_ITEM_BYTES ((size_t)2 << 20)
 
 /* ---- geometry of the op's own kernels (the NCHW forward's is the policy's, of the view) ---- */
@@ -259,7 +259,8 @@ static void geometry(const clnorm_device_profile *p, const clnorm_desc *d,
          * where the samples alone keep the cores evenly busy (a multiple of the cores, or
          * enough that the last round's idle cores matter little), or where a sample is small
          * enough that the tiles' two extra launches cost more than the one core loses
-         * (bench/RESULTS.md, "NHWC on CPU devices: one item per sample"). */
+         * (bench/RESULTS.md, "NHWC on CPU devices: one item per sample", "One item per sample up
+         * to 2 MiB"). */
         const size_t sample_bytes = C * hw * clnorm_dtype_size(d->dtype);
         const int even = d->rows >= cu && (d->rows % cu == 0 || d->rows >= 4 * cu);
         if (cpu && local == 1 && !t->no_samples &&
