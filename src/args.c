@@ -100,11 +100,11 @@ static void span(const clnorm_call_args *a, unsigned s, int is_mem, size_t *star
 static clnorm_status check_alias(clnorm_ctx *ctx, const clnorm_op *op,
                                  const clnorm_call_args *a, unsigned s, unsigned t, int is_mem)
 {
+    if (is_mem && a->handle[s] != a->handle[t])
+        return CLNORM_OK; /* different buffers: no overlap, whatever the offsets */
     size_t s0, sn, t0, tn;
     span(a, s, is_mem, &s0, &sn);
     span(a, t, is_mem, &t0, &tn);
-    if (is_mem && a->handle[s] != a->handle[t])
-        return CLNORM_OK;
     if (!clnorm_ranges_overlap(s0, sn, t0, tn))
         return CLNORM_OK;
     const clnorm_slot_info *is = &a->info[s], *it = &a->info[t];
@@ -127,8 +127,10 @@ static clnorm_status check_alias(clnorm_ctx *ctx, const clnorm_op *op,
     return CLNORM_OK;
 }
 
-clnorm_status clnorm_check_args(clnorm_ctx *ctx, const clnorm_op *op, const clnorm_desc *d,
-                                clnorm_direction dir, const clnorm_call_args *a, int is_mem)
+/* The message of the first slot, in slot order, that is required but missing or given but
+ * unused. */
+static clnorm_status presence_error(clnorm_ctx *ctx, const clnorm_op *op,
+                                    clnorm_direction dir, const clnorm_call_args *a)
 {
     for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++) {
         const clnorm_slot_info *info = &a->info[s];
@@ -155,14 +157,36 @@ clnorm_status clnorm_check_args(clnorm_ctx *ctx, const clnorm_op *op, const clno
                       ? " (the description has no CLNORM_SAVE_STATS flag)"
                       : "");
     }
+    return CLNORM_OK;
+}
+
+clnorm_status clnorm_check_args(clnorm_ctx *ctx, const clnorm_op *op, const clnorm_desc *d,
+                                clnorm_direction dir, const clnorm_call_args *a, int is_mem)
+{
+    /* Presence as masks first: every call pays this, and only a wrong one builds a message
+     * (presence_error, which finds the same first slot the masks do). */
+    unsigned required = 0, unused = 0, outputs = 0;
+    for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++) {
+        const clnorm_slot_info *info = &a->info[s];
+        if (info->use == CLNORM_SLOT_REQUIRED && info->extent > 0)
+            required |= SLOT_BIT(s);
+        else if (info->use == CLNORM_SLOT_UNUSED)
+            unused |= SLOT_BIT(s);
+        if (info->is_output)
+            outputs |= SLOT_BIT(s);
+    }
+    if ((required & ~a->present) || (unused & a->present))
+        return presence_error(ctx, op, dir, a);
     if (op->check_present)
         TRY(op->check_present(ctx, op, d, dir, a->present));
-    /* Outputs against everything else given. */
-    for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++) {
-        if (!(a->present & SLOT_BIT(s)) || !a->info[s].is_output)
+    /* Outputs against everything else given (two outputs once each); the loops end at the
+     * highest slot given. */
+    const unsigned given_outputs = a->present & outputs;
+    for (unsigned s = 0; (given_outputs >> s) != 0; s++) {
+        if (!(given_outputs & SLOT_BIT(s)))
             continue;
-        for (unsigned t = 0; t < CLNORM_ARG_SLOT_COUNT; t++)
-            if (t != s && (a->present & SLOT_BIT(t)) && !(a->info[t].is_output && t < s))
+        for (unsigned t = 0; (a->present >> t) != 0; t++)
+            if (t != s && (a->present & SLOT_BIT(t)) && !((given_outputs & SLOT_BIT(t)) && t < s))
                 TRY(check_alias(ctx, op, a, s, t, is_mem));
     }
     return CLNORM_OK;
