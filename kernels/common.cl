@@ -91,14 +91,18 @@ typedef struct {
 #define STYPE_BF16 ushort
 
 /*
- * CLNORM_ELEM_LOADS (PoCL's CPU device, rows of at most 8 KiB: src/policy.c): float and double
- * vectors are read through a vector type aligned to its element. That says what vloadn says,
- * but PoCL's vloadn is not always merged into one load by LLVM, and this is one unaligned
- * vector load. The values are the same; only the instructions differ.
+ * A vector aligned to its element (Av_e), a Clang extension: it says what vloadn says, but
+ * PoCL's vloadn is not always merged into one load by LLVM, and this is one unaligned vector
+ * access. The values are the same; only the instructions differ. Defined where the compiler
+ * is Clang, PoCL's CPU device (CLNORM_STREAM_STORES or CLNORM_ELEM_LOADS, src/policy.c).
+ * CLNORM_ELEM_LOADS (rows of at most 8 KiB) reads float and double row vectors through it;
+ * GroupNorm's CPU loops use it under CLNORM_STREAM_STORES (op_group_norm.cl, GN_LDV).
  */
+#if defined(CLNORM_ELEM_LOADS) || defined(CLNORM_STREAM_STORES)
+typedef A Av_e __attribute__((ext_vector_type(VW), aligned(sizeof(A))));
+#endif
 #if defined(CLNORM_ELEM_LOADS)
 typedef float floatv_e __attribute__((ext_vector_type(VW), aligned(4)));
-typedef A Av_e __attribute__((ext_vector_type(VW), aligned(sizeof(A))));
 #define LOADV_F32(p) (*(__global const floatv_e *)(p))
 #define LOADV_F64(p) (*(__global const Av_e *)(p))
 #else

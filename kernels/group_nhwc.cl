@@ -186,6 +186,19 @@ inline void gn_tile_moments_rows(__global const T *xs, __global A *sc, __global 
     }
 }
 
+/* CPU devices: a tile's moments into its GN_TILE_LEN values at pt (the layout above: the
+ * channels' mean and M2, the groups' S and M2, the staging row, the shifts K_c), positions
+ * [p0, p1): the channels' in one read (gn_tile_moments_rows), then each group's from them. */
+inline void gn_tile_moments_cpu(__global const T *xs, __global A *pt, ulong p0, ulong p1,
+                                ulong G, ulong cpg, ulong hw)
+{
+    const ulong C = G * cpg;
+    __global A *kr = pt + 3 * C + 2 * G;
+    gn_tile_moments_rows(xs, pt, pt + 2 * C + 2 * G, kr, p0, p1, C, hw);
+    for (ulong g = 0; g < G; g++)
+        gn_group_moments(kr, pt, g * cpg, cpg, C, (A)(p1 - p0), pt + 2 * C + 2 * g);
+}
+
 __kernel void gn_nhwc_moments(IN_PTRS, __global A *part, __local A *scratch, KS_PARAM)
 {
     KS_BEGIN;
@@ -208,10 +221,7 @@ __kernel void gn_nhwc_moments(IN_PTRS, __global A *part, __local A *scratch, KS_
         __global const T *xs = x + x_off + n * x_stride; /* position 0 */
         __global A *pt = part + (n * chunks + t) * GN_TILE_LEN(C, G);
         if (L == 1) {
-            __global A *kr = pt + 3 * C + 2 * G;
-            gn_tile_moments_rows(xs, pt, pt + 2 * C + 2 * G, kr, p0, p1, C, hw);
-            for (ulong g = 0; g < G; g++)
-                gn_group_moments(kr, pt, g * cpg, cpg, C, cnt, pt + 2 * C + 2 * g);
+            gn_tile_moments_cpu(xs, pt, p0, p1, G, cpg, hw);
             continue;
         }
         /* GPUs: L is a multiple of cpg dividing C (group_norm.c), so each round of L
@@ -504,10 +514,7 @@ __kernel void gn_nhwc_sample(FWD_PTRS, __global A *part, __global A *stats,
         __global const T *xs = x + x_off + n * x_stride;
         __global T *ys = y + y_off + n * y_stride;
         __global A *pt = part + n * GN_TILE_LEN(C, G);
-        __global A *kr = pt + 3 * C + 2 * G;
-        gn_tile_moments_rows(xs, pt, pt + 2 * C + 2 * G, kr, 0, hw, C, hw);
-        for (ulong g = 0; g < G; g++)
-            gn_group_moments(kr, pt, g * cpg, cpg, C, (A)hw, pt + 2 * C + 2 * g);
+        gn_tile_moments_cpu(xs, pt, 0, hw, G, cpg, hw);
         for (ulong g = 0; g < G; g++)
             gn_merge_row(x, x_off, x_stride, gamma, gamma_off, beta, beta_off, mean, mean_off,
                          rstd, rstd_off, G, cpg, hw, part, stats, table, n * G + g, hw, 1, eps,

@@ -20,16 +20,14 @@
 #define OP_ROW_PREFETCH_L2 0
 
 /* The CPU loops' vectors of scratch tables (A, aligned to one element) read and written as
- * one vector each: PoCL builds vloadn and vstoren of a __global A * from 16-byte pieces, four
- * instructions per float16 (perf annotate of gn_tile_moments_rows), where this is one
- * unaligned load or store. The values are the same. The type is a Clang extension:
- * CLNORM_STREAM_STORES marks PoCL's CPU device, whose compiler is Clang (src/policy.c);
- * elsewhere vloadn and vstoren. x, dy and dx take it too where their storage is A's (float32,
- * float64): GN_LDX, GN_STX. */
+ * one vector each, through common.cl's Av_e: PoCL builds vloadn and vstoren of a __global A *
+ * from 16-byte pieces, four instructions per float16 (perf annotate of gn_tile_moments_rows),
+ * where this is one unaligned load or store. The values are the same. On PoCL's CPU device
+ * (CLNORM_STREAM_STORES); elsewhere vloadn and vstoren. x, dy and dx take it too where their
+ * storage is A's (float32, float64): GN_LDX, GN_STX. */
 #if defined(CLNORM_STREAM_STORES)
-typedef A gn_av_e __attribute__((ext_vector_type(VW), aligned(sizeof(A))));
-#define GN_LDV(p) (*(__global const gn_av_e *)(p))
-#define GN_STV(v, p) (*(__global gn_av_e *)(p) = (v))
+#define GN_LDV(p) (*(__global const Av_e *)(p))
+#define GN_STV(v, p) (*(__global Av_e *)(p) = (v))
 #if defined(CLNORM_X_F32) || defined(CLNORM_X_F64)
 #define GN_LDX(p) GN_LDV(p)
 #define GN_STX(v, p) GN_STV(v, p)
