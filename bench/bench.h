@@ -155,6 +155,7 @@ typedef struct {
     size_t n_cases;
     int quick;                            /* --quick: few small shapes, few reps */
     int reps, warmup;                     /* --reps, --warmup */
+    int min_ms;                           /* --min-ms: least timed milliseconds per contender */
     int rounds;                           /* --rounds: timed runs interleaved in rounds */
     int threads;                          /* --threads N (0: not given) */
     const char *device;                   /* --device SPEC (NULL: clnorm's default) */

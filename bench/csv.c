@@ -1,13 +1,14 @@
 /* The CSV file: exactly the header
- * op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy,spatial,groups,layout,samples and one
+ * op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy,spatial,groups,layout,samples,reps and one
  * line per timed result (WRONG and inexact ones included: the table says which; failed and
  * skipped contenders have no line). op is a name of ops.c (layer, rms, add-layer, add-rms,
  * group, layer-mod, ..., backward, rms-backward, ..., group-backward, layer-mod-backward,
  * ...), dtype f32, f16, bf16 or f64. frac_of_copy is empty when the copy row of its side is
  * missing. The first eight columns are those of the row ops' runs before GroupNorm; the next
  * three are GroupNorm's (rows = N, cols = C): spatial as HxW (1 without spatial dims), G,
- * nchw or nhwc, and empty for the other ops; the last is the modulated ops' B (their rows are
- * B x T), empty for the others. Columns are only ever appended, so older readers that take
+ * nchw or nhwc, and empty for the other ops; then the modulated ops' B (their rows are
+ * B x T), empty for the others; the last is the timed reps the median came from (--reps, or
+ * more under --min-ms). Columns are only ever appended, so older readers that take
  * the first ones by position keep working. */
 #include "bench.h"
 
@@ -22,7 +23,7 @@ int bench_write_csv(const char *path, const bench_results *r)
         return -1;
     }
     fprintf(f, "op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy,spatial,groups,layout,"
-            "samples\n");
+            "samples,reps\n");
     for (size_t i = 0; i < r->n; i++) {
         const bench_result *x = &r->v[i];
         if (!bench_result_timed(x))
@@ -44,7 +45,7 @@ int bench_write_csv(const char *path, const bench_results *r)
         }
         if (form == BENCH_FORM_SAMPLES)
             fprintf(f, "%zu", x->shape.samples);
-        fputc('\n', f);
+        fprintf(f, ",%d\n", x->reps);
     }
     if (fclose(f) != 0) {
         fprintf(stderr, "clnorm-bench: writing %s failed: %s\n", path, strerror(errno));

@@ -103,6 +103,11 @@ static void usage(FILE *out)
         "                      in both layouts, then layer-mod and layer-mod-backward f32 on\n"
         "                      2x128x1152\n"
         "  --reps N            timed repetitions per contender (default 30; --quick 5)\n"
+        "  --min-ms N          time each contender for at least N ms in all (default 50;\n"
+        "                      --quick 0; 0: off): a contender whose check run was shorter\n"
+        "                      than N ms / reps gets more reps (at most 100000), so that the\n"
+        "                      median of a microsecond call rests on more than a few ms of\n"
+        "                      a noisy machine; the CSV's reps column says how many\n"
         "  --warmup N          untimed repetitions first (default 3; --quick 1)\n"
         "  --rounds N          time in N interleaved rounds (default 5; at most --reps):\n"
         "                      round k runs the k-th slice of every contender's reps, device\n"
@@ -120,9 +125,10 @@ static void usage(FILE *out)
         "                      and bf16 also allow 1 ulp of the format relative (2^-10, 2^-7);\n"
         "                      0 asks for results bit-exact to the reference\n"
         "  --csv FILE          write op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy,\n"
-        "                      spatial,groups,layout,samples (spatial, groups and layout\n"
+        "                      spatial,groups,layout,samples,reps (spatial, groups and layout\n"
         "                      empty but for the group ops, spatial as HxW; samples, B, empty\n"
-        "                      but for the -mod ops, whose rows are B x T)\n"
+        "                      but for the -mod ops, whose rows are B x T; reps, the timed\n"
+        "                      runs of the median)\n"
         "  --plot FILE.png     GB/s per case and contender, through gnuplot\n"
         "  --list              list the contenders compiled in and the ops each runs, and exit\n"
         "  -h, --help          this text\n"
@@ -370,6 +376,7 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
 {
     memset(opt, 0, sizeof *opt);
     opt->reps = -1;
+    opt->min_ms = -1;
     opt->warmup = -1;
     opt->rounds = -1;
     opt->tol = -1.0;
@@ -407,7 +414,8 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
         static const char *const known[] = {"--shape",   "--reps",       "--warmup", "--device",
                                             "--op",      "--dtype",      "--only",   "--csv",
                                             "--plot",    "--threads",    "--rotate-mib",
-                                            "--tol",     "--layout",     "--rounds"};
+                                            "--tol",     "--layout",     "--rounds",
+                                            "--min-ms"};
         int is_known = 0;
         for (size_t k = 0; k < N_OF(known); k++)
             is_known |= strcmp(name, known[k]) == 0;
@@ -432,6 +440,10 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
             if (parse_ull(val, 1, 1000000, &v))
                 return bad("--reps '%s': expected a whole number from 1 to 1000000", val);
             opt->reps = (int)v;
+        } else if (strcmp(name, "--min-ms") == 0) {
+            if (parse_ull(val, 0, 60000, &v))
+                return bad("--min-ms '%s': expected a whole number from 0 to 60000", val);
+            opt->min_ms = (int)v;
         } else if (strcmp(name, "--warmup") == 0) {
             if (parse_ull(val, 0, 1000000, &v))
                 return bad("--warmup '%s': expected a whole number from 0 to 1000000", val);
@@ -546,6 +558,8 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
         opt->reps = opt->quick ? 5 : 30;
     if (opt->warmup < 0)
         opt->warmup = opt->quick ? 1 : 3;
+    if (opt->min_ms < 0)
+        opt->min_ms = opt->quick ? 0 : 50;
     if (opt->rounds < 0)
         opt->rounds = 5;
     if (opt->rounds > opt->reps)

@@ -27,6 +27,9 @@
  * iterations, a few ms) and the host loop pool's 100 us. */
 #define SETTLE_NS 5000000L
 
+/* The most reps --min-ms gives a contender: 100000 calls of a microsecond are 0.1 s. */
+#define MIN_MS_MAX_REPS 100000
+
 static void note_append(char *note, size_t size, const char *text)
 {
     size_t len = strlen(note);
@@ -214,6 +217,13 @@ void bench_case_add(bench_case_run *cr, const bench_contender *c, size_t n_sets,
 
     e->reps = opt->reps;
     e->warmup = opt->warmup;
+    if (!c->is_slow && opt->min_ms > 0 && t_check > 0.0) {
+        /* A short call gets reps enough for --min-ms in all. The check run is a first call,
+         * if anything slower than the timed ones, so the estimate errs towards fewer. */
+        const double fit = opt->min_ms * 1e-3 / t_check;
+        if (fit > e->reps)
+            e->reps = fit < MIN_MS_MAX_REPS ? (int)fit : MIN_MS_MAX_REPS;
+    }
     if (c->is_slow) {
         /* Single-threaded: a time budget instead of the full count on big shapes. */
         if (opt->quick && p->n_elems > ((size_t)1 << 20)) {

@@ -101,7 +101,7 @@ static void expect_lines(const char *csv, const char *text, const char *const *r
 }
 
 /* clnorm-bench, float32, of a forward op and its backward ("op,op-backward") on one shape
- * with these contenders: two reps, no warm-up, a small rotation (no timing asserted), exit 0
+ * with these contenders: two reps (--min-ms 0), no warm-up, a small rotation (no timing asserted), exit 0
  * (no clnorm result WRONG), a table block for each op. Returns the CSV's text (free it), or
  * NULL after skip() when this build has no clnorm-bench. */
 static char *run_small_bench(const char *csv, const char *ops, const char *shape,
@@ -112,7 +112,7 @@ static char *run_small_bench(const char *csv, const char *ops, const char *shape
         return NULL;
     }
     expect_ok(cli("bench", "--op", ops, "--shape", shape, "--reps", "2", "--warmup", "0",
-                  "--rotate-mib", "4", "--only", only, "--csv", csv, NULL));
+                  "--min-ms", "0", "--rotate-mib", "4", "--only", only, "--csv", csv, NULL));
     char block[96];
     const size_t fwd = strcspn(ops, ",");
     snprintf(block, sizeof block, "== %.*s f32", (int)fwd, ops);
@@ -141,14 +141,14 @@ static void test_bench_modulation(void **state)
     /* exit 0: no clnorm result is WRONG; and the pair, at f32, is within the tolerance too */
     assert_null(strstr(g_out, "inexact baseline"));
     assert_int_equal(strncmp(text, "op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy,spatial,"
-                                   "groups,layout,samples\n", 82), 0);
+                                   "groups,layout,samples,reps\n", 87), 0);
     static const char *const rows[] = {"layer-mod,f32,15,101,ref_cpu,",
                                        "layer-mod-backward,f32,15,101,ref_cpu,",
                                        "layer-mod,f32,15,101,clnorm_auto,",
                                        "layer-mod,f32,15,101,clnorm_unfused,",
                                        "layer-mod-backward,f32,15,101,clnorm_auto,"};
     /* no GroupNorm fields; B = 3 */
-    expect_lines(csv, text, rows, g_have_device ? 5 : 2, ",,,,3");
+    expect_lines(csv, text, rows, g_have_device ? 5 : 2, ",,,,3,2"); /* two reps each */
     if (g_have_device)
         assert_non_null(strstr(g_out, "fused vs unfused: clnorm_auto"));
     free(text);
@@ -173,7 +173,7 @@ static void test_bench_group_silu(void **state)
         "group-silu,f32,2,8,clnorm_host,", "group-silu-backward,f32,2,8,clnorm_host,",
         "group-silu,f32,2,8,clnorm_auto,", "group-silu-backward,f32,2,8,clnorm_auto,"};
     /* the first line of each: the first layout's; no B */
-    expect_lines(csv, text, rows, g_have_device ? 6 : 2, ",3x5,4,nchw,");
+    expect_lines(csv, text, rows, g_have_device ? 6 : 2, ",3x5,4,nchw,,2");
     free(text);
     rm(csv, NULL);
 }
