@@ -83,6 +83,31 @@ static void test_policy(void **state)
     assert_false(lat);
     assert_string_equal(clnorm_plan_device_name(p), clnorm_device_name(ctx));
     clnorm_plan_free(p);
+    /* The operations' own defaults: 1 MiB, GroupNorm 2 MiB in NHWC without SiLU (1 MiB with
+     * it), 4 MiB in NCHW. x of 1x320x48x48 float32 is 2.81 MiB, of 1x320x64x64 5 MiB. */
+    static const struct {
+        clnorm_layout layout;
+        unsigned silu;
+        size_t hw;
+        int want;
+    } gn[] = {{CLNORM_NCHW, 0, 48 * 48, 1},        {CLNORM_NCHW, CLNORM_SILU, 48 * 48, 1},
+              {CLNORM_NCHW, 0, 64 * 64, 0},        {CLNORM_NHWC, 0, 48 * 48, 0},
+              {CLNORM_NHWC, 0, 32 * 32, 1},        {CLNORM_NHWC, CLNORM_SILU, 32 * 32, 0}};
+    for (size_t i = 0; i < sizeof gn / sizeof gn[0]; i++) {
+        clnorm_desc g;
+        clnorm_desc_init(&g, CLNORM_GROUP, 1, 320);
+        g.spatial = gn[i].hw;
+        g.groups = 32;
+        g.layout = gn[i].layout;
+        g.flags = gn[i].silu;
+        clnorm_plan_free(plan_of(ctx, &g, &lat));
+        if (lat != gn[i].want)
+            fail_msg("GroupNorm case %zu: latency plan %d, expected %d", i, lat, gn[i].want);
+    }
+    clnorm_desc mid;
+    clnorm_desc_init(&mid, CLNORM_LAYER, 1000, 1000); /* 3.8 MiB: over the default */
+    clnorm_plan_free(plan_of(ctx, &mid, &lat));
+    assert_false(lat);
     /* The threshold is x's bytes: exactly at it, in; one row more, out. */
     setenv("CLNORM_LATENCY_BYTES", "6144", 1); /* 2 rows of 768 float32 */
     clnorm_desc two, three;

@@ -469,18 +469,24 @@ static size_t host_bytes(const clnorm_desc *d, clnorm_direction dir)
     return d->layout == CLNORM_NHWC ? (size_t)512 << 10 : (size_t)2 << 20;
 }
 
-/* Latency plans (src/latency.c): GroupNorm in NHWC without SiLU up to 2 MiB of x, where its
- * kernels on the in-thread device (the tiles in parts on the host pool's threads) beat the
- * multi-threaded device's launches in every round at 1.3 MB: the forward's tiles 1.13-1.32x,
- * the backward even or faster (bench/RESULTS.md, "GroupNorm's NHWC tiles on the latency
- * path"); the forward now runs one item per sample up to 2 MiB (NHWC_SAMPLE_ITEM_BYTES),
- * in the calling thread 1.26x and 1.69x faster than as one launch on the multi-threaded
- * device ("One item per sample up to 2 MiB"). Not with SiLU, whose exponentials on one thread
- * (one item per sample) were 20% slower at N = 2 and 4; not NCHW, whose parts already reach
- * 1 MiB. */
+/* Latency plans (src/latency.c):
+ *  - NHWC without SiLU up to 2 MiB of x, where its kernels on the in-thread device (the tiles
+ *    in parts on the host pool's threads) beat the multi-threaded device's launches in every
+ *    round at 1.3 MB: the forward's tiles 1.13-1.32x, the backward even or faster
+ *    (bench/RESULTS.md, "GroupNorm's NHWC tiles on the latency path"); the forward now runs
+ *    one item per sample up to 2 MiB (NHWC_SAMPLE_ITEM_BYTES), in the calling thread 1.26x
+ *    and 1.69x faster than as one launch on the multi-threaded device ("One item per sample
+ *    up to 2 MiB"). Not with SiLU, whose exponentials on one thread (one item per sample)
+ *    were 20% slower at N = 2 and 4: those keep the default.
+ *  - NCHW up to 4 MiB, SiLU or not: its groups in parts on the host pool's threads ran the
+ *    forward 1.25-1.59x faster than the multi-threaded device at 1.3 and 2.6 MB, the
+ *    backward even; at 5.2 MB the two were within noise ("GroupNorm NCHW on the latency path
+ *    up to 4 MiB"). */
 static size_t latency_bytes(const clnorm_desc *d)
 {
-    return is_nhwc(d) && !(d->flags & CLNORM_SILU) ? (size_t)2 << 20 : 0;
+    if (!is_nhwc(d))
+        return (size_t)4 << 20;
+    return !(d->flags & CLNORM_SILU) ? (size_t)2 << 20 : 0;
 }
 
 const clnorm_op clnorm_op_group_norm = {
