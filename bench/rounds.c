@@ -221,8 +221,9 @@ void bench_case_add(bench_case_run *cr, const bench_contender *c, size_t n_sets,
         /* A short call gets reps enough for --min-ms in all. The check run is a first call,
          * if anything slower than the timed ones, so the estimate errs towards fewer. */
         const double fit = opt->min_ms * 1e-3 / t_check;
-        if (fit > e->reps)
-            e->reps = fit < MIN_MS_MAX_REPS ? (int)fit : MIN_MS_MAX_REPS;
+        const int want = fit < MIN_MS_MAX_REPS ? (int)fit : MIN_MS_MAX_REPS;
+        if (want > e->reps) /* never fewer than --reps */
+            e->reps = want;
     }
     if (c->is_slow) {
         /* Single-threaded: a time budget instead of the full count on big shapes. */
