@@ -166,8 +166,9 @@ static void test_sweep_f64(void **state)
 static void mixed(clnorm_dtype t)
 {
     require_device();
-    static const size_t shapes[][2] = {{1, 1},    {2, 3},    {17, 7},   {3, 64},  {17, 127},
-                                       {5, 1000}, {2, 4097}, {1000, 64}, {3, 65537}};
+    static const size_t shapes[][2] = {{1, 1},    {2, 3},     {17, 7},    {3, 64},
+                                       {17, 127}, {1001, 16}, {5, 1000},  {2, 4097},
+                                       {1000, 64}, {3, 65537}};
     clnorm_kind ops[8];
     const size_t nops = residual_ops(ops);
     size_t failed = 0;
