@@ -115,9 +115,10 @@ static void print_settings(const bench_options *opt, const bench_threads *th, cl
            "the call's return; CPU reference: %.1f s budget per shape (at least 3 reps)\n",
            opt->reps, opt->warmup, opt->ref_seconds);
     if (opt->min_ms > 0)
-        printf("min-ms: %d: a contender whose calls are short gets more reps, at least %d ms "
-               "of timed calls in all (the note and the CSV's reps column say how many)\n",
-               opt->min_ms, opt->min_ms);
+        printf("min-ms: %d: a contender whose calls are short gets more reps, enough for that "
+               "many ms of timed calls in all (the note and the CSV's reps column say how "
+               "many)\n",
+               opt->min_ms);
     if (opt->rounds > 1)
         printf("rounds: %d, interleaved: each round runs a slice of every contender's reps, "
                "device and host, in turn, each slice after a 5 ms pause and one untimed run\n",

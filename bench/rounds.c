@@ -217,14 +217,6 @@ void bench_case_add(bench_case_run *cr, const bench_contender *c, size_t n_sets,
 
     e->reps = opt->reps;
     e->warmup = opt->warmup;
-    if (!c->is_slow && opt->min_ms > 0 && t_check > 0.0) {
-        /* A short call gets reps enough for --min-ms in all. The check run is a first call,
-         * if anything slower than the timed ones, so the estimate errs towards fewer. */
-        const double fit = opt->min_ms * 1e-3 / t_check;
-        const int want = fit < MIN_MS_MAX_REPS ? (int)fit : MIN_MS_MAX_REPS;
-        if (want > e->reps) /* never fewer than --reps */
-            e->reps = want;
-    }
     if (c->is_slow) {
         /* Single-threaded: a time budget instead of the full count on big shapes. */
         if (opt->quick && p->n_elems > ((size_t)1 << 20)) {
@@ -242,6 +234,13 @@ void bench_case_add(bench_case_run *cr, const bench_contender *c, size_t n_sets,
             e->reps = fit < least ? least : (int)fit;
         if (e->warmup > 1 && t_check * e->reps > 0.5)
             e->warmup = 1;
+    } else if (opt->min_ms > 0 && t_check > 0.0) {
+        /* A short call gets reps enough for --min-ms in all. The check run is a first call,
+         * if anything slower than the timed ones, so the estimate errs towards fewer. */
+        const double fit = opt->min_ms * 1e-3 / t_check;
+        const int want = fit < MIN_MS_MAX_REPS ? (int)fit : MIN_MS_MAX_REPS;
+        if (want > e->reps) /* never fewer than --reps */
+            e->reps = want;
     }
     e->t = malloc((size_t)e->reps * sizeof *e->t);
     if (!e->t) {

@@ -128,7 +128,8 @@ inline int group_any(int flag, volatile __local int *slots, uint it, uint lid)
  * devices; src/policy.c sets it), run in lockstep, else 1. One row's statistics are a chain
  * of dependent steps (sums, a horizontal sum, a division, squares, another horizontal sum and
  * division, a square root and a division), and PoCL runs a group's items one after the other:
- * two independent chains side by side let the core overlap them. */
+ * independent chains side by side (two; four for rows of one vector) let the core overlap
+ * them. */
 #ifndef ITEM_ROWS
 #define ITEM_ROWS 1
 #endif

@@ -106,14 +106,11 @@ enum { SUBGROUP_MAX_REG_VECS = 16, SUBGROUP_SPREAD_REG_VECS = 8, SUBGROUP_MAX_SE
  * CPU_ITEM_ROWS consecutive rows in lockstep, so that the core overlaps their statistics'
  * dependent steps (kernels/norm_subgroup.cl, ITEM_ROWS): 1.07-1.14x one row's speed on rows
  * in the L3 cache (bench/RESULTS.md); two rows of the fused add at 128 columns already take
- * AVX-512's 32 registers. */
-enum { CPU_SHORT_ROW_VECS = 8, CPU_ITEM_ROWS = 2 };
-
-/* Rows of one vector (16 float32 columns with AVX-512) hold so little that the statistics'
- * dependent chain (two horizontal sums, two divisions, the square root) is the item's whole
- * cost: four rows in lockstep ran LayerNorm at 1048576x16 1.1-1.2x faster than two, eight
- * slower again (bench/RESULTS.md, "Rows of one vector: four per item"). */
-enum { CPU_ITEM_ROWS_ONE_VEC = 4 };
+ * AVX-512's 32 registers. A row of one vector (16 float32 columns with AVX-512) holds so
+ * little that those steps are the item's whole cost: CPU_ITEM_ROWS_ONE_VEC = 4 rows ran
+ * LayerNorm at 1048576x16 about 1.1x faster than two, eight slower again (bench/RESULTS.md,
+ * "Rows of one vector: four per item"). */
+enum { CPU_SHORT_ROW_VECS = 8, CPU_ITEM_ROWS = 2, CPU_ITEM_ROWS_ONE_VEC = 4 };
 
 static int cpu_short_row(const clnorm_device_profile *p, size_t cols, size_t vw)
 {
@@ -185,7 +182,9 @@ clnorm_status clnorm_policy_build(const clnorm_device_profile *p, const clnorm_d
      * columns on an H100 took 8% longer with 16 vectors per lane than with the 12 it uses,
      * the fused add (two vectors per position) 35% (bench/RESULTS.md). */
     g->reg_vecs = clnorm_div_up(d->cols, g->seg * g->vw);
-    g->item_rows = g->seg != 1 ? 1 : g->reg_vecs == 1 ? CPU_ITEM_ROWS_ONE_VEC : CPU_ITEM_ROWS;
+    g->item_rows = 1;
+    if (g->seg == 1) /* whole rows per item: CPU devices */
+        g->item_rows = g->reg_vecs == 1 ? CPU_ITEM_ROWS_ONE_VEC : CPU_ITEM_ROWS;
     return CLNORM_OK;
 }
 
