@@ -153,11 +153,10 @@ bad:
     return -1;
 }
 
-int cli_parse_eps(const char *text, float *out)
+int cli_parse_eps(const char *text, double *out)
 {
     char *end = NULL;
     double d;
-    float f;
     errno = 0;
     d = strtod(text, &end);
     if (end == text || *end != '\0') {
@@ -168,15 +167,21 @@ int cli_parse_eps(const char *text, float *out)
         cli_error("--eps %s: eps must be finite and > 0", text);
         return -1;
     }
-    if (d > (double)FLT_MAX) {
-        cli_error("--eps %s: eps is beyond float32 range", text);
+    *out = d;
+    return 0;
+}
+
+int cli_check_eps_float(const char *text, double eps, const char *dtype_name)
+{
+    if (eps > (double)FLT_MAX) {
+        cli_error("--eps %s: eps is beyond float32 range, the arithmetic of %s storage", text,
+                  dtype_name);
         return -1;
     }
-    f = (float)d;
-    if (!(f > 0.0f)) {
-        cli_error("--eps %s: eps rounds to 0 in float32", text);
+    if (!((float)eps > 0.0f)) {
+        cli_error("--eps %s: eps rounds to 0 in float32, the arithmetic of %s storage", text,
+                  dtype_name);
         return -1;
     }
-    *out = f;
     return 0;
 }

@@ -58,8 +58,12 @@ int cli_parse_options(int argc, char **argv, const char *cmd, const cli_option *
  * printed ("--name: ..."). */
 int cli_parse_size(const char *name, const char *text, size_t min, size_t max, size_t *out);
 
-/* Parses eps: a number strtod reads entirely, finite, > 0, and > 0 and finite as float32 too.
- * 0 ok; -1 error printed. */
-int cli_parse_eps(const char *text, float *out);
+/* Parses eps: a number strtod reads entirely, finite and > 0, kept as a double (float64
+ * storage computes with it as given, as torch does). 0 ok; -1 error printed. */
+int cli_parse_eps(const char *text, double *out);
+/* For storage whose arithmetic is float32 (every --dtype but f64): eps must stay finite and
+ * > 0 once rounded to float, as the library asks (clnorm_desc.eps). text: the flag's value,
+ * for the message. 0 ok; -1 error printed. */
+int cli_check_eps_float(const char *text, double eps, const char *dtype_name);
 
 #endif /* CLNORM_CLI_ARGS_H */

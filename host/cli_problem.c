@@ -24,7 +24,9 @@ const char cli_norm_opts_help[] =
     "                    float32\n"
     "  --gamma G.npy     scale, the shape of the last K dims of X (default 1)\n"
     "  --beta B.npy      shift, the shape of the last K dims of X (default 0)\n"
-    "  --eps E           added to the variance, finite and > 0 (default 1e-5)\n"
+    "  --eps E           added to the variance, finite and > 0 (default 1e-5); kept\n"
+    "                    as given with --dtype f64, else rounded to float32, where it\n"
+    "                    must stay finite and > 0\n"
     "  --rms             RMSNorm: x / sqrt(mean(x^2) + eps) instead of LayerNorm\n"
     "  --axes K          normalize over the last K dims (default 1)\n"
     "  --dtype T         the storage the device computes on: f32, f16, bf16 or f64\n"
@@ -196,7 +198,7 @@ static int row_geometry(const cli_norm_opts *o, size_t axes, cli_problem *p, siz
 
 int cli_problem_load(const cli_norm_opts *o, cli_problem *p)
 {
-    float eps = 1e-5f;
+    double eps = 1e-5;
     size_t axes = 1, rows = 1, cols = 1, groups = 1, spatial = 1;
     clnorm_layout layout = CLNORM_NCHW;
     clnorm_dtype dtype = CLNORM_F32;
@@ -226,6 +228,9 @@ int cli_problem_load(const cli_norm_opts *o, cli_problem *p)
         return CLI_EXIT_FAIL;
     if (o->dtype_text == NULL && cli_dtype_of_file(&p->x, o->input, &dtype) != 0)
         return CLI_EXIT_FAIL;
+    if (o->eps_text != NULL && dtype != CLNORM_F64 &&
+        cli_check_eps_float(o->eps_text, eps, cli_dtype_name(dtype)) != 0)
+        return CLI_EXIT_USAGE;
 
     clnorm_desc_init(&p->desc, cli_norm_kind(o), rows, cols);
     p->desc.dtype = dtype;

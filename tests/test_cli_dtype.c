@@ -156,6 +156,47 @@ static void test_run_f64(void **state)
     ref_free(&r);
 }
 
+/* float64 storage computes with eps as given, the default 1e-5 included, not rounded to
+ * float32 first: rows whose variance (1e-6) is below eps show the difference at 1e-8 of rstd
+ * (float32(1e-5) is 1e-5 - 2.5e-13), where float64 keeps 1e-12. An eps of 1e-60 is valid
+ * in float64 and refused for float32 storage, whose arithmetic would make it 0. */
+static void test_run_f64_eps(void **state)
+{
+    size_t shape[2] = {ROWS, COLS}, i;
+    double xd[N];
+    const char *xp = P("de_x.npy"), *yp = P("de_y.npy"), *sp = P("de_s.npy");
+    const char *eps_text[] = {NULL, "1e-5", "3e-7", "1e-60"};
+    const double eps[] = {1e-5, 1e-5, 3e-7, 1e-60};
+    ref_result r;
+    int m;
+    size_t e;
+    (void)state;
+    for (i = 0; i < N; i++)
+        xd[i] = 3.0 + 1e-3 * normal01();
+    save_as(xp, NPY_F64, 2, shape, xd);
+    for (e = 0; e < sizeof eps / sizeof eps[0]; e++) {
+        r = reference_d(xd, ROWS, COLS, NULL, NULL, eps[e], 0);
+        for (m = 0; m < 2; m++) {
+            rm(yp, sp, NULL);
+            if (eps_text[e] != NULL)
+                expect_ok(cli("run", "--input", xp, "--output", yp, "--rstd", sp, "--eps",
+                              eps_text[e], modes[m], NULL));
+            else
+                expect_ok(cli("run", "--input", xp, "--output", yp, "--rstd", sp, modes[m],
+                              NULL));
+            check_output_as(sp, NPY_F64, 1, shape, r.rstd, 0.0, 1e-12);
+            check_output_as(yp, NPY_F64, 2, shape, r.y, 1e-10, 1e-10);
+        }
+        ref_free(&r);
+    }
+    rm(yp, NULL);
+    expect_one_error_line(cli("run", "--input", xp, "--output", yp, "--eps", "1e-60", "--dtype",
+                              "f32", NULL),
+                          "rounds to 0 in float32");
+    if (file_exists(yp))
+        fail_msg("--eps 1e-60 with --dtype f32 wrote %s", yp);
+}
+
 /* ------------------------------------------------------------------------------------------
  * grad
  * ---------------------------------------------------------------------------------------- */
@@ -414,6 +455,7 @@ int cli_dtype_tests(void)
         cmocka_unit_test(test_run_f16),
         cmocka_unit_test(test_run_bf16),
         cmocka_unit_test(test_run_f64),
+        cmocka_unit_test(test_run_f64_eps),
         cmocka_unit_test(test_grad_f64),
         cmocka_unit_test(test_grad_f16_bf16),
         cmocka_unit_test(test_conversion_rounding),
