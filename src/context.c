@@ -23,7 +23,7 @@ static clnorm_ctx *ctx_alloc(void)
     }
     clnorm_init_errors(ctx);
     const char *v = getenv("CLNORM_VERBOSE");
-    ctx->verbose = v && *v && strcmp(v, "0") != 0;
+    ctx->verbose = !(v && *v && strcmp(v, "0") != 0) ? 0 : strcmp(v, "2") == 0 ? 2 : 1;
     atomic_init(&ctx->host_pool, NULL);
     atomic_init(&ctx->part_queue_count, 0);
     clnorm_host_threads_init(ctx); /* one thread until the device is known */
@@ -83,10 +83,12 @@ clnorm_status clnorm_create(const char *device_spec, clnorm_ctx **out)
         ctx->context = clCreateContext(props, 1, &ctx->device, NULL, NULL, &err);
     }
     if (err == CL_SUCCESS)
-        ctx->queue = clCreateCommandQueue(ctx->context, ctx->device, 0, &err);
+        ctx->queue = clCreateCommandQueue(ctx->context, ctx->device, clnorm_queue_props(ctx),
+                                          &err);
     if (err == CL_SUCCESS && ctx->inline_device) {
         cl_int qerr;
-        ctx->inline_queue = clCreateCommandQueue(ctx->context, ctx->inline_device, 0, &qerr);
+        ctx->inline_queue = clCreateCommandQueue(ctx->context, ctx->inline_device,
+                                                 clnorm_queue_props(ctx), &qerr);
         if (qerr != CL_SUCCESS) {
             ctx->inline_queue = NULL;
             ctx->inline_device = NULL;

@@ -122,7 +122,9 @@ struct clnorm_ctx {
     char inline_name[256];
     char name[512];
     clnorm_device_profile profile;
-    int verbose; /* CLNORM_VERBOSE, read at creation, never changed */
+    /* CLNORM_VERBOSE, read at creation, never changed: 0 off, 1 plan and exec lines, 2 also
+     * a line per kernel with its device time (the context's queues then profile) */
+    int verbose;
 
     clnorm_mutex lock; /* guards the program cache and the error messages */
     clnorm_program_entry *programs;
@@ -474,6 +476,12 @@ clnorm_pool *clnorm_host_pool(clnorm_ctx *ctx);
 const char *clnorm_host_loop_name(const clnorm_ctx *ctx);
 
 /* ---- verbose (verbose.c) ---- */
+/* The properties of the queues the context makes for its kernels: profiling under
+ * CLNORM_VERBOSE=2, for the kernel lines' device times. */
+static inline cl_command_queue_properties clnorm_queue_props(const clnorm_ctx *ctx)
+{
+    return ctx->verbose >= 2 ? CL_QUEUE_PROFILING_ENABLE : 0;
+}
 double clnorm_now_ms(void);
 void clnorm_verbose_plan(const clnorm_plan *plan, double ms, int built);
 /* Where an execution ran, for its exec line: `other` when the latency path did not take it
@@ -483,5 +491,10 @@ const char *clnorm_ran_on(const clnorm_ctx *ctx, int inline_parts, const char *o
 /* device: where the kernels ran (the context's device or its latency device). */
 void clnorm_verbose_exec(const clnorm_plan *plan, clnorm_direction dir, const char *api,
                          const char *device, double ms);
+/* CLNORM_VERBOSE=2: one kernel of an execution, its NDRange and its device time from the
+ * event's profiling information (us < 0: not available, a queue without profiling). */
+void clnorm_verbose_kernel(const clnorm_plan *plan, clnorm_direction dir, const char *kernel,
+                           cl_uint dims, const size_t global[2], const size_t local[2],
+                           const char *device, double us);
 
 #endif

@@ -176,7 +176,8 @@ static int part_queues_ready(clnorm_ctx *ctx, unsigned want)
         ctx->part_queues = calloc(ctx->host_threads, sizeof *ctx->part_queues);
     while (ctx->part_queues && n + 1 < want && n + 1 < ctx->host_threads) {
         cl_int err;
-        cl_command_queue q = clCreateCommandQueue(ctx->context, ctx->inline_device, 0, &err);
+        cl_command_queue q = clCreateCommandQueue(ctx->context, ctx->inline_device,
+                                                  clnorm_queue_props(ctx), &err);
         if (err != CL_SUCCESS)
             break;
         ctx->part_queues[n++] = q;

@@ -289,9 +289,53 @@ unsigned clnorm_launch_steps(const clnorm_plan *plan, clnorm_direction dir, unsi
     return plan->dir[dir].chain ? steps_to_run(plan->dir[dir].chain, &whole, flags, 0) : 0;
 }
 
+/* CLNORM_VERBOSE=2: the kernels of one execution, kept to be timed when the last is done. */
+typedef struct {
+    cl_event ev[CLNORM_MAX_STEPS];
+    const char *kernel[CLNORM_MAX_STEPS];
+    cl_uint dims[CLNORM_MAX_STEPS];
+    size_t global[CLNORM_MAX_STEPS][2], local[CLNORM_MAX_STEPS][2];
+    size_t n;
+} step_times;
+
+static void step_times_release(step_times *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        clReleaseEvent(t->ev[i]);
+    t->n = 0;
+}
+
+/* Waits for the last kernel, prints each kernel's line (its device time from the profiling
+ * information: end - start) and releases the events. */
+static clnorm_status step_times_report(clnorm_plan *plan, clnorm_direction dir,
+                                       cl_command_queue queue, step_times *t)
+{
+    clnorm_ctx *ctx = plan->ctx;
+    cl_int err = t->n ? clWaitForEvents(1, &t->ev[t->n - 1]) : CL_SUCCESS;
+    const char *device = clnorm_is_inline_queue(ctx, queue) ? ctx->inline_name : ctx->name;
+    for (size_t i = 0; i < t->n && err == CL_SUCCESS; i++) {
+        cl_ulong start = 0, end = 0;
+        const cl_int e1 = clGetEventProfilingInfo(t->ev[i], CL_PROFILING_COMMAND_START,
+                                                  sizeof start, &start, NULL);
+        const cl_int e2 = clGetEventProfilingInfo(t->ev[i], CL_PROFILING_COMMAND_END,
+                                                  sizeof end, &end, NULL);
+        const double us =
+            e1 == CL_SUCCESS && e2 == CL_SUCCESS && end >= start ? (double)(end - start) * 1e-3
+                                                                  : -1.0;
+        clnorm_verbose_kernel(plan, dir, t->kernel[i], t->dims[i], t->global[i], t->local[i],
+                              device, us);
+    }
+    step_times_release(t);
+    if (err != CL_SUCCESS)
+        return clnorm_fail(ctx, err, "clWaitForEvents (CLNORM_VERBOSE=2 kernel times) failed: %s",
+                           clnorm_status_string(err));
+    return CLNORM_OK;
+}
+
 /* Enqueues the chosen steps one after another: each waits on the event of the one before (the
  * first on the wait list), so that an out-of-order queue keeps them in sequence too. *done
- * gets the last step's event; every path out releases the events in between. */
+ * gets the last step's event; every path out releases the events in between. Under
+ * CLNORM_VERBOSE=2 (not in a warm-up) it then waits for them and prints their times. */
 static clnorm_status enqueue_steps(clnorm_plan *plan, const clnorm_span *x,
                                    clnorm_direction dir, clnorm_instance *in,
                                    const size_t *steps, size_t nsteps, const clnorm_call_args *a,
@@ -301,6 +345,9 @@ static clnorm_status enqueue_steps(clnorm_plan *plan, const clnorm_span *x,
     clnorm_ctx *ctx = plan->ctx;
     const clnorm_chain *chain = plan->dir[dir].chain;
     cl_event prev = NULL;
+    step_times times;
+    times.n = 0;
+    const int timed = ctx->verbose >= 2 && !warm;
     for (size_t n = 0; n < nsteps; n++) {
         const size_t k = steps[n];
         const clnorm_kstep *step = &chain->steps[k];
@@ -331,11 +378,28 @@ static clnorm_status enqueue_steps(clnorm_plan *plan, const clnorm_span *x,
         if (err != CL_SUCCESS) {
             if (prev)
                 clReleaseEvent(prev);
+            step_times_release(&times);
             return clnorm_fail(ctx, err, "enqueueing %s failed: %s", step->kernel,
                                clnorm_status_string(err));
         }
+        if (timed && clRetainEvent(ev) == CL_SUCCESS) {
+            const size_t i = times.n++;
+            times.ev[i] = ev;
+            times.kernel[i] = step->kernel;
+            times.dims[i] = dims;
+            memcpy(times.global[i], global, sizeof global);
+            memcpy(times.local[i], local, sizeof local);
+        }
     }
     *done = prev;
+    if (timed) {
+        const clnorm_status st = step_times_report(plan, dir, queue, &times);
+        if (st != CLNORM_OK) {
+            clReleaseEvent(prev);
+            *done = NULL;
+            return st;
+        }
+    }
     return CLNORM_OK;
 }
 

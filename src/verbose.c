@@ -1,6 +1,9 @@
 /* CLNORM_VERBOSE=1: one line on stderr per plan creation and per execution, in the spirit of
  * ONEDNN_VERBOSE. The only place the library prints, and only when asked to. Execution times
- * are measured by waiting for the queue, so verbose mode serializes the caller's work. */
+ * are measured by waiting for the queue, so verbose mode serializes the caller's work.
+ * CLNORM_VERBOSE=2 adds a line per kernel before its execution's line: the kernel, its NDRange
+ * and its device time (profiling events), to see which step of a chain takes the time on a
+ * new device. */
 #include "internal.h"
 
 #include <stdio.h>
@@ -13,9 +16,16 @@ double clnorm_now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+/* rows x cols; a GroupNorm's samples x channels x positions, its groups and layout
+ * ("2x64x64/g8/nhwc"). */
 static void shape(const clnorm_plan *p, char *buf, size_t n)
 {
-    snprintf(buf, n, "%zux%zu", p->desc.rows, p->desc.cols);
+    const clnorm_desc *d = &p->desc;
+    if (d->kind == CLNORM_GROUP)
+        snprintf(buf, n, "%zux%zux%zu/g%zu/%s", d->rows, d->cols, d->spatial ? d->spatial : 1,
+                 d->groups, d->layout == CLNORM_NHWC ? "nhwc" : "nchw");
+    else
+        snprintf(buf, n, "%zux%zu", d->rows, d->cols);
 }
 
 static const char *op_name(const clnorm_plan *p)
@@ -49,6 +59,28 @@ void clnorm_verbose_exec(const clnorm_plan *p, clnorm_direction dir, const char 
             dir == CLNORM_BACKWARD ? "backward" : "forward", op_name(p),
             clnorm_dtype_name(p->desc.dtype), s,
             clnorm_strategy_name(p->strategy), api, device, ms);
+}
+
+void clnorm_verbose_kernel(const clnorm_plan *p, clnorm_direction dir, const char *kernel,
+                           cl_uint dims, const size_t global[2], const size_t local[2],
+                           const char *device, double us)
+{
+    char s[64], g[64], l[64], t[32];
+    shape(p, s, sizeof s);
+    if (dims > 1) {
+        snprintf(g, sizeof g, "%zux%zu", global[0], global[1]);
+        snprintf(l, sizeof l, "%zux%zu", local[0], local[1]);
+    } else {
+        snprintf(g, sizeof g, "%zu", global[0]);
+        snprintf(l, sizeof l, "%zu", local[0]);
+    }
+    if (us >= 0.0)
+        snprintf(t, sizeof t, "%.1f us", us);
+    else
+        snprintf(t, sizeof t, "n/a (queue without profiling)");
+    fprintf(stderr, "clnorm_verbose,kernel,%s,%s,%s,%s,%s,global=%s,local=%s,device=%s,%s\n",
+            dir == CLNORM_BACKWARD ? "backward" : "forward", op_name(p),
+            clnorm_dtype_name(p->desc.dtype), s, kernel, g, l, device, t);
 }
 
 const char *clnorm_ran_on(const clnorm_ctx *ctx, int inline_parts, const char *other, char *buf,

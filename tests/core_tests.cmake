@@ -32,6 +32,8 @@ clnorm_add_test(test_numerics test_numerics.c) # the 1e-5 target, constant and N
 clnorm_add_test(test_errors test_errors.c)    # every error path writes nothing
 clnorm_add_test(test_context test_context.c)  # device choice, adoption, cache, threads
 target_link_libraries(test_context PRIVATE Threads::Threads)
+# CLNORM_VERBOSE=2: a line per kernel with its NDRange and device time.
+clnorm_add_test(test_verbose test_verbose.c)
 
 # An adopted out-of-order application queue: multi-kernel operations and the host layer's
 # read-backs ordered by events, not by the queue (CLNORM_HOST_BYTES=0: its small host calls
