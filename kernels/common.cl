@@ -230,6 +230,19 @@ inline void kahan_add(A *s, A *c, A v)
     *s = t;
 }
 
+#if defined(CLNORM_PARAMS_VEC)
+/* kahan_add in lanes, the same operations per lane (the parameter gradients of CPU devices,
+ * VW neighbouring columns or channels per work-item): a lane whose sum is no longer finite
+ * drops its compensation. */
+inline void kahan_addv(AV *s, AV *c, AV v)
+{
+    const AV y = v - *c;
+    const AV t = *s + y;
+    *c = select((AV)0, (t - *s) - y, isfinite(t));
+    *s = t;
+}
+#endif
+
 /*
  * Sum (or maximum) of v over the L items of a work-group, returned to every item. scratch
  * holds L values. Exact for any L, power of two or not: each step folds the upper half

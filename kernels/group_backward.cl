@@ -466,6 +466,66 @@ __kernel void gn_bwd_params(__global P *dgamma, __global P *dbeta, __global cons
     }
 }
 
+/* dgamma and dbeta, one work-item (a work-group of one) per PW channels from PW x its index,
+ * each adding the channel's tiles in order (Kahan): on CPU devices (CLNORM_PARAMS_VEC) VW
+ * channels in vector lanes (the rest one by one), each lane with gn_param_sum's operations
+ * for one item of one slice, so the same bits as gn_bwd_params there. One item per channel made the pass a Kahan chain per
+ * work-group, 10-70 us of a single 1.3 MB sample's backward on PoCL (bench/kernel_times.sh).
+ * No local memory and no barrier: a kernel of its own (group_norm.c: param_lanes), since
+ * PoCL 3.1 miscompiled this path beside gn_bwd_params' barriers in one kernel (heap
+ * corruption under four-item work-groups). */
+inline A gn_param_sum1(__global const A *sums, ulong C, ulong c, ulong tiles, uint which)
+{
+    A s = 0, k = 0;
+    for (ulong i = 0; i < tiles; i++)
+        kahan_add(&s, &k, sums[i * 2 * C + (ulong)which * C + c]);
+    return s;
+}
+#if defined(CLNORM_PARAMS_VEC)
+#define GN_PW VW
+inline AV gn_param_sumv(__global const A *sums, ulong C, ulong c, ulong tiles, uint which)
+{
+    AV s = 0, k = 0;
+    for (ulong i = 0; i < tiles; i++)
+        kahan_addv(&s, &k, CAT(vload, VW)(0, sums + i * 2 * C + (ulong)which * C + c));
+    return s;
+}
+#else
+#define GN_PW 1
+#endif
+
+__kernel void gn_bwd_params_lanes(__global P *dgamma, __global P *dbeta,
+                                  __global const A *sums, KS_PARAM)
+{
+    KS_BEGIN;
+    KS_TENSOR(dgamma);
+    KS_TENSOR(dbeta);
+    GN_UNPACK
+    KS_UL(rows);
+    KS_UI(chunks);
+    KS_UI(flags);
+    const ulong C = gn_groups * gn_cpg, tiles = rows / gn_groups * chunks;
+    const ulong c0 = get_global_id(0) * GN_PW;
+    const int gg = (flags & CLNORM_KF_GRAD_GAMMA) != 0, gb = (flags & CLNORM_KF_GRAD_BETA) != 0;
+    if (c0 >= C)
+        return;
+#if defined(CLNORM_PARAMS_VEC)
+    if (c0 + VW <= C) {
+        if (gg)
+            CAT(vstore, VW)(gn_param_sumv(sums, C, c0, tiles, 0), 0, dgamma + dgamma_off + c0);
+        if (gb)
+            CAT(vstore, VW)(gn_param_sumv(sums, C, c0, tiles, 1), 0, dbeta + dbeta_off + c0);
+        return;
+    }
+#endif
+    for (ulong c = c0; c < min(C, c0 + GN_PW); c++) {
+        if (gg)
+            dgamma[dgamma_off + c] = gn_param_sum1(sums, C, c, tiles, 0);
+        if (gb)
+            dbeta[dbeta_off + c] = gn_param_sum1(sums, C, c, tiles, 1);
+    }
+}
+
 /* In place (dx is x or dy) is safe in both dx kernels: each element is read by the item
  * that writes it, just before. */
 __kernel void gn_nchw_bwd_dx(GN_BWD_PTRS, __global const A *stats, __global const A *coef,

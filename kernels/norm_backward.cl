@@ -413,14 +413,6 @@ PARAM_COLUMNS(param_column, A, 1, kahan_add)
 #if defined(CLNORM_PARAMS_VEC)
 #define PLOAD_VW(p) CAT(vload, VW)(0, (p))
 #define PSTORE_VW(v, p) CAT(vstore, VW)((v), 0, (p))
-/* kahan_add in lanes: a lane whose sum is no longer finite drops its compensation. */
-inline void kahan_addv(AV *s, AV *c, AV v)
-{
-    const AV y = v - *c;
-    const AV t = *s + y;
-    *c = select((AV)0, (t - *s) - y, isfinite(t));
-    *s = t;
-}
 PARAM_COLUMNS(param_columns_v, AV, VW, kahan_addv)
 #endif
 

@@ -46,7 +46,7 @@ typedef struct {
 } clnorm_tuning;
 
 #define CLNORM_MAX_SCRATCH 5
-#define CLNORM_MAX_KERNELS 6 /* steps of one chain */
+#define CLNORM_MAX_KERNELS 8 /* steps of one chain */
 
 /* Launch geometry of a plan: a pure function of (device profile, description, strategy,
  * tuning, kernels' work-group limits), policy.c. */
@@ -78,6 +78,9 @@ typedef struct clnorm_geometry {
     size_t samples;            /* GEOM_SAMPLES: one-item work-groups, one per sample (grid-
                                   stride beyond); non-zero: the chain's RUN_SAMPLES steps run
                                   in place of its RUN_TILES ones (an op's own choice) */
+    int param_lanes;           /* non-zero: the chain's RUN_PARAM_LANES step runs in place of
+                                  its RUN_PARAM_GROUPS one (an op's own choice: one-item
+                                  work-groups of VW parameters in lanes) */
 } clnorm_geometry;
 
 /* The last error message of one thread on a context (see clnorm_last_error; status.c). Only

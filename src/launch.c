@@ -259,6 +259,7 @@ static unsigned run_conditions(const clnorm_geometry *g, unsigned flags)
     if (g->bwd_slices)
         run |= RUN_SLICED;
     run |= g->samples ? RUN_SAMPLES : RUN_TILES;
+    run |= g->param_lanes ? RUN_PARAM_LANES : RUN_PARAM_GROUPS;
     return run;
 }
 
@@ -275,7 +276,7 @@ static unsigned steps_to_run(const clnorm_chain *chain, const clnorm_span *x, un
         size_t global[2], local[2];
         clnorm_policy_ndrange(x->geo, x->view, step->geom, &dims, global, local);
         /* a warm-up runs every step the geometry chose */
-        const unsigned need = warm ? step->run_if & (RUN_SAMPLES | RUN_TILES) : step->run_if;
+        const unsigned need = warm ? step->run_if & RUN_CHOICES : step->run_if;
         if ((need & run) == need && global[0] > 0 && global[1] > 0 &&
             (x->steps == 0 || (x->steps & (1u << k))))
             mask |= 1u << k;

@@ -281,11 +281,13 @@ static void geometry(const clnorm_device_profile *p, const clnorm_desc *d,
     g->bwd_local = clnorm_fit_local(t->local_size ? t->local_size : bl, km, p);
     g->bwd_stats_groups = clnorm_row_groups(d->rows * C, cpu ? 64 * cu : 65536, t);
     /* parameters: CB = 8 channels x L / 8 slices of the tiles per work-group on GPUs
-     * (group_backward.cl), one item per channel on CPUs */
+     * (group_backward.cl, gn_bwd_params), one item per VW channels on CPUs in one-item
+     * work-groups (gn_bwd_params_lanes; CLNORM_PARAMS_VEC, policy.c) */
     const size_t pl = clnorm_fit_local(t->local_size ? t->local_size : (cpu ? 1 : 256), km, p);
     const size_t slices = pl >= 8 ? pl / 8 : 1; /* the kernel's S; pl / slices is its CB */
     g->bwd_param_local = pl;
-    g->param_items = clnorm_div_up(C, pl / slices) * pl;
+    g->param_lanes = cpu && pl == 1;
+    g->param_items = g->param_lanes ? clnorm_div_up(C, g->vw) : clnorm_div_up(C, pl / slices) * pl;
 }
 
 static void scratch_bytes(const clnorm_desc *d, const clnorm_geometry *g, clnorm_direction dir,
@@ -402,6 +404,8 @@ static const clnorm_karg coef_args[] = {OPS, {KA_SCRATCH, 1}, {KA_SCRATCH, 2}, {
                                         {KA_END, 0}};
 static const clnorm_karg params_args[] = {OPS, {KA_SCRATCH, 1}, {KA_ROWS, 0}, {KA_CHUNKS, 0},
                                           {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
+static const clnorm_karg lanes_args[] = {OPS, {KA_SCRATCH, 1}, {KA_ROWS, 0}, {KA_CHUNKS, 0},
+                                         {KA_FLAGS, 0}, {KA_END, 0}};
 static const clnorm_karg dx_nchw_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 2}, {KA_ROWS, 0},
                                            {KA_FLAGS, 0}, {KA_END, 0}};
 static const clnorm_karg dx_nhwc_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 2},
@@ -410,17 +414,21 @@ static const clnorm_karg dx_nhwc_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 2}
                                            {KA_END, 0}};
 
 #define COEF_STEP {"gn_bwd_coef", B(GAMMA), coef_args, GEOM_ITEMS, RUN_GRAD_X}
-#define PARAMS_STEP                                                                         \
-    {"gn_bwd_params", B(DGAMMA) | B(DBETA), params_args, GEOM_BWD_PARAMS, RUN_PARAM_GRADS}
+/* the parameter pass, in slices of work-groups or in lanes of one item (geometry) */
+#define PARAMS_STEPS                                                                        \
+    {"gn_bwd_params", B(DGAMMA) | B(DBETA), params_args, GEOM_BWD_PARAMS,                   \
+     RUN_PARAM_GRADS | RUN_PARAM_GROUPS},                                                   \
+    {"gn_bwd_params_lanes", B(DGAMMA) | B(DBETA), lanes_args, GEOM_BWD_PARAMS,              \
+     RUN_PARAM_GRADS | RUN_PARAM_LANES}
 
 static const clnorm_chain nchw_backward = {
     {"common.cl", "op_group_norm.cl", "row_stats.cl", "group_backward.cl", NULL},
     {{"gn_nchw_stats", B(X), stats_args, GEOM_BWD_STATS, RUN_RECOMPUTE},
      {"gn_nchw_bwd_sums", BWD_IN, sums_nchw_args, GEOM_BWD_STATS, 0},
      COEF_STEP,
-     PARAMS_STEP,
+     PARAMS_STEPS,
      {"gn_nchw_bwd_dx", BWD_IN | B(DX), dx_nchw_args, GEOM_BWD_STATS, RUN_GRAD_X}},
-    5};
+    6};
 static const clnorm_chain nhwc_backward = {
     {"common.cl", "op_group_norm.cl", "row_stats.cl", "group_nhwc.cl", "group_backward.cl",
      NULL},
@@ -428,9 +436,9 @@ static const clnorm_chain nhwc_backward = {
      {"gn_nhwc_merge", MERGE_T, bmerge_args, GEOM_ITEMS, RUN_RECOMPUTE},
      {"gn_nhwc_bwd_sums", BWD_IN, sums_nhwc_args, GEOM_SPLIT, 0},
      COEF_STEP,
-     PARAMS_STEP,
+     PARAMS_STEPS,
      {"gn_nhwc_bwd_dx", BWD_IN | B(DX), dx_nhwc_args, GEOM_SPLIT, RUN_GRAD_X}},
-    6};
+    7};
 
 static const clnorm_chain *chain(const clnorm_desc *d, clnorm_strategy s, clnorm_direction dir)
 {

@@ -74,9 +74,13 @@ enum {
                                   (clnorm_geometry.bwd_slices) */
     /* Alternative steps of one chain, chosen by the geometry (a warm-up too runs only the
      * chosen ones): */
-    RUN_SAMPLES = 1u << 6, /* clnorm_geometry.samples is non-zero: a kernel per sample */
-    RUN_TILES = 1u << 7    /* it is zero: the steps the sample kernel stands in for */
+    RUN_SAMPLES = 1u << 6,     /* clnorm_geometry.samples is non-zero: a kernel per sample */
+    RUN_TILES = 1u << 7,       /* it is zero: the steps the sample kernel stands in for */
+    RUN_PARAM_LANES = 1u << 8, /* clnorm_geometry.param_lanes is non-zero */
+    RUN_PARAM_GROUPS = 1u << 9 /* it is zero */
 };
+/* The bits that choose between alternative steps (a warm-up runs only the chosen ones). */
+#define RUN_CHOICES (RUN_SAMPLES | RUN_TILES | RUN_PARAM_LANES | RUN_PARAM_GROUPS)
 
 typedef struct {
     const char *kernel;       /* __kernel function name */
