@@ -433,19 +433,25 @@ inline A gn_param_sum(__global const A *sums, ulong C, ulong c, int valid, ulong
     return s;
 }
 
+/* The parameter kernels' arguments after their pointers: dgamma's and dbeta's offsets and
+ * strides, GroupNorm's scalars, rows, the tiles per sample and the flags. */
+#define GN_PARAMS_UNPACK                                                                    \
+    KS_BEGIN;                                                                               \
+    KS_TENSOR(dgamma);                                                                      \
+    KS_TENSOR(dbeta);                                                                       \
+    GN_UNPACK                                                                               \
+    KS_UL(rows);                                                                            \
+    KS_UI(chunks);                                                                          \
+    KS_UI(flags);
+
 /* dgamma and dbeta: work-group b takes channels [b * CB, (b + 1) * CB), its L = CB x S items
  * each adding every S-th tile of one channel (Kahan), the S slices then added in slice order
- * in local memory (CB = 8 on GPUs, where a channel's tiles are many; L = 1 on CPU devices). */
+ * in local memory (CB = 8 on GPUs, where a channel's tiles are many; CPU devices run
+ * gn_bwd_params_lanes, and this kernel with L = 1 only under a forced work-group size). */
 __kernel void gn_bwd_params(__global P *dgamma, __global P *dbeta, __global const A *sums,
                             __local A *scratch, KS_PARAM)
 {
-    KS_BEGIN;
-    KS_TENSOR(dgamma);
-    KS_TENSOR(dbeta);
-    GN_UNPACK
-    KS_UL(rows);
-    KS_UI(chunks);
-    KS_UI(flags);
+    GN_PARAMS_UNPACK
     const ulong C = gn_groups * gn_cpg, N = rows / gn_groups;
     const uint lid = get_local_id(0), L = get_local_size(0);
     const uint S = L >= 8 ? L / 8 : 1, CB = L / S;
@@ -497,13 +503,7 @@ inline AV gn_param_sumv(__global const A *sums, ulong C, ulong c, ulong tiles, u
 __kernel void gn_bwd_params_lanes(__global P *dgamma, __global P *dbeta,
                                   __global const A *sums, KS_PARAM)
 {
-    KS_BEGIN;
-    KS_TENSOR(dgamma);
-    KS_TENSOR(dbeta);
-    GN_UNPACK
-    KS_UL(rows);
-    KS_UI(chunks);
-    KS_UI(flags);
+    GN_PARAMS_UNPACK
     const ulong C = gn_groups * gn_cpg, tiles = rows / gn_groups * chunks;
     const ulong c0 = get_global_id(0) * GN_PW;
     const int gg = (flags & CLNORM_KF_GRAD_GAMMA) != 0, gb = (flags & CLNORM_KF_GRAD_BETA) != 0;

@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static clnorm_ctx *make_ctx(void)
 {
@@ -470,25 +469,6 @@ static void part_execute(clnorm_ctx *ctx, clnorm_plan *p, const part_case *c, pa
     }
 }
 
-/* The exec lines CLNORM_VERBOSE printed while fn ran, in buf. */
-static void captured_stderr(void (*fn)(void *), void *arg, char *buf, size_t size)
-{
-    fflush(stderr);
-    FILE *tmp = tmpfile();
-    assert_non_null(tmp);
-    const int saved = dup(fileno(stderr));
-    assert_true(saved >= 0);
-    assert_true(dup2(fileno(tmp), fileno(stderr)) >= 0);
-    fn(arg);
-    fflush(stderr);
-    dup2(saved, fileno(stderr));
-    close(saved);
-    rewind(tmp);
-    const size_t got = fread(buf, 1, size - 1, tmp);
-    buf[got] = '\0';
-    fclose(tmp);
-}
-
 typedef struct {
     clnorm_ctx *ctx;
     clnorm_plan *p;
@@ -544,7 +524,7 @@ static void check_parts(clnorm_ctx *ctx, const part_case *c)
     void *got[CLNORM_ARG_SLOT_COUNT], *want[CLNORM_ARG_SLOT_COUNT];
     char lines[4096];
     part_run r = {ctx, pl, c, &b, got};
-    captured_stderr(part_run_fn, &r, lines, sizeof lines);
+    tu_capture_stderr(part_run_fn, &r, lines, sizeof lines);
     if (!strstr(lines, "parts at once"))
         fail_msg("%s %s %zux%zu %s: the call was not cut into parts; CLNORM_VERBOSE said:\n%s",
                  op_name(c->kind), tu_dtype_name(c->dtype), c->rows, c->cols,

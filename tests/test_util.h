@@ -157,6 +157,10 @@ extern const clnorm_strategy tu_strategies[TU_NUM_STRATEGIES];
  * answers CLNORM_UNSUPPORTED); shorter ones must always be taken. */
 #define TU_SUBGROUP_ALWAYS_COLS 256
 
+/* Runs fn(arg) with stderr going to buf (size bytes, NUL-terminated, the rest cut off):
+ * the CLNORM_VERBOSE lines it printed (tu_capture.c). */
+void tu_capture_stderr(void (*fn)(void *), void *arg, char *buf, size_t size);
+
 /* Creates a plan, failing the test (with clnorm_last_error) unless it succeeds. */
 clnorm_plan *tu_plan(clnorm_ctx *ctx, const clnorm_desc *desc, clnorm_strategy strategy);
 /* As tu_plan, but returns NULL where the plan legitimately cannot exist: the subgroup strategy

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define CAPTURE_BYTES 16384
 
@@ -89,24 +88,24 @@ static void run_forward(clnorm_ctx *ctx, const call_case *c, cl_command_queue qu
     clnorm_plan_free(plan);
 }
 
-/* stderr into buf while run_forward runs (the library prints nowhere else). */
+typedef struct {
+    clnorm_ctx *ctx;
+    const call_case *c;
+    cl_command_queue queue;
+} forward_call;
+
+static void forward_fn(void *arg)
+{
+    const forward_call *f = arg;
+    run_forward(f->ctx, f->c, f->queue);
+}
+
+/* What run_forward printed on stderr, in buf (CAPTURE_BYTES). */
 static void captured_forward(clnorm_ctx *ctx, const call_case *c, cl_command_queue queue,
                              char *buf)
 {
-    fflush(stderr);
-    FILE *tmp = tmpfile();
-    assert_non_null(tmp);
-    const int saved = dup(fileno(stderr));
-    assert_true(saved >= 0);
-    assert_true(dup2(fileno(tmp), fileno(stderr)) >= 0);
-    run_forward(ctx, c, queue);
-    fflush(stderr);
-    dup2(saved, fileno(stderr));
-    close(saved);
-    rewind(tmp);
-    const size_t got = fread(buf, 1, CAPTURE_BYTES - 1, tmp);
-    buf[got] = '\0';
-    fclose(tmp);
+    forward_call f = {ctx, c, queue};
+    tu_capture_stderr(forward_fn, &f, buf, CAPTURE_BYTES);
 }
 
 /* The kernel names of the kernel lines, in order, joined by spaces into names; the number of
