@@ -409,17 +409,24 @@ __kernel void gn_bwd_coef(__global const P *gamma, __global const A *sums, __glo
     }
 }
 
-/* One column of sums (which: 0 dz * xhat, 1 dz) of channel c over the tiles of slice sl,
- * then the S slices added in slice order; the total to items of slice 0. Every item of the
- * group must call it. */
+/* One column of sums (which: 0 dz * xhat, 1 dz) of channel c over tiles first, first + step,
+ * ... in order (Kahan). */
+inline A gn_param_slice(__global const A *sums, ulong C, ulong c, uint which, ulong first,
+                        ulong step, ulong tiles)
+{
+    A s = 0, k = 0;
+    for (ulong i = first; i < tiles; i += step)
+        kahan_add(&s, &k, sums[i * 2 * C + (ulong)which * C + c]);
+    return s;
+}
+
+/* The column over the tiles of slice sl, then the S slices added in slice order; the total to
+ * items of slice 0. Every item of the group must call it. */
 inline A gn_param_sum(__global const A *sums, ulong C, ulong c, int valid, ulong tiles,
                       uint which, uint sl, uint S, uint cl, uint CB, __local A *scratch,
                       uint lid, uint L)
 {
-    A s = 0, k = 0;
-    if (valid)
-        for (ulong i = sl; i < tiles; i += S)
-            kahan_add(&s, &k, sums[i * 2 * C + (ulong)which * C + c]);
+    A s = valid ? gn_param_slice(sums, C, c, which, sl, S, tiles) : (A)0, k;
     if (L == 1)
         return s;
     scratch[lid] = s;
@@ -474,19 +481,12 @@ __kernel void gn_bwd_params(__global P *dgamma, __global P *dbeta, __global cons
 
 /* dgamma and dbeta, one work-item (a work-group of one) per PW channels from PW x its index,
  * each adding the channel's tiles in order (Kahan): on CPU devices (CLNORM_PARAMS_VEC) VW
- * channels in vector lanes (the rest one by one), each lane with gn_param_sum's operations
- * for one item of one slice, so the same bits as gn_bwd_params there. One item per channel made the pass a Kahan chain per
- * work-group, 10-70 us of a single 1.3 MB sample's backward on PoCL (bench/kernel_times.sh).
- * No local memory and no barrier: a kernel of its own (group_norm.c: param_lanes), since
- * PoCL 3.1 miscompiled this path beside gn_bwd_params' barriers in one kernel (heap
- * corruption under four-item work-groups). */
-inline A gn_param_sum1(__global const A *sums, ulong C, ulong c, ulong tiles, uint which)
-{
-    A s = 0, k = 0;
-    for (ulong i = 0; i < tiles; i++)
-        kahan_add(&s, &k, sums[i * 2 * C + (ulong)which * C + c]);
-    return s;
-}
+ * channels in vector lanes (the rest one by one), each lane with gn_param_slice's operations,
+ * so the same bits as gn_bwd_params there. One item per channel made the pass a Kahan chain
+ * per work-group, 10-70 us of a single 1.3 MB sample's backward on PoCL
+ * (bench/kernel_times.sh). No local memory and no barrier: a kernel of its own (group_norm.c:
+ * param_lanes), since PoCL 3.1 miscompiled this path beside gn_bwd_params' barriers in one
+ * kernel (heap corruption under four-item work-groups). */
 #if defined(CLNORM_PARAMS_VEC)
 #define GN_PW VW
 inline AV gn_param_sumv(__global const A *sums, ulong C, ulong c, ulong tiles, uint which)
@@ -520,9 +520,9 @@ __kernel void gn_bwd_params_lanes(__global P *dgamma, __global P *dbeta,
 #endif
     for (ulong c = c0; c < min(C, c0 + GN_PW); c++) {
         if (gg)
-            dgamma[dgamma_off + c] = gn_param_sum1(sums, C, c, tiles, 0);
+            dgamma[dgamma_off + c] = gn_param_slice(sums, C, c, 0, 0, 1, tiles);
         if (gb)
-            dbeta[dbeta_off + c] = gn_param_sum1(sums, C, c, tiles, 1);
+            dbeta[dbeta_off + c] = gn_param_slice(sums, C, c, 1, 0, 1, tiles);
     }
 }
 

@@ -102,8 +102,8 @@ static void expect_lines(const char *csv, const char *text, const char *const *r
 
 /* clnorm-bench, float32, of a forward op and its backward ("op,op-backward") on one shape
  * with these contenders: two reps (--min-ms 0), no warm-up, a small rotation (no timing
- * asserted), exit 0 (no clnorm result WRONG), a table block for each op. Returns the CSV's text (free it), or
- * NULL after skip() when this build has no clnorm-bench. */
+ * asserted), exit 0 (no clnorm result WRONG), a table block for each op. Returns the CSV's
+ * text (free it), or NULL after skip() when this build has no clnorm-bench. */
 static char *run_small_bench(const char *csv, const char *ops, const char *shape,
                              const char *only)
 {
