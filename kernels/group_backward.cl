@@ -16,8 +16,16 @@
  *   gn_*_bwd_dx    dx, elementwise.
  * gn_nchw_stats recomputes the statistics when mean/rstd are not given (NCHW; NHWC uses
  * group_nhwc.cl's moments and merge).
+ * The sums are dgamma and dbeta themselves, of up to every position of every sample, and
+ * their true values are often small against their terms (a sum of N x spatial values of
+ * dy): every loop adds GN_SUM_BLOCK positions plainly, then adds that block into a
+ * compensated sum (Kahan). Plain sums over a whole tile (256 positions) put dbeta 2e-5 away
+ * from torch's float64 at 8x320x16x16 (relative to 1 + |dbeta|), where blocks stay below
+ * 1e-6 (bench/RESULTS.md, "GroupNorm's parameter gradients in compensated blocks").
  * Needs common.cl, op_group_norm.cl and row_stats.cl (and for NHWC group_nhwc.cl) before it.
  */
+
+#define GN_SUM_BLOCK 16
 
 /* Backward tensors, in slot order: X, GAMMA, BETA, MEAN, RSTD, DY (and DX): the pointers,
  * and their offsets and strides from the kernel's scalar struct (common.cl, KS_PARAM). */
@@ -74,8 +82,8 @@ inline A gn_dz(gn_chan ch, A dyv, A xh)
     return dyv * s * fma(z, (A)1 - s, (A)1);
 }
 
-/* dx of one element, given its group's (mean(g), mean(g * xhat)) in cf. */
-inline A gn_dx(gn_chan ch, __global const A *cf, A v, A dyv)
+/* dx of one element, given its group's mean(g) and mean(g * xhat). */
+inline A gn_dx_of(gn_chan ch, A mg, A mgx, A v, A dyv)
 {
 #pragma OPENCL FP_CONTRACT OFF
     const A xh = gn_xhat(ch, v);
@@ -83,7 +91,13 @@ inline A gn_dx(gn_chan ch, __global const A *cf, A v, A dyv)
      * a one-element group has g == mean(g) exactly, and dx must come out 0 there, not the
      * product's rounding error times rstd = 1 / sqrt(eps). */
     const A g = gn_dz(ch, dyv, xh) * ch.gam;
-    return (ch.r * ch.sc) * ((g - cf[0]) - xh * cf[1]);
+    return (ch.r * ch.sc) * ((g - mg) - xh * mgx);
+}
+
+/* The same with the two means in cf (gn_bwd_coef's coef). */
+inline A gn_dx(gn_chan ch, __global const A *cf, A v, A dyv)
+{
+    return gn_dx_of(ch, cf[0], cf[1], v, dyv);
 }
 
 /* ---- CPU devices (one-item work-groups): loops in VW lanes. gn_xhat, gn_dz and gn_dx lane
@@ -108,6 +122,15 @@ inline AV gn_dx_lanes(AV xh, AV g, AV rs, AV c0, AV c1)
     return rs * ((g - c0) - xh * c1);
 }
 
+/* Kahan's step in VW lanes (common.cl's kahan_add lane by lane). */
+inline void gn_kahan_lanes(AV *s, AV *c, AV v)
+{
+    const AV y = v - *c;
+    const AV t = *s + y;
+    *c = select((AV)(0), (t - *s) - y, isfinite(t));
+    *s = t;
+}
+
 /* NCHW: the loops in vectors along a channel's contiguous positions. The work-group loops of
  * the kernels below (GPUs) run one element per item per step; with one item, the compiler
  * kept them scalar (a reduction in fma order, an exp per element through the SiLU), and with
@@ -116,26 +139,33 @@ inline AV gn_dx_lanes(AV xh, AV g, AV rs, AV c0, AV c1)
 #define GN_CH_XHAT(ch, v) gn_xhat_lanes(v, (AV)(ch.K), (AV)(ch.m), (AV)(ch.r), (AV)(ch.sc))
 #define GN_CH_DZ(ch, dyv, xh, silu) gn_dz_lanes(dyv, xh, (AV)(ch.gam), (AV)(ch.bet), silu)
 
-/* (sum of dz * xhat, sum of dz) over positions [0, hw) of one channel row. */
+/* (sum of dz * xhat, sum of dz) over positions [0, hw) of one channel row: each lane's
+ * blocks of GN_SUM_BLOCK vectors, compensated, then the lanes. */
 inline A2 gn_chan_sums_cv(gn_chan ch, __global const T *xc, __global const T *dc, ulong hw,
                           const int silu)
 {
     const ulong pv = hw / VW * VW;
-    AV v1 = (AV)(0), v2 = (AV)(0);
-    for (ulong p = 0; p < pv; p += VW) {
-        const AV xh = GN_CH_XHAT(ch, LOADV(xc + p));
-        const AV dz = GN_CH_DZ(ch, LOADV(dc + p), xh, silu);
-        v1 = fma(dz, xh, v1);
-        v2 += dz;
+    AV v1 = (AV)(0), v2 = (AV)(0), k1 = (AV)(0), k2 = (AV)(0);
+    for (ulong pb = 0; pb < pv; pb += GN_SUM_BLOCK * VW) {
+        const ulong pe = min(pv, pb + GN_SUM_BLOCK * VW);
+        AV b1 = (AV)(0), b2 = (AV)(0);
+        for (ulong p = pb; p < pe; p += VW) {
+            const AV xh = GN_CH_XHAT(ch, LOADV(xc + p));
+            const AV dz = GN_CH_DZ(ch, LOADV(dc + p), xh, silu);
+            b1 = fma(dz, xh, b1);
+            b2 += dz;
+        }
+        gn_kahan_lanes(&v1, &k1, b1);
+        gn_kahan_lanes(&v2, &k2, b2);
     }
-    A s1 = HSUM(v1), s2 = HSUM(v2);
+    A s1 = HSUM(v1), s2 = HSUM(v2), t1 = 0, t2 = 0;
     for (ulong p = pv; p < hw; p++) {
         const A xh = gn_xhat(ch, LOAD1(xc + p));
         const A dz = gn_dz(ch, LOAD1(dc + p), xh);
-        s1 = fma(dz, xh, s1);
-        s2 += dz;
+        t1 = fma(dz, xh, t1);
+        t2 += dz;
     }
-    return (A2)(s1, s2);
+    return (A2)(s1 + t1, s2 + t2);
 }
 
 /* The channel rows (n, c) of this work-group: on CPU devices (L == 1) a contiguous block of
@@ -176,8 +206,9 @@ inline void gn_chan_dx_cv(gn_chan ch, __global const A *cf, __global const T *xc
 /* NHWC: the loops in vectors along a position's contiguous channels. Such a vector may span
  * two groups, so each (n, tile) item first lays out every channel's statistics and
  * parameters as rows of C values (tables, GN_BT_LEN(C) per item): K, m, r, sc, gamma, beta,
- * then its group's mean(g) and mean(g * xhat) (the dx pass). */
-#define GN_BT_LEN(C) (8 * (C))
+ * then its group's mean(g) and mean(g * xhat) (the dx pass), then the sums pass's block
+ * sums of dz * xhat and dz and their compensations (four rows). */
+#define GN_BT_LEN(C) (12 * (C))
 #define GN_TBV(tb, k, C, c) GN_LDV((tb) + (k) * (C) + (c))
 
 inline void gn_bwd_table_put(__global A *tb, ulong C, ulong c, gn_chan ch,
@@ -216,22 +247,47 @@ inline AV gn_dxv(__global const A *tb, ulong C, ulong c, AV v, AV dyv, const int
 }
 
 /* Positions [p0, p1) of a sample: the sums of dz * xhat and dz of each whole vector of
- * channels into st (st[c], st[C + c]), position by position as the scalar loop adds them. */
-inline void gn_bwd_sums_vec(__global const T *xs, __global const T *ds, __global const A *tb,
+ * channels into st (st[c], st[C + c]), position by position as the scalar loop adds them,
+ * in blocks of GN_SUM_BLOCK positions (the table's rows 8 and 9), each block then added into
+ * st with Kahan's step (the compensations in rows 10 and 11). st starts at zero. */
+inline void gn_bwd_sums_vec(__global const T *xs, __global const T *ds, __global A *tb,
                             __global A *st, ulong p0, ulong p1, ulong C, const int silu)
 {
     const ulong cv = C / VW * VW;
-    for (ulong p = p0; p < p1; p++) {
-        __global const T *xp = xs + p * C, *dp = ds + p * C;
+    __global A *b1 = tb + 8 * C, *b2 = tb + 9 * C, *k1 = tb + 10 * C, *k2 = tb + 11 * C;
+    for (ulong c = 0; c < cv; c += VW) {
+        GN_STV((AV)(0), k1 + c);
+        GN_STV((AV)(0), k2 + c);
+    }
+    for (ulong pb = p0; pb < p1; pb += GN_SUM_BLOCK) {
+        const ulong pe = min(p1, pb + GN_SUM_BLOCK);
         for (ulong c = 0; c < cv; c += VW) {
+            GN_STV((AV)(0), b1 + c);
+            GN_STV((AV)(0), b2 + c);
+        }
+        for (ulong p = pb; p < pe; p++) {
+            __global const T *xp = xs + p * C, *dp = ds + p * C;
+            for (ulong c = 0; c < cv; c += VW) {
 #if defined(PREFETCH_NEXT)
-            PREFETCH_L2(xp + GN_PD + c);
-            PREFETCH_L2(dp + GN_PD + c);
+                PREFETCH_L2(xp + GN_PD + c);
+                PREFETCH_L2(dp + GN_PD + c);
 #endif
-            const AV xh = gn_xhatv(tb, C, c, GN_LDX(xp + c));
-            const AV dz = gn_dzv(tb, C, c, GN_LDX(dp + c), xh, silu);
-            GN_STV(fma(dz, xh, GN_LDV(st + c)), st + c);
-            GN_STV(GN_LDV(st + C + c) + dz, st + C + c);
+                const AV xh = gn_xhatv(tb, C, c, GN_LDX(xp + c));
+                const AV dz = gn_dzv(tb, C, c, GN_LDX(dp + c), xh, silu);
+                GN_STV(fma(dz, xh, GN_LDV(b1 + c)), b1 + c);
+                GN_STV(GN_LDV(b2 + c) + dz, b2 + c);
+            }
+        }
+        for (ulong c = 0; c < cv; c += VW) {
+            AV s = GN_LDV(st + c), k = GN_LDV(k1 + c);
+            gn_kahan_lanes(&s, &k, GN_LDV(b1 + c));
+            GN_STV(s, st + c);
+            GN_STV(k, k1 + c);
+            s = GN_LDV(st + C + c);
+            k = GN_LDV(k2 + c);
+            gn_kahan_lanes(&s, &k, GN_LDV(b2 + c));
+            GN_STV(s, st + C + c);
+            GN_STV(k, k2 + c);
         }
     }
 }
@@ -270,6 +326,27 @@ __kernel void gn_nchw_stats(IN_PTRS, __global A *stats, __local A *scratch, KS_P
     }
 }
 
+/* (sum of dz * xhat, sum of dz) of one channel at positions p0, p0 + step, ... < p1 of the
+ * channel's data xc, dc (position p at p * pstride): blocks of GN_SUM_BLOCK, compensated. */
+inline A2 gn_channel_sums(gn_chan ch, __global const T *xc, __global const T *dc, ulong p0,
+                          ulong p1, ulong step, ulong pstride)
+{
+    A s1 = 0, s2 = 0, k1 = 0, k2 = 0;
+    for (ulong pb = p0; pb < p1; pb += GN_SUM_BLOCK * step) {
+        const ulong pe = min(p1, pb + GN_SUM_BLOCK * step);
+        A b1 = 0, b2 = 0;
+        for (ulong p = pb; p < pe; p += step) {
+            const A xh = gn_xhat(ch, LOAD1(xc + p * pstride));
+            const A dz = gn_dz(ch, LOAD1(dc + p * pstride), xh);
+            b1 = fma(dz, xh, b1);
+            b2 += dz;
+        }
+        kahan_add(&s1, &k1, b1);
+        kahan_add(&s2, &k2, b2);
+    }
+    return (A2)(s1, s2);
+}
+
 /* A work-group per channel row (n, c) of hw contiguous positions. */
 __kernel void gn_nchw_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global A *sums,
                                __local A *scratch, KS_PARAM)
@@ -295,15 +372,9 @@ __kernel void gn_nchw_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global
             sums[n * 2 * C + C + c] = s.s1;
             continue;
         }
-        A s1 = 0, s2 = 0;
-        for (ulong p = lid; p < hw; p += L) {
-            const A xh = gn_xhat(ch, LOAD1(xc + p));
-            const A dz = gn_dz(ch, LOAD1(dc + p), xh);
-            s1 = fma(dz, xh, s1);
-            s2 += dz;
-        }
-        s1 = wg_sum(s1, scratch, lid, L);
-        s2 = wg_sum(s2, scratch, lid, L);
+        const A2 s = gn_channel_sums(ch, xc, dc, lid, hw, L, 1);
+        const A s1 = wg_sum(s.s0, scratch, lid, L);
+        const A s2 = wg_sum(s.s1, scratch, lid, L);
         if (lid == 0) {
             sums[n * 2 * C + c] = s1;
             sums[n * 2 * C + C + c] = s2;
@@ -350,27 +421,16 @@ __kernel void gn_nhwc_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global
                 gn_bwd_sums_vec(xs, ds, tb, st, p0, p1, C, 0);
             /* channels past the last whole vector */
             for (ulong c = C / VW * VW; c < C; c++) {
-                const gn_chan ch = GN_CHAN(n, c);
-                for (ulong p = p0; p < p1; p++) {
-                    const A xh = gn_xhat(ch, LOAD1(xs + p * C + c));
-                    const A dz = gn_dz(ch, LOAD1(ds + p * C + c), xh);
-                    st[c] = fma(dz, xh, st[c]);
-                    st[C + c] += dz;
-                }
+                const A2 s = gn_channel_sums(GN_CHAN(n, c), xs + c, ds + c, p0, p1, 1, C);
+                st[c] = s.s0;
+                st[C + c] = s.s1;
             }
             continue;
         }
         for (ulong c = lid; c < C; c += L) {
-            const gn_chan ch = GN_CHAN(n, c);
-            A s1 = 0, s2 = 0;
-            for (ulong p = p0; p < p1; p++) {
-                const A xh = gn_xhat(ch, LOAD1(xs + p * C + c));
-                const A dz = gn_dz(ch, LOAD1(ds + p * C + c), xh);
-                s1 = fma(dz, xh, s1);
-                s2 += dz;
-            }
-            st[c] = s1;
-            st[C + c] = s2;
+            const A2 s = gn_channel_sums(GN_CHAN(n, c), xs + c, ds + c, p0, p1, 1, C);
+            st[c] = s.s0;
+            st[C + c] = s.s1;
         }
     }
 }

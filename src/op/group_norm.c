@@ -315,9 +315,9 @@ static void scratch_bytes(const clnorm_desc *d, const clnorm_geometry *g, clnorm
     bytes[1] = clnorm_bytes3(d->rows * g->bwd_chunks, 4 * d->cols + 2 * d->groups, acc);
     bytes[2] = clnorm_bytes3(ng, 2, acc);
     /* NHWC on one-item work-groups (CPU devices): per-channel tables per (n, tile), which
-     * let the sums and dx loops run in vectors (group_backward.cl, GN_BT_LEN) */
+     * let the sums and dx loops run in vectors (group_backward.cl, GN_BT_LEN: 12 rows) */
     if (is_nhwc(d) && g->local == 1)
-        bytes[4] = clnorm_bytes3(d->rows * g->bwd_chunks, 8 * d->cols, acc);
+        bytes[4] = clnorm_bytes3(d->rows * g->bwd_chunks, 12 * d->cols, acc);
 }
 
 /* ---- kernel chains ---- */

@@ -258,6 +258,9 @@ static HINLINE void HN(row_apply)(size_t C, const HA *x, const HA *restrict scc,
         o[c] = (((x[c] * scc[c] - kc[c]) - mc[c]) * rc[c]) * gam[c] + bet[c];
 }
 
+/* Positions per block of the backward's sums, as the kernels' (group_backward.cl). */
+#define GN_SUM_BLOCK 16
+
 /* Over np rows of C, per channel: b1 = the sum of dz, b2 of dz * xhat (xhat from x), in
  * position order; channels in register blocks of GN_CB as in HN(rows_moment). */
 static HINLINE void HN(rows_grad_sums)(size_t C, size_t np, const HA *restrict x,
@@ -448,8 +451,10 @@ static HINLINE void HN(bwd_sums)(const HN(job) *job, HN(bufs) *b, const gn_unit 
         b->s1[c] = b->c1[c] = b->s2[c] = b->c2[c] = 0;
     HN(touch)(x, P * C);
     HN(touch)(dz, P * C);
-    for (size_t p0 = 0; p0 < P; p0 += HBLOCK) {
-        const size_t pe = P - p0 < HBLOCK ? P : p0 + HBLOCK;
+    /* blocks of GN_SUM_BLOCK positions, each then Kahan-added (the kernels' blocks,
+     * group_backward.cl: plain sums over 128 positions put dbeta up to 2e-5 from float64) */
+    for (size_t p0 = 0; p0 < P; p0 += GN_SUM_BLOCK) {
+        const size_t pe = P - p0 < GN_SUM_BLOCK ? P : p0 + GN_SUM_BLOCK;
         HN(rows_grad_sums)(C, pe - p0, x + p0 * C, b->scc, b->kc, b->mc, b->rc, dz + p0 * C,
                            b->b1, b->b2);
         for (size_t c = 0; c < C; c++) {
