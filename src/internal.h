@@ -81,6 +81,9 @@ typedef struct clnorm_geometry {
     int param_lanes;           /* non-zero: the chain's RUN_PARAM_LANES step runs in place of
                                   its RUN_PARAM_GROUPS one (an op's own choice: one-item
                                   work-groups of VW parameters in lanes) */
+    int whole_groups;          /* non-zero: the forward takes a work-group per group row
+                                  (an op's own choice, GroupNorm's NHWC strategy workgroup):
+                                  no scratch for tiles */
 } clnorm_geometry;
 
 /* The last error message of one thread on a context (see clnorm_last_error; status.c). Only

@@ -4,6 +4,7 @@
 #include "internal.h"
 #include "op/op.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,7 +101,7 @@ clnorm_status clnorm_prepare_plan(clnorm_plan *plan, const clnorm_tuning *t)
                                 sizeof msg);
     RETURN_IF(st != CLNORM_OK, ctx, st, "%s", msg);
     if (op->geometry)
-        op->geometry(&ctx->profile, od, t, kmax, &plan->geo);
+        op->geometry(&ctx->profile, od, plan->strategy, t, kmax, &plan->geo);
     for (int dir = 0; dir < ndir; dir++) {
         clnorm_direction_kernels *dk = &plan->dir[dir];
         op->scratch_bytes(od, &plan->geo, (clnorm_direction)dir, dk->scratch_bytes);
@@ -149,17 +150,25 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
                   clnorm_strategy_name(strategy));
         strategy = CLNORM_STRATEGY_REFERENCE; /* CLNORM_STRATEGY is for devices: ignored */
     } else {
-        /* An op may have a single strategy for a description (GroupNorm in NHWC: its tiles) */
-        const clnorm_strategy fixed =
-            op->fixed_strategy ? op->fixed_strategy(&d) : CLNORM_STRATEGY_AUTO;
+        /* An op may run a description on some strategies only (GroupNorm in NHWC: its tiles,
+         * "split", and a work-group per group, "workgroup"), and choose among them itself. */
+        const unsigned runs = op->strategies ? op->strategies(&d) : 0;
         const clnorm_strategy asked = strategy != CLNORM_STRATEGY_AUTO ? strategy : tuning.strategy;
-        RETURN_IF(fixed != CLNORM_STRATEGY_AUTO && asked != CLNORM_STRATEGY_AUTO && asked != fixed,
-                  ctx, CLNORM_UNSUPPORTED, "%s runs this description only with strategy %s (%s "
-                  "was asked for)", op->name, clnorm_strategy_name(fixed),
-                  clnorm_strategy_name(asked));
-        if (fixed != CLNORM_STRATEGY_AUTO)
-            strategy = fixed;
-        else if (strategy == CLNORM_STRATEGY_AUTO)
+        if (runs && asked != CLNORM_STRATEGY_AUTO && !(runs & (1u << asked))) {
+            char names[96] = "";
+            size_t used = 0;
+            for (int s = CLNORM_STRATEGY_ROW; s <= CLNORM_STRATEGY_SUBGROUP; s++)
+                if ((runs & (1u << s)) && used < sizeof names)
+                    used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                             used ? ", " : "", clnorm_strategy_name(s));
+            return clnorm_fail(ctx, CLNORM_UNSUPPORTED, "%s runs this description only with "
+                               "strategy %s (%s was asked for)", op->name, names,
+                               clnorm_strategy_name(asked));
+        }
+        strategy = asked;
+        if (strategy == CLNORM_STRATEGY_AUTO && op->auto_strategy)
+            strategy = op->auto_strategy(&ctx->profile, &d);
+        if (strategy == CLNORM_STRATEGY_AUTO)
             strategy = clnorm_policy_strategy(&ctx->profile, &view, &tuning);
     }
     RETURN_IF(strategy != CLNORM_STRATEGY_REFERENCE && d.dtype == CLNORM_F64 &&

@@ -41,7 +41,9 @@ void clnorm_verbose_plan(const clnorm_plan *p, double ms, int built)
             "clnorm_verbose,plan,%s,%s,%s,strategy=%s,local=%zu,chunks=%zu,samples=%zu,"
             "device=%s,%s%s,host_loop=%s,%s,%.3f ms\n",
             op_name(p), clnorm_dtype_name(p->desc.dtype), s, clnorm_strategy_name(p->strategy),
-            p->geo.local, p->geo.chunks, p->geo.samples, p->ctx->name,
+            /* a work-group per group row (GroupNorm NHWC, workgroup): its size, no tiles */
+            p->geo.whole_groups ? p->geo.items_local : p->geo.local,
+            p->geo.whole_groups ? (size_t)0 : p->geo.chunks, p->geo.samples, p->ctx->name,
             p->inline_ok ? "latency=" : "latency=none",
             p->inline_ok ? p->ctx->inline_name : "",
             p->host_ok[CLNORM_BACKWARD]  ? "forward+backward"

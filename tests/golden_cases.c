@@ -249,9 +249,10 @@ int golden_strategy_applies(clnorm_ctx *ctx, const clnorm_desc *d, clnorm_strate
 {
     if (d->kind != CLNORM_GROUP || d->layout != CLNORM_NHWC || d->spatial <= 1 ||
         strategy == CLNORM_STRATEGY_AUTO || strategy == CLNORM_STRATEGY_SPLIT ||
-        strategy == CLNORM_STRATEGY_REFERENCE)
+        strategy == CLNORM_STRATEGY_WORKGROUP || strategy == CLNORM_STRATEGY_REFERENCE)
         return 1;
-    /* NHWC's tiles are the split strategy's; the others must be refused as unsupported */
+    /* NHWC runs its tiles (split) and a work-group per group (workgroup); the others must be
+     * refused as unsupported */
     clnorm_plan *plan = NULL;
     const clnorm_status st = clnorm_plan_create_with(ctx, d, strategy, &plan);
     clnorm_plan_free(plan);

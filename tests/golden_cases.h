@@ -66,8 +66,9 @@ size_t golden_row_count(const golden_data *g);
 clnorm_desc golden_desc(const golden_data *g, clnorm_dtype t, unsigned flags);
 
 /* Whether a plan of the case can have `strategy`: every one except a GroupNorm in NHWC with
- * a spatial extent, which runs only on AUTO and SPLIT (its channel tiles). For those the plan
- * creation must say CLNORM_UNSUPPORTED, which this checks (the test fails otherwise). */
+ * a spatial extent, which runs only on AUTO, SPLIT (its channel tiles) and WORKGROUP (a
+ * work-group per group). For the others the plan creation must say CLNORM_UNSUPPORTED, which
+ * this checks (the test fails otherwise). */
 int golden_strategy_applies(clnorm_ctx *ctx, const clnorm_desc *d, clnorm_strategy strategy);
 
 /* Whether the device run of a case is left out to save program builds: GroupNorm in float64

@@ -4,8 +4,8 @@
  * dsum, gamma, beta, scale and its float64 mean / rstd) through the CPU reference, the host
  * layer on clnorm's choice and every device strategy through layer 1 (the 0.1 call for
  * LayerNorm / RMSNorm without modulation or precomputed statistics, the generic one for the
- * others; GroupNorm in NHWC has only clnorm's choice and split, the others must refuse it as
- * unsupported; in float64 on a CPU device it runs on split only,
+ * others; GroupNorm in NHWC has only clnorm's choice, split and workgroup, the others must
+ * refuse it as unsupported; in float64 on a CPU device it runs on split only,
  * golden_device_run_left_out). Each twice: from the saved statistics, and with them
  * recomputed from x (mean / rstd not given); the precomputed-statistics cases only from
  * theirs, which are inputs of the computation (float32 in the files, so exact in both types).
@@ -116,7 +116,7 @@ static int run(const golden *o, clnorm_strategy strategy, clnorm_dtype t, int re
     tu_slot_infos(&d, CLNORM_BACKWARD, info);
     memset(a, 0, sizeof *a);
     if (strategy != CLNORM_STRATEGY_REFERENCE && !golden_strategy_applies(g_ctx, &d, strategy))
-        return 0; /* NHWC GroupNorm on a strategy other than split: refused, as it must be */
+        return 0; /* NHWC GroupNorm on a strategy not its own: refused, as it must be */
     if (strategy != CLNORM_STRATEGY_REFERENCE && golden_device_run_left_out(g_ctx, &d, strategy))
         return 0; /* GroupNorm f64 on a CPU device: split only (program builds) */
     for (unsigned s = 0; s < SLOTS; s++) {

@@ -4,8 +4,8 @@
  * (host-pointer API: the 0.1 call for plain LayerNorm / RMSNorm, the generic one for the
  * residual kinds, GroupNorm, the modulated cases and those with precomputed statistics,
  * which are inputs there like scale and shift; every strategy and clnorm's own choice;
- * GroupNorm in NHWC has only clnorm's choice and split, the others must refuse it as
- * unsupported; GroupNorm in float64 on a CPU device runs on split only,
+ * GroupNorm in NHWC has only clnorm's choice, split and workgroup, the others must refuse
+ * it as unsupported; GroupNorm in float64 on a CPU device runs on split only,
  * golden_device_run_left_out). y and the sum output must be within 1e-5 abs + 1e-5 rel of
  * the golden ones, mean likewise (GroupNorm's mean and rstd are per sample and group), rstd
  * within 1e-5 relative; in float64 (F64, from the same inputs widened), everything within
@@ -64,7 +64,7 @@ static void golden_run_as(const golden_case *gc, clnorm_strategy strategy, clnor
     if (strategy == CLNORM_STRATEGY_REFERENCE) {
         tu_run_host(NULL, NULL, &d, CLNORM_FORWARD, &l, &a);
     } else if (!golden_strategy_applies(g_ctx, &d, strategy)) {
-        ran = 0; /* NHWC GroupNorm on a strategy other than split: refused, as it must be */
+        ran = 0; /* NHWC GroupNorm on a strategy not its own: refused, as it must be */
     } else if (golden_device_run_left_out(g_ctx, &d, strategy)) {
         ran = 0; /* GroupNorm f64 on a CPU device: split only (program builds) */
     } else {

@@ -26,8 +26,9 @@
 static clnorm_ctx *g_ctx;
 
 
-/* The strategies of a layout: NHWC (with a spatial extent) has its own tiles only ("split",
- * which AUTO chooses); NCHW runs the row strategies. On CPU devices types other than float32
+/* The strategies of a layout: NHWC (with a spatial extent) has its own two, the tiles
+ * ("split", which AUTO chooses on CPU devices) and a work-group per group ("workgroup", which
+ * AUTO chooses for groups of up to 64K elements on GPUs); NCHW runs the row strategies. On CPU devices types other than float32
  * run AUTO only: each program costs PoCL 10-20 s to build on the two-core CI machine, and the
  * strategies' code is the same in every type (float32 runs them all; GPUs run every type on
  * every strategy). */
@@ -39,8 +40,11 @@ static size_t strategies_for(const clnorm_desc *d, clnorm_strategy out[5])
     out[0] = CLNORM_STRATEGY_AUTO;
     if (d->dtype != CLNORM_F32 && tu_device_is_cpu(g_ctx))
         return 1;
-    if (d->layout == CLNORM_NHWC && d->spatial > 1)
-        return 1; /* AUTO is split */
+    if (d->layout == CLNORM_NHWC && d->spatial > 1) {
+        out[1] = CLNORM_STRATEGY_SPLIT;
+        out[2] = CLNORM_STRATEGY_WORKGROUP;
+        return 3;
+    }
     memcpy(out, all, sizeof all);
     return 5;
 }
@@ -541,14 +545,24 @@ static void test_errors(void **state)
     clnorm_desc_init(&d, CLNORM_LAYER, 4, 8);
     d.spatial = 3;
     expect_invalid(&d, "CLNORM_GROUP");
-    /* an NHWC plan runs only its own tiles */
+    /* an NHWC plan runs only its own kernels: the tiles (split) or a work-group per group */
     if (tu_has_device(g_ctx)) {
         d = make_desc(CLNORM_F32, s, CLNORM_NHWC, 0);
-        clnorm_plan *plan = NULL;
-        assert_int_equal(clnorm_plan_create_with(g_ctx, &d, CLNORM_STRATEGY_ROW, &plan),
-                         CLNORM_UNSUPPORTED);
-        assert_null(plan);
-        assert_non_null(strstr(clnorm_last_error(g_ctx), "split"));
+        static const clnorm_strategy refused[] = {CLNORM_STRATEGY_ROW, CLNORM_STRATEGY_SUBGROUP};
+        for (size_t i = 0; i < TU_COUNT(refused); i++) {
+            clnorm_plan *plan = NULL;
+            assert_int_equal(clnorm_plan_create_with(g_ctx, &d, refused[i], &plan),
+                             CLNORM_UNSUPPORTED);
+            assert_null(plan);
+            assert_non_null(strstr(clnorm_last_error(g_ctx), "workgroup, split"));
+        }
+        /* clnorm's own choice is one of the two: the tiles on CPU devices */
+        clnorm_plan *plan = tu_plan(g_ctx, &d, CLNORM_STRATEGY_AUTO);
+        const clnorm_strategy chosen = clnorm_plan_strategy(plan);
+        assert_true(chosen == CLNORM_STRATEGY_SPLIT || chosen == CLNORM_STRATEGY_WORKGROUP);
+        if (tu_device_is_cpu(g_ctx))
+            assert_int_equal(chosen, CLNORM_STRATEGY_SPLIT);
+        clnorm_plan_free(plan);
     }
     /* the slots: mean and rstd hold N x G, gamma C; beta is a backward input only with SiLU */
     d = make_desc(CLNORM_F32, s, CLNORM_NHWC, 0);

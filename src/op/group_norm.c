@@ -9,11 +9,15 @@
  *   NCHW forward: a group is one contiguous block, so the row strategies (row, workgroup,
  *     subgroup, split: kernels/norm_*.cl) run unchanged with GroupNorm's hooks
  *     (kernels/op_group_norm.cl: where a group row starts, gamma/beta per channel, SiLU).
- *   NHWC forward: tiles of positions x all C channels, so that loads coalesce along the
- *     channels (kernels/group_nhwc.cl): per-(sample, tile, channel) moments, their merge per
- *     group into a per-channel table (K, scale, shift), the apply. The one strategy is
- *     "split" (tiles of a row). On CPU devices with enough samples for the cores, or small
- *     ones, one work-item per sample does all three in one launch (gn_nhwc_sample).
+ *   NHWC forward, strategy "split": tiles of positions x all C channels, so that loads
+ *     coalesce along the channels (kernels/group_nhwc.cl): per-(sample, tile, channel)
+ *     moments, their merge per group into a per-channel table (K, scale, shift), the apply.
+ *     On CPU devices with enough samples for the cores, or small ones, one work-item per
+ *     sample does all three in one launch (gn_nhwc_sample).
+ *   NHWC, strategy "workgroup" (GPUs, groups of up to 64K elements): a work-group per group,
+ *     its items as channel lanes by position lanes, one launch forward
+ *     (kernels/group_nhwc_wg.cl) and one plus the parameter pass backward
+ *     (kernels/group_backward_wg.cl).
  *   Backward, both layouts (kernels/group_backward.cl): per-(sample, channel) sums of dz * xhat
  *     and dz (dz = dy, or dy * silu'(z)), which give dgamma and dbeta and, weighted by gamma,
  *     the group sums of dx; then dx elementwise.
@@ -190,9 +194,34 @@ static void part_desc(const clnorm_desc *d, size_t units, clnorm_desc *part)
     }
 }
 
-static clnorm_strategy fixed_strategy(const clnorm_desc *d)
+/* NHWC has two forwards of its own: the tiles ("split", group_nhwc.cl) and a work-group per
+ * group ("workgroup", group_nhwc_wg.cl); NCHW runs the row strategies. */
+static unsigned strategies(const clnorm_desc *d)
 {
-    return is_nhwc(d) ? CLNORM_STRATEGY_SPLIT : CLNORM_STRATEGY_AUTO;
+    return is_nhwc(d) ? (1u << CLNORM_STRATEGY_SPLIT) | (1u << CLNORM_STRATEGY_WORKGROUP) : 0;
+}
+
+/* NHWC groups of at most this many elements run a work-group each on GPUs (strategy
+ * workgroup): one launch where the tiles take three, whose launches alone cost an H100 more
+ * than such a group takes to read (bench/RESULTS.md, "GroupNorm on a GPU"). Each item reads
+ * its share of the group three times, the second and third meant to come from L1 or L2: up
+ * to 256 KiB of float32 per work-group, a few of them per SM. Longer groups keep the tiles,
+ * which spread a group over work-groups. Reasoned, not yet measured on a GPU:
+ * CLNORM_STRATEGY=split or =workgroup runs either one, and the bench's clnorm_split and
+ * clnorm_workgroup rows time both (bench/group_nhwc_ab.sh; bench/RESULTS.md, "GroupNorm's
+ * NHWC forward and backward on GPUs: a work-group per group"). */
+#define NHWC_WG_GROUP_ELEMS ((size_t)65536)
+
+/* CPU devices keep the tiles everywhere: their one-item work-groups walk a tile in memory
+ * order, where a group alone is C/G channels strided by C. */
+static clnorm_strategy auto_strategy(const clnorm_device_profile *p, const clnorm_desc *d)
+{
+    if (!is_nhwc(d))
+        return CLNORM_STRATEGY_AUTO;
+    const int cpu = (p->type & CL_DEVICE_TYPE_CPU) != 0;
+    return !cpu && (d->cols / d->groups) * d->spatial <= NHWC_WG_GROUP_ELEMS
+               ? CLNORM_STRATEGY_WORKGROUP
+               : CLNORM_STRATEGY_SPLIT;
 }
 
 static size_t scalar(const clnorm_desc *d, unsigned k)
@@ -214,7 +243,7 @@ static size_t scalar(const clnorm_desc *d, unsigned k)
 
 /* ---- geometry of the op's own kernels (the NCHW forward's is the policy's, of the view) ---- */
 
-static void geometry(const clnorm_device_profile *p, const clnorm_desc *d,
+static void geometry(const clnorm_device_profile *p, const clnorm_desc *d, clnorm_strategy s,
                      const clnorm_tuning *t, const size_t kmax[2], clnorm_geometry *g)
 {
     const int cpu = (p->type & CL_DEVICE_TYPE_CPU) != 0;
@@ -266,6 +295,22 @@ static void geometry(const clnorm_device_profile *p, const clnorm_desc *d,
         if (cpu && local == 1 && !t->no_samples &&
             (even || sample_bytes <= NHWC_SAMPLE_ITEM_BYTES))
             g->samples = clnorm_row_groups(d->rows, 65535, t);
+        if (s == CLNORM_STRATEGY_WORKGROUP) {
+            /* A work-group per group row in both directions (group_nhwc_wg.cl,
+             * group_backward_wg.cl; GEOM_ITEMS): on GPUs about 16 elements per item, 64 to
+             * 1024 items (the longest groups, 64K elements, at 64 per item). The backward's
+             * sums are one tile per sample, which the parameter pass adds. */
+            size_t wl = 64;
+            while (wl < 1024 && wl * 16 < cpg * hw)
+                wl *= 2;
+            g->items_local = clnorm_fit_local(t->local_size ? t->local_size : (cpu ? 1 : wl),
+                                              km, p);
+            g->items = clnorm_row_groups(d->rows * d->groups, 65535, t);
+            g->samples = 0;
+            g->whole_groups = 1;
+            g->bwd_chunks = 1;
+            g->bwd_chunk_len = hw;
+        }
     } else {
         g->bwd_chunks = 1;
         g->bwd_chunk_len = hw;
@@ -298,6 +343,8 @@ static void scratch_bytes(const clnorm_desc *d, const clnorm_geometry *g, clnorm
     for (int i = 0; i < CLNORM_MAX_SCRATCH; i++)
         bytes[i] = 0;
     if (dir == CLNORM_FORWARD) {
+        if (g->whole_groups)
+            return; /* a work-group per group (strategy workgroup): none */
         if (is_nhwc(d)) { /* moments per (n, tile, c), statistics per (n, g), table per (n, c) */
             bytes[0] = clnorm_bytes3(d->rows * g->chunks, 4 * d->cols + 2 * d->groups, acc);
             bytes[1] = clnorm_bytes3(ng, CLNORM_STATS_PER_ROW, acc);
@@ -307,6 +354,11 @@ static void scratch_bytes(const clnorm_desc *d, const clnorm_geometry *g, clnorm
             kernel_view(d, &v);
             clnorm_row_norm_scratch(&v, g, dir, bytes);
         }
+        return;
+    }
+    if (g->whole_groups) { /* statistics per (n, g), sums per (n, c): no tiles */
+        bytes[0] = clnorm_bytes3(ng, CLNORM_STATS_PER_ROW, acc);
+        bytes[1] = clnorm_bytes3(d->rows, 2 * d->cols, acc);
         return;
     }
     /* statistics per (n, g); sums (or recomputed moments) per (n, tile, c); dx's group
@@ -363,6 +415,8 @@ static const clnorm_karg merge_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1}, 
                                          {KA_END, 0}};
 static const clnorm_karg apply_args[] = {OPS, {KA_SCRATCH, 2}, {KA_ROWS, 0}, {KA_CHUNK_LEN, 0},
                                          {KA_FLAGS, 0}, {KA_FIRST_BLOCK, 0}, {KA_END, 0}};
+static const clnorm_karg group_wg_args[] = {OPS, {KA_ROWS, 0}, {KA_EPS, 0}, {KA_FLAGS, 0},
+                                            {KA_LOCAL_ACC, 0}, {KA_END, 0}};
 static const clnorm_karg sample_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1},
                                           {KA_SCRATCH, 2}, {KA_ROWS, 0}, {KA_EPS, 0},
                                           {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
@@ -376,6 +430,13 @@ static const clnorm_chain nhwc_forward = {
      {"gn_nhwc_apply", B(X) | B(Y), apply_args, GEOM_SPLIT, RUN_TILES},
      {"gn_nhwc_sample", FWD_T, sample_args, GEOM_SAMPLES, RUN_SAMPLES}},
     4};
+
+/* A work-group per group (kernels/group_nhwc_wg.cl), in one launch. */
+static const clnorm_chain nhwc_workgroup = {
+    {"common.cl", "op_group_norm.cl", "row_stats.cl", "group_nhwc.cl", "group_nhwc_wg.cl",
+     NULL},
+    {{"gn_nhwc_group", FWD_T, group_wg_args, GEOM_ITEMS, 0}},
+    1};
 
 /* Backward (kernels/group_backward.cl). Scratch: 0 statistics per (n, g), 1 sums per
  * (n, tile, c) (first the recomputed moments in NHWC), 2 dx coefficients per (n, g), 4 (NHWC
@@ -440,12 +501,31 @@ static const clnorm_chain nhwc_backward = {
      {"gn_nhwc_bwd_dx", BWD_IN | B(DX), dx_nhwc_args, GEOM_SPLIT, RUN_GRAD_X}},
     7};
 
+/* NHWC, strategy workgroup (kernels/group_nhwc_wg.cl, group_backward_wg.cl): a work-group per
+ * group row, first its statistics into scratch 0 when they are not given, then its
+ * channels' sums (scratch 1, one tile per sample) and dx; then the parameter pass. */
+static const clnorm_karg gstats_args[] = {OPS, {KA_SCRATCH, 0}, {KA_ROWS, 0}, {KA_EPS, 0},
+                                          {KA_LOCAL_ACC, 0}, {KA_END, 0}};
+static const clnorm_karg bgroup_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1}, {KA_ROWS, 0},
+                                          {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
+static const clnorm_chain nhwc_backward_workgroup = {
+    {"common.cl", "op_group_norm.cl", "row_stats.cl", "group_nhwc.cl", "group_backward.cl",
+     "group_nhwc_wg.cl", "group_backward_wg.cl", NULL},
+    {{"gn_nhwc_group_stats", B(X), gstats_args, GEOM_ITEMS, RUN_RECOMPUTE},
+     {"gn_nhwc_bwd_group", BWD_IN | B(DX), bgroup_args, GEOM_ITEMS, 0},
+     PARAMS_STEPS},
+    4};
+
 static const clnorm_chain *chain(const clnorm_desc *d, clnorm_strategy s, clnorm_direction dir)
 {
+    if (dir == CLNORM_BACKWARD && is_nhwc(d))
+        return s == CLNORM_STRATEGY_WORKGROUP ? &nhwc_backward_workgroup : &nhwc_backward;
     if (dir == CLNORM_BACKWARD)
-        return is_nhwc(d) ? &nhwc_backward : &nchw_backward;
+        return &nchw_backward;
     if (is_nhwc(d))
-        return s == CLNORM_STRATEGY_SPLIT ? &nhwc_forward : NULL;
+        return s == CLNORM_STRATEGY_SPLIT       ? &nhwc_forward
+               : s == CLNORM_STRATEGY_WORKGROUP ? &nhwc_workgroup
+                                                : NULL;
     switch (s) {
     case CLNORM_STRATEGY_ROW: return &nchw_row;
     case CLNORM_STRATEGY_WORKGROUP: return &nchw_workgroup;
@@ -515,7 +595,8 @@ const clnorm_op clnorm_op_group_norm = {
     .kernel_flags = kernel_flags,
     .chain = chain,
     .kernel_view = kernel_view,
-    .fixed_strategy = fixed_strategy,
+    .strategies = strategies,
+    .auto_strategy = auto_strategy,
     .geometry = geometry,
     .scalar = scalar,
     .part_units = part_units,

@@ -91,7 +91,7 @@ typedef struct {
 } clnorm_kstep;
 
 #define CLNORM_MAX_STEPS CLNORM_MAX_KERNELS
-#define CLNORM_MAX_FILES 6
+#define CLNORM_MAX_FILES 8
 
 /* The kernels of one strategy in one direction: the program's files (after flags.h) and the
  * steps enqueued one after another. */
@@ -146,11 +146,16 @@ typedef struct clnorm_op {
     /* The rows x cols problem the policy sizes and the kernels' KA_ROWS / KA_COLS see (the
      * description itself when NULL): a GroupNorm in NCHW is N x G rows of C/G x spatial. */
     void (*kernel_view)(const clnorm_desc *d, clnorm_desc *view);
-    /* The strategy the op must run for a description (CLNORM_STRATEGY_AUTO: the policy's
-     * choice); NULL: always the policy's. */
-    clnorm_strategy (*fixed_strategy)(const clnorm_desc *d);
-    /* Geometry of the op's own kernels, after the policy's for the view; NULL: none. */
-    void (*geometry)(const clnorm_device_profile *p, const clnorm_desc *d,
+    /* The strategies the op runs a description on, as bits 1u << strategy (0: every device
+     * strategy the chain has); NULL: every one. Another one asked for is refused as
+     * unsupported, with these named. */
+    unsigned (*strategies)(const clnorm_desc *d);
+    /* The op's own choice where none is asked for, on this device (CLNORM_STRATEGY_AUTO:
+     * the policy's, from the kernel view); NULL: always the policy's. */
+    clnorm_strategy (*auto_strategy)(const clnorm_device_profile *p, const clnorm_desc *d);
+    /* Geometry of the op's own kernels for strategy s, after the policy's for the view;
+     * NULL: none. */
+    void (*geometry)(const clnorm_device_profile *p, const clnorm_desc *d, clnorm_strategy s,
                      const clnorm_tuning *t, const size_t kmax[2], clnorm_geometry *g);
     /* The KA_OP scalars; NULL when the op has none. */
     size_t (*scalar)(const clnorm_desc *d, unsigned k);

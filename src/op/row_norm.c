@@ -410,8 +410,10 @@ static size_t bwd_slices(const clnorm_desc *d, const clnorm_geometry *g)
 }
 
 void clnorm_row_norm_geometry(const clnorm_device_profile *p, const clnorm_desc *d,
-                              const clnorm_tuning *t, const size_t kmax[2], clnorm_geometry *g)
+                              clnorm_strategy s, const clnorm_tuning *t, const size_t kmax[2],
+                              clnorm_geometry *g)
 {
+    (void)s; /* the policy's geometry for s is already in g */
     if (d->flags & CLNORM_USE_GLOBAL_STATS) {
         /* The elementwise apply: a work-item per row on CPUs; on GPUs a work-group per row
          * of up to 256 items, each every L-th vector, so loads coalesce. */

@@ -55,7 +55,8 @@ size_t clnorm_row_norm_part_units(const clnorm_desc *d, size_t step[]);
 void clnorm_row_norm_part_desc(const clnorm_desc *d, size_t units, clnorm_desc *part);
 /* Precomputed statistics' apply geometry, and backward row blocks inside samples */
 void clnorm_row_norm_geometry(const clnorm_device_profile *p, const clnorm_desc *d,
-                              const clnorm_tuning *t, const size_t kmax[2], clnorm_geometry *g);
+                              clnorm_strategy s, const clnorm_tuning *t, const size_t kmax[2],
+                              clnorm_geometry *g);
 /* The CPU reference of the family (ref/ref_row_norm.c). */
 clnorm_status clnorm_row_norm_ref(const clnorm_op *op, const clnorm_desc *d,
                                   clnorm_direction dir, const clnorm_host_ptrs *a);

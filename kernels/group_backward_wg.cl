@@ -1,0 +1,105 @@
+/*
+ * group_backward_wg.cl - GroupNorm backward in channels-last layout, strategy "workgroup": a
+ * work-group per group row n * G + g (gn_nhwc_bwd_group), in one launch where the tiles take
+ * four to six: the group's statistics (saved, or recomputed before by gn_nhwc_group_stats,
+ * group_nhwc_wg.cl, into the stats scratch), its channels' sums of dz * xhat and dz (into
+ * the sums scratch, one tile per sample, for group_backward.cl's parameter pass, which adds
+ * them over the samples), the dx coefficients mean(g) and mean(g * xhat), then dx. Each
+ * item's share of x and dy (the lanes of group_nhwc_wg.cl) is read once for the sums and
+ * again, meant to come from cache, for dx; the formulas are group_backward.cl's (gn_xhat,
+ * gn_dz, gn_dx_of). In place (dx over x or dy) is safe: every read for the sums is behind
+ * wg_sum's barriers, and the dx pass reads each element just before its item writes it.
+ * Needs common.cl, op_group_norm.cl, row_stats.cl, group_nhwc.cl, group_backward.cl and
+ * group_nhwc_wg.cl before it.
+ */
+
+/* v plus the other position lanes' values of the item's channel lane, added in lane order
+ * with Kahan's step (carrying *k), for the lane's first item (q0 == 0); the others get their
+ * own v back. Every item of the group must call it. */
+inline A gn_wg_lanes_add(A v, A *k, gn_wg_lanes w, __local A *scratch, uint lid)
+{
+    scratch[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (w.q0 == 0)
+        for (ulong q = 1; q < w.PL; q++)
+            kahan_add(&v, k, scratch[q * w.cw + w.k0]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return v;
+}
+
+/* The backward of one group row per work-group. sums: per sample (one tile), the dz * xhat
+ * sums of every channel, then the dz sums (group_backward.cl's layout, which its parameter
+ * pass adds over the samples). */
+__kernel void gn_nhwc_bwd_group(GN_BWD_PTRS, __global const A *stats, __global A *sums,
+                                __local A *scratch, KS_PARAM)
+{
+    KS_BEGIN;
+    GN_BWD_UNPACK
+    GN_UNPACK
+    KS_UL(rows);
+    KS_UI(flags);
+    const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw, C = G * cpg;
+    const uint lid = get_local_id(0), L = get_local_size(0);
+    const gn_wg_lanes w = gn_wg_lanes_of(cpg, hw, lid, L);
+    const A total = (A)(cpg * hw);
+    for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0)) {
+        const ulong n = row / G, c0 = (row % G) * cpg;
+        __global const T *xs = x + x_off + n * x_stride; /* position 0 */
+        __global const T *ds = dy + dy_off + n * dy_stride;
+        gn_chan ch;
+        ch.silu = (flags & CLNORM_KF_SILU) != 0;
+        gn_stats_of(mean, mean_off, rstd, rstd_off, stats, row, flags, &ch.K, &ch.m, &ch.r,
+                    &ch.sc);
+        /* Round by round of cw channels: each item's sums over its positions, then the
+         * position lanes' added in lane order by the channel's first item, which writes them
+         * and keeps gamma_c times them for the group's sums. */
+        __global A *sn = sums + n * 2 * C;
+        A sg = 0, sgx = 0; /* sum of gamma_c * (sum of dz), of gamma_c * (sum of dz * xhat) */
+        for (ulong j = 0; j < w.rounds; j++) {
+            const ulong k = w.k0 + j * w.cw, c = c0 + k;
+            A s1 = 0, s2 = 0, k1 = 0, k2 = 0;
+            if (k < cpg && w.npos > 0) {
+                const gn_chan cc = GN_CHAN_AT(ch, c);
+                /* blocks of GN_SUM_BLOCK positions added plainly, then compensated, as
+                 * group_backward.cl's sums */
+                for (ulong pb = w.q0; pb < hw; pb += GN_SUM_BLOCK * w.PL) {
+                    const ulong pe = min(hw, pb + GN_SUM_BLOCK * w.PL);
+                    A b1 = 0, b2 = 0;
+                    for (ulong p = pb; p < pe; p += w.PL) {
+                        const A xh = gn_xhat(cc, LOAD1(xs + p * C + c));
+                        const A dz = gn_dz(cc, LOAD1(ds + p * C + c), xh);
+                        b1 = fma(dz, xh, b1);
+                        b2 += dz;
+                    }
+                    kahan_add(&s1, &k1, b1);
+                    kahan_add(&s2, &k2, b2);
+                }
+            }
+            /* (no barrier under a branch: PoCL's work-group compiler replicates the code
+             * between barriers per path, which a branch around these made run for tens of
+             * minutes) */
+            s1 = gn_wg_lanes_add(s1, &k1, w, scratch, lid);
+            s2 = gn_wg_lanes_add(s2, &k2, w, scratch, lid);
+            if (w.q0 == 0 && k < cpg) {
+                sn[c] = s1;
+                sn[C + c] = s2;
+                const A gam = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c] : (A)1;
+                sgx = fma(gam, s1, sgx);
+                sg = fma(gam, s2, sg);
+            }
+        }
+        /* dx's coefficients, mean(g) and mean(g * xhat) (gn_bwd_coef's, for this group) */
+        const A mg = wg_sum(sg, scratch, lid, L) / total;
+        const A mgx = wg_sum(sgx, scratch, lid, L) / total;
+        if ((flags & CLNORM_KF_GRAD_X) != 0 && w.npos > 0) {
+            __global T *os = dx + dx_off + n * dx_stride;
+            for (ulong k = w.k0; k < cpg; k += w.cw) {
+                const ulong c = c0 + k;
+                const gn_chan cc = GN_CHAN_AT(ch, c);
+                for (ulong p = w.q0; p < hw; p += w.PL)
+                    STORE1(gn_dx_of(cc, mg, mgx, LOAD1(xs + p * C + c), LOAD1(ds + p * C + c)),
+                           os + p * C + c);
+            }
+        }
+    }
+}
