@@ -230,10 +230,9 @@ inline void kahan_add(A *s, A *c, A v)
     *s = t;
 }
 
-#if defined(CLNORM_PARAMS_VEC)
 /* kahan_add in lanes, the same operations per lane (the parameter gradients of CPU devices,
- * VW neighbouring columns or channels per work-item): a lane whose sum is no longer finite
- * drops its compensation. */
+ * VW neighbouring columns or channels per work-item; GroupNorm's backward sums in vectors): a
+ * lane whose sum is no longer finite drops its compensation. */
 inline void kahan_addv(AV *s, AV *c, AV v)
 {
     const AV y = v - *c;
@@ -241,7 +240,6 @@ inline void kahan_addv(AV *s, AV *c, AV v)
     *c = select((AV)0, (t - *s) - y, isfinite(t));
     *s = t;
 }
-#endif
 
 /*
  * Sum (or maximum) of v over the L items of a work-group, returned to every item. scratch

@@ -18,14 +18,13 @@
  * group_nhwc.cl's moments and merge).
  * The sums are dgamma and dbeta themselves, of up to every position of every sample, and
  * their true values are often small against their terms (a sum of N x spatial values of
- * dy): every loop adds GN_SUM_BLOCK positions plainly, then adds that block into a
- * compensated sum (Kahan). Plain sums over a whole tile (256 positions) put dbeta 2e-5 away
- * from torch's float64 at 8x320x16x16 (relative to 1 + |dbeta|), where blocks stay below
- * 1e-6 (bench/RESULTS.md, "GroupNorm's parameter gradients in compensated blocks").
+ * dy): every loop adds GN_SUM_BLOCK positions (op_group_norm.cl) plainly, then adds that
+ * block into a compensated sum (Kahan). Plain sums over a whole tile (256 positions) put the
+ * NHWC dgamma and dbeta up to 2.4e-5 away from torch's float64 (relative to 1 + |value|),
+ * blocks at most 1.2e-5, torch's own float32 2.6e-5 (bench/RESULTS.md, "GroupNorm's
+ * parameter gradients in compensated blocks").
  * Needs common.cl, op_group_norm.cl and row_stats.cl (and for NHWC group_nhwc.cl) before it.
  */
-
-#define GN_SUM_BLOCK 16
 
 /* Backward tensors, in slot order: X, GAMMA, BETA, MEAN, RSTD, DY (and DX): the pointers,
  * and their offsets and strides from the kernel's scalar struct (common.cl, KS_PARAM). */
@@ -122,15 +121,6 @@ inline AV gn_dx_lanes(AV xh, AV g, AV rs, AV c0, AV c1)
     return rs * ((g - c0) - xh * c1);
 }
 
-/* Kahan's step in VW lanes (common.cl's kahan_add lane by lane). */
-inline void gn_kahan_lanes(AV *s, AV *c, AV v)
-{
-    const AV y = v - *c;
-    const AV t = *s + y;
-    *c = select((AV)(0), (t - *s) - y, isfinite(t));
-    *s = t;
-}
-
 /* NCHW: the loops in vectors along a channel's contiguous positions. The work-group loops of
  * the kernels below (GPUs) run one element per item per step; with one item, the compiler
  * kept them scalar (a reduction in fma order, an exp per element through the SiLU), and with
@@ -155,8 +145,8 @@ inline A2 gn_chan_sums_cv(gn_chan ch, __global const T *xc, __global const T *dc
             b1 = fma(dz, xh, b1);
             b2 += dz;
         }
-        gn_kahan_lanes(&v1, &k1, b1);
-        gn_kahan_lanes(&v2, &k2, b2);
+        kahan_addv(&v1, &k1, b1);
+        kahan_addv(&v2, &k2, b2);
     }
     A s1 = HSUM(v1), s2 = HSUM(v2), t1 = 0, t2 = 0;
     for (ulong p = pv; p < hw; p++) {
@@ -280,12 +270,12 @@ inline void gn_bwd_sums_vec(__global const T *xs, __global const T *ds, __global
         }
         for (ulong c = 0; c < cv; c += VW) {
             AV s = GN_LDV(st + c), k = GN_LDV(k1 + c);
-            gn_kahan_lanes(&s, &k, GN_LDV(b1 + c));
+            kahan_addv(&s, &k, GN_LDV(b1 + c));
             GN_STV(s, st + c);
             GN_STV(k, k1 + c);
             s = GN_LDV(st + C + c);
             k = GN_LDV(k2 + c);
-            gn_kahan_lanes(&s, &k, GN_LDV(b2 + c));
+            kahan_addv(&s, &k, GN_LDV(b2 + c));
             GN_STV(s, st + C + c);
             GN_STV(k, k2 + c);
         }

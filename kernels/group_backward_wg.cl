@@ -14,15 +14,16 @@
  */
 
 /* v plus the other position lanes' values of the item's channel lane, added in lane order
- * with Kahan's step (carrying *k), for the lane's first item (q0 == 0); the others get their
- * own v back. Every item of the group must call it. */
-inline A gn_wg_lanes_add(A v, A *k, gn_wg_lanes w, __local A *scratch, uint lid)
+ * with Kahan's step, for the lane's first item (q0 == 0); the others get their own v back.
+ * Every item of the group must call it. */
+inline A gn_wg_lanes_add(A v, gn_wg_lanes w, __local A *scratch, uint lid)
 {
     scratch[lid] = v;
     barrier(CLK_LOCAL_MEM_FENCE);
+    A k = 0;
     if (w.q0 == 0)
         for (ulong q = 1; q < w.PL; q++)
-            kahan_add(&v, k, scratch[q * w.cw + w.k0]);
+            kahan_add(&v, &k, scratch[q * w.cw + w.k0]);
     barrier(CLK_LOCAL_MEM_FENCE);
     return v;
 }
@@ -57,29 +58,14 @@ __kernel void gn_nhwc_bwd_group(GN_BWD_PTRS, __global const A *stats, __global A
         A sg = 0, sgx = 0; /* sum of gamma_c * (sum of dz), of gamma_c * (sum of dz * xhat) */
         for (ulong j = 0; j < w.rounds; j++) {
             const ulong k = w.k0 + j * w.cw, c = c0 + k;
-            A s1 = 0, s2 = 0, k1 = 0, k2 = 0;
-            if (k < cpg && w.npos > 0) {
-                const gn_chan cc = GN_CHAN_AT(ch, c);
-                /* blocks of GN_SUM_BLOCK positions added plainly, then compensated, as
-                 * group_backward.cl's sums */
-                for (ulong pb = w.q0; pb < hw; pb += GN_SUM_BLOCK * w.PL) {
-                    const ulong pe = min(hw, pb + GN_SUM_BLOCK * w.PL);
-                    A b1 = 0, b2 = 0;
-                    for (ulong p = pb; p < pe; p += w.PL) {
-                        const A xh = gn_xhat(cc, LOAD1(xs + p * C + c));
-                        const A dz = gn_dz(cc, LOAD1(ds + p * C + c), xh);
-                        b1 = fma(dz, xh, b1);
-                        b2 += dz;
-                    }
-                    kahan_add(&s1, &k1, b1);
-                    kahan_add(&s2, &k2, b2);
-                }
-            }
+            A2 s = (A2)(0);
+            if (k < cpg && w.npos > 0) /* positions q0, q0 + PL, ... (group_backward.cl) */
+                s = gn_channel_sums(GN_CHAN_AT(ch, c), xs + c, ds + c, w.q0, hw, w.PL, C);
             /* (no barrier under a branch: PoCL's work-group compiler replicates the code
              * between barriers per path, which a branch around these made run for tens of
              * minutes) */
-            s1 = gn_wg_lanes_add(s1, &k1, w, scratch, lid);
-            s2 = gn_wg_lanes_add(s2, &k2, w, scratch, lid);
+            const A s1 = gn_wg_lanes_add(s.s0, w, scratch, lid);
+            const A s2 = gn_wg_lanes_add(s.s1, w, scratch, lid);
             if (w.q0 == 0 && k < cpg) {
                 sn[c] = s1;
                 sn[C + c] = s2;

@@ -27,23 +27,20 @@
  * Needs common.cl, op_group_norm.cl, row_stats.cl and group_nhwc.cl before it.
  */
 
-/* Positions an item adds plainly before its running sum takes them (Kahan): a share is 16-64
- * elements on GPUs, but a whole group with one item (a CPU device asked for this strategy),
- * whose plain float32 sum of squares would lose digits with the count. */
-#define GN_WG_BLOCK 32
-
 /* Item (k0, q0)'s sum of x - K over its share (positions from q0 by PL, channels from k0 by
  * cw); with mb = the share's mean, the sum of squared deviations from it instead (the second
  * pass). Four accumulators, so the loads of four positions are in flight at once, added into
- * a compensated sum every GN_WG_BLOCK positions. */
+ * a compensated sum every GN_SUM_BLOCK positions: a share is 16-64 elements on GPUs, but a
+ * whole group with one item (a CPU device asked for this strategy), whose plain float32 sum
+ * of squares would lose digits with the count. */
 inline A gn_wg_share_sum(__global const T *xc, ulong C, ulong cpg, ulong hw, ulong k0,
                          ulong q0, ulong cw, ulong PL, A K, A mb, const int squares)
 {
     A s = 0, cs = 0;
     for (ulong k = k0; k < cpg; k += cw) {
         __global const T *xk = xc + k;
-        for (ulong pb = q0; pb < hw; pb += GN_WG_BLOCK * PL) {
-            const ulong pe = min(hw, pb + GN_WG_BLOCK * PL);
+        for (ulong pb = q0; pb < hw; pb += GN_SUM_BLOCK * PL) {
+            const ulong pe = min(hw, pb + GN_SUM_BLOCK * PL);
             A a0 = 0, a1 = 0, a2 = 0, a3 = 0;
             ulong p = pb;
             for (; p + 3 * PL < pe; p += 4 * PL) {

@@ -41,6 +41,11 @@
 #define GN_STX(v, p) STOREV(v, p)
 #endif
 
+/* Positions a GroupNorm kernel adds plainly before a block joins its compensated sum (Kahan):
+ * the backward's per-channel sums (group_backward.cl), a work-group item's share of a group
+ * (group_nhwc_wg.cl), and the host loop's backward sums (group_norm_host_body.h). */
+#define GN_SUM_BLOCK 16
+
 /* Offset of group row `row` in a tensor whose samples are `stride` apart (NCHW). */
 inline ulong gn_row_offset(ulong row, ulong stride, ulong groups, ulong cpg, ulong hw)
 {

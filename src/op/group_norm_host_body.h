@@ -258,7 +258,7 @@ static HINLINE void HN(row_apply)(size_t C, const HA *x, const HA *restrict scc,
         o[c] = (((x[c] * scc[c] - kc[c]) - mc[c]) * rc[c]) * gam[c] + bet[c];
 }
 
-/* Positions per block of the backward's sums, as the kernels' (group_backward.cl). */
+/* Positions per block of the backward's sums, as the kernels' (op_group_norm.cl). */
 #define GN_SUM_BLOCK 16
 
 /* Over np rows of C, per channel: b1 = the sum of dz, b2 of dz * xhat (xhat from x), in
@@ -452,7 +452,8 @@ static HINLINE void HN(bwd_sums)(const HN(job) *job, HN(bufs) *b, const gn_unit 
     HN(touch)(x, P * C);
     HN(touch)(dz, P * C);
     /* blocks of GN_SUM_BLOCK positions, each then Kahan-added (the kernels' blocks,
-     * group_backward.cl: plain sums over 128 positions put dbeta up to 2e-5 from float64) */
+     * group_backward.cl: plain sums over 128 positions put dgamma up to 1.6e-5 from
+     * float64) */
     for (size_t p0 = 0; p0 < P; p0 += GN_SUM_BLOCK) {
         const size_t pe = P - p0 < GN_SUM_BLOCK ? P : p0 + GN_SUM_BLOCK;
         HN(rows_grad_sums)(C, pe - p0, x + p0 * C, b->scc, b->kc, b->mc, b->rc, dz + p0 * C,
