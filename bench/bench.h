@@ -100,8 +100,11 @@ typedef struct {
     double ref_cores_target;
     /* A forward whose targets are stated against its unfused pair and the copy: clnorm_auto's
      * GB/s >= fused_target x the best pair's and >= copy_target x the copy's (0: none). The
-     * case's "fused vs unfused" line says whether both are met. */
-    double fused_target, copy_target;
+     * case's "fused vs unfused" line says whether both are met. A forward with copy_target
+     * and no fused_target (GroupNorm, issue #10) states it per layout: copy_target in NCHW,
+     * copy_target_nhwc in NHWC, and in NCHW also onednn_target x oneDNN's GB/s; its case
+     * ends with a "targets" line per clnorm call (bench_report_copy_targets). */
+    double fused_target, copy_target, copy_target_nhwc, onednn_target;
 } bench_op_info;
 
 size_t bench_op_count(void);
@@ -295,7 +298,9 @@ enum {
     BENCH_ROLE_AUTO = 1u << 2,    /* clnorm's own choice: the "fused" of the summary line */
     BENCH_ROLE_UNFUSED = 1u << 3, /* an add then the norm, or the norm then a modulation:
                                      the summary's "unfused pairs" */
-    BENCH_ROLE_ONEDNN = 1u << 4   /* oneDNN: the denominator of x_onednn */
+    BENCH_ROLE_ONEDNN = 1u << 4,  /* oneDNN: the denominator of x_onednn */
+    BENCH_ROLE_REF = 1u << 5      /* the CPU reference (ref_cpu): the denominator of
+                                     ref_cores_target, never the host-pointer call */
 };
 
 typedef struct {
@@ -510,6 +515,10 @@ void bench_report_ref_target(FILE *out, const bench_results *r, size_t first,
                              const bench_threads *th);
 /* Under a case with unfused pairs: clnorm's fused GB/s against the best pair and the copy. */
 void bench_report_fused(FILE *out, const bench_results *r, size_t first);
+/* Under a case of an op with targets against the copy alone (copy_target, no fused_target):
+ * clnorm_auto's and the host-pointer call's fraction of their side's copy, and in NCHW their
+ * ratio to oneDNN, against the layout's targets. */
+void bench_report_copy_targets(FILE *out, const bench_results *r, size_t first);
 int bench_write_csv(const char *path, const bench_results *r);
 /* 0 on success, 1 when gnuplot is missing (a note was printed), -1 on failure. */
 int bench_write_plot(const char *path, const char *title, const bench_results *r);

@@ -288,6 +288,7 @@ int main(int argc, char **argv)
         bench_report_rows(stdout, &run.results, first, &opt);
         bench_report_fused(stdout, &run.results, first);
         bench_report_ref_target(stdout, &run.results, first, &th);
+        bench_report_copy_targets(stdout, &run.results, first);
         bench_problem_free(&p);
     }
 

@@ -3,7 +3,9 @@
  * is measured; frac_of_copy and the ratio to oneDNN are derived within the case. A case with
  * unfused pairs (the fused residual ops, the modulated ops) ends with a line comparing
  * clnorm's fused run with the best pair and with the copy, and with the op's targets for
- * both when it has them. */
+ * both when it has them; a case of an op with a target against the CPU reference (GroupNorm's
+ * backward) or against the copy alone (GroupNorm's forward) with a line saying whether it is
+ * met. */
 #include "bench.h"
 
 #include <math.h>
@@ -244,8 +246,10 @@ void bench_report_ref_target(FILE *out, const bench_results *r, size_t first,
             continue;
         if ((x->role & BENCH_ROLE_AUTO) && !mine)
             mine = x;
-        if (x->side == BENCH_HOST && (x->role & BENCH_ROLE_CLNORM) && !ref)
-            ref = x; /* the CPU reference */
+        /* ref_cpu, by its role: clnorm_host is a clnorm host-side row too, and when it came
+         * first it stood in for the reference (its loop on every thread, not the oracle) */
+        if ((x->role & BENCH_ROLE_REF) && !ref)
+            ref = x;
     }
     if (!mine || !ref) {
         fprintf(out, "   vs the CPU reference x %d threads: no %s to compare\n", th->threads,
@@ -256,5 +260,58 @@ void bench_report_ref_target(FILE *out, const bench_results *r, size_t first,
     fprintf(out, "   vs the CPU reference x %d threads: %s %.2f GB/s = %.2fx (%s %.3f GB/s x %d); "
             "target >= %.1fx: %s\n", th->threads, mine->impl, mine->gbps, ratio, ref->impl,
             ref->gbps, th->threads, target, ratio >= target ? "met" : "NOT met");
+    fflush(out);
+}
+
+/* A clnorm call of the op's own choice: clnorm_auto (cl_mem), or the host-pointer call
+ * (clnorm_host, a host-side clnorm row that is not the CPU reference). */
+static int is_clnorm_choice(const bench_result *x)
+{
+    return (x->role & BENCH_ROLE_AUTO) ||
+           (x->side == BENCH_HOST && (x->role & BENCH_ROLE_CLNORM) && !(x->role & BENCH_ROLE_REF));
+}
+
+void bench_report_copy_targets(FILE *out, const bench_results *r, size_t first)
+{
+    if (first >= r->n)
+        return;
+    const bench_op_info *o = bench_op_get(r->v[first].op);
+    if (o->fused_target > 0.0 || o->copy_target <= 0.0)
+        return;
+    const int nhwc = r->v[first].layout == CLNORM_NHWC;
+    const double copy_t = nhwc ? o->copy_target_nhwc : o->copy_target;
+    const double onednn_t = nhwc ? 0.0 : o->onednn_target;
+    const char *onednn = NULL;
+    for (size_t i = first; i < r->n; i++)
+        if ((r->v[i].role & BENCH_ROLE_ONEDNN) && bench_result_timed(&r->v[i]))
+            onednn = r->v[i].impl;
+    char want[96];
+    int n = snprintf(want, sizeof want, "%s: >= %.2f of the copy", nhwc ? "NHWC" : "NCHW",
+                     copy_t);
+    if (onednn_t > 0.0 && n > 0 && (size_t)n < sizeof want)
+        snprintf(want + n, sizeof want - (size_t)n, ", >= %.1fx oneDNN", onednn_t);
+    for (size_t i = first; i < r->n; i++) {
+        const bench_result *x = &r->v[i];
+        if (!is_clnorm_choice(x) || !bench_result_timed(x) || x->status == BENCH_R_WRONG)
+            continue;
+        const char *side = x->side == BENCH_DEVICE ? "device" : "host";
+        if (x->frac_of_copy < 0.0) {
+            fprintf(out, "   targets (%s): %s: no %s copy to compare with\n", want, x->impl,
+                    side);
+            continue;
+        }
+        fprintf(out, "   targets (%s): %s %.2f of the %s copy", want, x->impl, x->frac_of_copy,
+                side);
+        int met = x->frac_of_copy >= copy_t;
+        if (onednn_t > 0.0) {
+            if (!onednn || x->vs_onednn < 0.0) {
+                fprintf(out, "; no oneDNN row to compare with\n");
+                continue;
+            }
+            fprintf(out, ", %.2fx %s", x->vs_onednn, onednn);
+            met = met && x->vs_onednn >= onednn_t;
+        }
+        fprintf(out, ": %s\n", met ? "met" : "NOT met");
+    }
     fflush(out);
 }
