@@ -21,7 +21,7 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
 }
 
 const bench_contender bench_ref_cpu = {.name = "ref_cpu", .side = BENCH_HOST,
-                                       .role = BENCH_ROLE_CLNORM | BENCH_ROLE_REF, .slots = BENCH_ANY_SLOT,
-                                       .forms = BENCH_ANY_FORM, .is_slow = 1,
-                                       .create = bench_ref_create, .run = run,
+                                       .role = BENCH_ROLE_CLNORM | BENCH_ROLE_REF,
+                                       .slots = BENCH_ANY_SLOT, .forms = BENCH_ANY_FORM,
+                                       .is_slow = 1, .create = bench_ref_create, .run = run,
                                        .destroy = free};

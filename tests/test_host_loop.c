@@ -359,8 +359,9 @@ static void same_bits_across(clnorm_ctx *const *ctx, const unsigned *widths, siz
 
 /* GroupNorm's problems: N, C, G, spatial, layout and sample stride (0: dense). They cover
  * both layouts' units (src/op/group_norm_host.c describes them): NCHW groups of one unit
- * (fused) and of several (whole channels, and channels longer than a unit), NHWC of one and
- * of several position blocks, G = 1 and G = C, spatial 1, strides and an empty batch. */
+ * (fused) and of several (whole channels, and channels longer than a unit; the forward's
+ * of more than GN_FWD_FUSE_ELEMS: 72000 and 68000 elements), NHWC of one and of several
+ * position blocks, G = 1 and G = C, spatial 1, strides and an empty batch. */
 typedef struct {
     size_t n, c, g, hw;
     clnorm_layout layout;
@@ -375,6 +376,7 @@ static const gshape group_shapes[] = {
     {1, 4, 2, 9000, CLNORM_NHWC, 0},     {1, 1500, 30, 70, CLNORM_NHWC, 0},
     {3, 12, 4, 10, CLNORM_NHWC, 130},    {3, 12, 4, 10, CLNORM_NCHW, 125},
     {2, 5, 5, 33, CLNORM_NHWC, 0},       {0, 8, 2, 4, CLNORM_NHWC, 0},
+    {1, 1200, 2, 120, CLNORM_NCHW, 0},   {1, 4, 1, 17000, CLNORM_NCHW, 0},
 };
 
 static const unsigned group_flag_sets[] = {
@@ -502,7 +504,8 @@ static void test_group_sweep(void **state)
 }
 
 /* Groups whose squares overflow float32 (|x| about 1e20), in both layouts and both kinds of
- * NCHW units: redone scaled, they match the reference. */
+ * NCHW units (a group of one unit; of several, in the forward beyond GN_FWD_FUSE_ELEMS):
+ * redone scaled, they match the reference. */
 static void test_group_overflow(void **state)
 {
     (void)state;
@@ -510,7 +513,8 @@ static void test_group_overflow(void **state)
     const tu_data big = {1e20, 3e19, -2e19, 1e19};
     static const gshape big_groups[] = {{2, 6, 3, 50, CLNORM_NCHW, 0},
                                         {2, 6, 3, 50, CLNORM_NHWC, 0},
-                                        {1, 600, 3, 100, CLNORM_NCHW, 0}};
+                                        {1, 600, 3, 100, CLNORM_NCHW, 0},
+                                        {1, 1200, 2, 120, CLNORM_NCHW, 0}};
     for (size_t s = 0; s < TU_COUNT(big_groups); s++) {
         clnorm_desc d;
         assert_true(group_desc(&d, CLNORM_F32, CLNORM_SAVE_STATS, &big_groups[s]));

@@ -9,7 +9,7 @@
  * many threads run them:
  *   NCHW: a group is one contiguous block of C/G channels x spatial; a unit is a run of it,
  *     whole channels of at most HCHUNK elements, or HCHUNK positions of one channel when a
- *     channel is longer.
+ *     channel is longer; in the forward a group of at most GN_FWD_FUSE_ELEMS is one unit.
  *   NHWC: a unit is a block of positions of one sample, every channel (rows of C contiguous
  *     values), about HCHUNK elements and at least 32 positions.
  * Where every group lies within one unit ("fused": an NCHW group of one run, an NHWC sample of
@@ -64,7 +64,12 @@ static size_t min_size(size_t a, size_t b)
     return a < b ? a : b;
 }
 
-static void gn_geometry(const clnorm_desc *d, gn_geom *q)
+/* The forward's NCHW groups of at most this many elements are one unit each (fused: their
+ * statistics and y in one pass over x, the second read from the core's L2: 256 KiB of
+ * float32). The backward stages several of a unit's tensors and keeps units of HCHUNK. */
+#define GN_FWD_FUSE_ELEMS ((size_t)65536)
+
+static void gn_geometry(const clnorm_desc *d, clnorm_direction dir, gn_geom *q)
 {
     q->n = d->rows;
     q->C = d->cols;
@@ -83,6 +88,14 @@ static void gn_geometry(const clnorm_desc *d, gn_geom *q)
         q->fused = q->npb == 1; /* a sample is one unit */
         q->nunits = q->n * q->npb;
         q->ulen = q->pblen * q->C;
+    } else if (dir == CLNORM_FORWARD && q->L <= GN_FWD_FUSE_ELEMS) {
+        q->pblen = q->hw; /* a group per unit */
+        q->npb = 1;
+        q->cpp = q->cpg;
+        q->J = 1;
+        q->fused = 1;
+        q->nunits = q->n * q->G;
+        q->ulen = q->L;
     } else if (q->hw > HCHUNK) {
         q->pblen = HCHUNK;
         q->npb = clnorm_div_up(q->hw, HCHUNK);

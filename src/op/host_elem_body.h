@@ -111,46 +111,49 @@ static HINLINE HA HN(lanes_sum)(HA *l)
     return l[0];
 }
 
-/* Sum of v[0..n), n at most HBLOCK. */
-static HINLINE HA HN(block_sum)(const HA *v, size_t n)
+/* Sum of v[i] - K over v[0..n) (one block). K is 0 where the caller staged its deviations
+ * (the row loop): v - 0 is v exactly, and the compiler drops it. GroupNorm's loop shifts
+ * where it reads, saving a store and a load per element. */
+static HINLINE HA HN(block_sum)(const HA *v, size_t n, HA K)
 {
     HA l0[HLANES] = {0}, l1[HLANES] = {0}, l2[HLANES] = {0}, l3[HLANES] = {0};
     size_t i = 0;
     for (; i + 4 * HLANES <= n; i += 4 * HLANES)
         for (size_t k = 0; k < HLANES; k++) {
-            l0[k] += v[i + k];
-            l1[k] += v[i + HLANES + k];
-            l2[k] += v[i + 2 * HLANES + k];
-            l3[k] += v[i + 3 * HLANES + k];
+            l0[k] += v[i + k] - K;
+            l1[k] += v[i + HLANES + k] - K;
+            l2[k] += v[i + 2 * HLANES + k] - K;
+            l3[k] += v[i + 3 * HLANES + k] - K;
         }
     for (; i + HLANES <= n; i += HLANES)
         for (size_t k = 0; k < HLANES; k++)
-            l0[k] += v[i + k];
+            l0[k] += v[i + k] - K;
     for (size_t k = 0; i < n; i++, k++)
-        l0[k] += v[i];
+        l0[k] += v[i] - K;
     for (size_t k = 0; k < HLANES; k++)
         l0[k] = (l0[k] + l1[k]) + (l2[k] + l3[k]);
     return HN(lanes_sum)(l0);
 }
 
-/* Sum of (v[i] - c)^2 over v[0..n), n at most HBLOCK: two accumulators, as the kernels' M2. */
-static HINLINE HA HN(block_sq)(const HA *v, size_t n, HA c)
+/* Sum of ((v[i] - K) - c)^2 over v[0..n) (one block; K as in HN(block_sum)): two
+ * accumulators, as the kernels' M2. */
+static HINLINE HA HN(block_sq)(const HA *v, size_t n, HA K, HA c)
 {
     HA l0[HLANES] = {0}, l1[HLANES] = {0};
     size_t i = 0;
     for (; i + 2 * HLANES <= n; i += 2 * HLANES)
         for (size_t k = 0; k < HLANES; k++) {
-            const HA d0 = v[i + k] - c, d1 = v[i + HLANES + k] - c;
+            const HA d0 = (v[i + k] - K) - c, d1 = (v[i + HLANES + k] - K) - c;
             l0[k] += d0 * d0;
             l1[k] += d1 * d1;
         }
     for (; i + HLANES <= n; i += HLANES)
         for (size_t k = 0; k < HLANES; k++) {
-            const HA d = v[i + k] - c;
+            const HA d = (v[i + k] - K) - c;
             l0[k] += d * d;
         }
     for (size_t k = 0; i < n; i++, k++) {
-        const HA d = v[i] - c;
+        const HA d = (v[i] - K) - c;
         l0[k] += d * d;
     }
     for (size_t k = 0; k < HLANES; k++)
@@ -228,16 +231,17 @@ static HINLINE void HN(out_done)(const HA *o, clnorm_dtype t, void *base, size_t
         HN(store)(t, base, off, o, n);
 }
 
-/* The sum S and the sum of squared deviations from its mean M2 of v[0..n), n > 0: each
- * block's two-pass moments, merged in order with Chan's update, Kahan-compensated across
- * blocks (kernels/row_stats.cl). */
-static HINLINE void HN(moments)(const HA *v, size_t n, HA *S_out, HA *M2_out)
+/* The sum S of v[i] - K over v[0..n), n > 0, and the sum of squared deviations from its
+ * mean M2: each block's two-pass moments (HMOM_BLOCK elements), merged in order with Chan's
+ * update, Kahan-compensated across blocks, as kernels/row_stats.cl does over its blocks of
+ * HBLOCK. */
+static HINLINE void HN(moments)(const HA *v, size_t n, HA K, HA *S_out, HA *M2_out)
 {
     HA cnt = 0, S = 0, cs = 0, M2 = 0, cm = 0;
-    for (size_t i = 0; i < n; i += HBLOCK) {
-        const size_t len = n - i < HBLOCK ? n - i : HBLOCK;
-        const HA nb = (HA)len, Sb = HN(block_sum)(v + i, len), mb = Sb / nb;
-        HA M2b = HN(block_sq)(v + i, len, mb);
+    for (size_t i = 0; i < n; i += HMOM_BLOCK) {
+        const size_t len = n - i < HMOM_BLOCK ? n - i : HMOM_BLOCK;
+        const HA nb = (HA)len, Sb = HN(block_sum)(v + i, len, K), mb = Sb / nb;
+        HA M2b = HN(block_sq)(v + i, len, K, mb);
         if (cnt > 0) {
             const HA delta = mb - S / cnt;
             M2b += delta * delta * (cnt * (nb / (cnt + nb)));

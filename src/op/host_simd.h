@@ -16,6 +16,13 @@
 #define HLANES 8
 #define HBLOCK 128
 
+/* The host loops' statistics blocks (HN(moments), host_elem_body.h): each block's two-pass
+ * moments in vector lanes, the blocks then merged with Chan's update and Kahan-added. With
+ * the kernels' 128 (HBLOCK) the merges, dependent scalar steps, took about a third of a
+ * GroupNorm forward's time and a quarter of a 257 x 768 LayerNorm's instructions
+ * (bench/RESULTS.md, "The host loops' statistics in blocks of 1024"). */
+#define HMOM_BLOCK 1024
+
 /* A host loop's chunk: about HCHUNK elements (enough work to amortize handing a chunk to
  * another thread: a few microseconds), at most HMAX_CHUNKS chunks per job. */
 #define HCHUNK 16384

@@ -56,12 +56,14 @@ static HINLINE HA HN(var_at)(const HN(bufs) *b, size_t cols, int rms, int residu
     *m = 0;
     if (rms) {
         HA s = 0, c = 0;
-        for (size_t i = 0; i < cols; i += HBLOCK)
-            HN(kahan)(&s, &c, HN(block_sq)(b->dev + i, cols - i < HBLOCK ? cols - i : HBLOCK, 0));
+        for (size_t i = 0; i < cols; i += HMOM_BLOCK) {
+            const size_t len = cols - i < HMOM_BLOCK ? cols - i : HMOM_BLOCK;
+            HN(kahan)(&s, &c, HN(block_sq)(b->dev + i, len, 0, 0));
+        }
         return s / (HA)cols;
     }
     HA S, M2;
-    HN(moments)(b->dev, cols, &S, &M2);
+    HN(moments)(b->dev, cols, 0, &S, &M2);
     *m = S / (HA)cols;
     return M2 / (HA)cols;
 }
