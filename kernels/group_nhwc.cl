@@ -29,12 +29,13 @@
  * channel moments meet in local memory, the group's first item adding them in channel order.
  * Moments per (n, tile): GN_TILE_LEN values of A: the mean and M2 of every channel (CPU
  * devices; scratch space on GPUs), then the S and M2 of every group, then C values of
- * staging space and the C shifts K_c (CPU devices, gn_tile_moments_rows). The table per
- * sample: 3 C values, the K of every channel, then the a, then the b.
+ * staging space, the C shifts K_c and 4 C running totals (S, its compensation, M2, its
+ * compensation; CPU devices, gn_tile_moments_rows). The table per sample: 3 C values, the K
+ * of every channel, then the a, then the b.
  * Needs common.cl and op_group_norm.cl before it.
  */
 
-#define GN_TILE_LEN(C, G) (4 * (C) + 2 * (G))
+#define GN_TILE_LEN(C, G) (8 * (C) + 2 * (G)) /* src/op/group_norm.c, nhwc_tile_len */
 
 /* Channel c's shift K_c (xs: the sample's position 0): the median of its values at positions
  * 0, 1 and 2 (the first three rows of the sample, contiguous), an element of the channel but
@@ -60,33 +61,40 @@ inline AV gn_shiftv(__global const T *xs, ulong c, ulong C, ulong hw)
 
 /* Channel c's moments over positions [p0, p1) (cnt of them) around its shift K_c: the
  * sum of x - K_c, then (the positions again, from cache) the sum of squared deviations from
- * the tile's own mean. Two accumulators each, for the loads' latency. */
+ * the tile's own mean. Two accumulators each, for the loads' latency, over blocks of
+ * GN_SUM_BLOCK positions, each block then Kahan-added: a plain sum over a long tile (a few
+ * channels over millions of positions) lost its last bits (rstd 8e-5 off at 3 x 2000 x 2000
+ * on the CPU tiles, which had the same plain sums). */
+inline A gn_channel_sum(__global const T *xs, ulong c, ulong C, ulong p0, ulong p1, A K, A mc,
+                        const int sq)
+{
+    A s = 0, cs = 0;
+    for (ulong pb = p0; pb < p1; pb += GN_SUM_BLOCK) {
+        const ulong pe = min(p1, pb + GN_SUM_BLOCK);
+        A b0 = 0, b1 = 0;
+        ulong p = pb;
+        for (; p + 1 < pe; p += 2) {
+            const A d0 = (LOAD1(xs + p * C + c) - K) - mc;
+            const A d1 = (LOAD1(xs + (p + 1) * C + c) - K) - mc;
+            b0 = sq ? fma(d0, d0, b0) : b0 + d0;
+            b1 = sq ? fma(d1, d1, b1) : b1 + d1;
+        }
+        if (p < pe) {
+            const A d0 = (LOAD1(xs + p * C + c) - K) - mc;
+            b0 = sq ? fma(d0, d0, b0) : b0 + d0;
+        }
+        kahan_add(&s, &cs, b0 + b1);
+    }
+    return s;
+}
+
 inline void gn_channel_moments(__global const T *xs, ulong c, ulong C, ulong hw, ulong p0,
                                ulong p1, A cnt, A *s_out, A *q_out)
 {
     const A K = gn_shift1(xs, c, C, hw);
-    A s0 = 0, s1 = 0;
-    ulong p = p0;
-    for (; p + 1 < p1; p += 2) {
-        s0 += LOAD1(xs + p * C + c) - K;
-        s1 += LOAD1(xs + (p + 1) * C + c) - K;
-    }
-    if (p < p1)
-        s0 += LOAD1(xs + p * C + c) - K;
-    const A s = s0 + s1, mc = s / cnt;
-    A q0 = 0, q1 = 0;
-    for (p = p0; p + 1 < p1; p += 2) {
-        const A d0 = (LOAD1(xs + p * C + c) - K) - mc;
-        const A d1 = (LOAD1(xs + (p + 1) * C + c) - K) - mc;
-        q0 = fma(d0, d0, q0);
-        q1 = fma(d1, d1, q1);
-    }
-    if (p < p1) {
-        const A d0 = (LOAD1(xs + p * C + c) - K) - mc;
-        q0 = fma(d0, d0, q0);
-    }
+    const A s = gn_channel_sum(xs, c, C, p0, p1, K, 0, 0);
     *s_out = s;
-    *q_out = q0 + q1;
+    *q_out = gn_channel_sum(xs, c, C, p0, p1, K, s / cnt, 1);
 }
 
 /* The moments (S, M2) of one tile of the group of channels [c0, c0 + cpg) into out, from its
@@ -127,9 +135,50 @@ inline void gn_group_moments(__global const A *kr, __global const A *mc, ulong c
  * so the tile is still read in memory order. Reading the two rows side by side makes two
  * streams C apart, each skipping every other row, which the hardware prefetchers follow badly:
  * 7.5-9 GB/s from memory on one core where the staged pairs read 12-14.5 (bench/RESULTS.md,
- * "one item per sample"). The values staged are those loaded, so the bits are the same. */
+ * "one item per sample"). The values staged are those loaded, so the bits are the same.
+ *
+ * The pairs merge from zero within blocks of GN_TILE_BLOCK positions; each block then joins
+ * the tile's totals in tot (the sum of the deviations and M2, Kahan-added, Chan's update
+ * around the totals' mean so far). One running mean and M2 over the whole tile, updated in
+ * float pair after pair, drifted with the tile's length: a sample of 3 channels x 2000 x 2000
+ * came out with rstd 8e-5 and y 7e-5 off torch float64. */
+#define GN_TILE_BLOCK (2 * GN_SUM_BLOCK)
+
+/* The block's moments (nb positions; mean at sc, M2 at sq, per channel) into the totals,
+ * of nt positions so far; then the block's moments back to zero for the next. */
+inline void gn_tile_block_join(__global A *sc, __global A *tot, ulong C, A nt, A nb)
+{
+    const ulong cv = C / VW * VW;
+    __global A *sq = sc + C, *ts = tot, *tsc = tot + C, *tq = tot + 2 * C, *tqc = tot + 3 * C;
+    const A wt = nt * nb / (nt + nb), rnt = nt > 0 ? (A)1 / nt : (A)0;
+    for (ulong c = 0; c < cv; c += VW) {
+        AV S = GN_LDV(ts + c), cS = GN_LDV(tsc + c), Q = GN_LDV(tq + c), cQ = GN_LDV(tqc + c);
+        const AV bm = GN_LDV(sc + c), delta = bm - S * rnt;
+        kahan_addv(&Q, &cQ, fma(delta * delta, wt, GN_LDV(sq + c)));
+        kahan_addv(&S, &cS, bm * nb);
+        GN_STV(S, ts + c);
+        GN_STV(cS, tsc + c);
+        GN_STV(Q, tq + c);
+        GN_STV(cQ, tqc + c);
+        GN_STV((AV)(0), sc + c);
+        GN_STV((AV)(0), sq + c);
+    }
+    for (ulong c = cv; c < C; c++) {
+        A S = ts[c], cS = tsc[c], Q = tq[c], cQ = tqc[c];
+        const A delta = sc[c] - S * rnt;
+        kahan_add(&Q, &cQ, fma(delta * delta, wt, sq[c]));
+        kahan_add(&S, &cS, sc[c] * nb);
+        ts[c] = S;
+        tsc[c] = cS;
+        tq[c] = Q;
+        tqc[c] = cQ;
+        sc[c] = sq[c] = 0;
+    }
+}
+
 inline void gn_tile_moments_rows(__global const T *xs, __global A *sc, __global A *stage,
-                                 __global A *kr, ulong p0, ulong p1, ulong C, ulong hw)
+                                 __global A *kr, __global A *tot, ulong p0, ulong p1, ulong C,
+                                 ulong hw)
 {
     const ulong cv = C / VW * VW;
     __global A *sq = sc + C;
@@ -137,53 +186,66 @@ inline void gn_tile_moments_rows(__global const T *xs, __global A *sc, __global 
         GN_STV(gn_shiftv(xs, c, C, hw), kr + c);
     for (ulong c = cv; c < C; c++)
         kr[c] = gn_shift1(xs, c, C, hw);
-    /* From zero moments, the first pair's update (n = 0: w = 1, wn = 0) is its own moments. */
+    /* From zero moments, a block's first pair's update (n = 0: w = 1, wn = 0) is its own
+     * moments. */
     for (ulong c = 0; c < 2 * C; c++)
         sc[c] = 0;
-    ulong p = p0;
-    for (; p + 1 < p1; p += 2) {
-        /* n elements so far, 2 more: mean += delta * 2 / (n + 2),
-         * M2 += M2_pair + delta^2 * n * 2 / (n + 2) */
-        const A n = (A)(p - p0), w = (A)2 / (n + (A)2), wn = w * n;
-        __global const T *x0 = xs + p * C, *x1 = x0 + C;
-        for (ulong c = 0; c < cv; c += VW) {
+    for (ulong c = 0; c < 4 * C; c++)
+        tot[c] = 0;
+    for (ulong pb = p0; pb < p1; pb += GN_TILE_BLOCK) {
+        const ulong pe = min(p1, pb + GN_TILE_BLOCK);
+        ulong p = pb;
+        for (; p + 1 < pe; p += 2) {
+            /* n elements so far, 2 more: mean += delta * 2 / (n + 2),
+             * M2 += M2_pair + delta^2 * n * 2 / (n + 2) */
+            const A n = (A)(p - pb), w = (A)2 / (n + (A)2), wn = w * n;
+            __global const T *x0 = xs + p * C, *x1 = x0 + C;
+            for (ulong c = 0; c < cv; c += VW) {
 #if defined(PREFETCH_NEXT)
-            PREFETCH_L2(x0 + GN_PD + c);
+                PREFETCH_L2(x0 + GN_PD + c);
 #endif
-            GN_STV(GN_LDX(x0 + c), stage + c);
-        }
-        for (ulong c = 0; c < cv; c += VW) {
+                GN_STV(GN_LDX(x0 + c), stage + c);
+            }
+            for (ulong c = 0; c < cv; c += VW) {
 #if defined(PREFETCH_NEXT)
-            PREFETCH_L2(x1 + GN_PD + c);
+                PREFETCH_L2(x1 + GN_PD + c);
 #endif
-            const AV K = GN_LDV(kr + c), a = GN_LDV(stage + c) - K, b = GN_LDX(x1 + c) - K;
-            const AV m = GN_LDV(sc + c), d = a - b;
-            const AV delta = (a + b) * (A)0.5 - m;
-            GN_STV(fma(delta, w, m), sc + c);
-            GN_STV(fma(delta * delta, wn, fma(d * d, (A)0.5, GN_LDV(sq + c))), sq + c);
+                const AV K = GN_LDV(kr + c), a = GN_LDV(stage + c) - K, b = GN_LDX(x1 + c) - K;
+                const AV m = GN_LDV(sc + c), d = a - b;
+                const AV delta = (a + b) * (A)0.5 - m;
+                GN_STV(fma(delta, w, m), sc + c);
+                GN_STV(fma(delta * delta, wn, fma(d * d, (A)0.5, GN_LDV(sq + c))), sq + c);
+            }
+            for (ulong c = cv; c < C; c++) {
+                const A K = kr[c], a = LOAD1(x0 + c) - K, b = LOAD1(x1 + c) - K;
+                const A m = sc[c], d = a - b, delta = (a + b) * (A)0.5 - m;
+                sc[c] = fma(delta, w, m);
+                sq[c] = fma(delta * delta, wn, fma(d * d, (A)0.5, sq[c]));
+            }
         }
-        for (ulong c = cv; c < C; c++) {
-            const A K = kr[c], a = LOAD1(x0 + c) - K, b = LOAD1(x1 + c) - K;
-            const A m = sc[c], d = a - b, delta = (a + b) * (A)0.5 - m;
-            sc[c] = fma(delta, w, m);
-            sq[c] = fma(delta * delta, wn, fma(d * d, (A)0.5, sq[c]));
+        if (p < pe) { /* a lone last position (or the tile's only one): n so far, 1 more */
+            const A n = (A)(p - pb), w = (A)1 / (n + (A)1), wn = w * n;
+            __global const T *x0 = xs + p * C;
+            for (ulong c = 0; c < cv; c += VW) {
+                const AV m = GN_LDV(sc + c);
+                const AV delta = (GN_LDX(x0 + c) - GN_LDV(kr + c)) - m;
+                GN_STV(fma(delta, w, m), sc + c);
+                GN_STV(fma(delta * delta, wn, GN_LDV(sq + c)), sq + c);
+            }
+            for (ulong c = cv; c < C; c++) {
+                const A m = sc[c], delta = (LOAD1(x0 + c) - kr[c]) - m;
+                sc[c] = fma(delta, w, m);
+                sq[c] = fma(delta * delta, wn, sq[c]);
+            }
         }
+        gn_tile_block_join(sc, tot, C, (A)(pb - p0), (A)(pe - pb));
     }
-    if (p < p1) { /* a lone last position (or the tile's only one): n so far, 1 more */
-        const A n = (A)(p - p0), w = (A)1 / (n + (A)1), wn = w * n;
-        __global const T *x0 = xs + p * C;
-        for (ulong c = 0; c < cv; c += VW) {
-            const AV m = GN_LDV(sc + c);
-            const AV delta = (GN_LDX(x0 + c) - GN_LDV(kr + c)) - m;
-            GN_STV(fma(delta, w, m), sc + c);
-            GN_STV(fma(delta * delta, wn, GN_LDV(sq + c)), sq + c);
+    /* the tile's mean and M2 where gn_group_moments and the merges read them */
+    if (p1 > p0)
+        for (ulong c = 0; c < C; c++) {
+            sc[c] = tot[c] / (A)(p1 - p0);
+            sq[c] = tot[2 * C + c];
         }
-        for (ulong c = cv; c < C; c++) {
-            const A m = sc[c], delta = (LOAD1(x0 + c) - kr[c]) - m;
-            sc[c] = fma(delta, w, m);
-            sq[c] = fma(delta * delta, wn, sq[c]);
-        }
-    }
 }
 
 /* CPU devices: a tile's moments into its GN_TILE_LEN values at pt (the layout above: the
@@ -194,7 +256,7 @@ inline void gn_tile_moments_cpu(__global const T *xs, __global A *pt, ulong p0, 
 {
     const ulong C = G * cpg;
     __global A *kr = pt + 3 * C + 2 * G;
-    gn_tile_moments_rows(xs, pt, pt + 2 * C + 2 * G, kr, p0, p1, C, hw);
+    gn_tile_moments_rows(xs, pt, pt + 2 * C + 2 * G, kr, pt + 4 * C + 2 * G, p0, p1, C, hw);
     for (ulong g = 0; g < G; g++)
         gn_group_moments(kr, pt, g * cpg, cpg, C, (A)(p1 - p0), pt + 2 * C + 2 * g);
 }

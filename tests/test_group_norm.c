@@ -12,6 +12,7 @@
  *   - groups whose squares overflow (|x| at 1e19, 1e30, 1e37; 1e160 in float64): redone
  *     scaled;
  *   - groups with one lone outlier at their first element, against float64 computed here;
+ *   - NHWC groups of few channels over many positions (long tiles), within 1e-6 of float64;
  *   - the error paths particular to GroupNorm (the generic ones are test_ops_errors').
  * The PyTorch golden cases are test_golden's and test_backward_golden's.
  */
@@ -277,6 +278,145 @@ static void test_huge_values(void **state)
     all_passed(failed, "huge values");
 }
 
+/* The paths of a host call: the host loop, and the device's kernels (NCHW rows; NHWC sample
+ * items, and tiles). */
+static const char *const host_paths[] = {"host loop", "device", "device tiles"};
+
+/* A plan of d whose host calls take path k of host_paths: plans read these settings at
+ * creation, which are then put back as they were (a ctest may set them). */
+static clnorm_plan *plan_on_path(const clnorm_desc *d, size_t k)
+{
+    static const char *const vars[] = {"CLNORM_HOST_BYTES", "CLNORM_NO_SAMPLE_ITEMS"};
+    char *was[2];
+    for (size_t v = 0; v < 2; v++)
+        was[v] = getenv(vars[v]) ? strdup(getenv(vars[v])) : NULL;
+    setenv("CLNORM_HOST_BYTES", k == 0 ? "1099511627776" : "0", 1);
+    if (k == 2)
+        setenv("CLNORM_NO_SAMPLE_ITEMS", "1", 1);
+    clnorm_plan *plan = NULL;
+    const clnorm_status st = clnorm_plan_create(g_ctx, d, &plan);
+    for (size_t v = 0; v < 2; v++) {
+        if (was[v])
+            setenv(vars[v], was[v], 1);
+        else
+            unsetenv(vars[v]);
+        free(was[v]);
+    }
+    assert_int_equal(st, CLNORM_OK);
+    return plan;
+}
+
+/* x in NCHW (N x C x hw) to NHWC. */
+static void to_nhwc(const float *x, float *xh, size_t N, size_t C, size_t hw)
+{
+    for (size_t n = 0; n < N; n++)
+        for (size_t c = 0; c < C; c++)
+            for (size_t p = 0; p < hw; p++)
+                xh[(n * hw + p) * C + c] = x[(n * C + c) * hw + p];
+}
+
+/* GroupNorm without affine of x (NCHW, N x C x hw, G groups, eps 1e-5) in float64,
+ * two-pass, into want (NCHW). */
+static void group_norm_f64(const float *x, double *want, size_t N, size_t C, size_t G,
+                           size_t hw)
+{
+    const size_t len = C / G * hw;
+    for (size_t gr = 0; gr < N * G; gr++) {
+        const float *v = x + gr * len;
+        double m = 0, q = 0;
+        for (size_t i = 0; i < len; i++)
+            m += v[i];
+        m /= (double)len;
+        for (size_t i = 0; i < len; i++)
+            q += (v[i] - m) * (v[i] - m);
+        const double r = 1.0 / sqrt(q / (double)len + 1e-5);
+        for (size_t i = 0; i < len; i++)
+            want[gr * len + i] = (v[i] - m) * r;
+    }
+}
+
+/* y (in layout lay) against want (NCHW): every element within tol x max(1, |want|);
+ * prints the largest error, returns 1 on a mismatch. */
+static size_t check_y(const float *y, const double *want, int lay, size_t N, size_t C,
+                      size_t hw, double tol, const char *what)
+{
+    size_t bad = 0;
+    double worst = 0;
+    for (size_t n = 0; n < N; n++)
+        for (size_t c = 0; c < C; c++)
+            for (size_t p = 0; p < hw; p++) {
+                const double w = want[(n * C + c) * hw + p];
+                const double got = lay ? y[(n * hw + p) * C + c] : y[(n * C + c) * hw + p];
+                const double e = fabs(got - w);
+                worst = e > worst ? e : worst;
+                bad += !(e <= tol * (fabs(w) > 1 ? fabs(w) : 1.0));
+            }
+    print_message("%s %s: max abs error %.3g\n", lay ? "nhwc" : "nchw", what, worst);
+    if (bad)
+        print_error("%s %s: %zu elements off by more than %g (x max(1, |y|))\n",
+                    lay ? "nhwc" : "nchw", what, bad, tol);
+    return bad != 0;
+}
+
+/* GroupNorm without affine (N x C x hw, G groups) of x (NCHW) and xh (the same in NHWC) into
+ * y through every path of a host call, in NHWC, and from lay0 on in NCHW too, each result
+ * checked against want (check_y, tol). Returns the mismatched runs. */
+static size_t run_host_paths(float *x, float *xh, float *y, const double *want,
+                             size_t N, size_t C, size_t G, size_t hw, int lay0, double tol)
+{
+    size_t failed = 0;
+    for (int lay = lay0; lay < 2; lay++)
+        for (size_t k = 0; k < TU_COUNT(host_paths); k++) {
+            clnorm_desc d;
+            clnorm_desc_init(&d, CLNORM_GROUP, N, C);
+            d.groups = G;
+            d.spatial = hw;
+            d.layout = (clnorm_layout)lay;
+            d.flags = CLNORM_NO_GAMMA | CLNORM_NO_BETA;
+            clnorm_plan *plan = plan_on_path(&d, k);
+            const clnorm_host_arg args[] = {{CLNORM_ARG_X, lay ? xh : x}, {CLNORM_ARG_Y, y}};
+            assert_int_equal(clnorm_execute_host(plan, CLNORM_FORWARD, args, 2), CLNORM_OK);
+            clnorm_plan_free(plan);
+            failed += check_y(y, want, lay, N, C, hw, tol, host_paths[k]);
+        }
+    return failed;
+}
+
+/* A forward case of the host paths: x ~ N(mean, sd^2) in NCHW (N x C x hw, G groups), which
+ * the test may edit before gn_case_run. */
+typedef struct {
+    size_t N, C, G, hw;
+    float *x, *xh, *y;
+    double *want;
+} gn_case;
+
+static void gn_case_make(gn_case *k, size_t N, size_t C, size_t G, size_t hw, uint64_t seed,
+                         double mean, double sd)
+{
+    const size_t n_el = N * C * hw;
+    *k = (gn_case){N, C, G, hw, malloc(n_el * sizeof(float)), malloc(n_el * sizeof(float)),
+                   malloc(n_el * sizeof(float)), malloc(n_el * sizeof(double))};
+    assert_true(k->x && k->xh && k->y && k->want);
+    tu_rng rng;
+    tu_rng_seed(&rng, seed);
+    tu_fill_normal(&rng, k->x, n_el, mean, sd);
+}
+
+/* The case through every host path (run_host_paths: NHWC, and NCHW too from lay0 = 0) against
+ * a float64 GroupNorm of its x within tol; frees it. Returns the mismatched runs. */
+static size_t gn_case_run(gn_case *k, int lay0, double tol)
+{
+    to_nhwc(k->x, k->xh, k->N, k->C, k->hw);
+    group_norm_f64(k->x, k->want, k->N, k->C, k->G, k->hw);
+    const size_t failed =
+        run_host_paths(k->x, k->xh, k->y, k->want, k->N, k->C, k->G, k->hw, lay0, tol);
+    free(k->x);
+    free(k->xh);
+    free(k->y);
+    free(k->want);
+    return failed;
+}
+
 /* Groups with one lone outlier (1e10 and -3e8 at a group's first element, 1e6 at another's
  * second, 1e10 at another's last) among N(1, 0.1) values, in both layouts, through every path
  * of a host call (the host loop, and the device's kernels: NCHW rows, NHWC sample items and
@@ -289,92 +429,29 @@ static void test_lone_outliers(void **state)
 {
     (void)state;
     require_device();
-    const size_t N = 2, C = 64, G = 8, hw = 1600, cpg = C / G, len = cpg * hw;
-    const size_t n_el = N * C * hw;
-    float *x = malloc(n_el * sizeof *x), *xh = malloc(n_el * sizeof *xh);
-    float *y = malloc(n_el * sizeof *y);
-    double *want = malloc(n_el * sizeof *want);
-    assert_true(x && xh && y && want);
-    tu_rng rng;
-    tu_rng_seed(&rng, 9700);
-    tu_fill_normal(&rng, x, n_el, 1.0, 0.1);
-    x[0] = 1e10f;                              /* sample 0, group 0, first element */
-    x[1 * len + 1] = 1e6f;                     /* sample 0, group 1, second element */
-    x[C * hw + 2 * len] = -3e8f;               /* sample 1, group 2 */
-    x[C * hw + 4 * len - 1] = 1e10f;           /* sample 1, group 3, last element */
-    for (size_t n = 0; n < N; n++) /* NCHW -> NHWC */
-        for (size_t c = 0; c < C; c++)
-            for (size_t p = 0; p < hw; p++)
-                xh[(n * hw + p) * C + c] = x[(n * C + c) * hw + p];
-    for (size_t gr = 0; gr < N * G; gr++) { /* float64, two-pass, NCHW */
-        const float *v = x + gr * len;
-        double m = 0, q = 0;
-        for (size_t i = 0; i < len; i++)
-            m += v[i];
-        m /= (double)len;
-        for (size_t i = 0; i < len; i++)
-            q += (v[i] - m) * (v[i] - m);
-        const double r = 1.0 / sqrt(q / (double)len + 1e-5);
-        for (size_t i = 0; i < len; i++)
-            want[gr * len + i] = (v[i] - m) * r;
-    }
-    static const char *const paths[] = {"host loop", "device", "device tiles"};
-    char *was_host = getenv("CLNORM_HOST_BYTES") ? strdup(getenv("CLNORM_HOST_BYTES")) : NULL;
-    char *was_samples =
-        getenv("CLNORM_NO_SAMPLE_ITEMS") ? strdup(getenv("CLNORM_NO_SAMPLE_ITEMS")) : NULL;
-    size_t failed = 0;
-    for (int lay = 0; lay < 2; lay++)
-        for (size_t k = 0; k < TU_COUNT(paths); k++) {
-            clnorm_desc d;
-            clnorm_desc_init(&d, CLNORM_GROUP, N, C);
-            d.groups = G;
-            d.spatial = hw;
-            d.layout = (clnorm_layout)lay;
-            d.flags = CLNORM_NO_GAMMA | CLNORM_NO_BETA;
-            /* plans read these at creation: the device's kernels (tiles: NHWC's other path) */
-            if (k >= 1)
-                setenv("CLNORM_HOST_BYTES", "0", 1);
-            if (k == 2)
-                setenv("CLNORM_NO_SAMPLE_ITEMS", "1", 1);
-            clnorm_plan *plan = NULL;
-            const clnorm_status st = clnorm_plan_create(g_ctx, &d, &plan);
-            if (was_host) /* as they were (a ctest may set them) */
-                setenv("CLNORM_HOST_BYTES", was_host, 1);
-            else
-                unsetenv("CLNORM_HOST_BYTES");
-            if (was_samples)
-                setenv("CLNORM_NO_SAMPLE_ITEMS", was_samples, 1);
-            else
-                unsetenv("CLNORM_NO_SAMPLE_ITEMS");
-            assert_int_equal(st, CLNORM_OK);
-            const clnorm_host_arg args[] = {{CLNORM_ARG_X, lay ? xh : x}, {CLNORM_ARG_Y, y}};
-            assert_int_equal(clnorm_execute_host(plan, CLNORM_FORWARD, args, 2), CLNORM_OK);
-            clnorm_plan_free(plan);
-            size_t bad = 0;
-            double worst = 0;
-            for (size_t n = 0; n < N; n++)
-                for (size_t c = 0; c < C; c++)
-                    for (size_t p = 0; p < hw; p++) {
-                        const double w = want[(n * C + c) * hw + p];
-                        const double got = lay ? y[(n * hw + p) * C + c] : y[(n * C + c) * hw + p];
-                        const double e = fabs(got - w);
-                        worst = e > worst ? e : worst;
-                        bad += !(e <= 1e-5 * (fabs(w) > 1 ? fabs(w) : 1.0));
-                    }
-            print_message("%s %s: max abs error %.3g\n", lay ? "nhwc" : "nchw", paths[k], worst);
-            if (bad) {
-                print_error("%s %s: %zu elements off by more than 1e-5 (x max(1, |y|))\n",
-                            lay ? "nhwc" : "nchw", paths[k], bad);
-                failed++;
-            }
-        }
-    free(was_host);
-    free(was_samples);
-    free(x);
-    free(xh);
-    free(y);
-    free(want);
-    all_passed(failed, "lone outliers");
+    const size_t N = 2, C = 64, G = 8, hw = 1600, len = C / G * hw;
+    gn_case k;
+    gn_case_make(&k, N, C, G, hw, 9700, 1.0, 0.1);
+    k.x[0] = 1e10f;                            /* sample 0, group 0, first element */
+    k.x[1 * len + 1] = 1e6f;                   /* sample 0, group 1, second element */
+    k.x[C * hw + 2 * len] = -3e8f;             /* sample 1, group 2 */
+    k.x[C * hw + 4 * len - 1] = 1e10f;         /* sample 1, group 3, last element */
+    all_passed(gn_case_run(&k, 0, 1e-5), "lone outliers");
+}
+
+/* NHWC groups of few channels over many positions (2 samples of 4 channels x 600 x 600, 2
+ * groups), through every path of a host call: a channel's moments over a long tile, now summed
+ * in blocks joined with Kahan's step, stay within 1e-6 of a float64 GroupNorm (x max(1, |y|);
+ * about 2e-7 here). The tiles' one running mean and M2 per channel, updated in float over the
+ * whole tile, had drifted to 5e-5 on the CPU devices' sample items and 2.6e-6 in the GPU
+ * geometry (test_group_norm_gpu_geometry runs this test too). */
+static void test_nhwc_long_tiles(void **state)
+{
+    (void)state;
+    require_device();
+    gn_case k;
+    gn_case_make(&k, 2, 4, 2, 600 * 600, 9800, 1.0, 2.0);
+    all_passed(gn_case_run(&k, 1, 1e-6), "long NHWC tiles");
 }
 
 /* NHWC of spatial 1 is NCHW's memory: the same bits, through either layout's description. */
@@ -608,6 +685,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_nhwc_spatial1_is_nchw),
         cmocka_unit_test(test_huge_values),
         cmocka_unit_test(test_lone_outliers),
+        cmocka_unit_test(test_nhwc_long_tiles),
         cmocka_unit_test(test_sweep_more_f16),
         cmocka_unit_test(test_sweep_more_bf16),
         cmocka_unit_test(test_sweep_more_f64),

@@ -335,6 +335,14 @@ static void geometry(const clnorm_device_profile *p, const clnorm_desc *d, clnor
     g->param_items = g->param_lanes ? clnorm_div_up(C, g->vw) : clnorm_div_up(C, pl / slices) * pl;
 }
 
+/* Values per (sample, tile) of the NHWC tiles' moments (kernels/group_nhwc.cl, GN_TILE_LEN):
+ * per channel its mean and M2, per group its S and M2, per channel a staging row, its shift
+ * and the four running totals of the CPU devices' blocks (sum, M2, their compensations). */
+static size_t nhwc_tile_len(const clnorm_desc *d)
+{
+    return 8 * d->cols + 2 * d->groups;
+}
+
 static void scratch_bytes(const clnorm_desc *d, const clnorm_geometry *g, clnorm_direction dir,
                           size_t bytes[])
 {
@@ -346,7 +354,7 @@ static void scratch_bytes(const clnorm_desc *d, const clnorm_geometry *g, clnorm
         if (g->whole_groups)
             return; /* a work-group per group (strategy workgroup): none */
         if (is_nhwc(d)) { /* moments per (n, tile, c), statistics per (n, g), table per (n, c) */
-            bytes[0] = clnorm_bytes3(d->rows * g->chunks, 4 * d->cols + 2 * d->groups, acc);
+            bytes[0] = clnorm_bytes3(d->rows * g->chunks, nhwc_tile_len(d), acc);
             bytes[1] = clnorm_bytes3(ng, CLNORM_STATS_PER_ROW, acc);
             bytes[2] = clnorm_bytes3(d->rows, 3 * d->cols, acc);
         } else {
@@ -364,7 +372,7 @@ static void scratch_bytes(const clnorm_desc *d, const clnorm_geometry *g, clnorm
     /* statistics per (n, g); sums (or recomputed moments) per (n, tile, c); dx's group
      * coefficients per (n, g) */
     bytes[0] = clnorm_bytes3(ng, CLNORM_STATS_PER_ROW, acc);
-    bytes[1] = clnorm_bytes3(d->rows * g->bwd_chunks, 4 * d->cols + 2 * d->groups, acc);
+    bytes[1] = clnorm_bytes3(d->rows * g->bwd_chunks, nhwc_tile_len(d), acc);
     bytes[2] = clnorm_bytes3(ng, 2, acc);
     /* NHWC on one-item work-groups (CPU devices): per-channel tables per (n, tile), which
      * let the sums and dx loops run in vectors (group_backward.cl, GN_BT_LEN: 12 rows) */
