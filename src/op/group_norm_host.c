@@ -79,6 +79,8 @@ static void gn_geometry(const clnorm_desc *d, clnorm_direction dir, gn_geom *q)
     q->L = q->cpg * q->hw;
     q->nhwc = d->layout == CLNORM_NHWC && q->hw > 1;
     q->fused = 0;
+    /* NCHW: a whole group per unit (the forward's groups of at most GN_FWD_FUSE_ELEMS) */
+    const int whole = dir == CLNORM_FORWARD && q->L <= GN_FWD_FUSE_ELEMS;
     if (q->nhwc) {
         size_t p = clnorm_div_up(HCHUNK, q->C);
         q->pblen = min_size(p < 32 ? 32 : p, q->hw);
@@ -88,15 +90,7 @@ static void gn_geometry(const clnorm_desc *d, clnorm_direction dir, gn_geom *q)
         q->fused = q->npb == 1; /* a sample is one unit */
         q->nunits = q->n * q->npb;
         q->ulen = q->pblen * q->C;
-    } else if (dir == CLNORM_FORWARD && q->L <= GN_FWD_FUSE_ELEMS) {
-        q->pblen = q->hw; /* a group per unit */
-        q->npb = 1;
-        q->cpp = q->cpg;
-        q->J = 1;
-        q->fused = 1;
-        q->nunits = q->n * q->G;
-        q->ulen = q->L;
-    } else if (q->hw > HCHUNK) {
+    } else if (q->hw > HCHUNK && !whole) {
         q->pblen = HCHUNK;
         q->npb = clnorm_div_up(q->hw, HCHUNK);
         q->cpp = 1;
@@ -106,7 +100,7 @@ static void gn_geometry(const clnorm_desc *d, clnorm_direction dir, gn_geom *q)
     } else {
         q->pblen = q->hw;
         q->npb = 1;
-        q->cpp = min_size(HCHUNK / q->hw ? HCHUNK / q->hw : 1, q->cpg);
+        q->cpp = whole ? q->cpg : min_size(HCHUNK / q->hw ? HCHUNK / q->hw : 1, q->cpg);
         q->J = clnorm_div_up(q->cpg, q->cpp);
         q->fused = q->J == 1;
         q->nunits = q->n * q->G * q->J;
