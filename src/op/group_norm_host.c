@@ -69,6 +69,10 @@ static size_t min_size(size_t a, size_t b)
  * float32). The backward stages several of a unit's tensors and keeps units of HCHUNK. */
 #define GN_FWD_FUSE_ELEMS ((size_t)65536)
 
+/* The forward's NCHW groups of at most this many elements (one statistics block,
+ * HMOM_BLOCK) run through HN(small_groups), whose per-group work is lean. */
+#define GN_SMALL_ELEMS ((size_t)HMOM_BLOCK)
+
 static void gn_geometry(const clnorm_desc *d, clnorm_direction dir, gn_geom *q)
 {
     q->n = d->rows;

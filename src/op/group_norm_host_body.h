@@ -18,6 +18,8 @@ typedef struct {
     HA *gam, *bet;           /* C each: gamma and beta (1 and 0 when absent) */
     HA *K, *m, *r, *sc;      /* per group n * G + g: xhat = ((x * sc - K) - m) * r */
     double *ent;             /* per moment entry: count, mean, M2 (gn_entry) */
+    HA *tk, *ta, *tb;        /* NHWC forward: per (n, channel) the apply's table
+                                (HN(nhwc_table)) */
     HA *tdz, *tdzx;          /* backward: per (n, position block, channel) */
     HA *mg, *mgx;            /* backward: per group, mean(g) and mean(g * xhat) */
     HA *scratch;
@@ -110,16 +112,16 @@ static HINLINE int HN(set_stats)(const HN(job) *job, size_t n, size_t g, size_t 
     return 0;
 }
 
-/* The forward's mean and rstd outputs of group gi, when asked for. */
-static void HN(store_stats)(const HN(job) *job, size_t gi)
+/* The forward's mean and rstd outputs of group gi, when asked for: in the parameters' type,
+ * HA's own (clnorm_param_dtype). */
+static HINLINE void HN(store_stats)(const HN(job) *job, size_t gi)
 {
-    const clnorm_dtype pt = clnorm_param_dtype(job->d->dtype);
-    void *mean = job->a->p[CLNORM_ARG_MEAN], *rstd = job->a->p[CLNORM_ARG_RSTD];
+    HA *mean = job->a->p[CLNORM_ARG_MEAN], *rstd = job->a->p[CLNORM_ARG_RSTD];
     const double sc = (double)job->sc[gi];
     if (mean)
-        clnorm_elem_store(pt, mean, gi, ((double)job->K[gi] + (double)job->m[gi]) / sc);
+        mean[gi] = (HA)(((double)job->K[gi] + (double)job->m[gi]) / sc);
     if (rstd)
-        clnorm_elem_store(pt, rstd, gi, (double)job->r[gi] * sc);
+        rstd[gi] = (HA)((double)job->r[gi] * sc);
 }
 
 /* ---- NCHW: a unit is one contiguous run of a group, channels [c0, c1) x [p0, p1) ---- */
@@ -166,8 +168,11 @@ static HINLINE void HN(nchw_moments)(const HN(job) *job, HN(bufs) *b, const gn_u
 {
     const gn_geom *q = &job->q;
     const size_t gi = u->n * q->G + u->g, len = (u->c1 - u->c0) * (u->p1 - u->p0);
-    const HA K = HN(group_shift)(job, u->n, u->g);
     const HA *x = HN(nchw_x)(job, b, u, len);
+    /* a whole group's shift from its run at hand (HN(group_shift)'s elements: the first
+     * three of the group row) */
+    const HA K = q->fused ? HN(med3)(x[0], x[len > 1], x[len > 2 ? 2 : len - 1])
+                          : HN(group_shift)(job, u->n, u->g);
     HA S, M2;
     HN(moments)(x, len, K, &S, &M2);
     if (!q->fused) {
@@ -180,6 +185,93 @@ static HINLINE void HN(nchw_moments)(const HN(job) *job, HN(bufs) *b, const gn_u
     if (job->fwd) {
         HN(store_stats)(job, gi);
         HN(nchw_apply_run)(job, b, u, x);
+    }
+}
+
+/* y of one small whole group (NCHW, its L elements at x and o): HN(nchw_apply_run)'s
+ * arithmetic; a group of one position per channel (1x1 spatial) in one loop over its
+ * channels. */
+static HINLINE void HN(small_apply)(const HN(job) *job, size_t c0, const HA *restrict x,
+                                    HA *restrict o, HA K, HA sc, HA m, HA r)
+{
+    const gn_geom *q = &job->q;
+    const HA *restrict gam = job->gam + c0, *restrict bet = job->bet + c0;
+    if (q->hw == 1)
+        for (size_t i = 0; i < q->cpg; i++)
+            o[i] = (((x[i] * sc - K) - m) * r) * gam[i] + bet[i];
+    else
+        for (size_t c = 0; c < q->cpg; c++) {
+            const HA gm = gam[c], bt = bet[c];
+            for (size_t i = c * q->hw; i < (c + 1) * q->hw; i++)
+                o[i] = (((x[i] * sc - K) - m) * r) * gm + bt;
+        }
+    if (job->silu)
+        for (size_t i = 0; i < q->L; i++)
+            o[i] = HN(silu)(o[i]);
+}
+
+/* Groups per batch of HN(small_groups). */
+#define GN_SMALL_BATCH 32
+
+/* Units [i0, i1) of a forward whose units are small whole NCHW groups (at most
+ * GN_SMALL_ELEMS): what HN(nchw_moments) does for each, without its per-unit work that does
+ * not depend on the group (the unit's geometry, dividing; the shift's element positions;
+ * Chan's merge of one block), which took 400 instructions per group, 50 ns, where a group of
+ * 1x1 InstanceNorm has one element. The groups go in batches: their moments, then their rstd
+ * in one loop (a division and a square root in double each, which a group at a time waited
+ * for), then their y. The statistics are HN(moments)' of one block and HN(set_stats)': the
+ * same bits. */
+static HINLINE void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
+{
+    const gn_geom *q = &job->q;
+    const clnorm_desc *d = job->d;
+    const size_t L = q->L, G = q->G;
+    const void *X = job->a->p[CLNORM_ARG_X];
+    void *Y = job->a->p[CLNORM_ARG_Y];
+    const double eps = (double)job->eps;
+    size_t n0 = i0 / G, g0 = i0 % G; /* the batch's first group */
+    for (size_t j0 = i0; j0 < i1; j0 += GN_SMALL_BATCH) {
+        const size_t nb = i1 - j0 < GN_SMALL_BATCH ? i1 - j0 : GN_SMALL_BATCH;
+        double mean[GN_SMALL_BATCH], var[GN_SMALL_BATCH], r[GN_SMALL_BATCH];
+        size_t n = n0, g = g0;
+        for (size_t k = 0; k < nb; k++) {
+            const size_t i = j0 + k;
+            const HA *x = HN(row_in)(b->xa, d->dtype, X, n * d->x_stride + g * L, L);
+            const HA K = HN(med3)(x[0], x[L > 1], x[L > 2 ? 2 : L - 1]);
+            const HA S = HN(block_sum)(x, L, K);
+            const HA M2 = HN(block_sq)(x, L, K, S / (HA)L);
+            job->K[i] = K;
+            mean[k] = (double)(S / (HA)L);
+            var[k] = (double)(M2 / (HA)L);
+            if (++g == G) {
+                g = 0;
+                n++;
+            }
+        }
+        for (size_t k = 0; k < nb; k++)
+            r[k] = 1.0 / sqrt(var[k] + eps);
+        n = n0;
+        g = g0;
+        for (size_t k = 0; k < nb; k++) {
+            const size_t i = j0 + k, yo = n * d->y_stride + g * L;
+            if (isfinite(var[k]) && isfinite(mean[k])) {
+                job->m[i] = (HA)mean[k];
+                job->r[i] = (HA)r[k];
+                job->sc[i] = 1;
+            } else
+                HN(group_slow)(job, n, g, i);
+            HN(store_stats)(job, i);
+            const HA *x = HN(row_in)(b->xa, d->dtype, X, n * d->x_stride + g * L, L);
+            HA *o = HN(row_out)(b->out, d->dtype, Y, yo);
+            HN(small_apply)(job, g * q->cpg, x, o, job->K[i], job->sc[i], job->m[i], job->r[i]);
+            HN(out_done)(o, d->dtype, Y, yo, L);
+            if (++g == G) {
+                g = 0;
+                n++;
+            }
+        }
+        n0 = n;
+        g0 = g;
     }
 }
 
@@ -243,6 +335,54 @@ static HINLINE void HN(rows_moment)(size_t C, size_t np, const HA *restrict x,
             const HA v = (x[p * C + c] - kc[c]) - (sq ? mc[c] : 0);
             b1[c] += sq ? v * v : v;
         }
+}
+
+/* HN(rows_moment)'s two passes over one block of np rows (np <= HBLOCK), per channel: s1 =
+ * the sum of x - kc, mc = s1 / np, s2 = the sum of (x - kc - mc)^2; each register block of
+ * channels takes its second pass while its rows' lines are still in L1 (two passes over the
+ * whole block read it from L2 the second time). The same sums as the two passes of
+ * HN(rows_moment) with the Kahan steps from zero (exact) between them. */
+static HINLINE void HN(rows_moments_block)(size_t C, size_t np, const HA *restrict x,
+                                           const HA *restrict kc, HA *restrict s1,
+                                           HA *restrict s2, HA *restrict mc)
+{
+    size_t c0 = 0;
+    for (; c0 + GN_CB <= C; c0 += GN_CB) {
+        HA acc[GN_CB] = {0}, k[GN_CB], m[GN_CB];
+        for (size_t j = 0; j < GN_CB; j++)
+            k[j] = kc[c0 + j];
+        for (size_t p = 0; p < np; p++) {
+            const HA *xp = x + p * C + c0;
+            for (size_t j = 0; j < GN_CB; j++)
+                acc[j] += xp[j] - k[j];
+        }
+        for (size_t j = 0; j < GN_CB; j++) {
+            s1[c0 + j] = acc[j];
+            m[j] = mc[c0 + j] = acc[j] / (HA)np;
+            acc[j] = 0;
+        }
+        for (size_t p = 0; p < np; p++) {
+            const HA *xp = x + p * C + c0;
+            for (size_t j = 0; j < GN_CB; j++) {
+                const HA v = (xp[j] - k[j]) - m[j];
+                acc[j] += v * v;
+            }
+        }
+        for (size_t j = 0; j < GN_CB; j++)
+            s2[c0 + j] = acc[j];
+    }
+    for (size_t c = c0; c < C; c++) {
+        HA a = 0, a2 = 0;
+        for (size_t p = 0; p < np; p++)
+            a += x[p * C + c] - kc[c];
+        const HA m = mc[c] = a / (HA)np;
+        for (size_t p = 0; p < np; p++) {
+            const HA v = (x[p * C + c] - kc[c]) - m;
+            a2 += v * v;
+        }
+        s1[c] = a;
+        s2[c] = a2;
+    }
 }
 
 /* y = xhat * gamma + beta of one row, xhat from x. x and o are not restrict: in place, y is
@@ -336,6 +476,44 @@ static HINLINE void HN(nhwc_coeffs)(const HN(job) *job, HN(bufs) *b, size_t n)
     }
 }
 
+/* The table of `nc` channels of one group: the shift K, rstd * gamma, and beta minus the
+ * mean about the shift times that. */
+static HINLINE void HN(table_fill)(size_t nc, HA K, HA r, HA m, const HA *restrict gam,
+                                   const HA *restrict bet, HA *restrict tk, HA *restrict ta,
+                                   HA *restrict tb)
+{
+    for (size_t c = 0; c < nc; c++) {
+        tk[c] = K;
+        ta[c] = r * gam[c];
+        tb[c] = bet[c] - m * ta[c];
+    }
+}
+
+/* Whether a group of sample n was rescaled (its statistics scale x first: sc != 1). */
+static HINLINE int HN(sample_scaled)(const HN(job) *job, size_t n)
+{
+    int scaled = 0;
+    for (size_t g = 0; g < job->q.G; g++)
+        scaled |= job->sc[n * job->q.G + g] != (HA)1;
+    return scaled;
+}
+
+/* Sample n's table for the apply, once its groups' statistics are set: once per sample (the
+ * calling thread's merge, or a fused unit), where each unit had built it for itself, scalar,
+ * a tenth of the forward at 640 channels. */
+static void HN(nhwc_table)(const HN(job) *job, size_t n)
+{
+    const gn_geom *q = &job->q;
+    if (HN(sample_scaled)(job, n))
+        return; /* the apply takes the per-channel statistics */
+    const size_t o = n * q->C;
+    for (size_t g = 0; g < q->G; g++) {
+        const size_t gi = n * q->G + g, c0 = g * q->cpg;
+        HN(table_fill)(q->cpg, job->K[gi], job->r[gi], job->m[gi], job->gam + c0,
+                       job->bet + c0, job->tk + o + c0, job->ta + o + c0, job->tb + o + c0);
+    }
+}
+
 static HINLINE void HN(nhwc_apply)(const HN(job) *job, HN(bufs) *b, const gn_unit *u)
 {
     const gn_geom *q = &job->q;
@@ -348,21 +526,10 @@ static HINLINE void HN(nhwc_apply)(const HN(job) *job, HN(bufs) *b, const gn_uni
     HA *o = HN(row_out)(b->out, d->dtype, y, off);
     /* The table form when no group of the sample was rescaled (sc = 1), as on the devices;
      * a rescaled one scales x first, which takes magnitudes up to the type's largest. */
-    int scaled = 0;
-    for (size_t g = 0; g < q->G; g++)
-        scaled |= job->sc[u->n * q->G + g] != (HA)1;
-    HA *tk = b->kc, *ta = b->b1, *tb = b->b2;
+    const int scaled = HN(sample_scaled)(job, u->n);
+    const HA *tk = job->tk + u->n * C, *ta = job->ta + u->n * C, *tb = job->tb + u->n * C;
     if (scaled)
         HN(nhwc_coeffs)(job, b, u->n);
-    else
-        for (size_t g = 0; g < q->G; g++) {
-            const size_t gi = u->n * q->G + g;
-            for (size_t c = g * q->cpg; c < (g + 1) * q->cpg; c++) {
-                tk[c] = job->K[gi];
-                ta[c] = job->r[gi] * job->gam[c];
-                tb[c] = job->bet[c] - job->m[gi] * ta[c];
-            }
-        }
     for (size_t p = 0; p < P; p++) {
         HA *op = o + p * C;
         if (scaled)
@@ -374,6 +541,40 @@ static HINLINE void HN(nhwc_apply)(const HN(job) *job, HN(bufs) *b, const gn_uni
                 op[c] = HN(silu)(op[c]);
     }
     HN(out_done)(o, d->dtype, y, off, P * C);
+}
+
+/* The sum of n floats in double, four running sums (the channels of a group: one chain of
+ * dependent additions per group was a tenth of the forward at 640 channels). */
+static HINLINE double HN(sum_d)(const HA *restrict v, size_t n)
+{
+    double l[4] = {0, 0, 0, 0};
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (size_t j = 0; j < 4; j++)
+            l[j] += (double)v[i + j];
+    for (; i < n; i++)
+        l[i % 4] += (double)v[i];
+    return (l[0] + l[1]) + (l[2] + l[3]);
+}
+
+/* The M2 of n channels of P positions each about `mean`, from each channel's sum of
+ * deviations s1 and its M2 about its own mean s2: the sum of s2 + P * (s1 / P - mean)^2 (Chan's
+ * update for equal counts), in double, four running sums. */
+static HINLINE double HN(spread_d)(const HA *restrict s1, const HA *restrict s2, size_t n,
+                                   double invP, double Pd, double mean)
+{
+    double l[4] = {0, 0, 0, 0};
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (size_t j = 0; j < 4; j++) {
+            const double dm = (double)s1[i + j] * invP - mean;
+            l[j] += (double)s2[i + j] + Pd * (dm * dm);
+        }
+    for (; i < n; i++) {
+        const double dm = (double)s1[i] * invP - mean;
+        l[i % 4] += (double)s2[i] + Pd * (dm * dm);
+    }
+    return (l[0] + l[1]) + (l[2] + l[3]);
 }
 
 /* Per channel over the unit's positions, in blocks of HBLOCK positions Kahan-added: the sum
@@ -395,7 +596,9 @@ static HINLINE void HN(nhwc_moments)(const HN(job) *job, HN(bufs) *b, const gn_u
     for (size_t c = 0; c < C; c++)
         b->s1[c] = b->c1[c] = b->s2[c] = b->c2[c] = 0;
     HN(touch)(x, P * C);
-    for (int pass = 0; pass < 2; pass++) {
+    if (P <= HBLOCK) /* one block: both passes per channel block (the same sums) */
+        HN(rows_moments_block)(C, P, x, b->kc, b->s1, b->s2, b->mc);
+    for (int pass = 0; pass < 2 && P > HBLOCK; pass++) {
         for (size_t p0 = 0; p0 < P; p0 += HBLOCK) {
             const size_t pe = P - p0 < HBLOCK ? P : p0 + HBLOCK;
             if (pass == 0) /* a constant each, so that each call inlines its own loop */
@@ -416,16 +619,10 @@ static HINLINE void HN(nhwc_moments)(const HN(job) *job, HN(bufs) *b, const gn_u
      * channel in a dependent chain, took a fifth of the forward at 640 channels. */
     const double Pd = (double)P, invP = 1.0 / Pd;
     for (size_t g = 0; g < q->G; g++) {
-        const size_t c0 = g * q->cpg, c1 = c0 + q->cpg;
-        double s = 0;
-        for (size_t c = c0; c < c1; c++)
-            s += (double)b->s1[c];
-        const double cnt = Pd * (double)q->cpg, mean = s / cnt;
-        double M2 = 0;
-        for (size_t c = c0; c < c1; c++) {
-            const double dm = (double)b->s1[c] * invP - mean;
-            M2 += (double)b->s2[c] + Pd * (dm * dm);
-        }
+        const size_t c0 = g * q->cpg;
+        const double cnt = Pd * (double)q->cpg;
+        const double mean = HN(sum_d)(b->s1 + c0, q->cpg) / cnt;
+        const double M2 = HN(spread_d)(b->s1 + c0, b->s2 + c0, q->cpg, invP, Pd, mean);
         if (!q->fused) {
             gn_entry_set(job->ent, unit * q->G + g, cnt, mean, M2);
             continue;
@@ -437,8 +634,10 @@ static HINLINE void HN(nhwc_moments)(const HN(job) *job, HN(bufs) *b, const gn_u
         if (job->fwd)
             HN(store_stats)(job, gi);
     }
-    if (q->fused && job->fwd)
+    if (q->fused && job->fwd) {
+        HN(nhwc_table)(job, u->n);
         HN(nhwc_apply)(job, b, u);
+    }
 }
 
 /* ---- the backward: dz of a unit, then its channel sums or its dx ---- */
@@ -606,6 +805,10 @@ HCLONES static void HN(chunk)(void *arg, size_t c, unsigned worker)
                   s + 5 * ul + 4 * C, s + 5 * ul + 5 * C, s + 5 * ul + 6 * C,
                   s + 5 * ul + 7 * C, s + 5 * ul + 8 * C, s + 5 * ul + 9 * C};
     const size_t u1 = q->nunits - c * q->upc < q->upc ? q->nunits : (c + 1) * q->upc;
+    if (job->phase == GN_MOMENTS && job->fwd && !q->nhwc && q->fused && q->L <= GN_SMALL_ELEMS) {
+        HN(small_groups)(job, &b, c * q->upc, u1);
+        return;
+    }
     for (size_t i = c * q->upc; i < u1; i++) {
         gn_unit u;
         gn_unit_of(q, i, &u);
@@ -644,6 +847,8 @@ static void HN(merge_stats)(const HN(job) *job, int store)
             HN(set_stats)(job, n, g, gi, HN(group_shift)(job, n, g), mean, M2 / cnt);
             if (store)
                 HN(store_stats)(job, gi);
+            if (job->tk && g + 1 == q->G)
+                HN(nhwc_table)(job, n);
         }
 }
 
@@ -697,7 +902,8 @@ static clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir,
     /* HA: gamma, beta, group statistics (4) and sums (2), tables, scratch; double: moment
      * entries, and reduce_grads' four rows of C */
     const size_t ntab = fwd ? 0 : q->n * q->npb * C;
-    const size_t nha = 2 * C + 6 * NG + 2 * ntab + width * job.per_worker;
+    const size_t napply = fwd && q->nhwc ? q->n * C : 0; /* the apply's tables */
+    const size_t nha = 2 * C + 6 * NG + 2 * ntab + 3 * napply + width * job.per_worker;
     const size_t ndbl = (separate ? 3 * NG * q->J : 0) + 4 * C;
     if (nha > SIZE_MAX / 4 / sizeof(HA) || ndbl > SIZE_MAX / 4 / sizeof(double))
         return CLNORM_OUT_OF_MEMORY;
@@ -718,7 +924,12 @@ static clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir,
     job.mgx = job.mg + NG;
     job.tdz = job.mgx + NG;
     job.tdzx = job.tdz + ntab;
-    job.scratch = job.tdzx + ntab;
+    job.scratch = job.tdzx + ntab + 3 * napply;
+    if (napply) {
+        job.tk = job.tdzx + ntab;
+        job.ta = job.tk + napply;
+        job.tb = job.ta + napply;
+    }
     const clnorm_dtype pt = clnorm_param_dtype(d->dtype);
     if (a->p[CLNORM_ARG_GAMMA])
         HN(load)(job.gam, pt, a->p[CLNORM_ARG_GAMMA], 0, C);

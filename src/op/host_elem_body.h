@@ -78,10 +78,22 @@ static HINLINE void HN(store)(clnorm_dtype t, void *base, size_t off, const HA *
         p[i] = (float)src[i];
 }
 
-/* The median of three values in HA (exact: it is one of them). */
+/* fmin and fmax in HA, inline (the C library's are calls): a NaN operand yields the other
+ * one. */
+static HINLINE HA HN(fmin)(HA a, HA b)
+{
+    return (b < a || a != a) ? b : a;
+}
+
+static HINLINE HA HN(fmax)(HA a, HA b)
+{
+    return (b > a || a != a) ? b : a;
+}
+
+/* The median of three values in HA (exact: it is one of them), clnorm_med3's formula. */
 static HINLINE HA HN(med3)(HA a, HA b, HA c)
 {
-    return (HA)clnorm_med3(a, b, c);
+    return HN(fmax)(HN(fmin)(a, b), HN(fmin)(HN(fmax)(a, b), c));
 }
 
 /* Kahan-compensated running sum (kernels/common.cl's kahan_add). */
@@ -97,9 +109,12 @@ static HINLINE void HN(kahan)(HA *s, HA *c, HA v)
  * The block sums run in several accumulators of HLANES lanes over consecutive vectors, as the
  * kernels' loops do (kernels/row_stats.cl: four in the sums, two in M2): with one accumulator
  * every add waits for the previous one, and a row in L1 runs at that latency. Whole vectors
- * after the last group go into the first accumulator, the elements after the last whole
- * vector into its lanes; then the accumulators are added lane by lane, (l0 + l1) + (l2 + l3),
- * and the lanes pairwise. The order depends on n alone.
+ * after the last group go into the first accumulator; the accumulators are added lane by
+ * lane, (l0 + l1) + (l2 + l3), and the lanes pairwise; the elements after the last whole
+ * vector (fewer than HLANES) are summed in order apart and added last. (They had gone into
+ * the lanes one by one: scalar stores into a vector the next load reads whole, which the CPU
+ * cannot forward, a stall of tens of cycles per block that made short rows and small groups
+ * cost about 50 ns each.) The order depends on n alone.
  */
 
 /* Adds the lanes of l pairwise; the sum. */
@@ -128,11 +143,12 @@ static HINLINE HA HN(block_sum)(const HA *v, size_t n, HA K)
     for (; i + HLANES <= n; i += HLANES)
         for (size_t k = 0; k < HLANES; k++)
             l0[k] += v[i + k] - K;
-    for (size_t k = 0; i < n; i++, k++)
-        l0[k] += v[i] - K;
+    HA t = 0;
+    for (; i < n; i++)
+        t += v[i] - K;
     for (size_t k = 0; k < HLANES; k++)
         l0[k] = (l0[k] + l1[k]) + (l2[k] + l3[k]);
-    return HN(lanes_sum)(l0);
+    return HN(lanes_sum)(l0) + t;
 }
 
 /* Sum of ((v[i] - K) - c)^2 over v[0..n) (one block; K as in HN(block_sum)): two
@@ -152,13 +168,14 @@ static HINLINE HA HN(block_sq)(const HA *v, size_t n, HA K, HA c)
             const HA d = (v[i + k] - K) - c;
             l0[k] += d * d;
         }
-    for (size_t k = 0; i < n; i++, k++) {
+    HA t = 0;
+    for (; i < n; i++) {
         const HA d = (v[i] - K) - c;
-        l0[k] += d * d;
+        t += d * d;
     }
     for (size_t k = 0; k < HLANES; k++)
         l0[k] += l1[k];
-    return HN(lanes_sum)(l0);
+    return HN(lanes_sum)(l0) + t;
 }
 
 /* Sum of v[0..n) (n at most HBLOCK) in one accumulator of HLANES lanes, then the lanes
@@ -172,9 +189,10 @@ static HINLINE HA HN(block_sum1)(const HA *v, size_t n)
     for (; i + HLANES <= n; i += HLANES)
         for (size_t k = 0; k < HLANES; k++)
             l[k] += v[i + k];
-    for (size_t k = 0; i < n; i++, k++)
-        l[k] += v[i];
-    return HN(lanes_sum)(l);
+    HA t = 0;
+    for (; i < n; i++)
+        t += v[i];
+    return HN(lanes_sum)(l) + t;
 }
 
 /* Sum of a[i] * b[i] over [0, n), n at most HBLOCK, as block_sum1. */
@@ -185,9 +203,10 @@ static HINLINE HA HN(block_dot)(const HA *a, const HA *b, size_t n)
     for (; i + HLANES <= n; i += HLANES)
         for (size_t k = 0; k < HLANES; k++)
             l[k] += a[i + k] * b[i + k];
-    for (size_t k = 0; i < n; i++, k++)
-        l[k] += a[i] * b[i];
-    return HN(lanes_sum)(l);
+    HA t = 0;
+    for (; i < n; i++)
+        t += a[i] * b[i];
+    return HN(lanes_sum)(l) + t;
 }
 
 /* Kahan-compensated sums over blocks: of v, and of a * b. */
