@@ -213,13 +213,13 @@ static HINLINE void HN(small_apply)(const HN(job) *job, size_t c0, const HA *res
 /* Groups per batch of HN(small_groups). */
 #define GN_SMALL_BATCH 32
 
-/* Units [i0, i1) of a forward whose units are small whole NCHW groups (at most
+/* Units [i0, i1) of a statistics phase whose units are small whole NCHW groups (at most
  * GN_SMALL_ELEMS): what HN(nchw_moments) does for each, without its per-unit work that does
  * not depend on the group (the unit's geometry, dividing; the shift's element positions;
  * Chan's merge of one block), which took 400 instructions per group, 50 ns, where a group of
  * 1x1 InstanceNorm has one element. The groups go in batches: their moments, then their rstd
  * in one loop (a division and a square root in double each, which a group at a time waited
- * for), then their y. The statistics are HN(moments)' of one block and HN(set_stats)': the
+ * for), then the forward's outputs (the backward recomputing its statistics stops there). The statistics are HN(moments)' of one block and HN(set_stats)': the
  * same bits. */
 static HINLINE void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
 {
@@ -260,6 +260,13 @@ static HINLINE void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0,
                 job->sc[i] = 1;
             } else
                 HN(group_slow)(job, n, g, i);
+            if (!job->fwd) { /* the backward's statistics, recomputed */
+                if (++g == G) {
+                    g = 0;
+                    n++;
+                }
+                continue;
+            }
             HN(store_stats)(job, i);
             const HA *x = HN(row_in)(b->xa, d->dtype, X, n * d->x_stride + g * L, L);
             HA *o = HN(row_out)(b->out, d->dtype, Y, yo);
@@ -805,7 +812,7 @@ HCLONES static void HN(chunk)(void *arg, size_t c, unsigned worker)
                   s + 5 * ul + 4 * C, s + 5 * ul + 5 * C, s + 5 * ul + 6 * C,
                   s + 5 * ul + 7 * C, s + 5 * ul + 8 * C, s + 5 * ul + 9 * C};
     const size_t u1 = q->nunits - c * q->upc < q->upc ? q->nunits : (c + 1) * q->upc;
-    if (job->phase == GN_MOMENTS && job->fwd && !q->nhwc && q->fused && q->L <= GN_SMALL_ELEMS) {
+    if (job->phase == GN_MOMENTS && !q->nhwc && q->fused && q->L <= GN_SMALL_ELEMS) {
         HN(small_groups)(job, &b, c * q->upc, u1);
         return;
     }
