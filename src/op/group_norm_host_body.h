@@ -219,8 +219,8 @@ static HINLINE void HN(small_apply)(const HN(job) *job, size_t c0, const HA *res
  * Chan's merge of one block), which took 400 instructions per group, 50 ns, where a group of
  * 1x1 InstanceNorm has one element. The groups go in batches: their moments, then their rstd
  * in one loop (a division and a square root in double each, which a group at a time waited
- * for), then the forward's outputs (the backward recomputing its statistics stops there). The statistics are HN(moments)' of one block and HN(set_stats)': the
- * same bits. */
+ * for), then the forward's outputs (the backward, recomputing its statistics, stops there).
+ * The statistics are HN(moments)' of one block and HN(set_stats)': the same bits. */
 static HINLINE void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
 {
     const gn_geom *q = &job->q;
@@ -260,18 +260,14 @@ static HINLINE void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0,
                 job->sc[i] = 1;
             } else
                 HN(group_slow)(job, n, g, i);
-            if (!job->fwd) { /* the backward's statistics, recomputed */
-                if (++g == G) {
-                    g = 0;
-                    n++;
-                }
-                continue;
+            if (job->fwd) {
+                HN(store_stats)(job, i);
+                const HA *x = HN(row_in)(b->xa, d->dtype, X, n * d->x_stride + g * L, L);
+                HA *o = HN(row_out)(b->out, d->dtype, Y, yo);
+                HN(small_apply)(job, g * q->cpg, x, o, job->K[i], job->sc[i], job->m[i],
+                                job->r[i]);
+                HN(out_done)(o, d->dtype, Y, yo, L);
             }
-            HN(store_stats)(job, i);
-            const HA *x = HN(row_in)(b->xa, d->dtype, X, n * d->x_stride + g * L, L);
-            HA *o = HN(row_out)(b->out, d->dtype, Y, yo);
-            HN(small_apply)(job, g * q->cpg, x, o, job->K[i], job->sc[i], job->m[i], job->r[i]);
-            HN(out_done)(o, d->dtype, Y, yo, L);
             if (++g == G) {
                 g = 0;
                 n++;
