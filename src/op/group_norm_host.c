@@ -143,6 +143,13 @@ static void gn_unit_of(const gn_geom *q, size_t i, gn_unit *u)
     u->p1 = min_size(u->p0 + q->pblen, q->hw);
 }
 
+/* NCHW group g of sample n as a unit: its channels, every position. */
+static gn_unit gn_whole_group(const gn_geom *q, size_t n, size_t g)
+{
+    const gn_unit u = {n, g, g * q->cpg, (g + 1) * q->cpg, 0, q->hw, 0};
+    return u;
+}
+
 /* Element (n, c, p) of a tensor whose samples are `stride` apart. */
 static size_t gn_at(const gn_geom *q, size_t stride, size_t n, size_t c, size_t p)
 {

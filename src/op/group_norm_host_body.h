@@ -96,20 +96,34 @@ static void HN(group_slow)(const HN(job) *job, size_t n, size_t g, size_t gi)
     job->sc[gi] = (HA)s;
 }
 
-/* Group gi's statistics from its deviations' mean and variance (shift K, scale 1); redone
- * scaled when the variance overflowed, and then 1 is returned. */
-static HINLINE int HN(set_stats)(const HN(job) *job, size_t n, size_t g, size_t gi, HA K,
-                                 double mean, double var)
+/* HN(set_stats) with the rstd r = 1 / sqrt(var + eps) at hand (HN(small_groups) takes a
+ * batch's in one loop). */
+static HINLINE void HN(set_stats_r)(const HN(job) *job, size_t n, size_t g, size_t gi, HA K,
+                                    double mean, double var, double r)
 {
     if (!isfinite(var) || !isfinite(mean)) {
         HN(group_slow)(job, n, g, gi);
-        return 1;
+        return;
     }
     job->K[gi] = K;
     job->m[gi] = (HA)mean;
-    job->r[gi] = (HA)(1.0 / sqrt(var + (double)job->eps));
+    job->r[gi] = (HA)r;
     job->sc[gi] = 1;
-    return 0;
+}
+
+/* Group gi's statistics from its deviations' mean and variance (shift K, scale 1); redone
+ * scaled when the variance overflowed. */
+static HINLINE void HN(set_stats)(const HN(job) *job, size_t n, size_t g, size_t gi, HA K,
+                                  double mean, double var)
+{
+    HN(set_stats_r)(job, n, g, gi, K, mean, var, 1.0 / sqrt(var + (double)job->eps));
+}
+
+/* The shift of a whole NCHW group from its row x of len elements: HN(group_shift)'s elements,
+ * the first three, without finding them. */
+static HINLINE HA HN(row_shift)(const HA *x, size_t len)
+{
+    return HN(med3)(x[0], x[len > 1], x[len > 2 ? 2 : len - 1]);
 }
 
 /* The forward's mean and rstd outputs of group gi, when asked for: in the parameters' type,
@@ -139,6 +153,15 @@ static HINLINE const HA *HN(nchw_x)(const HN(job) *job, HN(bufs) *b, const gn_un
                       HN(run_off)(&job->q, job->d->x_stride, u), len);
 }
 
+/* y of n channels of one position each, as HN(nchw_apply_run) takes them. x and o are not
+ * restrict: in place, y is x. */
+static HINLINE void HN(apply_1x1)(size_t n, const HA *x, const HA *restrict gam,
+                                  const HA *restrict bet, HA K, HA sc, HA m, HA r, HA *o)
+{
+    for (size_t i = 0; i < n; i++)
+        o[i] = (((x[i] * sc - K) - m) * r) * gam[i] + bet[i];
+}
+
 /* y of a run from x: ((x * sc - K) - m) * r * gamma_c + beta_c, the deviations recomputed
  * where they are used (staging them cost a store and a load per element). */
 static HINLINE void HN(nchw_apply_run)(const HN(job) *job, HN(bufs) *b, const gn_unit *u,
@@ -151,16 +174,19 @@ static HINLINE void HN(nchw_apply_run)(const HN(job) *job, HN(bufs) *b, const gn
     void *y = job->a->p[CLNORM_ARG_Y];
     const size_t off = HN(run_off)(q, d->y_stride, u);
     HA *o = HN(row_out)(b->out, d->dtype, y, off);
-    for (size_t c = u->c0; c < u->c1; c++) {
-        const HA gm = job->gam[c], bt = job->bet[c];
-        HA *oc = o + (c - u->c0) * P;
-        const HA *xc = x + (c - u->c0) * P;
-        for (size_t i = 0; i < P; i++)
-            oc[i] = (((xc[i] * sc - K) - m) * r) * gm + bt;
-        if (job->silu)
+    if (P == 1) /* one position per channel (1x1 spatial): one loop over the channels */
+        HN(apply_1x1)(len, x, job->gam + u->c0, job->bet + u->c0, K, sc, m, r, o);
+    else
+        for (size_t c = u->c0; c < u->c1; c++) {
+            const HA gm = job->gam[c], bt = job->bet[c];
+            HA *oc = o + (c - u->c0) * P;
+            const HA *xc = x + (c - u->c0) * P;
             for (size_t i = 0; i < P; i++)
-                oc[i] = HN(silu)(oc[i]);
-    }
+                oc[i] = (((xc[i] * sc - K) - m) * r) * gm + bt;
+        }
+    if (job->silu)
+        for (size_t i = 0; i < len; i++)
+            o[i] = HN(silu)(o[i]);
     HN(out_done)(o, d->dtype, y, off, len);
 }
 
@@ -169,10 +195,7 @@ static HINLINE void HN(nchw_moments)(const HN(job) *job, HN(bufs) *b, const gn_u
     const gn_geom *q = &job->q;
     const size_t gi = u->n * q->G + u->g, len = (u->c1 - u->c0) * (u->p1 - u->p0);
     const HA *x = HN(nchw_x)(job, b, u, len);
-    /* a whole group's shift from its run at hand (HN(group_shift)'s elements: the first
-     * three of the group row) */
-    const HA K = q->fused ? HN(med3)(x[0], x[len > 1], x[len > 2 ? 2 : len - 1])
-                          : HN(group_shift)(job, u->n, u->g);
+    const HA K = q->fused ? HN(row_shift)(x, len) : HN(group_shift)(job, u->n, u->g);
     HA S, M2;
     HN(moments)(x, len, K, &S, &M2);
     if (!q->fused) {
@@ -188,26 +211,10 @@ static HINLINE void HN(nchw_moments)(const HN(job) *job, HN(bufs) *b, const gn_u
     }
 }
 
-/* y of one small whole group (NCHW, its L elements at x and o): HN(nchw_apply_run)'s
- * arithmetic; a group of one position per channel (1x1 spatial) in one loop over its
- * channels. */
-static HINLINE void HN(small_apply)(const HN(job) *job, size_t c0, const HA *restrict x,
-                                    HA *restrict o, HA K, HA sc, HA m, HA r)
+static HINLINE void HN(nchw_apply)(const HN(job) *job, HN(bufs) *b, const gn_unit *u)
 {
-    const gn_geom *q = &job->q;
-    const HA *restrict gam = job->gam + c0, *restrict bet = job->bet + c0;
-    if (q->hw == 1)
-        for (size_t i = 0; i < q->cpg; i++)
-            o[i] = (((x[i] * sc - K) - m) * r) * gam[i] + bet[i];
-    else
-        for (size_t c = 0; c < q->cpg; c++) {
-            const HA gm = gam[c], bt = bet[c];
-            for (size_t i = c * q->hw; i < (c + 1) * q->hw; i++)
-                o[i] = (((x[i] * sc - K) - m) * r) * gm + bt;
-        }
-    if (job->silu)
-        for (size_t i = 0; i < q->L; i++)
-            o[i] = HN(silu)(o[i]);
+    const size_t len = (u->c1 - u->c0) * (u->p1 - u->p0);
+    HN(nchw_apply_run)(job, b, u, HN(nchw_x)(job, b, u, len));
 }
 
 /* Groups per batch of HN(small_groups). */
@@ -224,10 +231,7 @@ static HINLINE void HN(small_apply)(const HN(job) *job, size_t c0, const HA *res
 static HINLINE void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
 {
     const gn_geom *q = &job->q;
-    const clnorm_desc *d = job->d;
     const size_t L = q->L, G = q->G;
-    const void *X = job->a->p[CLNORM_ARG_X];
-    void *Y = job->a->p[CLNORM_ARG_Y];
     const double eps = (double)job->eps;
     size_t n0 = i0 / G, g0 = i0 % G; /* the batch's first group */
     for (size_t j0 = i0; j0 < i1; j0 += GN_SMALL_BATCH) {
@@ -236,8 +240,9 @@ static HINLINE void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0,
         size_t n = n0, g = g0;
         for (size_t k = 0; k < nb; k++) {
             const size_t i = j0 + k;
-            const HA *x = HN(row_in)(b->xa, d->dtype, X, n * d->x_stride + g * L, L);
-            const HA K = HN(med3)(x[0], x[L > 1], x[L > 2 ? 2 : L - 1]);
+            const gn_unit u = gn_whole_group(q, n, g);
+            const HA *x = HN(nchw_x)(job, b, &u, L);
+            const HA K = HN(row_shift)(x, L);
             const HA S = HN(block_sum)(x, L, K);
             const HA M2 = HN(block_sq)(x, L, K, S / (HA)L);
             job->K[i] = K;
@@ -253,20 +258,12 @@ static HINLINE void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0,
         n = n0;
         g = g0;
         for (size_t k = 0; k < nb; k++) {
-            const size_t i = j0 + k, yo = n * d->y_stride + g * L;
-            if (isfinite(var[k]) && isfinite(mean[k])) {
-                job->m[i] = (HA)mean[k];
-                job->r[i] = (HA)r[k];
-                job->sc[i] = 1;
-            } else
-                HN(group_slow)(job, n, g, i);
+            const size_t i = j0 + k;
+            HN(set_stats_r)(job, n, g, i, job->K[i], mean[k], var[k], r[k]);
             if (job->fwd) {
+                const gn_unit u = gn_whole_group(q, n, g);
                 HN(store_stats)(job, i);
-                const HA *x = HN(row_in)(b->xa, d->dtype, X, n * d->x_stride + g * L, L);
-                HA *o = HN(row_out)(b->out, d->dtype, Y, yo);
-                HN(small_apply)(job, g * q->cpg, x, o, job->K[i], job->sc[i], job->m[i],
-                                job->r[i]);
-                HN(out_done)(o, d->dtype, Y, yo, L);
+                HN(nchw_apply)(job, b, &u);
             }
             if (++g == G) {
                 g = 0;
@@ -276,12 +273,6 @@ static HINLINE void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0,
         n0 = n;
         g0 = g;
     }
-}
-
-static HINLINE void HN(nchw_apply)(const HN(job) *job, HN(bufs) *b, const gn_unit *u)
-{
-    const size_t len = (u->c1 - u->c0) * (u->p1 - u->p0);
-    HN(nchw_apply_run)(job, b, u, HN(nchw_x)(job, b, u, len));
 }
 
 /* ---- NHWC rows: one position's C channels, each a function with restrict pointers (so
@@ -838,7 +829,7 @@ HCLONES static void HN(chunk)(void *arg, size_t c, unsigned worker)
 static void HN(merge_stats)(const HN(job) *job, int store)
 {
     const gn_geom *q = &job->q;
-    for (size_t n = 0; n < q->n; n++)
+    for (size_t n = 0; n < q->n; n++) {
         for (size_t g = 0; g < q->G; g++) {
             const size_t gi = n * q->G + g;
             double cnt = 0, mean = 0, M2 = 0;
@@ -850,9 +841,10 @@ static void HN(merge_stats)(const HN(job) *job, int store)
             HN(set_stats)(job, n, g, gi, HN(group_shift)(job, n, g), mean, M2 / cnt);
             if (store)
                 HN(store_stats)(job, gi);
-            if (job->tk && g + 1 == q->G)
-                HN(nhwc_table)(job, n);
         }
+        if (job->tk)
+            HN(nhwc_table)(job, n);
+    }
 }
 
 /* The backward's parameter gradients from the channel tables, in table order (the calling
