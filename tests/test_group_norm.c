@@ -13,6 +13,7 @@
  *     scaled;
  *   - groups with one lone outlier at their first element, against float64 computed here;
  *   - NHWC groups of few channels over many positions (long tiles), within 1e-6 of float64;
+ *   - the float32 gradients of groups of 2 to 16 elements within 2.5e-7 of float64;
  *   - the error paths particular to GroupNorm (the generic ones are test_ops_errors').
  * The PyTorch golden cases are test_golden's and test_backward_golden's.
  */
@@ -481,6 +482,99 @@ static void test_nhwc_spatial1_is_nchw(void **state)
     tu_problem_free(&p);
 }
 
+/* The float32 backward of small groups (2 to 16 elements: InstanceNorm of 1x2, 1x3, 2x2 and
+ * 4x4, GroupNorm of three channels on 1x1) through the host loop, against the reference's
+ * float64 backward of the same values (widened), within 2.5e-7 x (1 + |want|): dx there is a
+ * difference of terms of up to rstd * |dy * gamma| that nearly cancel, which float arithmetic
+ * left at up to 3.5e-5 (torch's float32: 2.8e-3); the host loop computes such groups in
+ * double and rounds once. x is N(1, 1) and 1 + N(0, 0.01^2) (rstd near 100), both layouts;
+ * without SiLU, whose backward stays in float (group_norm_host.c, gn_wide). */
+static void test_small_group_grads(void **state)
+{
+    (void)state;
+    require_device();
+    static const shape shapes[] = {{16, 64, 64, 2}, {8, 48, 48, 3}, {4, 64, 64, 4},
+                                   {8, 96, 32, 1}, {4, 32, 32, 16}};
+    tu_rng rng;
+    tu_rng_seed(&rng, 9900);
+    size_t failed = 0;
+    for (size_t si = 0; si < TU_COUNT(shapes); si++)
+        for (int lay = 0; lay < 2; lay++)
+            for (int v = 0; v < 4; v += 2) { /* bit 1: spread 0.01 (bit 0, SiLU: not here) */
+                const shape s = shapes[si];
+                const unsigned flags = (v & 1) ? CLNORM_SILU : 0u;
+                clnorm_desc d = make_desc(CLNORM_F32, s, (clnorm_layout)lay, flags);
+                d.flags &= ~(unsigned)CLNORM_SAVE_STATS;
+                clnorm_desc dw = d;
+                dw.dtype = CLNORM_F64;
+                const size_t len = s.n * s.c * s.hw, C = s.c;
+                float *x = malloc(len * sizeof *x), *dy = malloc(len * sizeof *dy);
+                float *dx = malloc(len * sizeof *dx), g[96], b[96], dg[96], db[96];
+                double *xw = malloc(len * sizeof *xw), *dyw = malloc(len * sizeof *dyw);
+                double *dxw = malloc(len * sizeof *dxw), gw[96], bw[96], dgw[96], dbw[96];
+                assert_non_null(x);
+                assert_non_null(dy);
+                assert_non_null(dx);
+                assert_non_null(xw);
+                assert_non_null(dyw);
+                assert_non_null(dxw);
+                const double spread = (v & 2) ? 0.01 : 1.0;
+                for (size_t i = 0; i < len; i++) {
+                    x[i] = (float)(1.0 + spread * tu_rng_normal(&rng));
+                    dy[i] = (float)tu_rng_normal(&rng);
+                    xw[i] = x[i];
+                    dyw[i] = dy[i];
+                }
+                for (size_t c = 0; c < C; c++) {
+                    g[c] = (float)tu_rng_normal(&rng);
+                    b[c] = (float)tu_rng_normal(&rng);
+                    gw[c] = g[c];
+                    bw[c] = b[c];
+                }
+                const clnorm_host_arg wa[] = {
+                    {CLNORM_ARG_X, xw},      {CLNORM_ARG_DY, dyw},     {CLNORM_ARG_GAMMA, gw},
+                    {CLNORM_ARG_BETA, bw},   {CLNORM_ARG_DX, dxw},     {CLNORM_ARG_DGAMMA, dgw},
+                    {CLNORM_ARG_DBETA, dbw}};
+                const clnorm_host_arg fa[] = {
+                    {CLNORM_ARG_X, x},       {CLNORM_ARG_DY, dy},      {CLNORM_ARG_GAMMA, g},
+                    {CLNORM_ARG_BETA, b},    {CLNORM_ARG_DX, dx},      {CLNORM_ARG_DGAMMA, dg},
+                    {CLNORM_ARG_DBETA, db}};
+                /* without the SiLU the backward takes no beta */
+                const size_t skip = (v & 1) ? 7 : 3;
+                clnorm_host_arg w2[7], f2[7];
+                size_t n = 0;
+                for (size_t k = 0; k < 7; k++)
+                    if (k != skip) {
+                        w2[n] = wa[k];
+                        f2[n++] = fa[k];
+                    }
+                assert_int_equal(clnorm_ref_execute(&dw, CLNORM_BACKWARD, w2, n), CLNORM_OK);
+                clnorm_plan *plan = plan_on_path(&d, 0);
+                assert_true(clnorm_plan_uses_host_loop(plan, CLNORM_BACKWARD));
+                assert_int_equal(clnorm_execute_host(plan, CLNORM_BACKWARD, f2, n), CLNORM_OK);
+                clnorm_plan_free(plan);
+                double e = 0;
+                for (size_t i = 0; i < len; i++)
+                    e = fmax(e, fabs(dx[i] - dxw[i]) / (1 + fabs(dxw[i])));
+                for (size_t c = 0; c < C; c++) {
+                    e = fmax(e, fabs(dg[c] - dgw[c]) / (1 + fabs(dgw[c])));
+                    e = fmax(e, fabs(db[c] - dbw[c]) / (1 + fabs(dbw[c])));
+                }
+                if (!(e <= 2.5e-7)) {
+                    print_message("small groups %zux%zux%zu G=%zu %s SiLU %d spread %g: %.3g\n",
+                                  s.n, s.c, s.hw, s.g, lay ? "nhwc" : "nchw", v & 1, spread, e);
+                    failed++;
+                }
+                free(x);
+                free(dy);
+                free(dx);
+                free(xw);
+                free(dyw);
+                free(dxw);
+            }
+    all_passed(failed, "small-group gradients");
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* The reference's backward against finite differences (float64)                               */
 
@@ -686,6 +780,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_huge_values),
         cmocka_unit_test(test_lone_outliers),
         cmocka_unit_test(test_nhwc_long_tiles),
+        cmocka_unit_test(test_small_group_grads),
         cmocka_unit_test(test_sweep_more_f16),
         cmocka_unit_test(test_sweep_more_bf16),
         cmocka_unit_test(test_sweep_more_f64),

@@ -24,7 +24,9 @@
  *   backward: per unit and channel, the sums of dz and dz * xhat (dz = dy through the SiLU);
  *     per sample and group, mean(g) and mean(g * xhat) with g = dz * gamma_c, and dgamma and
  *     dbeta summed in double in (sample, block) order; then dx per unit (a fused unit, which
- *     holds its groups whole, computes their means and its dx in the sums pass).
+ *     holds its groups whole, computes their means and its dx in the sums pass; groups of at
+ *     most GN_SMALL_ELEMS in NCHW, in the statistics pass, right after their statistics).
+ *     A float32 backward of groups of at most GN_WIDE_ELEMS runs in double (gn_wide).
  */
 #include "../dtype.h"
 #include "../half_bits.h"
@@ -143,6 +145,13 @@ static void gn_unit_of(const gn_geom *q, size_t i, gn_unit *u)
     u->p1 = min_size(u->p0 + q->pblen, q->hw);
 }
 
+/* Whether a statistics phase goes through HN(small_groups): whole NCHW groups of at most
+ * GN_SMALL_ELEMS. */
+static int gn_small_path(const gn_geom *q)
+{
+    return !q->nhwc && q->fused && q->L <= GN_SMALL_ELEMS;
+}
+
 /* NCHW group g of sample n as a unit: its channels, every position. */
 static gn_unit gn_whole_group(const gn_geom *q, size_t n, size_t g)
 {
@@ -198,10 +207,31 @@ static void gn_entry_set(double *ent, size_t e, double cnt, double mean, double 
 #undef HEXP
 #undef HN
 
+/* The float32 backward of groups of at most this many elements computes in double (gn_wide). */
+#define GN_WIDE_ELEMS ((size_t)64)
+
+/* Whether a float32 backward computes in double (gn_run_d on the float32 tensors): that of
+ * groups of at most GN_WIDE_ELEMS elements. There dx = rstd * (g - mean(g) - xhat * mean(g *
+ * xhat)) is a difference of terms of up to rstd * |g| that nearly cancel (in a group of two
+ * elements, entirely), and float arithmetic left dx up to 1.25e-5 from torch's float64 on
+ * InstanceNorm of 16x512x1x2 with N(0, 1) data, 3.5e-5 on 2x2 groups of a small spread
+ * (torch's own float32: 5e-4 and 2.8e-3); in double it is within 6e-8, the float32 rounding
+ * of the result. It costs up to 2x on such calls on cold data (tables and statistics in
+ * double), so larger groups, within 4e-6 in float, keep float (bench/RESULTS.md, "The float32
+ * backward of small groups in double"). Not with SiLU: its sigmoid would be the C library's
+ * exp in double, a call per element, which made those calls 2.5-4x slower; a float sigmoid
+ * puts its rounding into g, which the same cancellation amplifies. */
+static int gn_wide(const clnorm_desc *d, clnorm_direction dir)
+{
+    return d->dtype == CLNORM_F32 && dir != CLNORM_FORWARD && !(d->flags & CLNORM_SILU) &&
+           d->cols / d->groups * (d->spatial ? d->spatial : 1) <= GN_WIDE_ELEMS;
+}
+
 clnorm_status clnorm_group_norm_host(const clnorm_op *op, const clnorm_desc *d,
                                      clnorm_direction dir, const clnorm_host_ptrs *a,
                                      clnorm_ctx *ctx)
 {
     (void)op;
-    return d->dtype == CLNORM_F64 ? gn_run_d(d, dir, a, ctx) : gn_run_f(d, dir, a, ctx);
+    return d->dtype == CLNORM_F64 || gn_wide(d, dir) ? gn_run_d(d, dir, a, ctx)
+                                                     : gn_run_f(d, dir, a, ctx);
 }

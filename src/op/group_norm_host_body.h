@@ -13,6 +13,8 @@ typedef struct {
     gn_geom q;
     int phase;       /* GN_MOMENTS, GN_APPLY, GN_GRAD_SUMS or GN_DX: what a chunk runs */
     int fwd;         /* a forward: a fused GN_MOMENTS also stores mean and rstd and applies */
+    int bwd;         /* a backward whose small NCHW groups (HN(small_groups)) take their sums
+                        and dx in GN_MOMENTS, each right after its statistics */
     int silu;
     HA eps;
     HA *gam, *bet;           /* C each: gamma and beta (1 and 0 when absent) */
@@ -215,64 +217,6 @@ static HINLINE void HN(nchw_apply)(const HN(job) *job, HN(bufs) *b, const gn_uni
 {
     const size_t len = (u->c1 - u->c0) * (u->p1 - u->p0);
     HN(nchw_apply_run)(job, b, u, HN(nchw_x)(job, b, u, len));
-}
-
-/* Groups per batch of HN(small_groups). */
-#define GN_SMALL_BATCH 32
-
-/* Units [i0, i1) of a statistics phase whose units are small whole NCHW groups (at most
- * GN_SMALL_ELEMS): what HN(nchw_moments) does for each, without its per-unit work that does
- * not depend on the group (the unit's geometry, dividing; the shift's element positions;
- * Chan's merge of one block), which took 400 instructions per group, 50 ns, where a group of
- * 1x1 InstanceNorm has one element. The groups go in batches: their moments, then their rstd
- * in one loop (a division and a square root in double each, which a group at a time waited
- * for), then the forward's outputs (the backward, recomputing its statistics, stops there).
- * The statistics are HN(moments)' of one block and HN(set_stats)': the same bits. */
-static HINLINE void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
-{
-    const gn_geom *q = &job->q;
-    const size_t L = q->L, G = q->G;
-    const double eps = (double)job->eps;
-    size_t n0 = i0 / G, g0 = i0 % G; /* the batch's first group */
-    for (size_t j0 = i0; j0 < i1; j0 += GN_SMALL_BATCH) {
-        const size_t nb = i1 - j0 < GN_SMALL_BATCH ? i1 - j0 : GN_SMALL_BATCH;
-        double mean[GN_SMALL_BATCH], var[GN_SMALL_BATCH], r[GN_SMALL_BATCH];
-        size_t n = n0, g = g0;
-        for (size_t k = 0; k < nb; k++) {
-            const size_t i = j0 + k;
-            const gn_unit u = gn_whole_group(q, n, g);
-            const HA *x = HN(nchw_x)(job, b, &u, L);
-            const HA K = HN(row_shift)(x, L);
-            const HA S = HN(block_sum)(x, L, K);
-            const HA M2 = HN(block_sq)(x, L, K, S / (HA)L);
-            job->K[i] = K;
-            mean[k] = (double)(S / (HA)L);
-            var[k] = (double)(M2 / (HA)L);
-            if (++g == G) {
-                g = 0;
-                n++;
-            }
-        }
-        for (size_t k = 0; k < nb; k++)
-            r[k] = 1.0 / sqrt(var[k] + eps);
-        n = n0;
-        g = g0;
-        for (size_t k = 0; k < nb; k++) {
-            const size_t i = j0 + k;
-            HN(set_stats_r)(job, n, g, i, job->K[i], mean[k], var[k], r[k]);
-            if (job->fwd) {
-                const gn_unit u = gn_whole_group(q, n, g);
-                HN(store_stats)(job, i);
-                HN(nchw_apply)(job, b, &u);
-            }
-            if (++g == G) {
-                g = 0;
-                n++;
-            }
-        }
-        n0 = n;
-        g0 = g;
-    }
 }
 
 /* ---- NHWC rows: one position's C channels, each a function with restrict pointers (so
@@ -787,6 +731,120 @@ static HINLINE void HN(backward_unit)(const HN(job) *job, HN(bufs) *b, const gn_
     HN(bwd_dx)(job, b, u, len, xoff, x, dz);
 }
 
+/* The backward of HN(small_groups)' group i = (n, g) once its statistics are set: what
+ * HN(backward_unit) does for it (dz, each channel's sums into the tables, the group's means,
+ * dx), without the general unit's set-up, which cost about 250 cycles per group where a group
+ * of InstanceNorm on 1x1 has one element. The same arithmetic and sums. */
+static HINLINE void HN(small_bwd)(const HN(job) *job, HN(bufs) *b, size_t n, size_t g, size_t i)
+{
+    const gn_geom *q = &job->q;
+    const clnorm_desc *d = job->d;
+    const size_t L = q->L, P = q->hw, c0 = g * q->cpg, nc = q->cpg;
+    const size_t xoff = n * d->x_stride + c0 * P, yoff = n * d->y_stride + c0 * P;
+    const HA *x = HN(row_in)(b->xa, d->dtype, job->a->p[CLNORM_ARG_X], xoff, L);
+    const HA *dy = HN(row_in)(b->dya, d->dtype, job->a->p[CLNORM_ARG_DY], yoff, L);
+    const HA K = job->K[i], m = job->m[i], r = job->r[i], sc = job->sc[i];
+    const HA *restrict gam = job->gam + c0, *restrict bet = job->bet + c0;
+    HA *restrict xh = b->dev;
+    for (size_t k = 0; k < L; k++)
+        xh[k] = ((x[k] * sc - K) - m) * r;
+    const HA *dz = dy;
+    if (job->silu) {
+        for (size_t c = 0; c < nc; c++)
+            for (size_t k = c * P; k < (c + 1) * P; k++)
+                b->dz[k] = HN(silu_grad)(dy[k], xh[k] * gam[c] + bet[c]);
+        dz = b->dz;
+    }
+    HA *restrict tz = job->tdz + n * q->C + c0, *restrict tx = job->tdzx + n * q->C + c0;
+    double sg = 0, sgx = 0; /* HN(group_means)' sums, channel by channel */
+    for (size_t c = 0; c < nc; c++) {
+        HA z = 0, zx = 0;
+        if (P < HLANES) /* HN(sum) and HN(dot) of less than a vector: their tail alone */
+            for (size_t k = c * P; k < (c + 1) * P; k++) {
+                z += dz[k];
+                zx += dz[k] * xh[k];
+            }
+        else {
+            z = HN(sum)(dz + c * P, P);
+            zx = HN(dot)(dz + c * P, xh + c * P, P);
+        }
+        tz[c] = z;
+        tx[c] = zx;
+        sg += (double)gam[c] * (double)z;
+        sgx += (double)gam[c] * (double)zx;
+    }
+    void *dx = job->a->p[CLNORM_ARG_DX];
+    if (!dx)
+        return;
+    const HA mg = (HA)(sg / (double)L), mgx = (HA)(sgx / (double)L), rs = r * sc;
+    HA *o = HN(row_out)(b->out, d->dtype, dx, xoff);
+    for (size_t c = 0; c < nc; c++)
+        for (size_t k = c * P; k < (c + 1) * P; k++)
+            o[k] = rs * ((dz[k] * gam[c] - mg) - xh[k] * mgx);
+    HN(out_done)(o, d->dtype, dx, xoff, L);
+}
+
+/* Groups per batch of HN(small_groups). */
+#define GN_SMALL_BATCH 32
+
+/* Units [i0, i1) of a statistics phase whose units are small whole NCHW groups (at most
+ * GN_SMALL_ELEMS): what HN(nchw_moments) does for each, without its per-unit work that does
+ * not depend on the group (the unit's geometry, dividing; the shift's element positions;
+ * Chan's merge of one block), which took 400 instructions per group, 50 ns, where a group of
+ * 1x1 InstanceNorm has one element. The groups go in batches: their moments, then their rstd
+ * in one loop (a division and a square root in double each, which a group at a time waited
+ * for), then the forward's outputs, or the backward's sums and dx (HN(small_bwd); with job->bwd
+ * unset, a backward that only needs the statistics stops there).
+ * The statistics are HN(moments)' of one block and HN(set_stats)': the same bits. */
+static HINLINE void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
+{
+    const gn_geom *q = &job->q;
+    const size_t L = q->L, G = q->G;
+    const double eps = (double)job->eps;
+    size_t n0 = i0 / G, g0 = i0 % G; /* the batch's first group */
+    for (size_t j0 = i0; j0 < i1; j0 += GN_SMALL_BATCH) {
+        const size_t nb = i1 - j0 < GN_SMALL_BATCH ? i1 - j0 : GN_SMALL_BATCH;
+        double mean[GN_SMALL_BATCH], var[GN_SMALL_BATCH], r[GN_SMALL_BATCH];
+        size_t n = n0, g = g0;
+        for (size_t k = 0; k < nb; k++) {
+            const size_t i = j0 + k;
+            const gn_unit u = gn_whole_group(q, n, g);
+            const HA *x = HN(nchw_x)(job, b, &u, L);
+            const HA K = HN(row_shift)(x, L);
+            const HA S = HN(block_sum)(x, L, K);
+            const HA M2 = HN(block_sq)(x, L, K, S / (HA)L);
+            job->K[i] = K;
+            mean[k] = (double)(S / (HA)L);
+            var[k] = (double)(M2 / (HA)L);
+            if (++g == G) {
+                g = 0;
+                n++;
+            }
+        }
+        for (size_t k = 0; k < nb; k++)
+            r[k] = 1.0 / sqrt(var[k] + eps);
+        n = n0;
+        g = g0;
+        for (size_t k = 0; k < nb; k++) {
+            const size_t i = j0 + k;
+            HN(set_stats_r)(job, n, g, i, job->K[i], mean[k], var[k], r[k]);
+            if (job->fwd) {
+                const gn_unit u = gn_whole_group(q, n, g);
+                HN(store_stats)(job, i);
+                HN(nchw_apply)(job, b, &u);
+            } else if (job->bwd) {
+                HN(small_bwd)(job, b, n, g, i);
+            }
+            if (++g == G) {
+                g = 0;
+                n++;
+            }
+        }
+        n0 = n;
+        g0 = g;
+    }
+}
+
 /* Chunk c of the job's phase: its units, with the scratch of thread `worker`. */
 HCLONES static void HN(chunk)(void *arg, size_t c, unsigned worker)
 {
@@ -799,7 +857,7 @@ HCLONES static void HN(chunk)(void *arg, size_t c, unsigned worker)
                   s + 5 * ul + 4 * C, s + 5 * ul + 5 * C, s + 5 * ul + 6 * C,
                   s + 5 * ul + 7 * C, s + 5 * ul + 8 * C, s + 5 * ul + 9 * C};
     const size_t u1 = q->nunits - c * q->upc < q->upc ? q->nunits : (c + 1) * q->upc;
-    if (job->phase == GN_MOMENTS && !q->nhwc && q->fused && q->L <= GN_SMALL_ELEMS) {
+    if (job->phase == GN_MOMENTS && gn_small_path(q)) {
         HN(small_groups)(job, &b, c * q->upc, u1);
         return;
     }
@@ -885,7 +943,9 @@ static clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir,
     gn_geometry(d, dir, &job.q);
     const gn_geom *q = &job.q;
     const size_t C = q->C, NG = q->n * q->G;
-    job.eps = (HA)clnorm_arith_eps(d);
+    /* eps in the arithmetic: as given in double (the float32 backward of small groups runs
+     * in double, gn_wide), else rounded to float as the kernels take it */
+    job.eps = HNATIVE == CLNORM_F64 ? (HA)d->eps : (HA)clnorm_arith_eps(d);
     const int fwd = dir == CLNORM_FORWARD;
     const int given = !fwd && a->p[CLNORM_ARG_RSTD] != NULL;
     const int moments = !given, separate = moments && !q->fused;
@@ -950,6 +1010,7 @@ static clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir,
     } else {
         job.phase = GN_MOMENTS;
         job.fwd = fwd;
+        job.bwd = !fwd && (grads || dx) && gn_small_path(q);
         clnorm_pool_run(pool, q->nchunks, HN(chunk), &job);
         if (separate) {
             HN(merge_stats)(&job, fwd);
@@ -960,9 +1021,11 @@ static clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir,
         }
     }
     if (!fwd && (grads || dx)) {
-        /* a fused geometry's units finish their dx in the sums phase */
+        /* a fused geometry's units finish their dx in the sums phase; small NCHW groups
+         * have had theirs with their statistics (job.bwd) */
         job.phase = GN_GRAD_SUMS;
-        clnorm_pool_run(pool, q->nchunks, HN(chunk), &job);
+        if (!job.bwd)
+            clnorm_pool_run(pool, q->nchunks, HN(chunk), &job);
         HN(reduce_grads)(&job, dx && !q->fused, tg, tb, tb + C, tb + 2 * C);
         if (dx && !q->fused) {
             job.phase = GN_DX;
