@@ -198,7 +198,7 @@ static void gn_entry_set(double *ent, size_t e, double cnt, double mean, double 
 #define HA double
 #define HF16C 0
 #define HNATIVE CLNORM_F64
-#define HEXP exp
+#define HEXP clnorm_host_exp
 #define HN(n) gn_##n##_d
 #include "group_norm_host_body.h"
 #undef HA
@@ -218,12 +218,12 @@ static void gn_entry_set(double *ent, size_t e, double cnt, double mean, double 
  * (torch's own float32: 5e-4 and 2.8e-3); in double it is within 6e-8, the float32 rounding
  * of the result. It costs up to 2x on such calls on cold data (tables and statistics in
  * double), so larger groups, within 4e-6 in float, keep float (bench/RESULTS.md, "The float32
- * backward of small groups in double"). Not with SiLU: its sigmoid would be the C library's
- * exp in double, a call per element, which made those calls 2.5-4x slower; a float sigmoid
- * puts its rounding into g, which the same cancellation amplifies. */
+ * backward of small groups in double"). With SiLU too: its sigmoid in double is
+ * clnorm_host_exp, which vectorizes (libm's exp, a call per element, made those calls 2.5-4x
+ * slower; a float sigmoid would put its rounding into g, which the cancellation amplifies). */
 static int gn_wide(const clnorm_desc *d, clnorm_direction dir)
 {
-    return d->dtype == CLNORM_F32 && dir != CLNORM_FORWARD && !(d->flags & CLNORM_SILU) &&
+    return d->dtype == CLNORM_F32 && dir != CLNORM_FORWARD &&
            d->cols / d->groups * (d->spatial ? d->spatial : 1) <= GN_WIDE_ELEMS;
 }
 
