@@ -216,11 +216,12 @@ static void gn_entry_set(double *ent, size_t e, double cnt, double mean, double 
  * elements, entirely), and float arithmetic left dx up to 1.25e-5 from torch's float64 on
  * InstanceNorm of 16x512x1x2 with N(0, 1) data, 3.5e-5 on 2x2 groups of a small spread
  * (torch's own float32: 5e-4 and 2.8e-3); in double it is within 6e-8, the float32 rounding
- * of the result. It costs up to 2x on such calls on cold data (tables and statistics in
- * double), so larger groups, within 4e-6 in float, keep float (bench/RESULTS.md, "The float32
- * backward of small groups in double"). With SiLU too: its sigmoid in double is
- * clnorm_host_exp, which vectorizes (libm's exp, a call per element, made those calls 2.5-4x
- * slower; a float sigmoid would put its rounding into g, which the cancellation amplifies). */
+ * of the result. With SiLU too: its sigmoid in double is clnorm_host_exp, which vectorizes
+ * (libm's exp, a call per element, made those calls 2.5-4x slower; a float sigmoid would put
+ * its rounding into g, which the cancellation amplifies). It costs 1.2-2.2x on such calls on
+ * cold data, 1.6-3.1x with SiLU (tables and statistics in double), so larger groups, within
+ * 4e-6 in float at 128 elements, keep float (bench/RESULTS.md, "The float32 backward of small
+ * groups in double"). */
 static int gn_wide(const clnorm_desc *d, clnorm_direction dir)
 {
     return d->dtype == CLNORM_F32 && dir != CLNORM_FORWARD &&
