@@ -731,59 +731,6 @@ static HINLINE void HN(backward_unit)(const HN(job) *job, HN(bufs) *b, const gn_
     HN(bwd_dx)(job, b, u, len, xoff, x, dz);
 }
 
-/* The backward of HN(small_groups)' group i = (n, g) once its statistics are set: what
- * HN(backward_unit) does for it (dz, each channel's sums into the tables, the group's means,
- * dx), without the general unit's set-up, which cost about 250 cycles per group where a group
- * of InstanceNorm on 1x1 has one element. The same arithmetic and sums. */
-static HINLINE void HN(small_bwd)(const HN(job) *job, HN(bufs) *b, size_t n, size_t g, size_t i)
-{
-    const gn_geom *q = &job->q;
-    const clnorm_desc *d = job->d;
-    const size_t L = q->L, P = q->hw, c0 = g * q->cpg, nc = q->cpg;
-    const size_t xoff = n * d->x_stride + c0 * P, yoff = n * d->y_stride + c0 * P;
-    const HA *x = HN(row_in)(b->xa, d->dtype, job->a->p[CLNORM_ARG_X], xoff, L);
-    const HA *dy = HN(row_in)(b->dya, d->dtype, job->a->p[CLNORM_ARG_DY], yoff, L);
-    const HA K = job->K[i], m = job->m[i], r = job->r[i], sc = job->sc[i];
-    const HA *restrict gam = job->gam + c0, *restrict bet = job->bet + c0;
-    HA *restrict xh = b->dev;
-    for (size_t k = 0; k < L; k++)
-        xh[k] = ((x[k] * sc - K) - m) * r;
-    const HA *dz = dy;
-    if (job->silu) {
-        for (size_t c = 0; c < nc; c++)
-            for (size_t k = c * P; k < (c + 1) * P; k++)
-                b->dz[k] = HN(silu_grad)(dy[k], xh[k] * gam[c] + bet[c]);
-        dz = b->dz;
-    }
-    HA *restrict tz = job->tdz + n * q->C + c0, *restrict tx = job->tdzx + n * q->C + c0;
-    double sg = 0, sgx = 0; /* HN(group_means)' sums, channel by channel */
-    for (size_t c = 0; c < nc; c++) {
-        HA z = 0, zx = 0;
-        if (P < HLANES) /* HN(sum) and HN(dot) of less than a vector: their tail alone */
-            for (size_t k = c * P; k < (c + 1) * P; k++) {
-                z += dz[k];
-                zx += dz[k] * xh[k];
-            }
-        else {
-            z = HN(sum)(dz + c * P, P);
-            zx = HN(dot)(dz + c * P, xh + c * P, P);
-        }
-        tz[c] = z;
-        tx[c] = zx;
-        sg += (double)gam[c] * (double)z;
-        sgx += (double)gam[c] * (double)zx;
-    }
-    void *dx = job->a->p[CLNORM_ARG_DX];
-    if (!dx)
-        return;
-    const HA mg = (HA)(sg / (double)L), mgx = (HA)(sgx / (double)L), rs = r * sc;
-    HA *o = HN(row_out)(b->out, d->dtype, dx, xoff);
-    for (size_t c = 0; c < nc; c++)
-        for (size_t k = c * P; k < (c + 1) * P; k++)
-            o[k] = rs * ((dz[k] * gam[c] - mg) - xh[k] * mgx);
-    HN(out_done)(o, d->dtype, dx, xoff, L);
-}
-
 /* Groups per batch of HN(small_groups). */
 #define GN_SMALL_BATCH 32
 
@@ -793,8 +740,8 @@ static HINLINE void HN(small_bwd)(const HN(job) *job, HN(bufs) *b, size_t n, siz
  * Chan's merge of one block), which took 400 instructions per group, 50 ns, where a group of
  * 1x1 InstanceNorm has one element. The groups go in batches: their moments, then their rstd
  * in one loop (a division and a square root in double each, which a group at a time waited
- * for), then the forward's outputs, or the backward's sums and dx (HN(small_bwd); with job->bwd
- * unset, a backward that only needs the statistics stops there).
+ * for), then the forward's outputs, or the backward's sums and dx (HN(backward_unit); with
+ * job->bwd unset, a backward that only needs the statistics stops there).
  * The statistics are HN(moments)' of one block and HN(set_stats)': the same bits. */
 static HINLINE void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
 {
@@ -832,8 +779,9 @@ static HINLINE void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0,
                 const gn_unit u = gn_whole_group(q, n, g);
                 HN(store_stats)(job, i);
                 HN(nchw_apply)(job, b, &u);
-            } else if (job->bwd) {
-                HN(small_bwd)(job, b, n, g, i);
+            } else if (job->bwd) { /* a whole group is a fused unit of the backward */
+                const gn_unit u = gn_whole_group(q, n, g);
+                HN(backward_unit)(job, b, &u);
             }
             if (++g == G) {
                 g = 0;
