@@ -570,6 +570,61 @@ static void test_large_forward(void **state)
     assert_true(runs >= 8);
 }
 
+/* GroupNorm's float32 NCHW forward of at least 4 MiB, whose y goes out through streaming
+ * stores with each chunk's next unit prefetched (group_norm_host_body.h,
+ * HN(nchw_apply_stream)): whole groups several to a chunk, small groups of 1x1
+ * (HN(small_groups)), groups of several units (beyond GN_FWD_FUSE_ELEMS, the apply a phase
+ * of its own), strided samples of an odd spatial size, and the SiLU at its threshold of
+ * exactly 4 MiB. Against the reference from offset pointers (y off the stores' 32-byte
+ * boundary) and in place, and the same bits on 1 and 3 threads (the backward's too). */
+static void test_group_large_forward(void **state)
+{
+    (void)state;
+    require_cpu();
+    static const gshape big[] = {
+        {8, 320, 32, 420, CLNORM_NCHW, 0},   {1024, 1024, 256, 1, CLNORM_NCHW, 0},
+        {1, 1100, 10, 1000, CLNORM_NCHW, 0}, {5, 300, 30, 701, CLNORM_NCHW, 300 * 701 + 3},
+        {1, 1024, 32, 1024, CLNORM_NCHW, 0},
+    };
+    static const unsigned widths[] = {1, 3};
+    clnorm_ctx *ctx[TU_COUNT(widths)];
+    char value[16];
+    for (size_t w = 0; w < TU_COUNT(widths); w++) {
+        snprintf(value, sizeof value, "%u", widths[w]);
+        setenv("CLNORM_HOST_THREADS", value, 1);
+        ctx[w] = tu_context("host loop threads");
+    }
+    unsetenv("CLNORM_HOST_THREADS");
+    size_t runs = 0, failed = 0;
+    for (size_t s = 0; s < TU_COUNT(big); s++) {
+        clnorm_desc d;
+        const unsigned flags = s + 1 == TU_COUNT(big) ? CLNORM_SILU | CLNORM_SAVE_STATS
+                                                       : CLNORM_SAVE_STATS;
+        assert_true(group_desc(&d, CLNORM_F32, flags, &big[s]));
+        assert_true(d.rows * d.cols * d.spatial * sizeof(float) >= ((size_t)4 << 20));
+        clnorm_plan *plan = tu_plan_if(g_ctx, &d, CLNORM_STRATEGY_AUTO);
+        assert_non_null(plan);
+        assert_int_equal(clnorm_plan_uses_host_loop(plan, CLNORM_FORWARD), 1);
+        tu_problem p;
+        tu_problem_make(&p, &d, CLNORM_FORWARD, TU_ALL_OPTIONAL, 890000 + (uint64_t)s, NULL);
+        const tu_launch l = tu_launch_offsets();
+        tu_problem_run_host(g_ctx, &p, plan, &l, 0, NULL);
+        tu_launch li = tu_launch_offsets();
+        tu_launch_in_place(&li, CLNORM_ARG_Y, CLNORM_ARG_X);
+        tu_problem_run_host(g_ctx, &p, plan, &li, 0, NULL);
+        tu_problem_free(&p);
+        clnorm_plan_free(plan);
+        setenv("CLNORM_HOST_BACKWARD_BYTES", "16777216", 1); /* the SiLU's backward too */
+        same_bits_across(ctx, widths, TU_COUNT(widths), &d, 891000 + 10 * (uint64_t)s,
+                         TU_ALL_OPTIONAL, &runs, &failed);
+        unsetenv("CLNORM_HOST_BACKWARD_BYTES");
+    }
+    for (size_t w = 0; w < TU_COUNT(widths); w++)
+        clnorm_free(ctx[w]);
+    if (failed)
+        fail_msg("%zu outputs depended on the number of threads", failed);
+}
+
 /* The exponential of GroupNorm's SiLU (host_simd.h): within 1.5 float32 ulps of e^x (as a
  * double) over [-87, 88], every 397th float (more than five million); clamped past
  * both ends (e^x stays a normal float, 0 < e^-100 < 1e-37, e^100 > 1e38); NaN stays NaN. */
@@ -651,6 +706,7 @@ int main(void)
         cmocka_unit_test(test_group_sweep),
         cmocka_unit_test(test_group_overflow),
         cmocka_unit_test(test_large_forward),
+        cmocka_unit_test(test_group_large_forward),
         cmocka_unit_test(test_thread_env_errors),
         cmocka_unit_test(test_silu_exp),
     };

@@ -20,7 +20,9 @@
  *     channel over the positions in blocks of HBLOCK, Kahan-added (NHWC), each group's
  *     channels merged with Chan's update; then per group, the units' entries merged in order
  *     in double. A group whose squares overflow is redone scaled (group_slow).
- *   apply: y = ((x * sc - K) - m) * r * gamma_c + beta_c, then the SiLU.
+ *   apply: y = ((x * sc - K) - m) * r * gamma_c + beta_c, then the SiLU; a float32 NCHW y of
+ *     at least HSTREAM_BYTES goes out through streaming stores while the chunk's next unit
+ *     is prefetched (HN(nchw_apply_stream); chunks of GN_STREAM_CHUNK_ELEMS).
  *   backward: per unit and channel, the sums of dz and dz * xhat (dz = dy through the SiLU);
  *     per sample and group, mean(g) and mean(g * xhat) with g = dz * gamma_c, and dgamma and
  *     dbeta summed in double in (sample, block) order; then dx per unit (a fused unit, which
@@ -119,6 +121,26 @@ static void gn_geometry(const clnorm_desc *d, clnorm_direction dir, gn_geom *q)
     q->nchunks = q->nunits ? clnorm_div_up(q->nunits, q->upc) : 0;
 }
 
+/* A streamed forward's chunks (group_norm_host_body.h, HN(nchw_apply_stream)) hold units of
+ * at least this many elements in all, 256 KiB of float32: a unit prefetches the next unit
+ * of its chunk, which the same thread runs next. With a unit per chunk, the threads take
+ * the units in turn and each prefetched the one another thread runs; a float32 forward of
+ * 8x320x32x32 took 1.24 ms with units of 10K elements as chunks, 0.86-0.95 ms with chunks of
+ * 64K elements, two threads (bench/RESULTS.md, "GroupNorm's NCHW forward: streaming stores,
+ * the next unit prefetched"). The bits are the units', whatever the chunks. */
+#if HAVE_STREAM_PATH
+#define GN_STREAM_CHUNK_ELEMS ((size_t)65536)
+
+static void gn_stream_chunks(gn_geom *q)
+{
+    const size_t upc = clnorm_div_up(GN_STREAM_CHUNK_ELEMS, q->ulen);
+    if (upc > q->upc) {
+        q->upc = upc;
+        q->nchunks = q->nunits ? clnorm_div_up(q->nunits, q->upc) : 0;
+    }
+}
+#endif
+
 static void gn_unit_of(const gn_geom *q, size_t i, gn_unit *u)
 {
     if (q->nhwc) {
@@ -185,24 +207,28 @@ static void gn_entry_set(double *ent, size_t e, double cnt, double mean, double 
 
 #define HA float
 #define HF16C HAVE_F16C_PATH
+#define HSTREAM HAVE_STREAM_PATH
 #define HNATIVE CLNORM_F32
 #define HEXP clnorm_host_expf
 #define HN(n) gn_##n##_f
 #include "group_norm_host_body.h"
 #undef HA
 #undef HF16C
+#undef HSTREAM
 #undef HNATIVE
 #undef HEXP
 #undef HN
 
 #define HA double
 #define HF16C 0
+#define HSTREAM 0
 #define HNATIVE CLNORM_F64
 #define HEXP clnorm_host_exp
 #define HN(n) gn_##n##_d
 #include "group_norm_host_body.h"
 #undef HA
 #undef HF16C
+#undef HSTREAM
 #undef HNATIVE
 #undef HEXP
 #undef HN

@@ -16,6 +16,7 @@ typedef struct {
     int bwd;         /* a backward whose small NCHW groups (HN(small_groups)) take their sums
                         and dx in GN_MOMENTS, each right after its statistics */
     int silu;
+    int stream;      /* forward, NCHW: y is float32 written with streaming stores (HSTREAM) */
     HA eps;
     HA *gam, *bet;           /* C each: gamma and beta (1 and 0 when absent) */
     HA *K, *m, *r, *sc;      /* per group n * G + g: xhat = ((x * sc - K) - m) * r */
@@ -164,10 +165,51 @@ static HINLINE void HN(apply_1x1)(size_t n, const HA *x, const HA *restrict gam,
         o[i] = (((x[i] * sc - K) - m) * r) * gam[i] + bet[i];
 }
 
+#if HSTREAM
+/* Elements per block of a streamed run: staged in L1 (b->out), then written out. */
+#define GN_STREAM_BLOCK ((size_t)1024)
+
+/* y of a run written with streaming stores (job->stream: a float32 forward of at least
+ * HSTREAM_BYTES): each block of GN_STREAM_BLOCK elements computed into b->out, as
+ * HN(nchw_apply_run) computes it (the same bits), then streamed to y while the same
+ * elements of the next unit's x, `nxt` (NULL: none), are prefetched into L2, as the
+ * kernels' row apply does on CPU devices (kernels/row_stats.cl): memory is busy during the
+ * apply, and the next unit's statistics pass reads x from the cache. */
+static HINLINE void HN(nchw_apply_stream)(const HN(job) *job, HN(bufs) *b, const gn_unit *u,
+                                          const HA *x, const HA *nxt, float *y, HA K, HA sc,
+                                          HA m, HA r)
+{
+    const size_t P = u->p1 - u->p0, len = (u->c1 - u->c0) * P;
+    HA *o = b->out;
+    for (size_t i0 = 0; i0 < len; i0 += GN_STREAM_BLOCK) {
+        const size_t n = len - i0 < GN_STREAM_BLOCK ? len - i0 : GN_STREAM_BLOCK;
+        if (P == 1) {
+            HN(apply_1x1)(n, x + i0, job->gam + u->c0 + i0, job->bet + u->c0 + i0, K, sc, m, r,
+                          o);
+        } else {
+            for (size_t i = i0; i < i0 + n;) { /* the block's part of each channel */
+                const size_t k = i / P, e = (k + 1) * P < i0 + n ? (k + 1) * P : i0 + n;
+                const HA gm = job->gam[u->c0 + k], bt = job->bet[u->c0 + k];
+                HA *oc = o - i0;
+                for (size_t j = i; j < e; j++)
+                    oc[j] = (((x[j] * sc - K) - m) * r) * gm + bt;
+                i = e;
+            }
+        }
+        if (job->silu)
+            for (size_t j = 0; j < n; j++)
+                o[j] = HN(silu)(o[j]);
+        clnorm_host_stream_floats_pf(y + i0, (const float *)o, n,
+                                     nxt ? (const float *)nxt + i0 : NULL);
+    }
+}
+#endif
+
 /* y of a run from x: ((x * sc - K) - m) * r * gamma_c + beta_c, the deviations recomputed
- * where they are used (staging them cost a store and a load per element). */
+ * where they are used (staging them cost a store and a load per element). nxt: the next
+ * unit's x, prefetched by a streamed run (HN(nchw_apply_stream)). */
 static HINLINE void HN(nchw_apply_run)(const HN(job) *job, HN(bufs) *b, const gn_unit *u,
-                                       const HA *x)
+                                       const HA *x, const HA *nxt)
 {
     const gn_geom *q = &job->q;
     const clnorm_desc *d = job->d;
@@ -175,6 +217,14 @@ static HINLINE void HN(nchw_apply_run)(const HN(job) *job, HN(bufs) *b, const gn
     const HA K = job->K[gi], sc = job->sc[gi], m = job->m[gi], r = job->r[gi];
     void *y = job->a->p[CLNORM_ARG_Y];
     const size_t off = HN(run_off)(q, d->y_stride, u);
+#if HSTREAM
+    if (job->stream) {
+        HN(nchw_apply_stream)(job, b, u, x, nxt, (float *)y + off, K, sc, m, r);
+        return;
+    }
+#else
+    (void)nxt;
+#endif
     HA *o = HN(row_out)(b->out, d->dtype, y, off);
     if (P == 1) /* one position per channel (1x1 spatial): one loop over the channels */
         HN(apply_1x1)(len, x, job->gam + u->c0, job->bet + u->c0, K, sc, m, r, o);
@@ -190,6 +240,17 @@ static HINLINE void HN(nchw_apply_run)(const HN(job) *job, HN(bufs) *b, const gn
         for (size_t i = 0; i < len; i++)
             o[i] = HN(silu)(o[i]);
     HN(out_done)(o, d->dtype, y, off, len);
+}
+
+/* The x of unit i + 1 where a streamed forward prefetches it (HN(nchw_apply_stream)): the
+ * same chunk's next unit (the thread that runs unit i runs it next), else NULL. */
+static HINLINE const HA *HN(next_x)(const HN(job) *job, size_t i)
+{
+    if (!job->stream || i + 1 >= job->q.nunits || (i + 1) % job->q.upc == 0)
+        return NULL;
+    gn_unit v;
+    gn_unit_of(&job->q, i + 1, &v);
+    return (const HA *)job->a->p[CLNORM_ARG_X] + HN(run_off)(&job->q, job->d->x_stride, &v);
 }
 
 static HINLINE void HN(nchw_moments)(const HN(job) *job, HN(bufs) *b, const gn_unit *u, size_t idx)
@@ -209,14 +270,14 @@ static HINLINE void HN(nchw_moments)(const HN(job) *job, HN(bufs) *b, const gn_u
     HN(set_stats)(job, u->n, u->g, gi, K, (double)(S / (HA)len), (double)(M2 / (HA)len));
     if (job->fwd) {
         HN(store_stats)(job, gi);
-        HN(nchw_apply_run)(job, b, u, x);
+        HN(nchw_apply_run)(job, b, u, x, HN(next_x)(job, idx));
     }
 }
 
-static HINLINE void HN(nchw_apply)(const HN(job) *job, HN(bufs) *b, const gn_unit *u)
+static HINLINE void HN(nchw_apply)(const HN(job) *job, HN(bufs) *b, const gn_unit *u, size_t idx)
 {
     const size_t len = (u->c1 - u->c0) * (u->p1 - u->p0);
-    HN(nchw_apply_run)(job, b, u, HN(nchw_x)(job, b, u, len));
+    HN(nchw_apply_run)(job, b, u, HN(nchw_x)(job, b, u, len), HN(next_x)(job, idx));
 }
 
 /* ---- NHWC rows: one position's C channels, each a function with restrict pointers (so
@@ -778,7 +839,7 @@ static HINLINE void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0,
             if (job->fwd) {
                 const gn_unit u = gn_whole_group(q, n, g);
                 HN(store_stats)(job, i);
-                HN(nchw_apply)(job, b, &u);
+                HN(nchw_apply)(job, b, &u, i);
             } else if (job->bwd) { /* a whole group is a fused unit of the backward */
                 const gn_unit u = gn_whole_group(q, n, g);
                 HN(backward_unit)(job, b, &u);
@@ -807,6 +868,10 @@ HCLONES static void HN(chunk)(void *arg, size_t c, unsigned worker)
     const size_t u1 = q->nunits - c * q->upc < q->upc ? q->nunits : (c + 1) * q->upc;
     if (job->phase == GN_MOMENTS && gn_small_path(q)) {
         HN(small_groups)(job, &b, c * q->upc, u1);
+#if HSTREAM
+        if (job->stream)
+            clnorm_host_stream_fence();
+#endif
         return;
     }
     for (size_t i = c * q->upc; i < u1; i++) {
@@ -823,11 +888,15 @@ HCLONES static void HN(chunk)(void *arg, size_t c, unsigned worker)
             if (q->nhwc)
                 HN(nhwc_apply)(job, &b, &u);
             else
-                HN(nchw_apply)(job, &b, &u);
+                HN(nchw_apply)(job, &b, &u, i);
             break;
         default: HN(backward_unit)(job, &b, &u); break;
         }
     }
+#if HSTREAM
+    if (job->stream)
+        clnorm_host_stream_fence();
+#endif
 }
 
 /* The statistics of every group from the moment entries, in entry order (the calling
@@ -895,6 +964,14 @@ static clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir,
      * in double, gn_wide), else rounded to float as the kernels take it */
     job.eps = HNATIVE == CLNORM_F64 ? (HA)d->eps : (HA)clnorm_arith_eps(d);
     const int fwd = dir == CLNORM_FORWARD;
+#if HSTREAM
+    /* y of a float32 NCHW forward of at least HSTREAM_BYTES through streaming stores, each
+     * chunk's units in turn with the next one's x prefetched (HN(nchw_apply_stream)) */
+    job.stream = fwd && !q->nhwc && d->dtype == CLNORM_F32 &&
+                 q->n * C * q->hw >= HSTREAM_BYTES / sizeof(float) && clnorm_host_have_avx();
+    if (job.stream)
+        gn_stream_chunks(&job.q);
+#endif
     const int given = !fwd && a->p[CLNORM_ARG_RSTD] != NULL;
     const int moments = !given, separate = moments && !q->fused;
     const int grads = !fwd && (a->p[CLNORM_ARG_DGAMMA] || a->p[CLNORM_ARG_DBETA]);
