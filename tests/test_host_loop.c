@@ -398,19 +398,25 @@ static int group_desc(clnorm_desc *d, clnorm_dtype t, unsigned flags, const gsha
     return valid(d);
 }
 
+/* A context per width, each with CLNORM_HOST_THREADS set to it when it was made. */
+static void thread_contexts(const unsigned *widths, size_t n, clnorm_ctx **ctx)
+{
+    char value[16];
+    for (size_t w = 0; w < n; w++) {
+        snprintf(value, sizeof value, "%u", widths[w]);
+        setenv("CLNORM_HOST_THREADS", value, 1);
+        ctx[w] = tu_context("host loop threads");
+    }
+    unsetenv("CLNORM_HOST_THREADS");
+}
+
 static void test_threads(void **state)
 {
     (void)state;
     require_cpu();
     static const unsigned widths[] = {1, 2, 3, 6};
     clnorm_ctx *ctx[TU_COUNT(widths)];
-    char value[16];
-    for (size_t w = 0; w < TU_COUNT(widths); w++) {
-        snprintf(value, sizeof value, "%u", widths[w]);
-        setenv("CLNORM_HOST_THREADS", value, 1);
-        ctx[w] = tu_context("host loop threads");
-    }
-    unsetenv("CLNORM_HOST_THREADS");
+    thread_contexts(widths, TU_COUNT(widths), ctx);
     setenv("CLNORM_HOST_BYTES", "1073741824", 1); /* every shape on the loop */
     setenv("CLNORM_HOST_BACKWARD_BYTES", "1073741824", 1);
     static const clnorm_dtype types[] = {CLNORM_F32, CLNORM_F16, CLNORM_F64};
@@ -588,13 +594,7 @@ static void test_group_large_forward(void **state)
     };
     static const unsigned widths[] = {1, 3};
     clnorm_ctx *ctx[TU_COUNT(widths)];
-    char value[16];
-    for (size_t w = 0; w < TU_COUNT(widths); w++) {
-        snprintf(value, sizeof value, "%u", widths[w]);
-        setenv("CLNORM_HOST_THREADS", value, 1);
-        ctx[w] = tu_context("host loop threads");
-    }
-    unsetenv("CLNORM_HOST_THREADS");
+    thread_contexts(widths, TU_COUNT(widths), ctx);
     size_t runs = 0, failed = 0;
     for (size_t s = 0; s < TU_COUNT(big); s++) {
         clnorm_desc d;
@@ -621,6 +621,7 @@ static void test_group_large_forward(void **state)
     }
     for (size_t w = 0; w < TU_COUNT(widths); w++)
         clnorm_free(ctx[w]);
+    assert_true(runs == 2 * TU_COUNT(widths) * TU_COUNT(big)); /* both directions, every width */
     if (failed)
         fail_msg("%zu outputs depended on the number of threads", failed);
 }
