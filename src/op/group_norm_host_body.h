@@ -156,7 +156,7 @@ static HINLINE const HA *HN(nchw_x)(const HN(job) *job, HN(bufs) *b, const gn_un
                       HN(run_off)(&job->q, job->d->x_stride, u), len);
 }
 
-/* y of n channels of one position each, as HN(nchw_apply_run) takes them. x and o are not
+/* y of n channels of one position each, as HN(apply_span) takes them. x and o are not
  * restrict: in place, y is x. */
 static HINLINE void HN(apply_1x1)(size_t n, const HA *x, const HA *restrict gam,
                                   const HA *restrict bet, HA K, HA sc, HA m, HA r, HA *o)
@@ -165,80 +165,67 @@ static HINLINE void HN(apply_1x1)(size_t n, const HA *x, const HA *restrict gam,
         o[i] = (((x[i] * sc - K) - m) * r) * gam[i] + bet[i];
 }
 
+/* Elements [i0, i1) of a run's y from its x, into o[0 .. i1 - i0): ((x * sc - K) - m) * r *
+ * gamma_c + beta_c per channel, the deviations recomputed where they are used (staging them
+ * cost a store and a load per element), then the SiLU. x and o are not restrict: in place,
+ * y is x. */
+static HINLINE void HN(apply_span)(const HN(job) *job, const gn_unit *u, const HA *x, size_t i0,
+                                   size_t i1, HA K, HA sc, HA m, HA r, HA *o)
+{
+    const size_t P = u->p1 - u->p0;
+    if (P == 1) { /* one position per channel (1x1 spatial): one loop over the channels */
+        HN(apply_1x1)(i1 - i0, x + i0, job->gam + u->c0 + i0, job->bet + u->c0 + i0, K, sc, m,
+                      r, o);
+    } else {
+        HA *oc = o - i0;
+        for (size_t i = i0; i < i1;) { /* the span's part of each channel */
+            const size_t k = i / P, e = (k + 1) * P < i1 ? (k + 1) * P : i1;
+            const HA gm = job->gam[u->c0 + k], bt = job->bet[u->c0 + k];
+            for (size_t j = i; j < e; j++)
+                oc[j] = (((x[j] * sc - K) - m) * r) * gm + bt;
+            i = e;
+        }
+    }
+    if (job->silu)
+        for (size_t j = 0; j < i1 - i0; j++)
+            o[j] = HN(silu)(o[j]);
+}
+
 #if HSTREAM
 /* Elements per block of a streamed run: staged in L1 (b->out), then written out. */
 #define GN_STREAM_BLOCK ((size_t)1024)
-
-/* y of a run written with streaming stores (job->stream: a float32 forward of at least
- * HSTREAM_BYTES): each block of GN_STREAM_BLOCK elements computed into b->out, as
- * HN(nchw_apply_run) computes it (the same bits), then streamed to y while the same
- * elements of the next unit's x, `nxt` (NULL: none), are prefetched into L2, as the
- * kernels' row apply does on CPU devices (kernels/row_stats.cl): memory is busy during the
- * apply, and the next unit's statistics pass reads x from the cache. */
-static HINLINE void HN(nchw_apply_stream)(const HN(job) *job, HN(bufs) *b, const gn_unit *u,
-                                          const HA *x, const HA *nxt, float *y, HA K, HA sc,
-                                          HA m, HA r)
-{
-    const size_t P = u->p1 - u->p0, len = (u->c1 - u->c0) * P;
-    HA *o = b->out;
-    for (size_t i0 = 0; i0 < len; i0 += GN_STREAM_BLOCK) {
-        const size_t n = len - i0 < GN_STREAM_BLOCK ? len - i0 : GN_STREAM_BLOCK;
-        if (P == 1) {
-            HN(apply_1x1)(n, x + i0, job->gam + u->c0 + i0, job->bet + u->c0 + i0, K, sc, m, r,
-                          o);
-        } else {
-            for (size_t i = i0; i < i0 + n;) { /* the block's part of each channel */
-                const size_t k = i / P, e = (k + 1) * P < i0 + n ? (k + 1) * P : i0 + n;
-                const HA gm = job->gam[u->c0 + k], bt = job->bet[u->c0 + k];
-                HA *oc = o - i0;
-                for (size_t j = i; j < e; j++)
-                    oc[j] = (((x[j] * sc - K) - m) * r) * gm + bt;
-                i = e;
-            }
-        }
-        if (job->silu)
-            for (size_t j = 0; j < n; j++)
-                o[j] = HN(silu)(o[j]);
-        clnorm_host_stream_floats_pf(y + i0, (const float *)o, n,
-                                     nxt ? (const float *)nxt + i0 : NULL);
-    }
-}
 #endif
 
-/* y of a run from x: ((x * sc - K) - m) * r * gamma_c + beta_c, the deviations recomputed
- * where they are used (staging them cost a store and a load per element). nxt: the next
- * unit's x, prefetched by a streamed run (HN(nchw_apply_stream)). */
+/* y of a run from x (HN(apply_span)). A streamed run (job->stream: a float32 forward of at
+ * least HSTREAM_BYTES) computes blocks of GN_STREAM_BLOCK elements into b->out and writes
+ * each with streaming stores while the same elements of the next unit's x, `nxt` (NULL:
+ * none), are prefetched into L2, as the kernels' row apply does on CPU devices
+ * (kernels/row_stats.cl): memory is busy during the apply, and the next unit's statistics
+ * pass reads x from the cache. */
 static HINLINE void HN(nchw_apply_run)(const HN(job) *job, HN(bufs) *b, const gn_unit *u,
                                        const HA *x, const HA *nxt)
 {
     const gn_geom *q = &job->q;
     const clnorm_desc *d = job->d;
-    const size_t gi = u->n * q->G + u->g, P = u->p1 - u->p0, len = (u->c1 - u->c0) * P;
+    const size_t gi = u->n * q->G + u->g, len = (u->c1 - u->c0) * (u->p1 - u->p0);
     const HA K = job->K[gi], sc = job->sc[gi], m = job->m[gi], r = job->r[gi];
     void *y = job->a->p[CLNORM_ARG_Y];
     const size_t off = HN(run_off)(q, d->y_stride, u);
 #if HSTREAM
     if (job->stream) {
-        HN(nchw_apply_stream)(job, b, u, x, nxt, (float *)y + off, K, sc, m, r);
+        for (size_t i0 = 0; i0 < len; i0 += GN_STREAM_BLOCK) {
+            const size_t i1 = len - i0 < GN_STREAM_BLOCK ? len : i0 + GN_STREAM_BLOCK;
+            HN(apply_span)(job, u, x, i0, i1, K, sc, m, r, b->out);
+            clnorm_host_stream_floats((float *)y + off + i0, (const float *)b->out, i1 - i0,
+                                      nxt ? (const float *)nxt + i0 : NULL);
+        }
         return;
     }
 #else
     (void)nxt;
 #endif
     HA *o = HN(row_out)(b->out, d->dtype, y, off);
-    if (P == 1) /* one position per channel (1x1 spatial): one loop over the channels */
-        HN(apply_1x1)(len, x, job->gam + u->c0, job->bet + u->c0, K, sc, m, r, o);
-    else
-        for (size_t c = u->c0; c < u->c1; c++) {
-            const HA gm = job->gam[c], bt = job->bet[c];
-            HA *oc = o + (c - u->c0) * P;
-            const HA *xc = x + (c - u->c0) * P;
-            for (size_t i = 0; i < P; i++)
-                oc[i] = (((xc[i] * sc - K) - m) * r) * gm + bt;
-        }
-    if (job->silu)
-        for (size_t i = 0; i < len; i++)
-            o[i] = HN(silu)(o[i]);
+    HN(apply_span)(job, u, x, 0, len, K, sc, m, r, o);
     HN(out_done)(o, d->dtype, y, off, len);
 }
 
@@ -854,6 +841,31 @@ static HINLINE void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0,
     }
 }
 
+/* Units [i0, i1) of the job's phase, one at a time. */
+static HINLINE void HN(units)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
+{
+    const gn_geom *q = &job->q;
+    for (size_t i = i0; i < i1; i++) {
+        gn_unit u;
+        gn_unit_of(q, i, &u);
+        switch (job->phase) {
+        case GN_MOMENTS:
+            if (q->nhwc)
+                HN(nhwc_moments)(job, b, &u, i);
+            else
+                HN(nchw_moments)(job, b, &u, i);
+            break;
+        case GN_APPLY:
+            if (q->nhwc)
+                HN(nhwc_apply)(job, b, &u);
+            else
+                HN(nchw_apply)(job, b, &u, i);
+            break;
+        default: HN(backward_unit)(job, b, &u); break;
+        }
+    }
+}
+
 /* Chunk c of the job's phase: its units, with the scratch of thread `worker`. */
 HCLONES static void HN(chunk)(void *arg, size_t c, unsigned worker)
 {
@@ -866,33 +878,10 @@ HCLONES static void HN(chunk)(void *arg, size_t c, unsigned worker)
                   s + 5 * ul + 4 * C, s + 5 * ul + 5 * C, s + 5 * ul + 6 * C,
                   s + 5 * ul + 7 * C, s + 5 * ul + 8 * C, s + 5 * ul + 9 * C};
     const size_t u1 = q->nunits - c * q->upc < q->upc ? q->nunits : (c + 1) * q->upc;
-    if (job->phase == GN_MOMENTS && gn_small_path(q)) {
+    if (job->phase == GN_MOMENTS && gn_small_path(q))
         HN(small_groups)(job, &b, c * q->upc, u1);
-#if HSTREAM
-        if (job->stream)
-            clnorm_host_stream_fence();
-#endif
-        return;
-    }
-    for (size_t i = c * q->upc; i < u1; i++) {
-        gn_unit u;
-        gn_unit_of(q, i, &u);
-        switch (job->phase) {
-        case GN_MOMENTS:
-            if (q->nhwc)
-                HN(nhwc_moments)(job, &b, &u, i);
-            else
-                HN(nchw_moments)(job, &b, &u, i);
-            break;
-        case GN_APPLY:
-            if (q->nhwc)
-                HN(nhwc_apply)(job, &b, &u);
-            else
-                HN(nchw_apply)(job, &b, &u, i);
-            break;
-        default: HN(backward_unit)(job, &b, &u); break;
-        }
-    }
+    else
+        HN(units)(job, &b, c * q->upc, u1);
 #if HSTREAM
     if (job->stream)
         clnorm_host_stream_fence();

@@ -41,31 +41,16 @@ int clnorm_host_have_avx(void)
 }
 
 __attribute__((target("avx"))) void clnorm_host_stream_floats(float *dst, const float *src,
-                                                              size_t n)
+                                                              size_t n, const float *pf)
 {
-    size_t i = 0;
-    for (; i < n && ((uintptr_t)(dst + i) & 31u) != 0; i++)
-        dst[i] = src[i];
-    for (; i + 8 <= n; i += 8)
-        _mm256_stream_ps(dst + i, _mm256_loadu_ps(src + i));
-    for (; i < n; i++)
-        dst[i] = src[i];
-}
-
-__attribute__((target("avx"))) void clnorm_host_stream_floats_pf(float *dst, const float *src,
-                                                                 size_t n, const float *pf)
-{
-    if (!pf) {
-        clnorm_host_stream_floats(dst, src, n);
-        return;
-    }
     size_t i = 0;
     for (; i < n && ((uintptr_t)(dst + i) & 31u) != 0; i++)
         dst[i] = src[i];
     for (; i + 16 <= n; i += 16) {
         _mm256_stream_ps(dst + i, _mm256_loadu_ps(src + i));
         _mm256_stream_ps(dst + i + 8, _mm256_loadu_ps(src + i + 8));
-        _mm_prefetch((const char *)(pf + i), _MM_HINT_T1);
+        if (pf)
+            _mm_prefetch((const char *)(pf + i), _MM_HINT_T1);
     }
     for (; i + 8 <= n; i += 8)
         _mm256_stream_ps(dst + i, _mm256_loadu_ps(src + i));

@@ -137,10 +137,9 @@ void clnorm_host_halves_to_floats(float *dst, const uint16_t *p, size_t n);
 void clnorm_host_floats_to_halves(uint16_t *p, const float *src, size_t n);
 int clnorm_host_have_avx(void);
 /* n floats from src to dst with non-temporal stores (dst's first elements up to a 32-byte
- * boundary with plain ones). */
-void clnorm_host_stream_floats(float *dst, const float *src, size_t n);
-/* The same, and with pf not NULL, pf[i] prefetched into L2 for every 16 elements i. */
-void clnorm_host_stream_floats_pf(float *dst, const float *src, size_t n, const float *pf);
+ * boundary with plain ones); with pf not NULL, pf[i] prefetched into L2 for every 16
+ * elements i as they go. */
+void clnorm_host_stream_floats(float *dst, const float *src, size_t n, const float *pf);
 /* Orders a chunk's streaming stores before the chunk is reported done. */
 void clnorm_host_stream_fence(void);
 #else

@@ -206,7 +206,8 @@ static HINLINE void HN(forward)(const HN(job) *job, HN(bufs) *b, size_t r0, size
                 o[j] = ((b->dev[j] - m) * r) * b->gam[j] + b->bet[j];
 #if HSTREAM
         if (job->stream) {
-            clnorm_host_stream_floats((float *)y + row * d->y_stride, (const float *)o, cols);
+            clnorm_host_stream_floats((float *)y + row * d->y_stride, (const float *)o, cols,
+                                      NULL);
             continue;
         }
 #endif
