@@ -21,6 +21,9 @@ case "$build" in /*) ;; *) build=$root/$build ;; esac
 read -r -a extra_cmake <<< "${CLNORM_CMAKE_ARGS:-}"
 jobs=$(nproc 2> /dev/null || echo 2)
 start=$(date +%s)
+# PoCL's work-group method of the CTest suites (the top-level CMakeLists.txt says why): the
+# plain build's warm-up then fills the same cache entries that the instrumented run reads.
+export POCL_WORK_GROUP_METHOD=${POCL_WORK_GROUP_METHOD:-loops}
 
 cc_args=()
 if [ -n "${CLNORM_TSAN_CC:-}" ]; then

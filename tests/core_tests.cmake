@@ -25,9 +25,6 @@ target_link_libraries(test_forward PRIVATE Threads::Threads)
 # The subgroup kernel's aligned and unaligned copies: the same bits (and again with 4 lanes).
 clnorm_add_test(test_aligned test_aligned.c)
 clnorm_add_test(test_geometry test_geometry.c) # odd work-group sizes, large grids
-# PoCL builds the split kernels for multi-item work-groups ~5x faster with continuations.
-set_tests_properties(test_geometry PROPERTIES ENVIRONMENT
-  "CLNORM_GOLDEN_DIR=${CMAKE_CURRENT_SOURCE_DIR}/golden;POCL_WORK_GROUP_METHOD=cbs")
 clnorm_add_test(test_numerics test_numerics.c) # the 1e-5 target, constant and NaN rows
 clnorm_add_test(test_errors test_errors.c)    # every error path writes nothing
 clnorm_add_test(test_context test_context.c)  # device choice, adoption, cache, threads
@@ -40,7 +37,7 @@ clnorm_add_test(test_verbose test_verbose.c)
 # would otherwise run the host loop, which reads nothing back).
 clnorm_add_test(test_ooo_queue test_ooo_queue.c)
 set_tests_properties(test_ooo_queue PROPERTIES ENVIRONMENT
-  "CLNORM_GOLDEN_DIR=${CMAKE_CURRENT_SOURCE_DIR}/golden;CLNORM_HOST_BYTES=0")
+  "CLNORM_GOLDEN_DIR=${CMAKE_CURRENT_SOURCE_DIR}/golden;CLNORM_HOST_BYTES=0;${CLNORM_TEST_POCL_ENV}")
 
 # The host loop of small host-pointer calls on CPU devices (src/op/row_norm_host.c): its
 # policy, and its answers against the reference over dtypes, flags, shapes and in place.
@@ -52,5 +49,5 @@ clnorm_add_test(test_latency test_latency.c)
 target_link_libraries(test_latency PRIVATE Threads::Threads)
 # Its host calls go to the in-thread device only with the host loop off (CLNORM_HOST_BYTES=0).
 set_tests_properties(test_latency PROPERTIES
-  ENVIRONMENT "CLNORM_GOLDEN_DIR=${CMAKE_CURRENT_SOURCE_DIR}/golden;POCL_DEVICES=pthread basic;CLNORM_HOST_BYTES=0"
+  ENVIRONMENT "CLNORM_GOLDEN_DIR=${CMAKE_CURRENT_SOURCE_DIR}/golden;POCL_DEVICES=pthread basic;CLNORM_HOST_BYTES=0;${CLNORM_TEST_POCL_ENV}"
   SKIP_RETURN_CODE 77)

@@ -11,18 +11,17 @@ function(clnorm_hardening_test name source)
   target_link_libraries(${name} PRIVATE clnorm PkgConfig::CMOCKA Threads::Threads m
                         clnorm_warnings)
   add_test(NAME ${name} COMMAND ${name})
-  set_tests_properties(${name} PROPERTIES TIMEOUT 600)
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "${CLNORM_TEST_POCL_ENV}" TIMEOUT 600)
 endfunction()
 
 # clnorm_hardening_variant(name suffix env [ARGS arg...]): the binary again under an extra
-# environment variable (and arguments). Like the core suites' repeats, with PoCL's
-# continuation-based work-group functions, which it builds several times faster
-# (tests/CMakeLists.txt says why).
+# environment variable (and arguments). Like every suite, on CLNORM_TEST_POCL_ENV's
+# work-group method (the top-level CMakeLists.txt says why).
 function(clnorm_hardening_variant name suffix env)
   cmake_parse_arguments(V "" "" "ARGS" ${ARGN})
   add_test(NAME ${name}_${suffix} COMMAND ${name} ${V_ARGS})
   set_tests_properties(${name}_${suffix} PROPERTIES
-    ENVIRONMENT "${env};POCL_WORK_GROUP_METHOD=cbs" TIMEOUT 600)
+    ENVIRONMENT "${env};${CLNORM_TEST_POCL_ENV}" TIMEOUT 600)
 endfunction()
 
 clnorm_hardening_test(test_overflow test_overflow.c)

@@ -11,8 +11,9 @@
  * the vector width, so CTest runs this suite once (not in the CLNORM_VECTOR_WIDTH=4 pass).
  * PoCL takes minutes to build the split strategy's kernels for a work-group of more than one
  * item (the policy gives CPU devices one), so the split strategy gets one odd size per
- * direction, and CTest runs this suite with POCL_WORK_GROUP_METHOD=cbs, which builds them
- * about five times faster (the same kernels, barriers handled by continuations).
+ * direction, and CTest runs this suite, like every cmocka suite, with
+ * POCL_WORK_GROUP_METHOD=loops, which builds them about five times faster (the top-level
+ * CMakeLists.txt says why).
  */
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv, strdup */
 

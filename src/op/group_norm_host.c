@@ -22,7 +22,7 @@
  *     in double. A group whose squares overflow is redone scaled (group_slow).
  *   apply: y = ((x * sc - K) - m) * r * gamma_c + beta_c, then the SiLU; a float32 NCHW y of
  *     at least HSTREAM_BYTES goes out through streaming stores while the chunk's next unit
- *     is prefetched (HN(nchw_apply_stream); chunks of GN_STREAM_CHUNK_ELEMS).
+ *     is prefetched (HN(nchw_apply_run); chunks of GN_STREAM_CHUNK_ELEMS).
  *   backward: per unit and channel, the sums of dz and dz * xhat (dz = dy through the SiLU);
  *     per sample and group, mean(g) and mean(g * xhat) with g = dz * gamma_c, and dgamma and
  *     dbeta summed in double in (sample, block) order; then dx per unit (a fused unit, which
@@ -121,7 +121,7 @@ static void gn_geometry(const clnorm_desc *d, clnorm_direction dir, gn_geom *q)
     q->nchunks = q->nunits ? clnorm_div_up(q->nunits, q->upc) : 0;
 }
 
-/* A streamed forward's chunks (group_norm_host_body.h, HN(nchw_apply_stream)) hold units of
+/* A streamed forward's chunks (group_norm_host_body.h, HN(nchw_apply_run)) hold units of
  * at least this many elements in all, 256 KiB of float32: a unit prefetches the next unit
  * of its chunk, which the same thread runs next. With a unit per chunk, the threads take
  * the units in turn and each prefetched the one another thread runs; a float32 forward of

@@ -229,7 +229,7 @@ static HINLINE void HN(nchw_apply_run)(const HN(job) *job, HN(bufs) *b, const gn
     HN(out_done)(o, d->dtype, y, off, len);
 }
 
-/* The x of unit i + 1 where a streamed forward prefetches it (HN(nchw_apply_stream)): the
+/* The x of unit i + 1 where a streamed forward prefetches it (HN(nchw_apply_run)): the
  * same chunk's next unit (the thread that runs unit i runs it next), else NULL. */
 static HINLINE const HA *HN(next_x)(const HN(job) *job, size_t i)
 {
@@ -955,7 +955,7 @@ static clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir,
     const int fwd = dir == CLNORM_FORWARD;
 #if HSTREAM
     /* y of a float32 NCHW forward of at least HSTREAM_BYTES through streaming stores, each
-     * chunk's units in turn with the next one's x prefetched (HN(nchw_apply_stream)) */
+     * chunk's units in turn with the next one's x prefetched (HN(nchw_apply_run)) */
     job.stream = fwd && !q->nhwc && d->dtype == CLNORM_F32 &&
                  q->n * C * q->hw >= HSTREAM_BYTES / sizeof(float) && clnorm_host_have_avx();
     if (job.stream)
