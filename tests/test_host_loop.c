@@ -578,7 +578,7 @@ static void test_large_forward(void **state)
 
 /* GroupNorm's float32 NCHW forward of at least 4 MiB, whose y goes out through streaming
  * stores with each chunk's next unit prefetched (group_norm_host_body.h,
- * HN(nchw_apply_stream)): whole groups several to a chunk, small groups of 1x1
+ * HN(nchw_apply_run)): whole groups several to a chunk, small groups of 1x1
  * (HN(small_groups)), groups of several units (beyond GN_FWD_FUSE_ELEMS, the apply a phase
  * of its own), strided samples of an odd spatial size, and the SiLU at its threshold of
  * exactly 4 MiB. Against the reference from offset pointers (y off the stores' 32-byte
