@@ -55,13 +55,16 @@ __kernel void norm_split_stats(IN_PTRS, __global A *part, __local A *scratch, KS
         const row_in in = make_row_in(IN_ARGS, row);
         __global A *pr = part + row * SPLIT_ROW_LEN(chunks);
         const A2 K = row_shift(in, cols, 1, rms);
-        A mc, amax, sc = 1;
-        A m2 = chunk_m2(in, b, e, lid, L, scratch, rms, K, 1, &mc, &amax);
-        if (needs_rescale(m2)) { /* the same for every item of the group */
+        A mc, amax, sc = 1, m2;
+        /* The redo at a scale is a second pass of a loop, as in row_stats (which says why);
+         * the exit is the same for every item of the group (m2 comes from wg_sum). */
+        for (int pass = 0;; pass++) {
+            m2 = chunk_m2(in, b, e, lid, L, scratch, rms, pass ? K * sc : K, sc, &mc, &amax);
+            if (pass == 1 || !needs_rescale(m2))
+                break;
             /* the chunk's deviations are from the row's shift, which may lie far outside the
              * chunk's own values: the scale must bring both into range */
             sc = rescale_factor(fmax(amax, fabs(K.s0) + fabs(K.s1)));
-            m2 = chunk_m2(in, b, e, lid, L, scratch, rms, K * sc, sc, &mc, &amax);
         }
         if (lid == 0) {
             if (c == 0) {

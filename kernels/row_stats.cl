@@ -186,15 +186,22 @@ inline A row_var(row_in in, ulong cols, uint lid, uint L, __local A *scratch, in
  * barriers when L > 1): (K, m, r, sc) with xhat = ((v * sc - K) - m) * r. When the squares
  * overflow although the row is finite, the row is redone scaled so that its largest
  * magnitude lies in [1, 2); eps is scaled with it (sc^2 eps), so r * sc is the true rstd.
+ * The redo is a second pass of a loop, not a branch holding a second row_var: PoCL's
+ * work-group compiler copies the code between barriers for each path through a branch that
+ * holds barriers, and that branch made it take 8.5 s to build norm_workgroup for 64 items
+ * (2.5 s as a loop; norm_bwd_stats 11.9 s, 4.6 s; same bits). The exit is the same for every
+ * item of the group (var comes from wg_sum).
  */
 inline void row_stats(row_in in, ulong cols, uint lid, uint L, __local A *scratch, int rms,
                       A eps, A2 *K, A *m, A *r, A *sc)
 {
     *sc = 1;
-    A var = row_var(in, cols, lid, L, scratch, rms, 1, K, m);
-    if (needs_rescale(var)) { /* the same for every item of the group */
-        *sc = rescale_factor(wg_max(seg_absmax(in, 0, cols, lid, L), scratch, lid, L));
+    A var;
+    for (int pass = 0;; pass++) {
         var = row_var(in, cols, lid, L, scratch, rms, *sc, K, m);
+        if (pass == 1 || !needs_rescale(var))
+            break;
+        *sc = rescale_factor(wg_max(seg_absmax(in, 0, cols, lid, L), scratch, lid, L));
     }
     *r = rsqrt(var + eps * *sc * *sc);
 }
