@@ -188,9 +188,10 @@ inline A row_var(row_in in, ulong cols, uint lid, uint L, __local A *scratch, in
  * magnitude lies in [1, 2); eps is scaled with it (sc^2 eps), so r * sc is the true rstd.
  * The redo is a second pass of a loop, not a branch holding a second row_var: PoCL's
  * work-group compiler copies the code between barriers for each path through a branch that
- * holds barriers, and that branch made it take 8.5 s to build norm_workgroup for 64 items
- * (2.5 s as a loop; norm_bwd_stats 11.9 s, 4.6 s; same bits). The exit is the same for every
- * item of the group (var comes from wg_sum).
+ * holds barriers. With the branch, a cold `clnorm run` on the workgroup strategy (64 items,
+ * PoCL's "loops" method) took 9.2 s, as a loop 2.5 s; `clnorm grad` (norm_bwd_stats) 11.9 s
+ * and 4.6 s; the same bits (bench/RESULTS.md). The exit is the same for every item of the
+ * group (var comes from wg_sum).
  */
 inline void row_stats(row_in in, ulong cols, uint lid, uint L, __local A *scratch, int rms,
                       A eps, A2 *K, A *m, A *r, A *sc)
