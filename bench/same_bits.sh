@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# same_bits.sh - do two builds of the clnorm CLI give the same bytes? For kernel changes meant to
+# change nothing but their build (kernels/row_stats.cl's redo as a loop): LayerNorm and RMSNorm,
+# forward (y, mean, rstd) and backward (dx, dgamma, dbeta, the statistics recomputed), on each
+# strategy forced through CLNORM_STRATEGY, in float32 and float64, on rows the kernels treat
+# apart: a row whose squares overflow (redone at a scale), huge values of both signs, a
+# constant row, an Inf, a NaN, tiny values; and GroupNorm (NCHW, NHWC, with SiLU) forward and
+# backward on a sample with overflowing squares.
+#
+#   bench/same_bits.sh CLNORM_A CLNORM_B [WORKDIR]
+#   bench/same_bits.sh /tmp/old/build/host/clnorm build/host/clnorm
+#
+# Each CLI gets a PoCL cache of its own under WORKDIR (default: a temporary folder), runs every
+# case once to fill it, then again for the outputs that are compared: PoCL 3.1's first run of
+# GroupNorm's SiLU after a cold build differed from later runs by 1 ulp in 1-2 elements of
+# 12096, with the same kernel binary (bench/RESULTS.md). Needs python3 with numpy for the
+# inputs (PYTHON names it). Prints each differing file; exit status 0 when every output
+# matches, 1 when one differs or a call fails in one build only, 2 for bad arguments.
+set -euo pipefail
+
+a=${1:-}
+b=${2:-}
+if [[ -z "$a" || -z "$b" || ! -x "$a" || ! -x "$b" ]]; then
+    echo "same_bits.sh: usage: same_bits.sh CLNORM_A CLNORM_B [WORKDIR] (two executables)" >&2
+    exit 2
+fi
+work=${3:-$(mktemp -d)}
+mkdir -p "$work/in"
+# a python3 with numpy: PYTHON, else python3 on the PATH, else the system's (a virtual
+# environment on the PATH may lack numpy)
+py=${PYTHON:-python3}
+"$py" -c 'import numpy' 2> /dev/null || py=/usr/bin/python3
+"$py" - "$work/in" <<'EOF'
+import sys
+import numpy as np
+d = sys.argv[1]
+rng = np.random.default_rng(7)
+x = rng.standard_normal((37, 1000)).astype(np.float32) * 3 + 1
+x[3] *= 1e25                          # squares overflow: the row is redone at a scale
+x[5] = 7.0                            # constant
+x[8, 17] = np.inf
+x[9, 3] = np.nan
+x[11] *= 1e-30                        # tiny
+x[13, :500], x[13, 500:] = 3e38, -3e38
+np.save(f"{d}/x32.npy", x)
+np.save(f"{d}/dy32.npy", rng.standard_normal((37, 1000)).astype(np.float32))
+x64 = x.astype(np.float64)
+x64[3] = rng.standard_normal(1000) * 1e160
+x64[13, :500], x64[13, 500:] = 1e300, -1e300
+np.save(f"{d}/x64.npy", x64)
+np.save(f"{d}/dy64.npy", rng.standard_normal((37, 1000)))
+np.save(f"{d}/g.npy", rng.standard_normal(1000).astype(np.float32))
+np.save(f"{d}/b.npy", rng.standard_normal(1000).astype(np.float32))
+xg = rng.standard_normal((3, 64, 7, 9)).astype(np.float32)
+xg[1, :8] *= 1e25
+dyg = rng.standard_normal((3, 64, 7, 9)).astype(np.float32)
+np.save(f"{d}/xg-nchw.npy", xg)
+np.save(f"{d}/dyg-nchw.npy", dyg)
+np.save(f"{d}/xg-nhwc.npy", np.ascontiguousarray(xg.transpose(0, 2, 3, 1)))
+np.save(f"{d}/dyg-nhwc.npy", np.ascontiguousarray(dyg.transpose(0, 2, 3, 1)))
+np.save(f"{d}/gg.npy", rng.standard_normal(64).astype(np.float32))
+np.save(f"{d}/bg.npy", rng.standard_normal(64).astype(np.float32))
+EOF
+
+# call TAG CMD...: CMD with its output dropped; a failure is listed in $fails as "FAIL TAG"
+call() {
+    local tag=$1
+    shift
+    "$@" > /dev/null 2>&1 || echo "FAIL $tag" >> "$fails"
+}
+
+# run_all CLI OUT: every case, its outputs into OUT, the failed calls in OUT/fails
+run_all() {
+    local cli=$1 out=$2 in=$work/in st p rms tag lay
+    mkdir -p "$out"
+    fails=$out/fails
+    : > "$fails"
+    for st in row workgroup subgroup split; do
+        for p in 32 64; do
+            for rms in "" --rms; do
+                tag=$st-f$p${rms:+-rms}
+                call "run $tag" env CLNORM_STRATEGY=$st "$cli" run --device cpu $rms \
+                    --input "$in/x$p.npy" --gamma "$in/g.npy" --beta "$in/b.npy" \
+                    --output "$out/y-$tag.npy" --rstd "$out/rstd-$tag.npy"
+                call "grad $tag" env CLNORM_STRATEGY=$st "$cli" grad --device cpu $rms \
+                    --input "$in/x$p.npy" --grad-output "$in/dy$p.npy" --gamma "$in/g.npy" \
+                    --beta "$in/b.npy" --grad-input "$out/dx-$tag.npy" \
+                    --grad-gamma "$out/dg-$tag.npy" --grad-beta "$out/db-$tag.npy"
+            done
+        done
+    done
+    for lay in nchw nhwc; do
+        call "run group-$lay" "$cli" run --device cpu --groups 8 --layout $lay --silu \
+            --input "$in/xg-$lay.npy" --gamma "$in/gg.npy" --beta "$in/bg.npy" \
+            --output "$out/gy-$lay.npy" --rstd "$out/grstd-$lay.npy"
+        call "grad group-$lay" "$cli" grad --device cpu --groups 8 --layout $lay \
+            --input "$in/xg-$lay.npy" --grad-output "$in/dyg-$lay.npy" --gamma "$in/gg.npy" \
+            --beta "$in/bg.npy" --grad-input "$out/gdx-$lay.npy" \
+            --grad-gamma "$out/gdg-$lay.npy" --grad-beta "$out/gdb-$lay.npy"
+    done
+}
+
+for side in a b; do
+    cli=$a
+    [[ $side == b ]] && cli=$b
+    export POCL_CACHE_DIR=$work/cache-$side
+    run_all "$cli" "$work/warm-$side"
+    run_all "$cli" "$work/out-$side"
+done
+
+status=0
+if ! cmp -s "$work/out-a/fails" "$work/out-b/fails"; then
+    echo "same_bits.sh: the builds fail different calls:" >&2
+    diff "$work/out-a/fails" "$work/out-b/fails" >&2 || true
+    status=1
+fi
+n=0 same=0
+for f in "$work"/out-a/*.npy; do
+    n=$((n + 1))
+    if cmp -s "$f" "$work/out-b/$(basename "$f")"; then
+        same=$((same + 1))
+    else
+        echo "differs: $(basename "$f")"
+        status=1
+    fi
+done
+echo "same_bits.sh: $same of $n outputs byte-identical" \
+    "($(wc -l < "$work/out-a/fails") failed calls in A); work in $work"
+exit $status
