@@ -16,6 +16,9 @@
 # 12096, with the same kernel binary (bench/RESULTS.md). Needs python3 with numpy for the
 # inputs (PYTHON names it). Prints each differing file; exit status 0 when every output
 # matches, 1 when one differs or a call fails in one build only, 2 for bad arguments.
+# The environment reaches every call: CLNORM_LOCAL_SIZE=32 CLNORM_VECTOR_WIDTH=4
+# CLNORM_MAX_GROUPS=2 runs them all on the GPU's geometry, as test_group_norm_gpu_geometry
+# and the suites' _vw4 repeats do on PoCL.
 set -euo pipefail
 
 a=${1:-}
@@ -89,14 +92,22 @@ run_all() {
             done
         done
     done
-    for lay in nchw nhwc; do
-        call "run group-$lay" "$cli" run --device cpu --groups 8 --layout $lay --silu \
-            --input "$in/xg-$lay.npy" --gamma "$in/gg.npy" --beta "$in/bg.npy" \
-            --output "$out/gy-$lay.npy" --rstd "$out/grstd-$lay.npy"
-        call "grad group-$lay" "$cli" grad --device cpu --groups 8 --layout $lay \
-            --input "$in/xg-$lay.npy" --grad-output "$in/dyg-$lay.npy" --gamma "$in/gg.npy" \
-            --beta "$in/bg.npy" --grad-input "$out/gdx-$lay.npy" \
-            --grad-gamma "$out/gdg-$lay.npy" --grad-beta "$out/gdb-$lay.npy"
+    # GroupNorm: the device's own choice, then NHWC's two strategies forced (the tiles, a
+    # work-group per group)
+    for st in auto split workgroup; do
+        for lay in nchw nhwc; do
+            [[ $st != auto && $lay == nchw ]] && continue
+            tag=$lay-$st
+            call "run group-$tag" env CLNORM_STRATEGY=$st "$cli" run --device cpu \
+                --groups 8 --layout $lay --silu --input "$in/xg-$lay.npy" \
+                --gamma "$in/gg.npy" --beta "$in/bg.npy" --output "$out/gy-$tag.npy" \
+                --rstd "$out/grstd-$tag.npy"
+            call "grad group-$tag" env CLNORM_STRATEGY=$st "$cli" grad --device cpu \
+                --groups 8 --layout $lay --input "$in/xg-$lay.npy" \
+                --grad-output "$in/dyg-$lay.npy" --gamma "$in/gg.npy" --beta "$in/bg.npy" \
+                --grad-input "$out/gdx-$tag.npy" --grad-gamma "$out/gdg-$tag.npy" \
+                --grad-beta "$out/gdb-$tag.npy"
+        done
     done
 }
 

@@ -15,7 +15,7 @@
  *                    K, its first channel's K_c: with S'_c = S_c + n (K_c - K), S = sum S'_c and
  *                    M2 = sum (M2_c + n (S'_c / n - S / (n cpg))^2) (exact, fixed order);
  *   gn_nhwc_merge:   per group, its tiles' moments merged the same way (a group whose
- *                    squares overflowed read again, scaled: gn_group_rescaled); statistics
+ *                    squares overflowed read again, scaled: gn_group_scaled_part); statistics
  *                    (K, m, r, sc) into the stats scratch and the saved mean/rstd, and
  *                    (forward) every channel's K, a = r * gamma_c and b = beta_c - m * a into
  *                    the table;
@@ -325,35 +325,38 @@ __kernel void gn_nhwc_moments(IN_PTRS, __global A *part, __local A *scratch, KS_
 }
 
 /* A group whose squared deviations overflow A although its elements are finite (|x| above
- * about 1e19 in float32): its statistics again from every element, scaled by the power of two
- * sc that brings its largest magnitude into [1, 2), as rows are (row_stats), and around
- * K = the group's shift (gn_shift1 of its first channel) * sc. Returns their variance, with
- * the mean of the deviations in *m, K in *K and sc in *sc. The L items take every L-th
- * position of the group's cpg channels, twice (the mean, then the squares); rare, so plain
- * loops. Every item of the group must call it. */
-inline A gn_group_rescaled(__global const T *xs, ulong c0, ulong cpg, ulong C, ulong hw,
-                           A total, __local A *scratch, uint lid, uint L, A *K, A *m, A *sc)
+ * about 1e19 in float32) is redone from every element, scaled by the power of two sc that
+ * brings its largest magnitude into [1, 2), as rows are (row_stats), around K = the group's
+ * shift (gn_shift1 of its first channel) * sc: the L items take every L-th position of the
+ * group's cpg channels; rare, so plain loops. The redo is the second pass of its caller's
+ * loop, whose reductions both passes share, not a branch around reductions of its own: PoCL's
+ * work-group compiler copies the code between barriers for each path through a branch that
+ * holds barriers (gn_nhwc_merge at 32 items took 25 s to build with the branch, 1.0 s
+ * without; bench/RESULTS.md, "Kernel builds"). */
+
+/* The item's largest magnitude among the group's elements (a NaN wins). */
+inline A gn_group_absmax_part(__global const T *xs, ulong c0, ulong cpg, ulong C, ulong hw,
+                              uint lid, uint L)
 {
     A M = 0;
     for (ulong p = lid; p < hw; p += L)
         for (ulong k = 0; k < cpg; k++)
             M = max_nan(M, fabs(LOAD1(xs + p * C + c0 + k)));
-    const A s = rescale_factor(wg_max(M, scratch, lid, L)), Ks = gn_shift1(xs, c0, C, hw) * s;
+    return M;
+}
+
+/* The item's compensated sum of the scaled deviations (x * sc - Ks) - mc, or (sq) of their
+ * squares. */
+inline A gn_group_scaled_part(__global const T *xs, ulong c0, ulong cpg, ulong C, ulong hw,
+                              uint lid, uint L, A sc, A Ks, A mc, const int sq)
+{
     A sum = 0, cs = 0;
     for (ulong p = lid; p < hw; p += L)
-        for (ulong k = 0; k < cpg; k++)
-            kahan_add(&sum, &cs, LOAD1(xs + p * C + c0 + k) * s - Ks);
-    const A mean = wg_sum(sum, scratch, lid, L) / total;
-    A q = 0, cq = 0;
-    for (ulong p = lid; p < hw; p += L)
         for (ulong k = 0; k < cpg; k++) {
-            const A d = (LOAD1(xs + p * C + c0 + k) * s - Ks) - mean;
-            kahan_add(&q, &cq, d * d);
+            const A d = (LOAD1(xs + p * C + c0 + k) * sc - Ks) - mc;
+            kahan_add(&sum, &cs, sq ? d * d : d);
         }
-    *K = Ks;
-    *m = mean;
-    *sc = s;
-    return wg_sum(q, scratch, lid, L) / total;
+    return sum;
 }
 
 /* Group row `row` = n * G + g: its tiles' moments merged (the work-group's L items taking
@@ -373,23 +376,35 @@ inline void gn_merge_row(__global const T *x, ulong x_off, ulong x_stride,
     const ulong C = G * cpg, n = row / G, c0 = (row % G) * cpg;
     const A total = (A)(cpg * hw);
     __global const T *xs = x + x_off + n * x_stride;
-    A K = gn_shift1(xs, c0, C, hw), sc = 1;
+    A K = gn_shift1(xs, c0, C, hw), sc = 1, m, var;
     /* the group's moments of tile t: pn[t * GN_TILE_LEN] (S, then M2), all around K */
     __global const A *pn = part + n * chunks * GN_TILE_LEN(C, G) + 2 * C + 2 * (row % G);
-    A s = 0, cs = 0;
-    for (uint t = lid; t < chunks; t += L)
-        kahan_add(&s, &cs, pn[t * GN_TILE_LEN(C, G)]);
-    A m = wg_sum(s, scratch, lid, L) / total;
-    A q = 0, cq = 0;
-    for (uint t = lid; t < chunks; t += L) {
-        const A nt = (A)((min(hw, (t + 1) * chunk_len) - t * chunk_len) * cpg);
-        __global const A *e = pn + t * GN_TILE_LEN(C, G);
-        const A d = e[0] / nt - m;
-        kahan_add(&q, &cq, fma(d * d, nt, e[1]));
+    /* pass 0 from the tiles' moments; pass 1, the redo at a scale, from the elements */
+    for (int pass = 0;; pass++) {
+        A s = 0, cs = 0;
+        if (pass == 0)
+            for (uint t = lid; t < chunks; t += L)
+                kahan_add(&s, &cs, pn[t * GN_TILE_LEN(C, G)]);
+        else
+            s = gn_group_scaled_part(xs, c0, cpg, C, hw, lid, L, sc, K, 0, 0);
+        m = wg_sum(s, scratch, lid, L) / total;
+        A q = 0, cq = 0;
+        if (pass == 0)
+            for (uint t = lid; t < chunks; t += L) {
+                const A nt = (A)((min(hw, (t + 1) * chunk_len) - t * chunk_len) * cpg);
+                __global const A *e = pn + t * GN_TILE_LEN(C, G);
+                const A d = e[0] / nt - m;
+                kahan_add(&q, &cq, fma(d * d, nt, e[1]));
+            }
+        else
+            q = gn_group_scaled_part(xs, c0, cpg, C, hw, lid, L, sc, K, m, 1);
+        var = wg_sum(q, scratch, lid, L) / total;
+        if (pass == 1 || !needs_rescale(var)) /* the same for every item of the group */
+            break;
+        sc = rescale_factor(wg_max(gn_group_absmax_part(xs, c0, cpg, C, hw, lid, L), scratch,
+                                   lid, L));
+        K = K * sc; /* the shift, scaled */
     }
-    A var = wg_sum(q, scratch, lid, L) / total;
-    if (needs_rescale(var)) /* the same for every item of the group */
-        var = gn_group_rescaled(xs, c0, cpg, C, hw, total, scratch, lid, L, &K, &m, &sc);
     const A r = rsqrt(var + eps * sc * sc);
     if (lid == 0) {
         gn_put_stats(stats, row, K, m, r, sc);

@@ -19,11 +19,12 @@
  * Statistics as rows have them (row_stats.cl): every value around the group's shift K (the
  * median of its first channel's values at positions 0, 1 and 2, gn_shift1: the element a row
  * of the same group in NCHW would take), each item's share read twice, its sum S, then from
- * cache its M2 around its own mean, and the items' moments merged exactly (group_m2); a
- * group whose squares overflow is redone scaled (gn_group_rescaled). Then y = (x - K) * a_c +
- * b_c (a_c = rstd * gamma_c, b_c = beta_c - mean * a_c, in x's units: the tiles' table) and
- * the SiLU, each element read (from cache) just before it is written, so in place is safe:
- * every read of the statistics is behind wg_sum's barriers before any item writes.
+ * cache its M2 around its own mean, and the items' moments merged exactly (group_m2's
+ * terms); a group whose squares overflow is redone scaled (gn_group_scaled_part). Then
+ * y = (x - K) * a_c + b_c (a_c = rstd * gamma_c, b_c = beta_c - mean * a_c, in x's units: the
+ * tiles' table) and the SiLU, each element read (from cache) just before it is written, so in
+ * place is safe: every read of the statistics is behind wg_sum's barriers before any item
+ * writes.
  * Needs common.cl, op_group_norm.cl, row_stats.cl and group_nhwc.cl before it.
  */
 
@@ -94,14 +95,30 @@ inline void gn_wg_stats(__global const T *xs, ulong c0, ulong C, ulong cpg, ulon
     const A total = (A)(cpg * hw);
     *K = gn_shift1(xs, c0, C, hw);
     *sc = 1;
-    A S = 0, M2 = 0;
-    if (w.nshare > 0) {
-        S = gn_wg_share_sum(xs + c0, C, cpg, hw, w.k0, w.q0, w.cw, w.PL, *K, 0, 0);
-        M2 = gn_wg_share_sum(xs + c0, C, cpg, hw, w.k0, w.q0, w.cw, w.PL, *K, S / w.nshare, 1);
+    A var;
+    /* pass 0 from the item's share; pass 1, the redo at a scale (gn_group_scaled_part), from
+     * every L-th position: one loop, no barrier under a branch (group_nhwc.cl says why) */
+    for (int pass = 0;; pass++) {
+        A S = 0, M2 = 0;
+        if (pass == 0 && w.nshare > 0) {
+            S = gn_wg_share_sum(xs + c0, C, cpg, hw, w.k0, w.q0, w.cw, w.PL, *K, 0, 0);
+            M2 = gn_wg_share_sum(xs + c0, C, cpg, hw, w.k0, w.q0, w.cw, w.PL, *K, S / w.nshare,
+                                 1);
+        } else if (pass == 1) {
+            S = gn_group_scaled_part(xs, c0, cpg, C, hw, lid, L, *sc, *K, 0, 0);
+        }
+        *m = wg_sum(S, scratch, lid, L) / total;
+        if (pass == 0)
+            M2 = m2_term(w.nshare, S, M2, *m, L); /* the items' moments merged (group_m2) */
+        else
+            M2 = gn_group_scaled_part(xs, c0, cpg, C, hw, lid, L, *sc, *K, *m, 1);
+        var = wg_sum(M2, scratch, lid, L) / total;
+        if (pass == 1 || !needs_rescale(var)) /* the same for every item of the group */
+            break;
+        *sc = rescale_factor(wg_max(gn_group_absmax_part(xs, c0, cpg, C, hw, lid, L), scratch,
+                                    lid, L));
+        *K = *K * *sc; /* the shift, scaled */
     }
-    A var = group_m2(w.nshare, S, M2, cpg * hw, scratch, lid, L, m) / total;
-    if (needs_rescale(var)) /* the same for every item of the group */
-        var = gn_group_rescaled(xs, c0, cpg, C, hw, total, scratch, lid, L, K, m, sc);
     *r = rsqrt(var + eps * *sc * *sc);
 }
 

@@ -156,15 +156,22 @@ inline void seg_moments(row_in in, ulong b, ulong e, uint lid, uint L, A2 K, A s
         *amax = tm;
 }
 
+/* An item's term of the group's sum of squared deviations from the group's mean m: its own
+ * M2 (over n elements, sum S) plus n (S / n - m)^2; with one item, its M2 as it is. */
+inline A m2_term(A n, A S, A M2, A m, uint L)
+{
+    if (L == 1)
+        return M2;
+    const A d = n > 0 ? S / n - m : 0;
+    return fma(d * d, n, M2);
+}
+
 /* The L items' moments merged: the mean of the deviations over [b, e) into *m, and the sum
  * of squared deviations from it returned. Every item of the group must call it. */
 inline A group_m2(A n, A S, A M2, ulong count, __local A *scratch, uint lid, uint L, A *m)
 {
     *m = wg_sum(S, scratch, lid, L) / (A)count;
-    if (L == 1)
-        return M2;
-    const A d = n > 0 ? S / n - *m : 0;
-    return wg_sum(fma(d * d, n, M2), scratch, lid, L);
+    return wg_sum(m2_term(n, S, M2, *m, L), scratch, lid, L);
 }
 
 /* Statistics of columns [0, cols) at scale sc: the shift K, the mean m of the deviations and
@@ -173,12 +180,22 @@ inline A row_var(row_in in, ulong cols, uint lid, uint L, __local A *scratch, in
                  A2 *K, A *m)
 {
     *K = row_shift(in, cols, sc, rms);
-    *m = 0;
+    A n = 0, S = 0, M2;
     if (rms)
-        return wg_sum(seg_sum_sq(in, 0, cols, lid, L, *K, 0, sc), scratch, lid, L) / (A)cols;
-    A n, S, M2;
-    seg_moments(in, 0, cols, lid, L, *K, sc, &n, &S, &M2, 0);
-    return group_m2(n, S, M2, cols, scratch, lid, L, m) / (A)cols;
+        M2 = seg_sum_sq(in, 0, cols, lid, L, *K, 0, sc);
+    else
+        seg_moments(in, 0, cols, lid, L, *K, sc, &n, &S, &M2, 0);
+    /* LayerNorm's two reductions (the mean, then the squares about it) or RMSNorm's one as
+     * a loop, not a branch around barriers (row_stats says why). */
+    A mean = 0, red = 0;
+    for (int k = 0; k < (rms ? 1 : 2); k++) {
+        const A v = rms ? M2 : k == 0 ? S : m2_term(n, S, M2, mean, L);
+        red = wg_sum(v, scratch, lid, L);
+        if (k == 0)
+            mean = red / (A)cols;
+    }
+    *m = rms ? (A)0 : mean;
+    return red / (A)cols;
 }
 
 /*

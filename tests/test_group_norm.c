@@ -249,11 +249,11 @@ static void test_variants(void **state)
 
 /* |x| at 1e19, 1e30 and 1e37 in float32 (and 1e160 in float64): the squares overflow, so a
  * group is redone scaled by a power of two, as rows are (test_overflow). In NHWC that is the
- * merge's own pass over the group (gn_group_rescaled): the tiles, the sample items
- * (CLNORM_NO_SAMPLE_ITEMS in run_all) and, under test_group_norm_gpu_geometry, the GPU
- * work-groups. The reference computes in double (scaled too above about 1e154). y, mean and
- * dgamma carry the check here: rstd and dx are of the order of 1 / |x|, below the absolute
- * part of the tolerances. */
+ * second pass of the merge's loop, over the group's elements (gn_group_scaled_part): the
+ * tiles, the sample items (CLNORM_NO_SAMPLE_ITEMS in run_all) and, under
+ * test_group_norm_gpu_geometry, the GPU work-groups. The reference computes in double
+ * (scaled too above about 1e154). y, mean and dgamma carry the check here: rstd and dx are of
+ * the order of 1 / |x|, below the absolute part of the tolerances. */
 static void test_huge_values(void **state)
 {
     (void)state;
