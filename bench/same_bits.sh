@@ -4,8 +4,11 @@
 # forward (y, mean, rstd) and backward (dx, dgamma, dbeta, the statistics recomputed), on each
 # strategy forced through CLNORM_STRATEGY, in float32 and float64, on rows the kernels treat
 # apart: a row whose squares overflow (redone at a scale), huge values of both signs, a
-# constant row, an Inf, a NaN, tiny values; and GroupNorm (NCHW, NHWC, with SiLU) forward and
-# backward on a sample with overflowing squares.
+# constant row, an Inf, a NaN, tiny values; GroupNorm (NCHW, NHWC, with SiLU) forward and
+# backward on a sample with overflowing squares; and the host loop (small host arrays on a CPU
+# device, no strategy forced), each storage type, LayerNorm/RMSNorm rows and GroupNorm's paths
+# (InstanceNorm of 1x1, float32's backward in double, fused units, the streamed NCHW forward),
+# for changes to how the loops are compiled (src/op/host_simd.h, HPHASE).
 #
 #   bench/same_bits.sh CLNORM_A CLNORM_B [WORKDIR]
 #   bench/same_bits.sh /tmp/old/build/host/clnorm build/host/clnorm
@@ -63,6 +66,22 @@ np.save(f"{d}/xg-nhwc.npy", np.ascontiguousarray(xg.transpose(0, 2, 3, 1)))
 np.save(f"{d}/dyg-nhwc.npy", np.ascontiguousarray(dyg.transpose(0, 2, 3, 1)))
 np.save(f"{d}/gg.npy", rng.standard_normal(64).astype(np.float32))
 np.save(f"{d}/bg.npy", rng.standard_normal(64).astype(np.float32))
+# the host loop's calls (small host arrays on a CPU device): rows, and groups of its paths
+for name, shape in (("rows", (257, 768)), ("short", (300, 24))):
+    np.save(f"{d}/h{name}.npy", (rng.standard_normal(shape) * 2 + 0.5).astype(np.float32))
+    np.save(f"{d}/hdy{name}.npy", rng.standard_normal(shape).astype(np.float32))
+    np.save(f"{d}/hg{name}.npy", rng.standard_normal(shape[1]).astype(np.float32))
+    np.save(f"{d}/hb{name}.npy", rng.standard_normal(shape[1]).astype(np.float32))
+for name, shape in (("in", (2, 2048, 1, 1)), ("wide", (16, 512, 1, 2)), ("mid", (8, 64, 8, 8)),
+                    ("big", (8, 320, 32, 32))):
+    xs = (rng.standard_normal(shape) * 2 + 0.5).astype(np.float32)
+    dys = rng.standard_normal(shape).astype(np.float32)
+    np.save(f"{d}/hx{name}-nchw.npy", xs)
+    np.save(f"{d}/hdy{name}-nchw.npy", dys)
+    np.save(f"{d}/hx{name}-nhwc.npy", np.ascontiguousarray(xs.transpose(0, 2, 3, 1)))
+    np.save(f"{d}/hdy{name}-nhwc.npy", np.ascontiguousarray(dys.transpose(0, 2, 3, 1)))
+    np.save(f"{d}/hgg{name}.npy", rng.standard_normal(shape[1]).astype(np.float32))
+    np.save(f"{d}/hbg{name}.npy", rng.standard_normal(shape[1]).astype(np.float32))
 EOF
 
 # call TAG CMD...: CMD with its output dropped; a failure is listed in $fails as "FAIL TAG"
@@ -107,6 +126,45 @@ run_all() {
                 --grad-output "$in/dyg-$lay.npy" --gamma "$in/gg.npy" --beta "$in/bg.npy" \
                 --grad-input "$out/gdx-$tag.npy" --grad-gamma "$out/gdg-$tag.npy" \
                 --grad-beta "$out/gdb-$tag.npy"
+        done
+    done
+    # The host loop (no CLNORM_STRATEGY: the CLI's host arrays take it on a CPU device), each
+    # storage type, forward and backward: rows, and GroupNorm's small groups, float32's
+    # double path (wide), the fused units (mid) and the streamed NCHW forward (big)
+    local dt sh g silu
+    for dt in f32 f16 bf16 f64; do
+        for sh in rows short; do
+            for rms in "" --rms; do
+                tag=host-$sh-$dt${rms:+-rms}
+                call "run $tag" "$cli" run --device cpu $rms --dtype $dt \
+                    --input "$in/h$sh.npy" --gamma "$in/hg$sh.npy" --beta "$in/hb$sh.npy" \
+                    --output "$out/y-$tag.npy" --rstd "$out/rstd-$tag.npy"
+                call "grad $tag" "$cli" grad --device cpu $rms --dtype $dt \
+                    --input "$in/h$sh.npy" --grad-output "$in/hdy$sh.npy" \
+                    --gamma "$in/hg$sh.npy" --beta "$in/hb$sh.npy" \
+                    --grad-input "$out/dx-$tag.npy" --grad-gamma "$out/dg-$tag.npy" \
+                    --grad-beta "$out/db-$tag.npy"
+            done
+        done
+        for sh in in wide mid big; do
+            g=8
+            [[ $sh == in ]] && g=2048
+            [[ $sh == wide ]] && g=512
+            for lay in nchw nhwc; do
+                for silu in "" --silu; do
+                    tag=host-g$sh-$lay-$dt${silu:+-silu}
+                    call "run $tag" "$cli" run --device cpu --dtype $dt --groups $g \
+                        --layout $lay $silu --input "$in/hx$sh-$lay.npy" \
+                        --gamma "$in/hgg$sh.npy" --beta "$in/hbg$sh.npy" \
+                        --output "$out/gy-$tag.npy" --rstd "$out/grstd-$tag.npy"
+                    [[ $sh == big ]] && continue # the streamed path is the forward's
+                    call "grad $tag" "$cli" grad --device cpu --dtype $dt --groups $g \
+                        --layout $lay $silu --input "$in/hx$sh-$lay.npy" \
+                        --grad-output "$in/hdy$sh-$lay.npy" --gamma "$in/hgg$sh.npy" \
+                        --beta "$in/hbg$sh.npy" --grad-input "$out/gdx-$tag.npy" \
+                        --grad-gamma "$out/gdg-$tag.npy" --grad-beta "$out/gdb-$tag.npy"
+                done
+            done
         done
     done
 }

@@ -12,6 +12,9 @@
 #                          (build-tsan)
 #   CLNORM_TSAN_CC         compiler (the default C compiler; gcc and clang both work)
 #   CLNORM_CMAKE_ARGS      extra arguments for the configure step, split on spaces
+#   CLNORM_TSAN_WARM_BUILD an uninstrumented build of this checkout (with its tests) whose
+#                          test_threads and test_latency warm PoCL's cache instead of a build
+#                          of its own in $build/plain (.ci/run passes scripts/test.sh's)
 #   TSAN_OPTIONS           replaces the options below (keep suppressions= if you set it)
 set -euo pipefail
 
@@ -44,14 +47,25 @@ cmake --build "$build" -j "$jobs" --target test_threads test_latency
 # times slower (9 minutes on 2 busy cores for this suite on an empty cache, against 1). The suite
 # built without the sanitizer runs first, in $build/plain, and leaves every program in PoCL's
 # cache (keyed by source, options and device, not by the host binary): the sanitized run then
-# only loads them. Its failures are left to the sanitized run to report.
-cmake -S "$root" -B "$build/plain" "${cc_args[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DCLNORM_BUILD_TESTS=ON -DCLNORM_BUILD_BENCH=OFF "${extra_cmake[@]}" > /dev/null
-cmake --build "$build/plain" -j "$jobs" --target test_threads test_latency > /dev/null
-"$build/plain/tests/test_threads" > "$build/plain/warm.log" 2>&1 || true
+# only loads them. Its failures are left to the sanitized run to report. One call per thread
+# and case builds every program the sanitized run's 8 do.
+warm=${CLNORM_TSAN_WARM_BUILD:-}
+if [ -n "$warm" ]; then
+  case "$warm" in /*) ;; *) warm=$root/$warm ;; esac
+  for t in test_threads test_latency; do
+    [ -x "$warm/tests/$t" ] || { echo "tsan.sh: CLNORM_TSAN_WARM_BUILD=$warm has no tests/$t" >&2; exit 2; }
+  done
+else
+  warm=$build/plain
+  cmake -S "$root" -B "$warm" "${cc_args[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DCLNORM_BUILD_TESTS=ON -DCLNORM_BUILD_BENCH=OFF "${extra_cmake[@]}" > /dev/null
+  cmake --build "$warm" -j "$jobs" --target test_threads test_latency > /dev/null
+fi
+mkdir -p "$build/plain"
+CLNORM_THREADS_ITERS=1 "$warm/tests/test_threads" > "$build/plain/warm.log" 2>&1 || true
 # test_latency's environment, as tests/core_tests.cmake registers it
 latency_env=(env "POCL_DEVICES=pthread basic" CLNORM_HOST_BYTES=0)
-"${latency_env[@]}" "$build/plain/tests/test_latency" >> "$build/plain/warm.log" 2>&1 || true
+"${latency_env[@]}" "$warm/tests/test_latency" >> "$build/plain/warm.log" 2>&1 || true
 echo "== tsan: PoCL cache warmed by the uninstrumented suite, $(( $(date +%s) - start )) s so far"
 
 # halt_on_error=0: every report of the run is printed, not only the first; exitcode=66 makes

@@ -841,33 +841,60 @@ static HINLINE void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0,
     }
 }
 
-/* Units [i0, i1) of the job's phase, one at a time. */
-static HINLINE void HN(units)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
+/* The phases' loops over units [i0, i1), one function each (HPHASE: compiled per ISA, the
+ * phase's code inlined into it; host_simd.h says why not one function for all). */
+HPHASE static void HN(small_groups_loop)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
 {
-    const gn_geom *q = &job->q;
+    HN(small_groups)(job, b, i0, i1);
+}
+
+HPHASE static void HN(nchw_moments_loop)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
+{
     for (size_t i = i0; i < i1; i++) {
         gn_unit u;
-        gn_unit_of(q, i, &u);
-        switch (job->phase) {
-        case GN_MOMENTS:
-            if (q->nhwc)
-                HN(nhwc_moments)(job, b, &u, i);
-            else
-                HN(nchw_moments)(job, b, &u, i);
-            break;
-        case GN_APPLY:
-            if (q->nhwc)
-                HN(nhwc_apply)(job, b, &u);
-            else
-                HN(nchw_apply)(job, b, &u, i);
-            break;
-        default: HN(backward_unit)(job, b, &u); break;
-        }
+        gn_unit_of(&job->q, i, &u);
+        HN(nchw_moments)(job, b, &u, i);
+    }
+}
+
+HPHASE static void HN(nhwc_moments_loop)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
+{
+    for (size_t i = i0; i < i1; i++) {
+        gn_unit u;
+        gn_unit_of(&job->q, i, &u);
+        HN(nhwc_moments)(job, b, &u, i);
+    }
+}
+
+HPHASE static void HN(nchw_apply_loop)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
+{
+    for (size_t i = i0; i < i1; i++) {
+        gn_unit u;
+        gn_unit_of(&job->q, i, &u);
+        HN(nchw_apply)(job, b, &u, i);
+    }
+}
+
+HPHASE static void HN(nhwc_apply_loop)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
+{
+    for (size_t i = i0; i < i1; i++) {
+        gn_unit u;
+        gn_unit_of(&job->q, i, &u);
+        HN(nhwc_apply)(job, b, &u);
+    }
+}
+
+HPHASE static void HN(backward_loop)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
+{
+    for (size_t i = i0; i < i1; i++) {
+        gn_unit u;
+        gn_unit_of(&job->q, i, &u);
+        HN(backward_unit)(job, b, &u);
     }
 }
 
 /* Chunk c of the job's phase: its units, with the scratch of thread `worker`. */
-HCLONES static void HN(chunk)(void *arg, size_t c, unsigned worker)
+static void HN(chunk)(void *arg, size_t c, unsigned worker)
 {
     const HN(job) *job = arg;
     const gn_geom *q = &job->q;
@@ -877,11 +904,25 @@ HCLONES static void HN(chunk)(void *arg, size_t c, unsigned worker)
                   s + 5 * ul, s + 5 * ul + C, s + 5 * ul + 2 * C, s + 5 * ul + 3 * C,
                   s + 5 * ul + 4 * C, s + 5 * ul + 5 * C, s + 5 * ul + 6 * C,
                   s + 5 * ul + 7 * C, s + 5 * ul + 8 * C, s + 5 * ul + 9 * C};
-    const size_t u1 = q->nunits - c * q->upc < q->upc ? q->nunits : (c + 1) * q->upc;
-    if (job->phase == GN_MOMENTS && gn_small_path(q))
-        HN(small_groups)(job, &b, c * q->upc, u1);
-    else
-        HN(units)(job, &b, c * q->upc, u1);
+    const size_t u0 = c * q->upc;
+    const size_t u1 = q->nunits - u0 < q->upc ? q->nunits : u0 + q->upc;
+    switch (job->phase) {
+    case GN_MOMENTS:
+        if (gn_small_path(q))
+            HN(small_groups_loop)(job, &b, u0, u1);
+        else if (q->nhwc)
+            HN(nhwc_moments_loop)(job, &b, u0, u1);
+        else
+            HN(nchw_moments_loop)(job, &b, u0, u1);
+        break;
+    case GN_APPLY:
+        if (q->nhwc)
+            HN(nhwc_apply_loop)(job, &b, u0, u1);
+        else
+            HN(nchw_apply_loop)(job, &b, u0, u1);
+        break;
+    default: HN(backward_loop)(job, &b, u0, u1); break;
+    }
 #if HSTREAM
     if (job->stream)
         clnorm_host_stream_fence();

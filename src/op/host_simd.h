@@ -28,10 +28,14 @@
 #define HCHUNK 16384
 #define HMAX_CHUNKS 256
 
-/* A chunk's loops are inlined into one function, which GCC compiles twice on x86-64 with
- * glibc: for AVX2 (x86-64-v3) and for the baseline, chosen once by the loader (an ifunc). Both
- * compute the same bits: the lanes are the source's (HLANES), and ISO C mode contracts no
- * multiply-add into an FMA. */
+/* A phase's loops are inlined into one function (HPHASE), which GCC compiles twice on x86-64
+ * with glibc: for AVX2 (x86-64-v3) and for the baseline, chosen once by the loader (an ifunc).
+ * Both compute the same bits: the lanes are the source's (HLANES), and ISO C mode contracts no
+ * multiply-add into an FMA. One function per phase, not one per chunk holding every phase:
+ * GCC's register liveness and PRE grow faster than linearly with a function's size, and
+ * group_norm_host.c's two chunk functions (560 KB of code with their clones) took it 50 s to
+ * compile, the longest step of every build (bench/RESULTS.md, "The host loops' compile
+ * time"). */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__) && \
     !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define HCLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
@@ -40,9 +44,14 @@
 #endif
 #if defined(__GNUC__)
 #define HINLINE inline __attribute__((always_inline))
+#define HNOINLINE __attribute__((noinline))
 #else
 #define HINLINE inline
+#define HNOINLINE
 #endif
+/* A phase of a host loop: its own function, cloned per ISA where HCLONES does, and never
+ * inlined into its caller (where HCLONES is empty GCC would fold the phases back into one). */
+#define HPHASE HCLONES HNOINLINE
 
 /* e^x in float, for the GroupNorm loop's SiLU: libm's expf is a call, which keeps every loop
  * that holds it scalar (the fused SiLU cost the forward 8x its time: 0.94 against 0.11 ms at

@@ -391,9 +391,22 @@ static void HN(combine)(const HN(job) *job)
     store_sums(pt, a->p[CLNORM_ARG_DBETA], 0, total + cols, cols, 0);
 }
 
+/* The two directions' loops over rows [r0, r1), one function each (HPHASE: compiled per ISA,
+ * the direction's code inlined into it; host_simd.h says why not one function for both). */
+HPHASE static void HN(forward_rows)(const HN(job) *job, HN(bufs) *b, size_t r0, size_t r1)
+{
+    HN(forward)(job, b, r0, r1);
+}
+
+HPHASE static void HN(backward_rows)(const HN(job) *job, HN(bufs) *b, HA *part, double *cur,
+                                     size_t c, size_t r0, size_t r1)
+{
+    HN(backward)(job, b, part, cur, c, r0, r1);
+}
+
 /* Chunk c of a job, on thread `worker` (clnorm_pool_fn): its rows, with that thread's
- * scratch. The loops of this function are the ones GCC compiles twice (HCLONES). */
-HCLONES static void HN(chunk)(void *arg, size_t c, unsigned worker)
+ * scratch. */
+static void HN(chunk)(void *arg, size_t c, unsigned worker)
 {
     const HN(job) *job = arg;
     const size_t cols = job->d->cols;
@@ -409,10 +422,10 @@ HCLONES static void HN(chunk)(void *arg, size_t c, unsigned worker)
     const size_t r0 = c * job->chunk_rows;
     const size_t r1 = job->d->rows - r0 < job->chunk_rows ? job->d->rows : r0 + job->chunk_rows;
     if (job->dir == CLNORM_FORWARD)
-        HN(forward)(job, &b, r0, r1);
+        HN(forward_rows)(job, &b, r0, r1);
     else
-        HN(backward)(job, &b, job->part ? job->part + (size_t)worker * 4 * cols : NULL,
-                     job->cur ? job->cur + (size_t)worker * 2 * cols : NULL, c, r0, r1);
+        HN(backward_rows)(job, &b, job->part ? job->part + (size_t)worker * 4 * cols : NULL,
+                          job->cur ? job->cur + (size_t)worker * 2 * cols : NULL, c, r0, r1);
 }
 
 /* One call: its chunks (row_norm_host.c, host_chunk_rows) run on the pool, the scratch of
