@@ -1,8 +1,9 @@
 /*
  * group_norm_host_body.h - GroupNorm's host loop in one arithmetic type, included by
- * group_norm_host.c once per type with HA, HNATIVE, HF16C and HN(n) as host_elem_body.h
- * describes them, and HEXP, the exponential of HA. The units, phases and tables are
- * group_norm_host.c's (gn_geom, gn_unit); this file is their loops.
+ * group_norm_host_f32.c and group_norm_host_f64.c with HA, HNATIVE, HF16C and HN(n) as
+ * host_elem_body.h describes them, and HEXP, the exponential of HA. The units, phases and
+ * tables are group_norm_host_units.h's (gn_geom, gn_unit); this file is their loops, and
+ * HN(run), the instance's entry (gn_run_f, gn_run_d).
  */
 #include "host_elem_body.h"
 
@@ -983,7 +984,7 @@ static void HN(reduce_grads)(const HN(job) *job, int means, double *tg, double *
     }
 }
 
-static clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir,
+clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir,
                              const clnorm_host_ptrs *a, clnorm_ctx *ctx)
 {
     HN(job) job = {.d = d, .a = a, .silu = (d->flags & CLNORM_SILU) != 0};

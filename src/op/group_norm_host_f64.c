@@ -1,0 +1,20 @@
+/*
+ * group_norm_host_f64.c - GroupNorm's host loop in double: float64 storage, and float32's
+ * backward of small groups (group_norm_host.c's gn_wide) (gn_run_d). The loop is
+ * group_norm_host_body.h; its units group_norm_host_units.h.
+ */
+#include "../half_bits.h"
+#include "../host_pool.h"
+#include "group_norm_host_units.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#define HA double
+#define HF16C 0
+#define HSTREAM 0
+#define HNATIVE CLNORM_F64
+#define HEXP clnorm_host_exp
+#define HN(n) gn_##n##_d
+#include "group_norm_host_body.h"

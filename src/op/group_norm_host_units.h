@@ -1,0 +1,190 @@
+/*
+ * group_norm_host_units.h - what GroupNorm's host loop shares between its files: the call's
+ * units and their geometry (group_norm_host.c's comment describes them), the moment entries,
+ * and the two instances of the loop, one per arithmetic type (group_norm_host_f32.c and
+ * group_norm_host_f64.c, each group_norm_host_body.h compiled once: two files that compile
+ * side by side, where one file holding both took GCC twice as long as either).
+ */
+#ifndef CLNORM_GROUP_NORM_HOST_UNITS_H
+#define CLNORM_GROUP_NORM_HOST_UNITS_H
+
+#include "../dtype.h"
+#include "host_simd.h"
+#include "op.h"
+
+#include <stddef.h>
+
+enum { GN_MOMENTS, GN_APPLY, GN_GRAD_SUMS, GN_DX };
+
+/* A call's units. */
+typedef struct {
+    size_t n, C, G, cpg, hw, L; /* samples, channels, groups, channels per group, positions,
+                                   elements per group */
+    int nhwc;
+    int fused;    /* every group within one unit (NCHW: a group is a unit; NHWC: a sample) */
+    size_t pblen; /* positions of a unit (NHWC; NCHW when a channel is cut) */
+    size_t npb;   /* position blocks per channel: the backward's tables have npb rows of C
+                     per sample */
+    size_t cpp;   /* NCHW: whole channels per unit */
+    size_t J;     /* moment entries per group */
+    size_t nunits, upc, nchunks; /* units, units per chunk, chunks */
+    size_t ulen;  /* the most elements of a unit */
+} gn_geom;
+
+/* Unit i: sample n, group g (NCHW), channels [c0, c1) x positions [p0, p1), position
+ * block pb. */
+typedef struct {
+    size_t n, g, c0, c1, p0, p1, pb;
+} gn_unit;
+
+static inline size_t min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+/* The forward's NCHW groups of at most this many elements are one unit each (fused: their
+ * statistics and y in one pass over x, the second read from the core's L2: 256 KiB of
+ * float32). The backward stages several of a unit's tensors and keeps units of HCHUNK. */
+#define GN_FWD_FUSE_ELEMS ((size_t)65536)
+
+/* The forward's NCHW groups of at most this many elements (one statistics block,
+ * HMOM_BLOCK) run through HN(small_groups), whose per-group work is lean. */
+#define GN_SMALL_ELEMS ((size_t)HMOM_BLOCK)
+
+static inline void gn_geometry(const clnorm_desc *d, clnorm_direction dir, gn_geom *q)
+{
+    q->n = d->rows;
+    q->C = d->cols;
+    q->G = d->groups;
+    q->cpg = q->C / q->G;
+    q->hw = d->spatial ? d->spatial : 1;
+    q->L = q->cpg * q->hw;
+    q->nhwc = d->layout == CLNORM_NHWC && q->hw > 1;
+    q->fused = 0;
+    /* NCHW: a whole group per unit (the forward's groups of at most GN_FWD_FUSE_ELEMS) */
+    const int whole = dir == CLNORM_FORWARD && q->L <= GN_FWD_FUSE_ELEMS;
+    if (q->nhwc) {
+        size_t p = clnorm_div_up(HCHUNK, q->C);
+        q->pblen = min_size(p < 32 ? 32 : p, q->hw);
+        q->npb = clnorm_div_up(q->hw, q->pblen);
+        q->cpp = q->C;
+        q->J = q->npb;
+        q->fused = q->npb == 1; /* a sample is one unit */
+        q->nunits = q->n * q->npb;
+        q->ulen = q->pblen * q->C;
+    } else if (q->hw > HCHUNK && !whole) {
+        q->pblen = HCHUNK;
+        q->npb = clnorm_div_up(q->hw, HCHUNK);
+        q->cpp = 1;
+        q->J = q->cpg * q->npb;
+        q->nunits = q->n * q->G * q->J;
+        q->ulen = HCHUNK;
+    } else {
+        q->pblen = q->hw;
+        q->npb = 1;
+        q->cpp = whole ? q->cpg : min_size(HCHUNK / q->hw ? HCHUNK / q->hw : 1, q->cpg);
+        q->J = clnorm_div_up(q->cpg, q->cpp);
+        q->fused = q->J == 1;
+        q->nunits = q->n * q->G * q->J;
+        q->ulen = q->cpp * q->hw;
+    }
+    q->upc = HCHUNK / q->ulen ? HCHUNK / q->ulen : 1;
+    const size_t least = clnorm_div_up(q->nunits, HMAX_CHUNKS);
+    if (q->upc < least)
+        q->upc = least;
+    q->nchunks = q->nunits ? clnorm_div_up(q->nunits, q->upc) : 0;
+}
+
+/* A streamed forward's chunks (group_norm_host_body.h, HN(nchw_apply_run)) hold units of
+ * at least this many elements in all, 256 KiB of float32: a unit prefetches the next unit
+ * of its chunk, which the same thread runs next. With a unit per chunk, the threads take
+ * the units in turn and each prefetched the one another thread runs; a float32 forward of
+ * 8x320x32x32 took 1.24 ms with units of 10K elements as chunks, 0.86-0.95 ms with chunks of
+ * 64K elements, two threads (bench/RESULTS.md, "GroupNorm's NCHW forward: streaming stores,
+ * the next unit prefetched"). The bits are the units', whatever the chunks. */
+#if HAVE_STREAM_PATH
+#define GN_STREAM_CHUNK_ELEMS ((size_t)65536)
+
+static inline void gn_stream_chunks(gn_geom *q)
+{
+    const size_t upc = clnorm_div_up(GN_STREAM_CHUNK_ELEMS, q->ulen);
+    if (upc > q->upc) {
+        q->upc = upc;
+        q->nchunks = q->nunits ? clnorm_div_up(q->nunits, q->upc) : 0;
+    }
+}
+#endif
+
+static inline void gn_unit_of(const gn_geom *q, size_t i, gn_unit *u)
+{
+    if (q->nhwc) {
+        u->n = i / q->npb;
+        u->pb = i % q->npb;
+        u->g = 0;
+        u->c0 = 0;
+        u->c1 = q->C;
+    } else {
+        const size_t grp = i / q->J, k = i % q->J;
+        u->n = grp / q->G;
+        u->g = grp % q->G;
+        if (q->npb > 1) { /* one channel, a block of its positions */
+            u->c0 = u->g * q->cpg + k / q->npb;
+            u->c1 = u->c0 + 1;
+            u->pb = k % q->npb;
+        } else {
+            u->c0 = u->g * q->cpg + k * q->cpp;
+            u->c1 = min_size(u->c0 + q->cpp, (u->g + 1) * q->cpg);
+            u->pb = 0;
+        }
+    }
+    u->p0 = u->pb * q->pblen;
+    u->p1 = min_size(u->p0 + q->pblen, q->hw);
+}
+
+/* Whether a statistics phase goes through HN(small_groups): whole NCHW groups of at most
+ * GN_SMALL_ELEMS. */
+static inline int gn_small_path(const gn_geom *q)
+{
+    return !q->nhwc && q->fused && q->L <= GN_SMALL_ELEMS;
+}
+
+/* NCHW group g of sample n as a unit: its channels, every position. */
+static inline gn_unit gn_whole_group(const gn_geom *q, size_t n, size_t g)
+{
+    const gn_unit u = {n, g, g * q->cpg, (g + 1) * q->cpg, 0, q->hw, 0};
+    return u;
+}
+
+/* Element (n, c, p) of a tensor whose samples are `stride` apart. */
+static inline size_t gn_at(const gn_geom *q, size_t stride, size_t n, size_t c, size_t p)
+{
+    return n * stride + (q->nhwc ? p * q->C + c : c * q->hw + p);
+}
+
+/* Chan's merge of (nb, mb, M2b) into the running count, mean and M2. */
+static inline void gn_merge(double *cnt, double *mean, double *M2, double nb, double mb,
+                            double M2b)
+{
+    if (nb == 0)
+        return;
+    const double n = *cnt + nb, delta = mb - *mean;
+    *mean += delta * (nb / n);
+    *M2 += M2b + delta * delta * (*cnt * (nb / n));
+    *cnt = n;
+}
+
+static inline void gn_entry_set(double *ent, size_t e, double cnt, double mean, double M2)
+{
+    ent[3 * e] = cnt;
+    ent[3 * e + 1] = mean;
+    ent[3 * e + 2] = M2;
+}
+
+/* The loop in float (float32, float16 and bfloat16 storage) and in double (float64, and
+ * float32's backward of small groups: group_norm_host.c's gn_wide). */
+clnorm_status gn_run_f(const clnorm_desc *d, clnorm_direction dir, const clnorm_host_ptrs *a,
+                       clnorm_ctx *ctx);
+clnorm_status gn_run_d(const clnorm_desc *d, clnorm_direction dir, const clnorm_host_ptrs *a,
+                       clnorm_ctx *ctx);
+
+#endif
