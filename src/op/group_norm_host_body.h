@@ -849,50 +849,22 @@ HPHASE static void HN(small_groups_loop)(const HN(job) *job, HN(bufs) *b, size_t
     HN(small_groups)(job, b, i0, i1);
 }
 
-HPHASE static void HN(nchw_moments_loop)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
-{
-    for (size_t i = i0; i < i1; i++) {
-        gn_unit u;
-        gn_unit_of(&job->q, i, &u);
-        HN(nchw_moments)(job, b, &u, i);
+/* A phase over units [i0, i1): `visit` on each unit u (index i) of the call. */
+#define GN_UNITS_PHASE(name, visit)                                                         \
+    HPHASE static void HN(name)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)      \
+    {                                                                                       \
+        for (size_t i = i0; i < i1; i++) {                                                  \
+            gn_unit u;                                                                      \
+            gn_unit_of(&job->q, i, &u);                                                     \
+            visit;                                                                          \
+        }                                                                                   \
     }
-}
-
-HPHASE static void HN(nhwc_moments_loop)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
-{
-    for (size_t i = i0; i < i1; i++) {
-        gn_unit u;
-        gn_unit_of(&job->q, i, &u);
-        HN(nhwc_moments)(job, b, &u, i);
-    }
-}
-
-HPHASE static void HN(nchw_apply_loop)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
-{
-    for (size_t i = i0; i < i1; i++) {
-        gn_unit u;
-        gn_unit_of(&job->q, i, &u);
-        HN(nchw_apply)(job, b, &u, i);
-    }
-}
-
-HPHASE static void HN(nhwc_apply_loop)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
-{
-    for (size_t i = i0; i < i1; i++) {
-        gn_unit u;
-        gn_unit_of(&job->q, i, &u);
-        HN(nhwc_apply)(job, b, &u);
-    }
-}
-
-HPHASE static void HN(backward_loop)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
-{
-    for (size_t i = i0; i < i1; i++) {
-        gn_unit u;
-        gn_unit_of(&job->q, i, &u);
-        HN(backward_unit)(job, b, &u);
-    }
-}
+GN_UNITS_PHASE(nchw_moments_loop, HN(nchw_moments)(job, b, &u, i))
+GN_UNITS_PHASE(nhwc_moments_loop, HN(nhwc_moments)(job, b, &u, i))
+GN_UNITS_PHASE(nchw_apply_loop, HN(nchw_apply)(job, b, &u, i))
+GN_UNITS_PHASE(nhwc_apply_loop, HN(nhwc_apply)(job, b, &u))
+GN_UNITS_PHASE(backward_loop, HN(backward_unit)(job, b, &u))
+#undef GN_UNITS_PHASE
 
 /* Chunk c of the job's phase: its units, with the scratch of thread `worker`. */
 static void HN(chunk)(void *arg, size_t c, unsigned worker)
