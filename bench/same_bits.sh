@@ -91,23 +91,52 @@ call() {
     "$@" > /dev/null 2>&1 || echo "FAIL $tag" >> "$fails"
 }
 
+# The calls of run_all, each with its outputs under $out named by TAG; ST is the strategy
+# forced through CLNORM_STRATEGY, empty for the CLI's own choice; FLAG... go to the CLI.
+# rows_pair TAG ST X DY GAMMA BETA FLAG...: the row forward (y, rstd) and backward (dx,
+# dgamma, dbeta)
+rows_pair() {
+    local tag=$1 st=$2 x=$3 dy=$4 g=$5 b=$6
+    shift 6
+    call "run $tag" env ${st:+CLNORM_STRATEGY=$st} "$cli" run --device cpu "$@" \
+        --input "$x" --gamma "$g" --beta "$b" --output "$out/y-$tag.npy" \
+        --rstd "$out/rstd-$tag.npy"
+    call "grad $tag" env ${st:+CLNORM_STRATEGY=$st} "$cli" grad --device cpu "$@" \
+        --input "$x" --grad-output "$dy" --gamma "$g" --beta "$b" \
+        --grad-input "$out/dx-$tag.npy" --grad-gamma "$out/dg-$tag.npy" \
+        --grad-beta "$out/db-$tag.npy"
+}
+
+# group_run TAG ST X GAMMA BETA FLAG...: a GroupNorm forward (y, rstd)
+group_run() {
+    local tag=$1 st=$2 x=$3 g=$4 b=$5
+    shift 5
+    call "run group-$tag" env ${st:+CLNORM_STRATEGY=$st} "$cli" run --device cpu "$@" \
+        --input "$x" --gamma "$g" --beta "$b" --output "$out/gy-$tag.npy" \
+        --rstd "$out/grstd-$tag.npy"
+}
+
+# group_grad TAG ST X DY GAMMA BETA FLAG...: a GroupNorm backward (dx, dgamma, dbeta)
+group_grad() {
+    local tag=$1 st=$2 x=$3 dy=$4 g=$5 b=$6
+    shift 6
+    call "grad group-$tag" env ${st:+CLNORM_STRATEGY=$st} "$cli" grad --device cpu "$@" \
+        --input "$x" --grad-output "$dy" --gamma "$g" --beta "$b" \
+        --grad-input "$out/gdx-$tag.npy" --grad-gamma "$out/gdg-$tag.npy" \
+        --grad-beta "$out/gdb-$tag.npy"
+}
+
 # run_all CLI OUT: every case, its outputs into OUT, the failed calls in OUT/fails
 run_all() {
-    local cli=$1 out=$2 in=$work/in st p rms tag lay
+    local cli=$1 out=$2 in=$work/in st p rms tag lay dt sh g silu
     mkdir -p "$out"
     fails=$out/fails
     : > "$fails"
     for st in row workgroup subgroup split; do
         for p in 32 64; do
             for rms in "" --rms; do
-                tag=$st-f$p${rms:+-rms}
-                call "run $tag" env CLNORM_STRATEGY=$st "$cli" run --device cpu $rms \
-                    --input "$in/x$p.npy" --gamma "$in/g.npy" --beta "$in/b.npy" \
-                    --output "$out/y-$tag.npy" --rstd "$out/rstd-$tag.npy"
-                call "grad $tag" env CLNORM_STRATEGY=$st "$cli" grad --device cpu $rms \
-                    --input "$in/x$p.npy" --grad-output "$in/dy$p.npy" --gamma "$in/g.npy" \
-                    --beta "$in/b.npy" --grad-input "$out/dx-$tag.npy" \
-                    --grad-gamma "$out/dg-$tag.npy" --grad-beta "$out/db-$tag.npy"
+                rows_pair "$st-f$p${rms:+-rms}" $st "$in/x$p.npy" "$in/dy$p.npy" "$in/g.npy" \
+                    "$in/b.npy" $rms
             done
         done
     done
@@ -117,33 +146,20 @@ run_all() {
         for lay in nchw nhwc; do
             [[ $st != auto && $lay == nchw ]] && continue
             tag=$lay-$st
-            call "run group-$tag" env CLNORM_STRATEGY=$st "$cli" run --device cpu \
-                --groups 8 --layout $lay --silu --input "$in/xg-$lay.npy" \
-                --gamma "$in/gg.npy" --beta "$in/bg.npy" --output "$out/gy-$tag.npy" \
-                --rstd "$out/grstd-$tag.npy"
-            call "grad group-$tag" env CLNORM_STRATEGY=$st "$cli" grad --device cpu \
-                --groups 8 --layout $lay --input "$in/xg-$lay.npy" \
-                --grad-output "$in/dyg-$lay.npy" --gamma "$in/gg.npy" --beta "$in/bg.npy" \
-                --grad-input "$out/gdx-$tag.npy" --grad-gamma "$out/gdg-$tag.npy" \
-                --grad-beta "$out/gdb-$tag.npy"
+            group_run "$tag" $st "$in/xg-$lay.npy" "$in/gg.npy" "$in/bg.npy" --groups 8 \
+                --layout $lay --silu
+            group_grad "$tag" $st "$in/xg-$lay.npy" "$in/dyg-$lay.npy" "$in/gg.npy" \
+                "$in/bg.npy" --groups 8 --layout $lay
         done
     done
     # The host loop (no CLNORM_STRATEGY: the CLI's host arrays take it on a CPU device), each
     # storage type, forward and backward: rows, and GroupNorm's small groups, float32's
     # double path (wide), the fused units (mid) and the streamed NCHW forward (big)
-    local dt sh g silu
     for dt in f32 f16 bf16 f64; do
         for sh in rows short; do
             for rms in "" --rms; do
-                tag=host-$sh-$dt${rms:+-rms}
-                call "run $tag" "$cli" run --device cpu $rms --dtype $dt \
-                    --input "$in/h$sh.npy" --gamma "$in/hg$sh.npy" --beta "$in/hb$sh.npy" \
-                    --output "$out/y-$tag.npy" --rstd "$out/rstd-$tag.npy"
-                call "grad $tag" "$cli" grad --device cpu $rms --dtype $dt \
-                    --input "$in/h$sh.npy" --grad-output "$in/hdy$sh.npy" \
-                    --gamma "$in/hg$sh.npy" --beta "$in/hb$sh.npy" \
-                    --grad-input "$out/dx-$tag.npy" --grad-gamma "$out/dg-$tag.npy" \
-                    --grad-beta "$out/db-$tag.npy"
+                rows_pair "host-$sh-$dt${rms:+-rms}" "" "$in/h$sh.npy" "$in/hdy$sh.npy" \
+                    "$in/hg$sh.npy" "$in/hb$sh.npy" --dtype $dt $rms
             done
         done
         for sh in in wide mid big; do
@@ -153,16 +169,12 @@ run_all() {
             for lay in nchw nhwc; do
                 for silu in "" --silu; do
                     tag=host-g$sh-$lay-$dt${silu:+-silu}
-                    call "run $tag" "$cli" run --device cpu --dtype $dt --groups $g \
-                        --layout $lay $silu --input "$in/hx$sh-$lay.npy" \
-                        --gamma "$in/hgg$sh.npy" --beta "$in/hbg$sh.npy" \
-                        --output "$out/gy-$tag.npy" --rstd "$out/grstd-$tag.npy"
+                    group_run "$tag" "" "$in/hx$sh-$lay.npy" "$in/hgg$sh.npy" "$in/hbg$sh.npy" \
+                        --dtype $dt --groups $g --layout $lay $silu
                     [[ $sh == big ]] && continue # the streamed path is the forward's
-                    call "grad $tag" "$cli" grad --device cpu --dtype $dt --groups $g \
-                        --layout $lay $silu --input "$in/hx$sh-$lay.npy" \
-                        --grad-output "$in/hdy$sh-$lay.npy" --gamma "$in/hgg$sh.npy" \
-                        --beta "$in/hbg$sh.npy" --grad-input "$out/gdx-$tag.npy" \
-                        --grad-gamma "$out/gdg-$tag.npy" --grad-beta "$out/gdb-$tag.npy"
+                    group_grad "$tag" "" "$in/hx$sh-$lay.npy" "$in/hdy$sh-$lay.npy" \
+                        "$in/hgg$sh.npy" "$in/hbg$sh.npy" --dtype $dt --groups $g --layout $lay \
+                        $silu
                 done
             done
         done

@@ -626,9 +626,6 @@ static void test_group_large_forward(void **state)
         fail_msg("%zu outputs depended on the number of threads", failed);
 }
 
-/* The exponential of GroupNorm's SiLU (host_simd.h): within 1.5 float32 ulps of e^x (as a
- * double) over [-87, 88], every 397th float (more than five million); clamped past
- * both ends (e^x stays a normal float, 0 < e^-100 < 1e-37, e^100 > 1e38); NaN stays NaN. */
 /* The float `steps` representable values above x: nextafterf(x, +Inf) `steps` times, counting
  * -0.0 and +0.0 as one value as nextafterf does (it steps from -0.0 to the least subnormal),
  * through the bits read as a signed order (397 calls of libm's nextafterf per point took this
@@ -644,6 +641,9 @@ static float floats_above(float x, int32_t steps)
     return x;
 }
 
+/* The exponential of GroupNorm's SiLU (host_simd.h): within 1.5 float32 ulps of e^x (as a
+ * double) over [-87, 88], every 397th float (more than five million); clamped past
+ * both ends (e^x stays a normal float, 0 < e^-100 < 1e-37, e^100 > 1e38); NaN stays NaN. */
 static void test_silu_exp(void **state)
 {
     (void)state;

@@ -41,7 +41,7 @@
  * whatever their timing, AddressSanitizer a bad access on the first call that makes it, and
  * their instrumented copies and comparisons took this suite 254 s (TSan) and 59 s (ASan) on
  * the 2-core Xeon VM. */
-static int iters(void)
+static int read_iters(void)
 {
     const char *env = getenv("CLNORM_THREADS_ITERS");
     if (!env || !*env)
@@ -54,6 +54,8 @@ static int iters(void)
     }
     return (int)v;
 }
+
+static int g_iters; /* read_iters(), once, before the tests */
 
 /* ---- seeded data (splitmix64 + Box-Muller), independent of the shared test helpers ---- */
 static uint64_t mix(uint64_t *s)
@@ -586,7 +588,7 @@ static void test_own_plans(void **state)
             expect(s->ctx, plan, &in[i][k], &want[i][k]);
         clnorm_plan_free(plan);
         w[i] = (worker){s, NULL, st, i % 2 ? MODE_CTX_QUEUE : MODE_HOST, NULL,
-                        {&in[i][0], &in[i][1]}, {&want[i][0], &want[i][1]}, iters(), 0, ""};
+                        {&in[i][0], &in[i][1]}, {&want[i][0], &want[i][1]}, g_iters, 0, ""};
     }
     run_workers(w, N, "own plans");
     for (int i = 0; i < N; i++)
@@ -630,7 +632,7 @@ static void shared_plan_desc(suite *s, clnorm_strategy st, const clnorm_desc *d,
                 assert_int_equal(err, CL_SUCCESS);
             }
             w[i] = (worker){s, plan, st, (mode)m, m == MODE_SHARED_OOO ? ooo : own[i],
-                            {&in[i][0], &in[i][1]}, {&want[i][0], &want[i][1]}, iters(), 0, ""};
+                            {&in[i][0], &in[i][1]}, {&want[i][0], &want[i][1]}, g_iters, 0, ""};
         }
         char what[128];
         snprintf(what, sizeof what, "shared %s plan, %s", clnorm_strategy_name(st),
@@ -1040,6 +1042,7 @@ static void test_last_error_many_threads(void **state)
 
 int main(void)
 {
+    g_iters = read_iters();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_own_plans),
         cmocka_unit_test(test_shared_plan_row),

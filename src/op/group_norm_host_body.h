@@ -791,8 +791,9 @@ static HINLINE void HN(backward_unit)(const HN(job) *job, HN(bufs) *b, const gn_
  * in one loop (a division and a square root in double each, which a group at a time waited
  * for), then the forward's outputs, or the backward's sums and dx (HN(backward_unit); with
  * job->bwd unset, a backward that only needs the statistics stops there).
- * The statistics are HN(moments)' of one block and HN(set_stats)': the same bits. */
-static HINLINE void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
+ * The statistics are HN(moments)' of one block and HN(set_stats)': the same bits. A phase
+ * function (HPHASE; host_simd.h). */
+HPHASE static void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
 {
     const gn_geom *q = &job->q;
     const size_t L = q->L, G = q->G;
@@ -842,14 +843,9 @@ static HINLINE void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0,
     }
 }
 
-/* The phases' loops over units [i0, i1), one function each (HPHASE: compiled per ISA, the
- * phase's code inlined into it; host_simd.h says why not one function for all). */
-HPHASE static void HN(small_groups_loop)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
-{
-    HN(small_groups)(job, b, i0, i1);
-}
-
-/* A phase over units [i0, i1): `visit` on each unit u (index i) of the call. */
+/* The other phases: a loop over units [i0, i1), `visit` on each unit u (index i) of the
+ * call, one function each (HPHASE: compiled per ISA, the phase's code inlined into it;
+ * host_simd.h says why not one function for all). */
 #define GN_UNITS_PHASE(name, visit)                                                         \
     HPHASE static void HN(name)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)      \
     {                                                                                       \
@@ -882,7 +878,7 @@ static void HN(chunk)(void *arg, size_t c, unsigned worker)
     switch (job->phase) {
     case GN_MOMENTS:
         if (gn_small_path(q))
-            HN(small_groups_loop)(job, &b, u0, u1);
+            HN(small_groups)(job, &b, u0, u1);
         else if (q->nhwc)
             HN(nhwc_moments_loop)(job, &b, u0, u1);
         else
@@ -956,8 +952,8 @@ static void HN(reduce_grads)(const HN(job) *job, int means, double *tg, double *
     }
 }
 
-clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir,
-                             const clnorm_host_ptrs *a, clnorm_ctx *ctx)
+clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir, const clnorm_host_ptrs *a,
+                      clnorm_ctx *ctx)
 {
     HN(job) job = {.d = d, .a = a, .silu = (d->flags & CLNORM_SILU) != 0};
     gn_geometry(d, dir, &job.q);

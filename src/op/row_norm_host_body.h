@@ -160,8 +160,9 @@ typedef struct {
 
 enum { HN(NBUF) = 10 };
 
-/* Rows [r0, r1) of the forward. */
-static HINLINE void HN(forward)(const HN(job) *job, HN(bufs) *b, size_t r0, size_t r1)
+/* Rows [r0, r1) of the forward: a phase function (HPHASE; host_simd.h says why each
+ * direction is one function of its own). */
+HPHASE static void HN(forward)(const HN(job) *job, HN(bufs) *b, size_t r0, size_t r1)
 {
     const clnorm_op *op = job->op;
     const clnorm_desc *d = job->d;
@@ -259,9 +260,9 @@ static HINLINE void HN(move_sums)(double *dst, double *src, size_t n, int add)
  * sums (job->sums + c * acc_rows * cols): dgamma and dbeta; with dscale/dshift also the
  * sample the chunk starts in, up to that sample's end or the chunk's ("head"), and the
  * sample it ends in when that one goes on past it ("tail"). Samples wholly inside the chunk
- * are stored here; HN(combine) adds the rest in chunk order. */
-static HINLINE void HN(backward)(const HN(job) *job, HN(bufs) *b, HA *part, double *cur,
-                                 size_t c, size_t r0, size_t r1)
+ * are stored here; HN(combine) adds the rest in chunk order. A phase function (HPHASE). */
+HPHASE static void HN(backward)(const HN(job) *job, HN(bufs) *b, HA *part, double *cur,
+                                size_t c, size_t r0, size_t r1)
 {
     const clnorm_op *op = job->op;
     const clnorm_desc *d = job->d;
@@ -391,19 +392,6 @@ static void HN(combine)(const HN(job) *job)
     store_sums(pt, a->p[CLNORM_ARG_DBETA], 0, total + cols, cols, 0);
 }
 
-/* The two directions' loops over rows [r0, r1), one function each (HPHASE: compiled per ISA,
- * the direction's code inlined into it; host_simd.h says why not one function for both). */
-HPHASE static void HN(forward_rows)(const HN(job) *job, HN(bufs) *b, size_t r0, size_t r1)
-{
-    HN(forward)(job, b, r0, r1);
-}
-
-HPHASE static void HN(backward_rows)(const HN(job) *job, HN(bufs) *b, HA *part, double *cur,
-                                     size_t c, size_t r0, size_t r1)
-{
-    HN(backward)(job, b, part, cur, c, r0, r1);
-}
-
 /* Chunk c of a job, on thread `worker` (clnorm_pool_fn): its rows, with that thread's
  * scratch. */
 static void HN(chunk)(void *arg, size_t c, unsigned worker)
@@ -422,10 +410,10 @@ static void HN(chunk)(void *arg, size_t c, unsigned worker)
     const size_t r0 = c * job->chunk_rows;
     const size_t r1 = job->d->rows - r0 < job->chunk_rows ? job->d->rows : r0 + job->chunk_rows;
     if (job->dir == CLNORM_FORWARD)
-        HN(forward_rows)(job, &b, r0, r1);
+        HN(forward)(job, &b, r0, r1);
     else
-        HN(backward_rows)(job, &b, job->part ? job->part + (size_t)worker * 4 * cols : NULL,
-                          job->cur ? job->cur + (size_t)worker * 2 * cols : NULL, c, r0, r1);
+        HN(backward)(job, &b, job->part ? job->part + (size_t)worker * 4 * cols : NULL,
+                     job->cur ? job->cur + (size_t)worker * 2 * cols : NULL, c, r0, r1);
 }
 
 /* One call: its chunks (row_norm_host.c, host_chunk_rows) run on the pool, the scratch of
