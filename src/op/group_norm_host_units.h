@@ -27,7 +27,8 @@ typedef struct {
                      per sample */
     size_t cpp;   /* NCHW: whole channels per unit */
     size_t J;     /* moment entries per group */
-    size_t nunits, upc, nchunks; /* units, units per chunk, chunks */
+    size_t nunits, upc, nchunks; /* units, units per chunk (the most, before gn_balance),
+                                    chunks (gn_chunk_start) */
     size_t ulen;  /* the most elements of a unit */
 } gn_geom;
 
@@ -114,6 +115,38 @@ static inline void gn_stream_chunks(gn_geom *q)
     }
 }
 #endif
+
+/* The first unit of chunk c (c = nchunks: the end). The units are cut into nchunks runs whose
+ * lengths differ by one at most: in runs of upc units and a shorter last one, the two threads
+ * of a single 1x320x16x16 sample's forward (32 groups of 2560 elements, 6 a chunk) ran 18 and
+ * 14 units, and a 3x100x7x9 call's 30 small groups were 26 and 4. Which thread runs a unit
+ * never changes its bits. */
+static inline size_t gn_chunk_start(const gn_geom *q, size_t c)
+{
+    const size_t base = q->nunits / q->nchunks, extra = q->nunits % q->nchunks;
+    return c * base + min_size(c, extra);
+}
+
+/* Whether unit i is the last of its chunk. */
+static inline int gn_chunk_last(const gn_geom *q, size_t i)
+{
+    const size_t base = q->nunits / q->nchunks, extra = q->nunits % q->nchunks;
+    const size_t big = extra * (base + 1); /* the units of the first `extra` chunks */
+    const size_t c = i < big ? i / (base + 1) : extra + (i - big) / base;
+    return i + 1 == gn_chunk_start(q, c + 1);
+}
+
+/* The chunks for `width` threads: their count rounded up to a multiple of width (at most one
+ * per unit), so that the threads, taking them in turn, get as many units each: 6-7% off that
+ * 1x320x16x16 forward and backward, 24-34% off the 3x100x7x9 forward (bench/RESULTS.md, "The
+ * host loops' outputs asked for before the statistics"). */
+static inline void gn_balance(gn_geom *q, size_t width)
+{
+    if (width > 1 && q->nchunks % width != 0) {
+        const size_t n = clnorm_div_up(q->nchunks, width) * width;
+        q->nchunks = min_size(n, q->nunits);
+    }
+}
 
 static inline void gn_unit_of(const gn_geom *q, size_t i, gn_unit *u)
 {

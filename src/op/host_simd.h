@@ -28,6 +28,25 @@
 #define HCHUNK 16384
 #define HMAX_CHUNKS 256
 
+/* Asks for the lines of [p, p + bytes) in the cache ahead of plain stores to them: an output
+ * (a row's y, sum or dx, a GroupNorm NCHW unit's y or dx) before the pass that reads the
+ * inputs it comes from. A plain store to a line not in the cache reads the line first, and
+ * the stores waited on those reads one after another; asked for here (prefetchw where the
+ * target has it, else prefetcht0, which brings a line no other core holds in exclusive), the
+ * reads overlap the pass's. A row or a unit at a time: a batch of small groups' 32 KB at once
+ * held up the reads of x (bench/RESULTS.md, "The host loops' outputs asked for before the
+ * statistics"). */
+static inline void clnorm_host_prefetch_out(const void *p, size_t bytes)
+{
+#if defined(__GNUC__)
+    for (size_t i = 0; i < bytes; i += 64)
+        __builtin_prefetch((const char *)p + i, 1, 3);
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
 /* A phase's loops are inlined into one function (HPHASE), which GCC compiles twice on x86-64
  * with glibc: for AVX2 (x86-64-v3) and for the baseline, chosen once by the loader (an ifunc).
  * Both compute the same bits: the lanes are the source's (HLANES), and ISO C mode contracts no

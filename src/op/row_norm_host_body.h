@@ -177,6 +177,15 @@ HPHASE static void HN(forward)(const HN(job) *job, HN(bufs) *b, size_t r0, size_
     for (size_t row = r0; row < r1; row++) {
         if (mod && (row == r0 || row % T == 0))
             HN(sample_mod)(d, a, b, row / T);
+        if (!job->stream) { /* y's and the sum's lines asked for before the statistics */
+            clnorm_host_prefetch_out((const char *)a->p[CLNORM_ARG_Y] +
+                                         row * d->y_stride * clnorm_elem_size(d->dtype),
+                                     cols * clnorm_elem_size(d->dtype));
+            if (a->p[CLNORM_ARG_SUM])
+                clnorm_host_prefetch_out((const char *)a->p[CLNORM_ARG_SUM] +
+                                             row * d->sum_stride * clnorm_elem_size(rt),
+                                         cols * clnorm_elem_size(rt));
+        }
         HN(stage_row)(d, a, b, row, residual);
         HA K[2], m, r, sc;
         if (global) {
@@ -285,6 +294,9 @@ HPHASE static void HN(backward)(const HN(job) *job, HN(bufs) *b, HA *part, doubl
     for (size_t row = r0; row < r1; row++) {
         if (a->p[CLNORM_ARG_SCALE] && (row == r0 || row % T == 0))
             HN(sample_mod)(d, a, b, row / T);
+        if (dx) /* dx's lines asked for before the row's reads */
+            clnorm_host_prefetch_out((const char *)dx + row * d->x_stride * clnorm_elem_size(t),
+                                     cols * clnorm_elem_size(t));
         HN(stage_row)(d, a, b, row, residual);
         b->dyr = HN(row_in)(b->dya, t, a->p[CLNORM_ARG_DY], row * d->y_stride, cols);
         HA K[2], m, r, sc;

@@ -1,0 +1,349 @@
+/*
+ * clnorm-lib-ab: one host-pointer call (clnorm_execute_host) through two builds of the
+ * library in one process, in alternating blocks, on the same rotated data: A/B timing of a
+ * change to the host loops on a machine whose speed drifts. clnorm-bench times a build
+ * against its peers; two clnorm-bench runs, one per build, moved by 10-15% between runs on
+ * the project's VM, more than the changes measured with this tool (bench/RESULTS.md, "The
+ * host loops' outputs asked for before the statistics").
+ *
+ * Each build is dlopen()ed by path (RTLD_LOCAL: the two never share a symbol) and gets its
+ * own context. The builds take turns in blocks of calls (at least --block calls and
+ * --block-ms ms; A first in even rounds, B in odd ones), back to back as an application's
+ * stream of calls runs; a block's calls that start in its first 300 µs are not timed, since
+ * the other build's pool workers spin that long after its last call (CLNORM_HOST_SPIN_US).
+ * The tensors rotate through sets larger than the last-level cache (--rotate-mib, default
+ * 512), as clnorm-bench's do. Float32, gamma and beta given.
+ *
+ *   clnorm-lib-ab --lib-a A.so --lib-b B.so --shape S [--shape S ...] [--layout nchw|nhwc]
+ *                 [--backward] [--rounds N] [--block N] [--block-ms N] [--rotate-mib N]
+ *   S: RxC (LayerNorm rows) or NxCxHxW[:G] (GroupNorm, 1 to 3 spatial dims, G default 32)
+ *
+ * Per shape: the median µs of each build over its timed calls, A/B (above 1: B is faster),
+ * and the fewer of the two counts of timed calls. Exit status 2 on a bad argument, 1 when a library or a call fails.
+ */
+#define _GNU_SOURCE
+#include "tool_args.h"
+
+#include <clnorm.h>
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_SHAPES 32
+
+/* A block's calls that start within this long of its start are not timed: the other build's
+ * pool workers spin for CLNORM_HOST_SPIN_US (default 100) after its last call. */
+#define SETTLE_US 300.0
+
+typedef struct {
+    const char *path;
+    void *h;
+    clnorm_status (*create)(const char *, clnorm_ctx **);
+    void (*free_ctx)(clnorm_ctx *);
+    void (*desc_init)(clnorm_desc *, clnorm_kind, size_t, size_t);
+    clnorm_status (*plan_create)(clnorm_ctx *, const clnorm_desc *, clnorm_plan **);
+    void (*plan_free)(clnorm_plan *);
+    clnorm_status (*exec)(clnorm_plan *, clnorm_direction, const clnorm_host_arg *, size_t);
+    clnorm_ctx *ctx;
+} lib;
+
+typedef struct {
+    const char *text;
+    size_t n, c, hw, g; /* g = 0: LayerNorm rows (n rows of c) */
+} shape;
+
+/* The timed calls of one build, in µs. */
+typedef struct {
+    double *v;
+    size_t n, cap;
+} times;
+
+static int times_add(times *t, double us)
+{
+    if (t->n == t->cap) {
+        const size_t cap = t->cap ? 2 * t->cap : 1024;
+        double *v = realloc(t->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        t->v = v;
+        t->cap = cap;
+    }
+    t->v[t->n++] = us;
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double times_median(times *t)
+{
+    if (t->n == 0)
+        return 0;
+    qsort(t->v, t->n, sizeof *t->v, cmp_double);
+    return t->v[t->n / 2];
+}
+
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+static int usage(const char *msg)
+{
+    fprintf(stderr,
+            "clnorm-lib-ab: %s\nusage: clnorm-lib-ab --lib-a A.so --lib-b B.so --shape S "
+            "[--shape S ...] [--layout nchw|nhwc] [--backward] [--rounds N] [--block N] "
+            "[--block-ms N] [--rotate-mib N]\n  S: RxC or NxCxHxW[:G]\n",
+            msg);
+    return 2;
+}
+
+/* RxC, or NxCxD1[xD2[xD3]][:G]; 0 on success. */
+static int parse_shape(const char *s, shape *out)
+{
+    size_t dims[5], nd = 0, g = 0;
+    char buf[128];
+    if (strlen(s) >= sizeof buf)
+        return -1;
+    strcpy(buf, s);
+    char *colon = strchr(buf, ':');
+    if (colon) {
+        *colon = '\0';
+        if (!(g = tool_parse_count(colon + 1, (size_t)1 << 31)))
+            return -1;
+    }
+    for (char *tok = strtok(buf, "x"); tok; tok = strtok(NULL, "x")) {
+        if (nd == 5 || !(dims[nd++] = tool_parse_count(tok, (size_t)1 << 31)))
+            return -1;
+    }
+    if (nd < 2 || (nd == 2 && colon))
+        return -1;
+    out->text = s;
+    out->n = dims[0];
+    out->c = dims[1];
+    out->hw = 1;
+    for (size_t i = 2; i < nd; i++)
+        out->hw *= dims[i];
+    out->g = nd == 2 ? 0 : g ? g : (dims[1] % 32 == 0 ? 32 : 1);
+    if (out->g && out->c % out->g)
+        return -1;
+    if (out->n * out->c > ((size_t)1 << 31) / out->hw)
+        return -1;
+    return 0;
+}
+
+static int load(lib *l)
+{
+    l->h = dlopen(l->path, RTLD_NOW | RTLD_LOCAL);
+    if (!l->h) {
+        fprintf(stderr, "clnorm-lib-ab: %s\n", dlerror());
+        return -1;
+    }
+    *(void **)&l->create = dlsym(l->h, "clnorm_create");
+    *(void **)&l->free_ctx = dlsym(l->h, "clnorm_free");
+    *(void **)&l->desc_init = dlsym(l->h, "clnorm_desc_init");
+    *(void **)&l->plan_create = dlsym(l->h, "clnorm_plan_create");
+    *(void **)&l->plan_free = dlsym(l->h, "clnorm_plan_free");
+    *(void **)&l->exec = dlsym(l->h, "clnorm_execute_host");
+    if (!l->create || !l->free_ctx || !l->desc_init || !l->plan_create || !l->plan_free ||
+        !l->exec) {
+        fprintf(stderr, "clnorm-lib-ab: %s is not a clnorm library\n", l->path);
+        return -1;
+    }
+    if (l->create(NULL, &l->ctx) != CLNORM_OK) {
+        fprintf(stderr, "clnorm-lib-ab: %s: no context\n", l->path);
+        return -1;
+    }
+    return 0;
+}
+
+/* The rotated tensors of one shape: sets of x, y (the backward: dy, dx), and gamma, beta,
+ * dgamma, dbeta. */
+typedef struct {
+    size_t elems, sets;
+    float *x, *y, *dy, *par;
+} tensors;
+
+static int tensors_make(tensors *t, const shape *s, int bwd, size_t rotate_mib)
+{
+    t->elems = s->n * s->c * s->hw;
+    const size_t per_set = (bwd ? 3 : 2) * t->elems * sizeof(float);
+    t->sets = (rotate_mib << 20) / per_set + 2;
+    t->x = malloc(t->sets * t->elems * sizeof(float));
+    t->y = malloc(t->sets * t->elems * sizeof(float));
+    t->dy = bwd ? malloc(t->sets * t->elems * sizeof(float)) : NULL;
+    t->par = malloc(4 * s->c * sizeof(float));
+    if (!t->x || !t->y || (bwd && !t->dy) || !t->par)
+        return -1;
+    unsigned long long r = 88172645463325252ull; /* xorshift: N(0,1)-ish is not needed */
+    for (size_t i = 0; i < t->sets * t->elems; i++) {
+        r ^= r << 13;
+        r ^= r >> 7;
+        r ^= r << 17;
+        t->x[i] = (float)(r % 20000) / 1000.0f - 10.0f;
+        t->y[i] = 0;
+        if (t->dy)
+            t->dy[i] = (float)((r >> 20) % 2000) / 1000.0f - 1.0f;
+    }
+    for (size_t c = 0; c < s->c; c++) {
+        t->par[c] = 1.0f + (float)c * 1e-3f;
+        t->par[s->c + c] = (float)c * 1e-3f;
+    }
+    return 0;
+}
+
+static void tensors_free(tensors *t)
+{
+    free(t->x);
+    free(t->y);
+    free(t->dy);
+    free(t->par);
+}
+
+static clnorm_status call(const lib *l, clnorm_plan *p, const shape *s, const tensors *t,
+                          size_t set, int bwd)
+{
+    float *x = t->x + set * t->elems, *y = t->y + set * t->elems;
+    if (!bwd) {
+        const clnorm_host_arg a[] = {{CLNORM_ARG_X, x},
+                                     {CLNORM_ARG_Y, y},
+                                     {CLNORM_ARG_GAMMA, t->par},
+                                     {CLNORM_ARG_BETA, t->par + s->c}};
+        return l->exec(p, CLNORM_FORWARD, a, 4);
+    }
+    const clnorm_host_arg a[] = {{CLNORM_ARG_X, x},
+                                 {CLNORM_ARG_DY, t->dy + set * t->elems},
+                                 {CLNORM_ARG_DX, y},
+                                 {CLNORM_ARG_GAMMA, t->par},
+                                 {CLNORM_ARG_DGAMMA, t->par + 2 * s->c},
+                                 {CLNORM_ARG_DBETA, t->par + 3 * s->c}};
+    return l->exec(p, CLNORM_BACKWARD, a, 6);
+}
+
+int main(int argc, char **argv)
+{
+    lib L[2] = {{0}, {0}};
+    shape shapes[MAX_SHAPES];
+    size_t nshapes = 0, rounds = 100, block = 10, block_ms = 2, rotate_mib = 512;
+    int bwd = 0, nhwc = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--backward")) {
+            bwd = 1;
+            continue;
+        }
+        if (!v)
+            return usage("an option without its value, or an unknown argument");
+        i++;
+        if (!strcmp(a, "--lib-a"))
+            L[0].path = v;
+        else if (!strcmp(a, "--lib-b"))
+            L[1].path = v;
+        else if (!strcmp(a, "--shape")) {
+            if (nshapes == MAX_SHAPES || parse_shape(v, &shapes[nshapes]) != 0)
+                return usage("a bad --shape (RxC or NxCxHxW[:G], G dividing C), or too many");
+            nshapes++;
+        } else if (!strcmp(a, "--layout")) {
+            if (strcmp(v, "nchw") && strcmp(v, "nhwc"))
+                return usage("--layout is nchw or nhwc");
+            nhwc = !strcmp(v, "nhwc");
+        } else if (!strcmp(a, "--rounds")) {
+            if (!(rounds = tool_parse_count(v, 100000)))
+                return usage("--rounds is a whole number from 1");
+        } else if (!strcmp(a, "--block")) {
+            if (!(block = tool_parse_count(v, 100000)) || block < 2)
+                return usage("--block is a whole number from 2");
+        } else if (!strcmp(a, "--block-ms")) {
+            if (!(block_ms = tool_parse_count(v, 100000)))
+                return usage("--block-ms is a whole number from 1");
+        } else if (!strcmp(a, "--rotate-mib")) {
+            if (!(rotate_mib = tool_parse_count(v, 65536)))
+                return usage("--rotate-mib is a whole number from 1");
+        } else
+            return usage("an unknown argument");
+    }
+    if (!L[0].path || !L[1].path || !nshapes)
+        return usage("--lib-a, --lib-b and a --shape are needed");
+    if (load(&L[0]) || load(&L[1]))
+        return 1;
+    int rc = 0;
+    printf("%-22s %-6s %-8s %10s %10s %7s %8s\n", "shape", "layout", "dir", "A us", "B us", "A/B",
+           "calls");
+    for (size_t k = 0; k < nshapes && rc == 0; k++) {
+        const shape *s = &shapes[k];
+        tensors ts = {0};
+        clnorm_plan *p[2] = {NULL, NULL};
+        times tm[2] = {{0}, {0}};
+        if (tensors_make(&ts, s, bwd, rotate_mib) != 0) {
+            fprintf(stderr, "clnorm-lib-ab: out of memory\n");
+            rc = 1;
+        }
+        for (int b = 0; b < 2 && rc == 0; b++) {
+            clnorm_desc d;
+            L[b].desc_init(&d, s->g ? CLNORM_GROUP : CLNORM_LAYER, s->n, s->c);
+            if (s->g) {
+                d.groups = s->g;
+                d.spatial = s->hw;
+                d.layout = nhwc ? CLNORM_NHWC : CLNORM_NCHW;
+            }
+            if (bwd)
+                d.flags |= CLNORM_WITH_BACKWARD;
+            if (L[b].plan_create(L[b].ctx, &d, &p[b]) != CLNORM_OK) {
+                fprintf(stderr, "clnorm-lib-ab: %s: no plan for %s\n", L[b].path, s->text);
+                rc = 1;
+            }
+        }
+        size_t set = 0;
+        for (size_t r = 0; r < rounds && rc == 0; r++) {
+            for (int j = 0; j < 2 && rc == 0; j++) {
+                const int b = (int)(r & 1) ^ j; /* A first in even rounds, B in odd ones */
+                const double start = now_us();
+                for (size_t c = 0; c < block || now_us() - start < block_ms * 1e3; c++) {
+                    set = (set + 1) % ts.sets;
+                    const double t0 = now_us();
+                    const clnorm_status st = call(&L[b], p[b], s, &ts, set, bwd);
+                    const double t1 = now_us();
+                    if (st != CLNORM_OK) {
+                        fprintf(stderr, "clnorm-lib-ab: %s: call failed (%d)\n", L[b].path,
+                                (int)st);
+                        rc = 1;
+                        break;
+                    }
+                    if (c > 0 && t0 - start >= SETTLE_US && times_add(&tm[b], t1 - t0) != 0) {
+                        fprintf(stderr, "clnorm-lib-ab: out of memory\n");
+                        rc = 1;
+                        break;
+                    }
+                }
+            }
+        }
+        if (rc == 0) {
+            const double ma = times_median(&tm[0]), mb = times_median(&tm[1]);
+            printf("%-22s %-6s %-8s %10.1f %10.1f %7.3f %8zu\n", s->text,
+                   s->g ? (nhwc ? "nhwc" : "nchw") : "rows", bwd ? "backward" : "forward", ma,
+                   mb, ma / mb, tm[0].n < tm[1].n ? tm[0].n : tm[1].n);
+            fflush(stdout);
+        }
+        free(tm[0].v);
+        free(tm[1].v);
+        for (int b = 0; b < 2; b++)
+            if (p[b])
+                L[b].plan_free(p[b]);
+        tensors_free(&ts);
+    }
+    for (int b = 0; b < 2; b++) {
+        if (L[b].ctx)
+            L[b].free_ctx(L[b].ctx);
+        if (L[b].h)
+            dlclose(L[b].h);
+    }
+    return rc;
+}
