@@ -44,9 +44,12 @@ static inline size_t min_size(size_t a, size_t b)
 }
 
 /* The forward's NCHW groups of at most this many elements are one unit each (fused: their
- * statistics and y in one pass over x, the second read from the core's L2: 256 KiB of
- * float32). The backward stages several of a unit's tensors and keeps units of HCHUNK. */
-#define GN_FWD_FUSE_ELEMS ((size_t)65536)
+ * statistics and y in one pass over x, the second read from the core's L2: 512 KiB of
+ * float32). At 64K, 1x640x64x64's groups of 81,920 elements read x from memory twice, and
+ * 128K took 12-15% off that forward (bench/RESULTS.md, "The host loops' outputs asked for
+ * before the statistics"). The backward stages several of a unit's tensors and keeps units
+ * of HCHUNK. */
+#define GN_FWD_FUSE_ELEMS ((size_t)131072)
 
 /* The forward's NCHW groups of at most this many elements (one statistics block,
  * HMOM_BLOCK) run through HN(small_groups), whose per-group work is lean. */
