@@ -143,6 +143,14 @@ typedef struct {
 
 /* The product of the spatial dims (1 when there are none). */
 size_t bench_shape_spatial(const bench_shape *s);
+/* A groups-form shape's G when --shape gives none: 32 where it divides C, else 1. */
+size_t bench_shape_default_groups(const bench_shape *s);
+/* A whole decimal number in [lo, hi] into *out: 0, or -1 (shape.c). */
+int bench_parse_ull(const char *s, unsigned long long lo, unsigned long long hi,
+                    unsigned long long *out);
+/* A --shape: "RxC", or "NxCxD1[xD2[xD3]][:G]" (groups 0 when not given): 0, or -1
+ * (shape.c). */
+int bench_parse_shape(const char *s, bench_shape *out);
 /* "8192x768", for the groups form "8x320x64x64:32 nhwc" (layout named when form is
  * BENCH_FORM_GROUPS), for the samples form "8x1024x1152" (B x T x C). */
 void bench_shape_label(const bench_shape *s, unsigned form, clnorm_layout layout, char *buf,

@@ -20,8 +20,6 @@
  *
  *   clnorm-hot-call [--shape RxC] [--backward] [--host] [--reps N] [--rotate-mib N]
  */
-#include "tool_args.h"
-
 #include <clnorm.h>
 
 #include <stdio.h>
@@ -47,6 +45,16 @@ static int usage(const char *msg)
     fprintf(stderr, "clnorm-hot-call: %s\nusage: clnorm-hot-call [--shape RxC] [--backward] "
                     "[--host] [--reps N] [--rotate-mib N]\n", msg);
     return 2;
+}
+
+/* A whole number in [1, max] from text, or 0. */
+static size_t parse_count(const char *s, size_t max)
+{
+    char *end;
+    if (!s || *s < '0' || *s > '9')
+        return 0;
+    const unsigned long long v = strtoull(s, &end, 10);
+    return (*end == '\0' && v >= 1 && v <= max) ? (size_t)v : 0;
 }
 
 /* One call of `dir` on one set of the tensors: cl_mem m through clnorm_execute, waited for,
@@ -92,10 +100,10 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--host") == 0) {
             host_call = 1;
         } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
-            if (!(reps = tool_parse_count(argv[++i], 100000000)))
+            if (!(reps = parse_count(argv[++i], 100000000)))
                 return usage("--reps takes a whole number from 1 to 1e8");
         } else if (strcmp(argv[i], "--rotate-mib") == 0 && i + 1 < argc) {
-            if (!(rotate_mib = tool_parse_count(argv[++i], 65536)))
+            if (!(rotate_mib = parse_count(argv[++i], 65536)))
                 return usage("--rotate-mib takes a whole number from 1 to 65536");
         } else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
             const char *s = argv[++i], *x = strchr(s, 'x');
@@ -104,8 +112,8 @@ int main(int argc, char **argv)
                 return usage("--shape takes RxC");
             memcpy(r, s, (size_t)(x - s));
             r[x - s] = '\0';
-            rows = tool_parse_count(r, (size_t)1 << 24);
-            cols = tool_parse_count(x + 1, (size_t)1 << 24);
+            rows = parse_count(r, (size_t)1 << 24);
+            cols = parse_count(x + 1, (size_t)1 << 24);
             if (!rows || !cols || rows * cols > ((size_t)1 << 26))
                 return usage("--shape: rows and columns from 1, at most 2^26 elements");
         } else {

@@ -19,10 +19,11 @@
  *   S: RxC (LayerNorm rows) or NxCxHxW[:G] (GroupNorm, 1 to 3 spatial dims, G default 32)
  *
  * Per shape: the median µs of each build over its timed calls, A/B (above 1: B is faster),
- * and the fewer of the two counts of timed calls. Exit status 2 on a bad argument, 1 when a library or a call fails.
+ * and the fewer of the two counts of timed calls. Exit status 2 on a bad argument, 1 when a
+ * library or a call fails.
  */
 #define _GNU_SOURCE
-#include "tool_args.h"
+#include "bench.h"
 
 #include <clnorm.h>
 
@@ -50,9 +51,11 @@ typedef struct {
     clnorm_ctx *ctx;
 } lib;
 
+/* A --shape: its text, and the call's N (rows), C (columns), positions and G (0: LayerNorm
+ * rows). */
 typedef struct {
     const char *text;
-    size_t n, c, hw, g; /* g = 0: LayerNorm rows (n rows of c) */
+    size_t n, c, hw, g;
 } shape;
 
 /* The timed calls of one build, in µs. */
@@ -106,38 +109,29 @@ static int usage(const char *msg)
     return 2;
 }
 
-/* RxC, or NxCxD1[xD2[xD3]][:G]; 0 on success. */
-static int parse_shape(const char *s, shape *out)
+/* A --shape through the bench's parser (shape.c): RxC, or NxCxD1[xD2[xD3]][:G], G 32 where
+ * it divides C, else 1; 0, or -1 (also for a G that does not divide C, or a call of 2^31
+ * elements or more). */
+static int parse_shape(const char *text, shape *out)
 {
-    size_t dims[5], nd = 0, g = 0;
-    char buf[128];
-    if (strlen(s) >= sizeof buf)
+    bench_shape b;
+    if (bench_parse_shape(text, &b) != 0 || (b.n_spatial == 0 && b.groups))
         return -1;
-    strcpy(buf, s);
-    char *colon = strchr(buf, ':');
-    if (colon) {
-        *colon = '\0';
-        if (!(g = tool_parse_count(colon + 1, (size_t)1 << 31)))
-            return -1;
-    }
-    for (char *tok = strtok(buf, "x"); tok; tok = strtok(NULL, "x")) {
-        if (nd == 5 || !(dims[nd++] = tool_parse_count(tok, (size_t)1 << 31)))
-            return -1;
-    }
-    if (nd < 2 || (nd == 2 && colon))
-        return -1;
-    out->text = s;
-    out->n = dims[0];
-    out->c = dims[1];
-    out->hw = 1;
-    for (size_t i = 2; i < nd; i++)
-        out->hw *= dims[i];
-    out->g = nd == 2 ? 0 : g ? g : (dims[1] % 32 == 0 ? 32 : 1);
-    if (out->g && out->c % out->g)
-        return -1;
-    if (out->n * out->c > ((size_t)1 << 31) / out->hw)
+    out->text = text;
+    out->n = b.rows;
+    out->c = b.cols;
+    out->hw = bench_shape_spatial(&b);
+    out->g = b.n_spatial == 0 ? 0 : b.groups ? b.groups : bench_shape_default_groups(&b);
+    if ((out->g && out->c % out->g) || out->n * out->c > ((size_t)1 << 31) / out->hw)
         return -1;
     return 0;
+}
+
+/* A whole number in [lo, hi] from text, or 0. */
+static size_t parse_count(const char *s, size_t lo, size_t hi)
+{
+    unsigned long long v;
+    return bench_parse_ull(s, lo, hi, &v) == 0 ? (size_t)v : 0;
 }
 
 static int load(lib *l)
@@ -256,16 +250,16 @@ int main(int argc, char **argv)
                 return usage("--layout is nchw or nhwc");
             nhwc = !strcmp(v, "nhwc");
         } else if (!strcmp(a, "--rounds")) {
-            if (!(rounds = tool_parse_count(v, 100000)))
+            if (!(rounds = parse_count(v, 1, 100000)))
                 return usage("--rounds is a whole number from 1");
         } else if (!strcmp(a, "--block")) {
-            if (!(block = tool_parse_count(v, 100000)) || block < 2)
+            if (!(block = parse_count(v, 2, 100000)))
                 return usage("--block is a whole number from 2");
         } else if (!strcmp(a, "--block-ms")) {
-            if (!(block_ms = tool_parse_count(v, 100000)))
+            if (!(block_ms = parse_count(v, 1, 100000)))
                 return usage("--block-ms is a whole number from 1");
         } else if (!strcmp(a, "--rotate-mib")) {
-            if (!(rotate_mib = tool_parse_count(v, 65536)))
+            if (!(rotate_mib = parse_count(v, 1, 65536)))
                 return usage("--rotate-mib is a whole number from 1");
         } else
             return usage("an unknown argument");

@@ -125,14 +125,6 @@ static void set_shapes(bench_op_info *o)
         }
 }
 
-size_t bench_shape_spatial(const bench_shape *s)
-{
-    size_t n = 1;
-    for (int i = 0; i < s->n_spatial; i++)
-        n *= s->spatial[i];
-    return n;
-}
-
 const char *bench_layout_name(clnorm_layout layout)
 {
     return layout == CLNORM_NHWC ? "nhwc" : "nchw";

@@ -161,64 +161,6 @@ static int bad(const char *fmt, ...)
     return 2;
 }
 
-/* A whole decimal number in [lo, hi]. */
-static int parse_ull(const char *s, unsigned long long lo, unsigned long long hi,
-                     unsigned long long *out)
-{
-    if (!s || !*s || *s == '-' || *s == '+')
-        return -1;
-    char *end = NULL;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* "RxC" (or "RXC"), or "NxCxD1[xD2[xD3]][:G]" (a GroupNorm shape; groups 0 when not
- * given), every number >= 1, the elements x 8 bytes (f64) of three arrays representable. */
-static int parse_shape(const char *s, bench_shape *out)
-{
-    char buf[128];
-    if (strlen(s) >= sizeof buf)
-        return -1;
-    strcpy(buf, s);
-    memset(out, 0, sizeof *out);
-    char *colon = strchr(buf, ':');
-    unsigned long long v;
-    if (colon) {
-        *colon = '\0';
-        if (parse_ull(colon + 1, 1, SIZE_MAX, &v))
-            return -1;
-        out->groups = (size_t)v;
-    }
-    size_t dims[2 + BENCH_MAX_SPATIAL];
-    int n = 0;
-    for (char *tok = buf, *next; tok; tok = next) {
-        next = strpbrk(tok, "xX");
-        if (next)
-            *next++ = '\0';
-        if (n == 2 + BENCH_MAX_SPATIAL || parse_ull(tok, 1, SIZE_MAX, &v))
-            return -1;
-        dims[n++] = (size_t)v;
-    }
-    if (n < 2)
-        return -1;
-    size_t total = 1;
-    for (int i = 0; i < n; i++) {
-        if (dims[i] > SIZE_MAX / 32 / total) /* room for x, dy, dx and the set padding */
-            return -1;
-        total *= dims[i];
-    }
-    out->rows = dims[0];
-    out->cols = dims[1];
-    out->n_spatial = n - 2;
-    for (int i = 2; i < n; i++)
-        out->spatial[i - 2] = dims[i];
-    return 0;
-}
-
 /* A shape as --shape gave it, in form `form`: 0 and the case's shape in *out, or -1 when the
  * form does not take it. The groups form takes every shape (RxC is (N, C) without spatial
  * dims); the rows and samples forms RxC and BxTxC, x of shape (B, T, C): rows B x T (the
@@ -323,7 +265,7 @@ static void add_case(bench_options *opt, bench_op op, clnorm_dtype t, const benc
 {
     bench_case c = {op, t, *shape, layout};
     if (bench_op_get(op)->form == BENCH_FORM_GROUPS && c.shape.groups == 0)
-        c.shape.groups = c.shape.cols % 32 == 0 ? 32 : 1;
+        c.shape.groups = bench_shape_default_groups(&c.shape);
     opt->cases[opt->n_cases++] = c;
 }
 
@@ -432,32 +374,32 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
         if (strcmp(name, "--shape") == 0) {
             if (n_shapes == BENCH_MAX_SHAPES)
                 return bad("--shape: at most %d shapes", BENCH_MAX_SHAPES);
-            if (parse_shape(val, &shapes[n_shapes]))
+            if (bench_parse_shape(val, &shapes[n_shapes]))
                 return bad("--shape '%s': expected ROWSxCOLS (e.g. 8192x768) or NxCxHxW[:G] "
                            "(e.g. 8x320x64x64:32), every number >= 1", val);
             n_shapes++;
         } else if (strcmp(name, "--reps") == 0) {
-            if (parse_ull(val, 1, 1000000, &v))
+            if (bench_parse_ull(val, 1, 1000000, &v))
                 return bad("--reps '%s': expected a whole number from 1 to 1000000", val);
             opt->reps = (int)v;
         } else if (strcmp(name, "--min-ms") == 0) {
-            if (parse_ull(val, 0, 60000, &v))
+            if (bench_parse_ull(val, 0, 60000, &v))
                 return bad("--min-ms '%s': expected a whole number from 0 to 60000", val);
             opt->min_ms = (int)v;
         } else if (strcmp(name, "--warmup") == 0) {
-            if (parse_ull(val, 0, 1000000, &v))
+            if (bench_parse_ull(val, 0, 1000000, &v))
                 return bad("--warmup '%s': expected a whole number from 0 to 1000000", val);
             opt->warmup = (int)v;
         } else if (strcmp(name, "--rounds") == 0) {
-            if (parse_ull(val, 1, 1000, &v))
+            if (bench_parse_ull(val, 1, 1000, &v))
                 return bad("--rounds '%s': expected a whole number from 1 to 1000", val);
             opt->rounds = (int)v;
         } else if (strcmp(name, "--threads") == 0) {
-            if (parse_ull(val, 1, 4096, &v))
+            if (bench_parse_ull(val, 1, 4096, &v))
                 return bad("--threads '%s': expected a whole number from 1 to 4096", val);
             opt->threads = (int)v;
         } else if (strcmp(name, "--rotate-mib") == 0) {
-            if (parse_ull(val, 1, 1u << 20, &v))
+            if (bench_parse_ull(val, 1, 1u << 20, &v))
                 return bad("--rotate-mib '%s': expected a whole number from 1 to 1048576", val);
             opt->rotate_mib = (size_t)v;
         } else if (strcmp(name, "--tol") == 0) {

@@ -241,19 +241,6 @@ static HINLINE const HA *HN(next_x)(const HN(job) *job, size_t i)
     return (const HA *)job->a->p[CLNORM_ARG_X] + HN(run_off)(&job->q, job->d->x_stride, &v);
 }
 
-/* y's lines of a fused forward unit (len elements from element off) asked for before the
- * unit's statistics (clnorm_host_prefetch_out): 5-10% off single UNet samples at 16x16 and
- * 32x32 positions. Not for a streamed forward, whose stores read nothing, nor for
- * HN(small_groups), whose batch's 32 KB of y at once held up its reads of x (64x512x4x4:
- * 11% slower). */
-static HINLINE void HN(prefetch_y)(const HN(job) *job, size_t off, size_t len)
-{
-    if (job->fwd && !job->stream) {
-        const size_t es = clnorm_elem_size(job->d->dtype);
-        clnorm_host_prefetch_out((const char *)job->a->p[CLNORM_ARG_Y] + off * es, len * es);
-    }
-}
-
 static HINLINE void HN(nchw_moments)(const HN(job) *job, HN(bufs) *b, const gn_unit *u, size_t idx)
 {
     const gn_geom *q = &job->q;
@@ -261,8 +248,13 @@ static HINLINE void HN(nchw_moments)(const HN(job) *job, HN(bufs) *b, const gn_u
     const HA *x = HN(nchw_x)(job, b, u, len);
     const HA K = q->fused ? HN(row_shift)(x, len) : HN(group_shift)(job, u->n, u->g);
     HA S, M2;
-    if (q->fused)
-        HN(prefetch_y)(job, HN(run_off)(q, job->d->y_stride, u), len);
+    /* a fused forward unit's y asked for before its statistics (clnorm_host_prefetch_out):
+     * 5-10% off single UNet samples at 16x16 and 32x32 positions. Not for a streamed y,
+     * whose stores read nothing, nor for HN(small_groups), whose batch's 32 KB of y at once
+     * held up its reads of x (64x512x4x4: 11% slower). */
+    if (q->fused && job->fwd && !job->stream)
+        clnorm_host_prefetch_out(job->a->p[CLNORM_ARG_Y], clnorm_elem_size(job->d->dtype),
+                                 HN(run_off)(q, job->d->y_stride, u), len);
     HN(moments)(x, len, K, &S, &M2);
     if (!q->fused) {
         gn_entry_set(job->ent, idx, (double)len, (double)S / (double)len, (double)M2);
@@ -784,10 +776,8 @@ static HINLINE void HN(backward_unit)(const HN(job) *job, HN(bufs) *b, const gn_
     void *dx = job->a->p[CLNORM_ARG_DX];
     /* NCHW: dx's lines asked for before the unit's reads (clnorm_host_prefetch_out), 3-6%
      * off 64x512x4x4 and 8x320x32x32; NHWC's units were 4-5% slower with it */
-    if (dx && !q->nhwc && (job->phase == GN_DX || q->fused)) {
-        const size_t es = clnorm_elem_size(d->dtype);
-        clnorm_host_prefetch_out((const char *)dx + xoff * es, len * es);
-    }
+    if (dx && !q->nhwc && (job->phase == GN_DX || q->fused))
+        clnorm_host_prefetch_out(dx, clnorm_elem_size(d->dtype), xoff, len);
     HN(bwd_stage)(job, b, u, len, xoff, yoff, &x, &dz);
     if (job->phase == GN_DX) {
         HN(bwd_dx)(job, b, u, len, xoff, x, dz);

@@ -28,7 +28,8 @@
 #define HCHUNK 16384
 #define HMAX_CHUNKS 256
 
-/* Asks for the lines of [p, p + bytes) in the cache ahead of plain stores to them: an output
+/* Asks for the lines of elements [off, off + n) of base (esize bytes each) in the cache
+ * ahead of plain stores to them: an output
  * (a row's y, sum or dx, a GroupNorm NCHW unit's y or dx) before the pass that reads the
  * inputs it comes from. A plain store to a line not in the cache reads the line first, and
  * the stores waited on those reads one after another; asked for here (prefetchw where the
@@ -36,14 +37,18 @@
  * reads overlap the pass's. A row or a unit at a time: a batch of small groups' 32 KB at once
  * held up the reads of x (bench/RESULTS.md, "The host loops' outputs asked for before the
  * statistics"). */
-static inline void clnorm_host_prefetch_out(const void *p, size_t bytes)
+static inline void clnorm_host_prefetch_out(const void *base, size_t esize, size_t off,
+                                            size_t n)
 {
 #if defined(__GNUC__)
-    for (size_t i = 0; i < bytes; i += 64)
-        __builtin_prefetch((const char *)p + i, 1, 3);
+    const char *p = (const char *)base + off * esize;
+    for (size_t i = 0; i < n * esize; i += 64)
+        __builtin_prefetch(p + i, 1, 3);
 #else
-    (void)p;
-    (void)bytes;
+    (void)base;
+    (void)esize;
+    (void)off;
+    (void)n;
 #endif
 }
 

@@ -174,17 +174,14 @@ HPHASE static void HN(forward)(const HN(job) *job, HN(bufs) *b, size_t r0, size_
     const int mod = a->p[CLNORM_ARG_SCALE] || a->p[CLNORM_ARG_SHIFT];
     void *mean = a->p[CLNORM_ARG_MEAN], *rstd = a->p[CLNORM_ARG_RSTD];
     const HA eps = (HA)clnorm_arith_eps(d);
+    const size_t ysize = clnorm_elem_size(d->dtype), ssize = clnorm_elem_size(rt);
     for (size_t row = r0; row < r1; row++) {
         if (mod && (row == r0 || row % T == 0))
             HN(sample_mod)(d, a, b, row / T);
         if (!job->stream) { /* y's and the sum's lines asked for before the statistics */
-            clnorm_host_prefetch_out((const char *)a->p[CLNORM_ARG_Y] +
-                                         row * d->y_stride * clnorm_elem_size(d->dtype),
-                                     cols * clnorm_elem_size(d->dtype));
+            clnorm_host_prefetch_out(a->p[CLNORM_ARG_Y], ysize, row * d->y_stride, cols);
             if (a->p[CLNORM_ARG_SUM])
-                clnorm_host_prefetch_out((const char *)a->p[CLNORM_ARG_SUM] +
-                                             row * d->sum_stride * clnorm_elem_size(rt),
-                                         cols * clnorm_elem_size(rt));
+                clnorm_host_prefetch_out(a->p[CLNORM_ARG_SUM], ssize, row * d->sum_stride, cols);
         }
         HN(stage_row)(d, a, b, row, residual);
         HA K[2], m, r, sc;
@@ -295,8 +292,7 @@ HPHASE static void HN(backward)(const HN(job) *job, HN(bufs) *b, HA *part, doubl
         if (a->p[CLNORM_ARG_SCALE] && (row == r0 || row % T == 0))
             HN(sample_mod)(d, a, b, row / T);
         if (dx) /* dx's lines asked for before the row's reads */
-            clnorm_host_prefetch_out((const char *)dx + row * d->x_stride * clnorm_elem_size(t),
-                                     cols * clnorm_elem_size(t));
+            clnorm_host_prefetch_out(dx, clnorm_elem_size(t), row * d->x_stride, cols);
         HN(stage_row)(d, a, b, row, residual);
         b->dyr = HN(row_in)(b->dya, t, a->p[CLNORM_ARG_DY], row * d->y_stride, cols);
         HA K[2], m, r, sc;
