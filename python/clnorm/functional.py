@@ -135,6 +135,91 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, channels_last
     return tuple(result) if return_stats else result[0]
 
 
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5, *, channels_last=False,
+                  silu=False, out=None):
+    """InstanceNorm as F.instance_norm: x of shape (N, C, *spatial), statistics per sample and
+    channel over at least two spatial elements; GroupNorm with one group per channel.
+
+    running_mean, running_var: (C,) buffers (as torch's modules keep them), updated in place
+    as torch updates them: running = (1 - momentum) * running + momentum * the batch's mean of
+    the samples' means, resp. unbiased variances. They are read only after y was computed, so
+    a call that fails leaves them as they were. use_input_stats=False (normalizing by the
+    running statistics, an elementwise scale and shift) is not run here: UnsupportedError
+    (clnorm.nn's InstanceNorm modules take torch's own path for it, in eval mode).
+    channels_last, silu, out: as group_norm's.
+    """
+    if not use_input_stats:
+        from ._errors import UnsupportedError
+
+        raise UnsupportedError("clnorm.instance_norm: use_input_stats=False (normalizing by "
+                               "the running statistics) is not supported: GroupNorm has no "
+                               "precomputed statistics; torch.nn.functional.instance_norm "
+                               "does it")
+    kind = kind_of(input)
+    shape = tuple(input.shape)
+    if len(shape) < 2:
+        raise ValueError("clnorm.instance_norm: x must have at least 2 dims (N, C, ...), got "
+                         "shape %s" % (shape,))
+    dims = shape[1:-1] if channels_last else shape[2:]
+    c = shape[-1] if channels_last else shape[1]
+    if math.prod(dims) == 1:  # torch's own check (its unbiased variance divides by n - 1)
+        raise ValueError("clnorm.instance_norm: expected more than 1 spatial element when "
+                         "training, got input size %s" % (list(shape),))
+    stats = []
+    for name, r in (("running_mean", running_mean), ("running_var", running_var)):
+        if r is None:
+            continue
+        if tuple(r.shape) != (c,):
+            raise ValueError("clnorm.instance_norm: %s must have shape [%d] (got %s)"
+                             % (name, c, list(r.shape)))
+        stats.append((name, r))
+    if stats and (isinstance(momentum, bool) or not isinstance(momentum, numbers.Real)):
+        raise TypeError("clnorm.instance_norm: momentum must be a real number (got %s)"
+                        % type(momentum).__name__)
+    if not stats:
+        return group_norm(input, c, weight, bias, eps, channels_last=channels_last, silu=silu,
+                          out=out)
+    y, mean, rstd = group_norm(input, c, weight, bias, eps, channels_last=channels_last,
+                               silu=silu, return_stats=True, out=out)
+    import numpy as np
+
+    n = math.prod(dims)
+    mean, rstd = _host64(mean), _host64(rstd)
+    # The samples' unbiased variances from var + eps = 1 / rstd^2 (a variance far below eps
+    # keeps rstd's relative rounding times eps, 1e-12 at float32 and the default eps).
+    var = np.maximum(1.0 / (rstd * rstd) - float(eps), 0.0) * (n / (n - 1.0))
+    batch = {"running_mean": mean.mean(axis=0), "running_var": var.mean(axis=0)}
+    m = float(momentum)
+    for name, r in stats:
+        _host_assign(r, (1.0 - m) * _host64(r) + m * batch[name])
+    return y
+
+
+def _host64(a):
+    """A small array of any kind as a NumPy float64 copy."""
+    import numpy as np
+
+    if _np_ndarray is not None and isinstance(a, _np_ndarray):
+        return a.astype(np.float64)
+    if hasattr(a, "detach"):  # torch
+        return a.detach().cpu().double().numpy()
+    return a.get().astype(np.float64)  # pyopencl
+
+
+def _host_assign(a, values):
+    """Writes values (NumPy float64) into a small array of any kind, in place."""
+    if _np_ndarray is not None and isinstance(a, _np_ndarray):
+        a[...] = values
+    elif hasattr(a, "detach"):  # torch: a buffer, written outside autograd
+        import torch
+
+        with torch.no_grad():
+            a.copy_(torch.from_numpy(values))
+    else:  # pyopencl
+        a.set(values.astype(a.dtype))
+
+
 def _row_norm(base, fname, x, normalized_shape, weight, bias, eps, residual, return_sum,
               scale, shift, out, return_stats=False, mean=None, rstd=None):
     if residual is None and scale is None and shift is None and not return_stats and \

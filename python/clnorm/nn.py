@@ -1,7 +1,8 @@
 """torch.nn drop-ins whose forward and backward run through clnorm.
 
-LayerNorm and GroupNorm subclass torch's own (same constructor, parameters, state_dict keys,
-repr; isinstance checks keep working) and only replace forward. RMSNorm subclasses
+LayerNorm, GroupNorm and InstanceNorm1d/2d/3d subclass torch's own (same constructor,
+parameters, buffers, state_dict keys, repr; isinstance checks keep working) and only replace
+forward. RMSNorm subclasses
 torch.nn.RMSNorm where torch has it (2.4 and later); on older torch (Debian 12's 1.13) it is a
 Module with the same constructor and state_dict. Gradients come from the library's backward
 through one autograd Function (first order: no double backward).
@@ -42,6 +43,44 @@ class GroupNorm(torch.nn.GroupNorm):
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+
+class _InstanceNormForward:
+    """The forward of torch.nn.InstanceNorm1d/2d/3d through clnorm (GroupNorm with a group per
+    channel), the running statistics updated as torch updates them. Normalizing by the
+    running statistics (eval mode with track_running_stats=True) is an elementwise scale and
+    shift with nothing to reduce: that takes torch's own F.instance_norm."""
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        unbatched = input.dim() == self._get_no_batch_dim()
+        x = input.unsqueeze(0) if unbatched else input
+        if self.training or not self.track_running_stats:
+            y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                                True, self.momentum, self.eps)
+        else:
+            y = torch.nn.functional.instance_norm(x, self.running_mean, self.running_var,
+                                                  self.weight, self.bias, False,
+                                                  self.momentum, self.eps)
+        return y.squeeze(0) if unbatched else y
+
+
+class InstanceNorm1d(_InstanceNormForward, torch.nn.InstanceNorm1d):
+    """torch.nn.InstanceNorm1d(num_features, eps=1e-5, momentum=0.1, affine=False,
+    track_running_stats=False, device=None, dtype=None), through clnorm: x of shape (N, C, L)
+    or (C, L)."""
+
+
+class InstanceNorm2d(_InstanceNormForward, torch.nn.InstanceNorm2d):
+    """torch.nn.InstanceNorm2d(num_features, eps=1e-5, momentum=0.1, affine=False,
+    track_running_stats=False, device=None, dtype=None), through clnorm: x of shape
+    (N, C, H, W) or (C, H, W); a channels_last input is read in place."""
+
+
+class InstanceNorm3d(_InstanceNormForward, torch.nn.InstanceNorm3d):
+    """torch.nn.InstanceNorm3d(num_features, eps=1e-5, momentum=0.1, affine=False,
+    track_running_stats=False, device=None, dtype=None), through clnorm: x of shape
+    (N, C, D, H, W) or (C, D, H, W)."""
 
 
 if _TorchRMSNorm is not None:
@@ -98,6 +137,13 @@ def _from_group_norm(m):
     return _adopt(new, m, ("weight", "bias"))
 
 
+def _from_instance_norm(m):
+    new = _INSTANCE[type(m)](m.num_features, m.eps, m.momentum, m.affine,
+                             m.track_running_stats, device="meta")
+    return _adopt(new, m, ("weight", "bias", "running_mean", "running_var",
+                           "num_batches_tracked"))
+
+
 def _from_rms_norm(m):
     new = RMSNorm(m.normalized_shape, m.eps, m.elementwise_affine, device="meta")
     return _adopt(new, m, ("weight",))
@@ -107,19 +153,22 @@ def _adopt(new, old, names):
     # The very Parameter objects move over (not copies): optimizers holding them, and weights
     # tied elsewhere in the model, keep working.
     for name in names:
-        setattr(new, name, getattr(old, name))
+        setattr(new, name, getattr(old, name, None))
     new.train(old.training)
     return new
 
 
+_INSTANCE = {torch.nn.InstanceNorm1d: InstanceNorm1d, torch.nn.InstanceNorm2d: InstanceNorm2d,
+             torch.nn.InstanceNorm3d: InstanceNorm3d}
 _SWAPS = {torch.nn.LayerNorm: _from_layer_norm, torch.nn.GroupNorm: _from_group_norm}
+_SWAPS.update({t: _from_instance_norm for t in _INSTANCE})
 if _TorchRMSNorm is not None:
     _SWAPS[_TorchRMSNorm] = _from_rms_norm
 
 
 def replace_norms(model):
-    """Swaps, in place, every torch.nn.LayerNorm, torch.nn.GroupNorm and (where torch has it)
-    torch.nn.RMSNorm inside model for clnorm's, sharing their parameters. Only modules of
+    """Swaps, in place, every torch.nn.LayerNorm, torch.nn.GroupNorm,
+    torch.nn.InstanceNorm1d/2d/3d and (where torch has it) torch.nn.RMSNorm inside model for clnorm's, sharing their parameters. Only modules of
     exactly those types are swapped (a subclass may have a forward of its own); hooks
     registered on a swapped module stay on the old one. Returns model (or, when model itself
     is such a norm, its replacement)."""
@@ -142,4 +191,5 @@ def replace_norms(model):
     return model
 
 
-__all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "replace_norms"]
+__all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
+           "InstanceNorm3d", "replace_norms"]

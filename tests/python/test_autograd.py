@@ -44,6 +44,16 @@ def test_gradcheck_group_norm_module(channels_last):
     assert torch.autograd.gradcheck(m, (x,))
 
 
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_gradcheck_instance_norm_module(dims):
+    m = (cnn.InstanceNorm1d, cnn.InstanceNorm2d, cnn.InstanceNorm3d)[dims - 1](
+        3, affine=True, track_running_stats=True, dtype=torch.float64)
+    randomize(m, 17)
+    assert torch.autograd.gradcheck(m, (rand(2, 3, *(3, 2, 2)[:dims], seed=18),))
+    # unbatched (C, *spatial), as torch's modules take it
+    assert torch.autograd.gradcheck(m, (rand(3, *(4, 2, 2)[:dims], seed=19),))
+
+
 def test_gradcheck_fused_add_and_sum():
     x, r = rand(3, 5, seed=7), rand(3, 5, seed=8)
     w, b = rand(5, seed=9), rand(5, seed=10)

@@ -36,6 +36,23 @@ def test_shape_mismatches():
         clnorm.group_norm(np.ones(4, np.float32), 2)
 
 
+def test_instance_norm_errors_change_nothing():
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    rm, rv = np.zeros(3, np.float32), np.ones(3, np.float32)
+    with pytest.raises(ValueError, match="more than 1 spatial element"):
+        clnorm.instance_norm(np.ones((2, 3, 1, 1), np.float32), rm, rv)
+    with pytest.raises(ValueError, match=r"running_var must have shape \[3\]"):
+        clnorm.instance_norm(x, rm, np.ones(4, np.float32))
+    with pytest.raises(ValueError, match=r"weight must have shape \[3\]"):
+        clnorm.instance_norm(x, rm, rv, np.ones(2, np.float32))
+    with pytest.raises(TypeError, match="momentum must be a real number"):
+        clnorm.instance_norm(x, rm, rv, momentum="0.1")
+    with pytest.raises(clnorm.UnsupportedError, match="use_input_stats=False"):
+        clnorm.instance_norm(x, rm, rv, use_input_stats=False)
+    # every refusal came before the running statistics were touched
+    assert not rm.any() and (rv == 1).all()
+
+
 def test_dtype_mismatches():
     x = torch.ones(2, 3, dtype=torch.float32)
     with pytest.raises(TypeError, match="residual must have x's dtype"):

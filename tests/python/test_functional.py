@@ -129,6 +129,37 @@ def test_group_norm_torch_channels_last_memory_format():
     assert_close(clnorm.group_norm(x2, 8), F.group_norm(x2, 8), "float64", "(N, C), G = C")
 
 
+@pytest.mark.parametrize("kind,dtype", [("numpy", np.float32), ("torch", torch.float32),
+                                        ("torch", torch.bfloat16), ("numpy", np.float64)])
+def test_instance_norm(kind, dtype):
+    n, c, h, w_ = 3, 5, 4, 3
+    x = make(kind, dtype, (n, c, h, w_), 21, offset=1.5)
+    w, b = params(c, seed=22)
+    rtype = np.float64 if dtype == np.float64 else np.float32
+    g = torch.Generator().manual_seed(23)
+    rm0, rv0 = torch.randn(c, generator=g, dtype=torch.float64), \
+        torch.rand(c, generator=g, dtype=torch.float64) + 0.5
+    if kind == "numpy":
+        rm, rv = rm0.numpy().astype(rtype), rv0.numpy().astype(rtype)
+    else:
+        rm, rv = rm0.float(), rv0.float()
+    rm_ref, rv_ref = rm0.clone(), rv0.clone()
+    y = clnorm.instance_norm(x, rm, rv, param_as(kind, w, x), param_as(kind, b, x),
+                             momentum=0.3, eps=1e-4)
+    ref = F.instance_norm(to64(x), rm_ref, rv_ref, w, b, True, 0.3, 1e-4)
+    assert type(y) is type(x) and y.dtype == x.dtype
+    assert_close(y, ref, dtype_name(x), "instance_norm")
+    # the running statistics, updated in place as torch updates them (unbiased variances)
+    rtol = "float64" if dtype == np.float64 else "float32"
+    assert_close(rm, rm_ref, rtol, "running_mean")
+    assert_close(rv, rv_ref, rtol, "running_var")
+    # no running statistics, channels last, fused SiLU
+    xl = x.transpose(0, 2, 3, 1).copy() if kind == "numpy" else x.permute(0, 2, 3, 1).contiguous()
+    y = clnorm.instance_norm(xl, channels_last=True, silu=True)
+    assert_close(y, F.silu(F.instance_norm(to64(x))).permute(0, 2, 3, 1), dtype_name(x),
+                 "instance_norm channels_last + silu")
+
+
 @pytest.mark.parametrize("kind,dtype", [("torch", torch.float32), ("torch", torch.bfloat16),
                                         ("numpy", np.float64)])
 def test_modulation(kind, dtype):

@@ -104,6 +104,34 @@ def test_replace_norms_keeps_parameters_and_types():
     assert type(single) is cnn.LayerNorm
 
 
+@pytest.mark.parametrize("track", [False, True])
+def test_replace_norms_instance_norm(track):
+    torch.manual_seed(4)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.InstanceNorm2d(4, affine=True,
+                              track_running_stats=track), torch.nn.ReLU(), torch.nn.Flatten(2),
+                              torch.nn.InstanceNorm1d(4, momentum=0.2, track_running_stats=track))
+    ours = cnn.replace_norms(copy.deepcopy(net))
+    assert type(ours[1]) is cnn.InstanceNorm2d and type(ours[4]) is cnn.InstanceNorm1d
+    assert isinstance(ours[1], torch.nn.InstanceNorm2d) and ours[4].momentum == 0.2
+    assert list(ours.state_dict()) == list(net.state_dict())
+    x = torch.randn(2, 3, 6, 5)
+    for _ in range(2):  # training: the running statistics move as torch's do
+        y_ref, y = net(x), ours(x)
+        assert (y - y_ref).abs().max().item() < 1e-4
+    y_ref.square().mean().backward()
+    y.square().mean().backward()
+    for p_ref, p in zip(net.parameters(), ours.parameters()):
+        assert (p.grad - p_ref.grad).abs().max().item() < 1e-4
+    for b_ref, b in zip(net.buffers(), ours.buffers()):
+        assert (b.double() - b_ref.double()).abs().max().item() < 1e-5
+    net.eval()
+    ours.eval()  # with running statistics: normalized by them (torch's elementwise path)
+    assert (ours(x) - net(x)).abs().max().item() < 1e-4
+    single = torch.nn.InstanceNorm3d(2, track_running_stats=True)
+    swapped = cnn.replace_norms(single)
+    assert type(swapped) is cnn.InstanceNorm3d and swapped.running_mean is single.running_mean
+
+
 def test_modules_match_torch_constructors():
     ln = cnn.LayerNorm((4, 6), eps=1e-6, elementwise_affine=True, bias=False)
     assert list(ln.state_dict()) == ["weight"] and ln.bias is None
