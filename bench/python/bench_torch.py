@@ -14,6 +14,10 @@ add also reads the residual and writes the sum; parameters). Each output is comp
 torch's first (max abs difference in the CSV).
 
     python3 bench/python/bench_torch.py --csv out.csv --svg out.svg [--quick] [--ops layer,rms]
+        [--shape 2x320x8x8 --shape 1x768 ...]
+
+--shape (repeatable) runs the ops on these shapes instead of their tables: NxCxHxW for the
+group ops (G = 32, as the tables), RxC for the row ops; each op takes the shapes of its kind.
 """
 import argparse
 import os
@@ -26,7 +30,7 @@ import clnorm
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import GROUP_SHAPES, QUICK_GROUPS, QUICK_ROWS, ROWS_SHAPES, interleaved_us, \
-    write_csv  # noqa: E402
+    parse_shape, write_csv  # noqa: E402
 from svgplot import bar_chart  # noqa: E402
 
 EPS = 1e-5
@@ -102,6 +106,9 @@ def main():
     ap.add_argument("--ops", default="layer,rms,add-layer,add-rms,group,group-silu")
     ap.add_argument("--quick", action="store_true", help="a few small shapes")
     ap.add_argument("--budget", type=float, default=1.5, help="seconds per shape (default 1.5)")
+    ap.add_argument("--shape", action="append", default=[], type=parse_shape,
+                    help="a shape to run instead of the tables (repeatable): NxCxHxW for the "
+                         "group ops, RxC for the row ops")
     ap.add_argument("--csv", default=None)
     ap.add_argument("--svg", default=None)
     args = ap.parse_args()
@@ -115,11 +122,14 @@ def main():
         "speedup", "max diff"))
     rows_out = []
     for op in args.ops.split(","):
-        if op in ("group", "group-silu"):
-            cases = [(s, lay) for s in (QUICK_GROUPS if args.quick else GROUP_SHAPES)
-                     for lay in ("nchw", "nhwc")]
+        group = op in ("group", "group-silu")
+        if args.shape:
+            table = [s for s in args.shape if (len(s) == 4) == group]
+        elif group:
+            table = QUICK_GROUPS if args.quick else GROUP_SHAPES
         else:
-            cases = [(s, "") for s in (QUICK_ROWS if args.quick else ROWS_SHAPES)]
+            table = QUICK_ROWS if args.quick else ROWS_SHAPES
+        cases = [(s, lay) for s in table for lay in (("nchw", "nhwc") if group else ("",))]
         for shape, layout in cases:
             if op in ("group", "group-silu"):
                 ref, ours, nbytes = group_case(shape, layout, silu=op == "group-silu")

@@ -1,5 +1,6 @@
 """What the Python benches share: the C bench's shapes (bench/ops.c), medians of timed runs,
-and CSV output."""
+the --shape parser and CSV output."""
+import argparse
 import csv
 import gc
 import statistics
@@ -13,6 +14,17 @@ GROUP_SHAPES = [(n, c, hw, hw) for n in (1, 8) for c in (320, 640, 1280) for hw 
 GROUP_SHAPES.append((32, 256, 56, 56))
 QUICK_ROWS = [(1, 768), (257, 768), (1000, 1000), (8192, 768)]
 QUICK_GROUPS = [(2, 320, 16, 16)]
+
+
+def parse_shape(text):
+    """A --shape argument: RxC (the row ops) or NxCxHxW (the group ops), as a tuple."""
+    try:
+        dims = tuple(int(d) for d in text.lower().split("x"))
+    except ValueError:
+        dims = ()
+    if len(dims) not in (2, 4) or any(d < 1 for d in dims):
+        raise argparse.ArgumentTypeError("%r is not RxC or NxCxHxW (positive sizes)" % text)
+    return dims
 
 
 def median_us(fn, reps, warmup=3, budget_s=None):

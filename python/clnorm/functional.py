@@ -77,6 +77,25 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, channels_last
     torch.native_group_norm gives them (float32 beside a 16-bit x); they carry no gradient.
     out: as layer_norm's (laid out as the result would be).
     """
+    sig = None
+    if not return_stats and type(num_groups) is int and _c_contiguous(x):
+        # The repeated call (a UNet's many small GroupNorms): as layer_norm's, keyed by
+        # everything the general path reads. Not for an x stored otherwise (a torch
+        # channels_last tensor, whose result is channels-last too: never memoized), which
+        # would pay the signature for nothing.
+        sig = _fast_signature(_lib.GROUP, x, (num_groups, channels_last, silu), weight, bias,
+                              eps, out)
+        if sig is not None:
+            ctx = _core.current_context()
+            try:
+                hit = ctx.fast_calls.get(sig)
+            except TypeError:  # an unhashable eps or flag: the general path reads it
+                hit = sig = None
+            if hit is GENERAL:
+                sig = None
+            elif hit is not None:
+                return _fast_run(ctx, hit, x, weight, bias, out)
+    x_given = x  # the caller's x: a layout the library cannot read is replaced by a copy
     kind = kind_of(x)
     code = kind.code(x)
     shape = tuple(x.shape)
@@ -132,6 +151,8 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, channels_last
         result = _autograd.apply(call)
     else:
         result = _core.run(call)
+        if sig is not None:
+            _fast_remember(sig, call, inputs, (x_given, weight, bias), out)
     return tuple(result) if return_stats else result[0]
 
 
@@ -156,7 +177,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                                "the running statistics) is not supported: GroupNorm has no "
                                "precomputed statistics; torch.nn.functional.instance_norm "
                                "does it")
-    kind = kind_of(input)
+    kind_of(input)  # a clear TypeError for what clnorm does not take, before its shape
     shape = tuple(input.shape)
     if len(shape) < 2:
         raise ValueError("clnorm.instance_norm: x must have at least 2 dims (N, C, ...), got "
@@ -231,10 +252,13 @@ def _row_norm(base, fname, x, normalized_shape, weight, bias, eps, residual, ret
                 hit = ctx.fast_calls.get(sig)
             except TypeError:  # an unhashable eps or shape: the general path reads it
                 hit = sig = None
-            if hit is not None:
+            if hit is GENERAL:
+                sig = None
+            elif hit is not None:
                 return _fast_run(ctx, hit, x, weight, bias, out)
     else:
         sig = None
+    x_given = x  # the caller's x: _rows may replace it by a contiguous copy
     kind = kind_of(x)
     code = kind.code(x)
     ns = _normalized_shape(normalized_shape, fname)
@@ -303,7 +327,7 @@ def _row_norm(base, fname, x, normalized_shape, weight, bias, eps, residual, ret
         given = out
         out = _core.run(call)
         if sig is not None:
-            _fast_remember(sig, call, inputs, (x, weight, bias), given)
+            _fast_remember(sig, call, inputs, (x_given, weight, bias), given)
     if len(outputs) > 1:
         return tuple(out)
     return out[0]
@@ -341,9 +365,13 @@ def _stats_inputs(kind, inputs, base, mean, rstd, shape, k, rows, pcode, x, fnam
 # #13: at most 20 us over the C call). So a call whose arrays went in unconverted and ran
 # through the host-pointer layer leaves an entry keyed by everything the general path read
 # of them (the signature), and the next call with the same signature only packs the
-# pointers and calls the library. Per context (Context.fast_calls, cleared when it closes),
-# at most FAST_CALLS entries.
+# pointers and calls the library. A signature whose call cannot be memoized (an input
+# converted or copied, a zero-copy device call, a channels-last result) gets GENERAL, so that
+# its next calls go straight to the general path without trying again (the signature decides
+# all of that). Per context (Context.fast_calls, cleared when it closes), at most FAST_CALLS
+# entries.
 FAST_CALLS = 256
+GENERAL = "general path"
 
 
 def _array_signature(a):
@@ -356,6 +384,15 @@ def _array_signature(a):
             return None
         return (t, a.dtype, a.shape, a.stride())
     return (t, a.dtype, a.shape, a.strides)
+
+
+def _c_contiguous(x):
+    """Whether x is a C-contiguous NumPy array or torch tensor (cheaply; False for others)."""
+    flags = getattr(x, "flags", None)
+    if flags is not None:
+        return flags.c_contiguous is True
+    is_contiguous = getattr(x, "is_contiguous", None)
+    return is_contiguous is not None and is_contiguous() is True
 
 
 def _fast_signature(base, x, ns, weight, bias, eps, out):
@@ -383,12 +420,18 @@ def _fast_signature(base, x, ns, weight, bias, eps, out):
 
 def _fast_remember(sig, call, inputs, given_arrays, out):
     """Keeps the call's plan and argument layout under sig, when nothing was converted and it
-    ran through the host-pointer layer."""
-    x, weight, bias = given_arrays
+    ran through the host-pointer layer. given_arrays are the caller's own x, weight and bias:
+    an input the call replaced by a copy (a layout the library cannot read in place, another
+    dtype) is not the caller's, and its signature must not be remembered for a plan made for
+    the copy's layout."""
+    ctx = _core.current_context()
+    fast = ctx.fast_calls
+    if len(fast) >= FAST_CALLS:
+        fast.clear()
+    fast[sig] = GENERAL
     passed = [a for a in given_arrays if a is not None]
     if len(inputs) != len(passed) or any(a is not b for (_, a), b in zip(inputs, passed)):
         return  # an input was copied or converted: its pointer is not the caller's
-    ctx = _core.current_context()
     plan = ctx.plan(call.key)
     if not call.kind.on_device and (ctx.backend != "opencl" or plan.host_loop[_lib.FORWARD] or
                                    plan.row_bytes < _core.ZERO_COPY_FROM):
@@ -396,9 +439,6 @@ def _fast_remember(sig, call, inputs, given_arrays, out):
         shape, order = call.outputs[0][1], call.outputs[0][2]
         if order is None:
             code = plan.infos[_lib.FORWARD][_Y][2]
-            fast = ctx.fast_calls
-            if len(fast) >= FAST_CALLS:
-                fast.clear()
             fast[sig] = (plan, slots, shape, code, call.kind, _core.HOST_FORMATS[len(slots)])
 
 

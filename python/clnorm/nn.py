@@ -168,8 +168,9 @@ if _TorchRMSNorm is not None:
 
 def replace_norms(model):
     """Swaps, in place, every torch.nn.LayerNorm, torch.nn.GroupNorm,
-    torch.nn.InstanceNorm1d/2d/3d and (where torch has it) torch.nn.RMSNorm inside model for clnorm's, sharing their parameters. Only modules of
-    exactly those types are swapped (a subclass may have a forward of its own); hooks
+    torch.nn.InstanceNorm1d/2d/3d and (where torch has it) torch.nn.RMSNorm inside model for
+    clnorm's, sharing their parameters (and InstanceNorm's running statistics). Only modules
+    of exactly those types are swapped (a subclass may have a forward of its own); hooks
     registered on a swapped module stay on the old one. Returns model (or, when model itself
     is such a norm, its replacement)."""
     swapped = {}

@@ -17,6 +17,11 @@ def _fresh_context():
     return clnorm.Context(None)
 
 
+def _memoized(ctx):
+    """The context's memoized calls (not the signatures marked for the general path)."""
+    return [v for v in ctx.fast_calls.values() if v is not clnorm.functional.GENERAL]
+
+
 def test_repeated_calls_use_the_new_data_each_time():
     rng = np.random.default_rng(0)
     w = rng.standard_normal(768).astype(np.float32)
@@ -28,7 +33,7 @@ def test_repeated_calls_use_the_new_data_each_time():
             ref = F.layer_norm(torch.from_numpy(x).double(), (768,), torch.from_numpy(w).double(),
                                torch.from_numpy(b).double())
             assert_close(y, ref, "float32", "call %d" % i)
-        assert len(ctx.fast_calls) == 1  # the first call remembered it, the others used it
+        assert len(_memoized(ctx)) == 1  # the first call remembered it, the others used it
         ctx.close()
 
 
@@ -42,7 +47,60 @@ def test_a_converted_weight_is_not_memoized():
             y = clnorm.layer_norm(x, 64, w)
             ref = F.layer_norm(torch.from_numpy(x).double(), (64,), torch.from_numpy(w))
             assert_close(y, ref, "float32", "float64 weight")
-        assert not ctx.fast_calls
+        assert not _memoized(ctx)
+        # the signature is marked for the general path: its next calls do not try again
+        assert list(ctx.fast_calls.values()) == [clnorm.functional.GENERAL]
+        ctx.close()
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_a_copied_x_is_not_memoized(kind):
+    # x in a layout the library cannot read in place (rows of one column each of a
+    # transposed matrix; a sample's spatial dims transposed) is copied to a contiguous array
+    # first: the plan made for that copy must not be remembered under the caller's layout,
+    # whose next call would then be read as if it were contiguous (it was, before 2026-12-03).
+    rng = np.random.default_rng(5)
+    xr = rng.standard_normal((40, 6)).astype(np.float32).T
+    xg = rng.standard_normal((2, 8, 5, 3)).astype(np.float32).transpose(0, 1, 3, 2)
+    if kind == "torch":
+        xr, xg = torch.from_numpy(xr), torch.from_numpy(xg)
+    ref_r = F.layer_norm(torch.as_tensor(np.ascontiguousarray(xr)).double(), (40,))
+    ref_g = F.group_norm(torch.as_tensor(np.ascontiguousarray(xg)).double(), 4)
+    with _fresh_context() as ctx:
+        for i in range(3):
+            assert_close(clnorm.layer_norm(xr, 40), ref_r, "float32", "rows, call %d" % i)
+            assert_close(clnorm.group_norm(xg, 4), ref_g, "float32", "groups, call %d" % i)
+        # layer_norm's signature marked for the general path; group_norm does not memoize
+        # an x that is not C-contiguous, nor look it up
+        assert list(ctx.fast_calls.values()) == [clnorm.functional.GENERAL]
+        ctx.close()
+
+
+def test_repeated_group_norm_calls():
+    # GroupNorm's repeated calls take the shortcut too, keyed by the groups, the layout and
+    # the SiLU: each combination its own entry, each call on its own data.
+    rng = np.random.default_rng(6)
+    w = rng.standard_normal(8).astype(np.float32)
+    b = rng.standard_normal(8).astype(np.float32)
+    with _fresh_context() as ctx:
+        for i in range(3):
+            x = rng.standard_normal((2, 8, 5, 3)).astype(np.float32) * (i + 1) + i
+            ref = F.group_norm(torch.from_numpy(x).double(), 4, torch.from_numpy(w).double(),
+                               torch.from_numpy(b).double())
+            xl = x.transpose(0, 2, 3, 1).copy()
+            assert_close(clnorm.group_norm(x, 4, w, b), ref, "float32", "nchw %d" % i)
+            assert_close(clnorm.group_norm(x, 2, w, b),
+                         F.group_norm(torch.from_numpy(x).double(), 2,
+                                      torch.from_numpy(w).double(),
+                                      torch.from_numpy(b).double()), "float32", "G = 2 %d" % i)
+            assert_close(clnorm.group_norm(x, 4, w, b, silu=True), F.silu(ref), "float32",
+                         "silu %d" % i)
+            y = np.empty_like(xl)
+            assert clnorm.group_norm(xl, 4, w, b, channels_last=True, out=y) is y
+            assert_close(y, ref.permute(0, 2, 3, 1), "float32", "nhwc out= %d" % i)
+        assert len(_memoized(ctx)) == 4
+        with pytest.raises(ValueError, match="num_groups must be a positive int"):
+            clnorm.group_norm(x, 4.0, w, b)  # not taken for the remembered G = 4
         ctx.close()
 
 
@@ -65,7 +123,7 @@ def test_torch_tensors_that_need_gradients_take_the_general_path():
         for _ in range(2):
             y = clnorm.layer_norm(x, (32,))
             assert y.requires_grad
-        assert not ctx.fast_calls
+        assert not _memoized(ctx)
         y.sum().backward()
         assert x.grad is not None
         ctx.close()
