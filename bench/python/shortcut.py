@@ -5,9 +5,10 @@ by call in one process on one context (the same host pool and plans), each clnor
 right after a torch call, medians in us.
 
     python3 bench/python/shortcut.py [--reps N] [--csv out.csv] [--shape 1x320x8x8 ...]
+        [--silu] [--channels-last]
 
-Shapes: NxCxHxW runs group_norm (G = 32, NCHW, and with --silu its fused SiLU against
-F.silu(F.group_norm)); RxC runs layer_norm. Default: small UNet GroupNorms and one 1x768 row.
+Shapes: NxCxHxW runs group_norm (G = 32, NCHW; with --channels-last on torch.channels_last
+tensors; with --silu its fused SiLU against F.silu(F.group_norm)); RxC runs layer_norm. Default: small UNet GroupNorms and one 1x768 row.
 """
 import argparse
 import os
@@ -25,9 +26,11 @@ from common import interleaved_us, parse_shape, write_csv  # noqa: E402
 DEFAULT = ["1x64x4x4", "1x320x8x8", "2x320x8x8", "1x640x16x16", "1x768"]
 
 
-def case(shape, silu):
+def case(shape, silu, channels_last):
     g = torch.Generator().manual_seed(sum(shape))
     x = torch.randn(shape, generator=g)
+    if channels_last and len(shape) == 4:
+        x = x.contiguous(memory_format=torch.channels_last)
     c = shape[1]
     w = 1 + 0.1 * torch.randn(c, generator=g)
     b = 0.1 * torch.randn(c, generator=g)
@@ -44,6 +47,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shape", action="append", type=parse_shape, default=[])
     ap.add_argument("--silu", action="store_true", help="group_norm with its fused SiLU")
+    ap.add_argument("--channels-last", action="store_true",
+                    help="group_norm on torch.channels_last tensors (NHWC in memory)")
     ap.add_argument("--reps", type=int, default=3000)
     ap.add_argument("--csv", default=None)
     args = ap.parse_args()
@@ -65,7 +70,7 @@ def main():
     print("%-14s %10s %12s %12s %9s" % ("shape", "torch", "general", "shortcut", "saved"))
     rows = []
     for shape in shapes:
-        ref, ours = case(shape, args.silu)
+        ref, ours = case(shape, args.silu, args.channels_last)
         # torch before each clnorm call, so that both find the machine as torch leaves it
         # (after a long torch call the host pool's workers have stopped spinning and sleep)
         t_ref, t_general, _, t_fast = interleaved_us([ref, general(ours), ref, ours],
@@ -73,11 +78,14 @@ def main():
         label = "x".join(str(d) for d in shape)
         print("%-14s %10.1f %12.1f %12.1f %9.1f" % (label, t_ref, t_general, t_fast,
                                                   t_general - t_fast), flush=True)
-        rows.append([label, "group-silu" if args.silu and len(shape) == 4 else
-                     ("group" if len(shape) == 4 else "layer"), "%.1f" % t_ref,
-                     "%.1f" % t_general, "%.1f" % t_fast])
+        group = len(shape) == 4
+        rows.append([label, "group-silu" if args.silu and group else
+                     ("group" if group else "layer"),
+                     ("nhwc" if args.channels_last else "nchw") if group else "",
+                     "%.1f" % t_ref, "%.1f" % t_general, "%.1f" % t_fast])
     if args.csv:
-        write_csv(args.csv, ["shape", "op", "torch_us", "general_us", "shortcut_us"], rows)
+        write_csv(args.csv, ["shape", "op", "layout", "torch_us", "general_us",
+                             "shortcut_us"], rows)
 
 
 if __name__ == "__main__":

@@ -78,11 +78,11 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, channels_last
     out: as layer_norm's (laid out as the result would be).
     """
     sig = None
-    if not return_stats and type(num_groups) is int and _c_contiguous(x):
+    if not return_stats and type(num_groups) is int and _dense(x):
         # The repeated call (a UNet's many small GroupNorms): as layer_norm's, keyed by
-        # everything the general path reads. Not for an x stored otherwise (a torch
-        # channels_last tensor, whose result is channels-last too: never memoized), which
-        # would pay the signature for nothing.
+        # everything the general path reads. Only for an x stored densely (C order, or a
+        # torch channels_last tensor): other layouts are copied, never memoized, and would
+        # pay the signature for nothing.
         sig = _fast_signature(_lib.GROUP, x, (num_groups, channels_last, silu), weight, bias,
                               eps, out)
         if sig is not None:
@@ -366,10 +366,10 @@ def _stats_inputs(kind, inputs, base, mean, rstd, shape, k, rows, pcode, x, fnam
 # through the host-pointer layer leaves an entry keyed by everything the general path read
 # of them (the signature), and the next call with the same signature only packs the
 # pointers and calls the library. A signature whose call cannot be memoized (an input
-# converted or copied, a zero-copy device call, a channels-last result) gets GENERAL, so that
-# its next calls go straight to the general path without trying again (the signature decides
-# all of that). Per context (Context.fast_calls, cleared when it closes), at most FAST_CALLS
-# entries.
+# converted or copied, a zero-copy device call, a channels-last result given as out=) gets
+# GENERAL, so that its next calls go straight to the general path without trying again (the
+# signature decides all of that). Per context (Context.fast_calls, cleared when it closes),
+# at most FAST_CALLS entries.
 FAST_CALLS = 256
 GENERAL = "general path"
 
@@ -386,13 +386,20 @@ def _array_signature(a):
     return (t, a.dtype, a.shape, a.strides)
 
 
-def _c_contiguous(x):
-    """Whether x is a C-contiguous NumPy array or torch tensor (cheaply; False for others)."""
+def _dense(x):
+    """Whether x is a C-contiguous NumPy array, or a torch tensor contiguous in C order or as
+    torch.channels_last (cheaply; False for other arrays)."""
     flags = getattr(x, "flags", None)
     if flags is not None:
         return flags.c_contiguous is True
     is_contiguous = getattr(x, "is_contiguous", None)
-    return is_contiguous is not None and is_contiguous() is True
+    if is_contiguous is None:
+        return False
+    if is_contiguous() is True:
+        return True
+    torch = sys.modules.get("torch")
+    return torch is not None and x.dim() == 4 and \
+        is_contiguous(memory_format=torch.channels_last) is True
 
 
 def _fast_signature(base, x, ns, weight, bias, eps, out):
@@ -437,14 +444,15 @@ def _fast_remember(sig, call, inputs, given_arrays, out):
                                    plan.row_bytes < _core.ZERO_COPY_FROM):
         slots = tuple(slot for slot, _ in inputs) + (_Y,)
         shape, order = call.outputs[0][1], call.outputs[0][2]
-        if order is None:
+        if order is None or out is None:  # a channels-last y made as the general path does
             code = plan.infos[_lib.FORWARD][_Y][2]
-            fast[sig] = (plan, slots, shape, code, call.kind, _core.HOST_FORMATS[len(slots)])
+            fast[sig] = (plan, slots, shape, code, call.kind, _core.HOST_FORMATS[len(slots)],
+                         order)
 
 
 def _fast_run(ctx, hit, x, weight, bias, out):
-    plan, slots, shape, code, kind, fmt = hit
-    y = kind.empty(shape, code, x) if out is None else out
+    plan, slots, shape, code, kind, fmt, order = hit
+    y = kind.empty(shape, code, x, order) if out is None else out
     ptr = kind.ptr
     fields = [slots[0], 0, ptr(x)]
     i = 1

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 import clnorm
 from clnorm import _kinds
 
-from conftest import assert_close
+from conftest import assert_close, to64
 
 
 def _fresh_context():
@@ -98,7 +98,16 @@ def test_repeated_group_norm_calls():
             y = np.empty_like(xl)
             assert clnorm.group_norm(xl, 4, w, b, channels_last=True, out=y) is y
             assert_close(y, ref.permute(0, 2, 3, 1), "float32", "nhwc out= %d" % i)
-        assert len(_memoized(ctx)) == 4
+            # a torch channels_last tensor: its result channels-last too, as on the general
+            # path; with out= it takes the general path every call
+            xt = torch.from_numpy(x).contiguous(memory_format=torch.channels_last)
+            yt = clnorm.group_norm(xt, 4, torch.from_numpy(w), torch.from_numpy(b))
+            assert yt.is_contiguous(memory_format=torch.channels_last)
+            assert_close(yt, ref, "float32", "channels_last tensor %d" % i)
+            yo = torch.empty_like(xt)
+            assert clnorm.group_norm(xt, 4, out=yo) is yo
+            assert_close(yo, F.group_norm(to64(xt), 4), "float32", "channels_last out= %d" % i)
+        assert len(_memoized(ctx)) == 5
         with pytest.raises(ValueError, match="num_groups must be a positive int"):
             clnorm.group_norm(x, 4.0, w, b)  # not taken for the remembered G = 4
         ctx.close()
