@@ -12,10 +12,11 @@
  * stream of calls runs; a block's calls that start in its first 300 µs are not timed, since
  * the other build's pool workers spin that long after its last call (CLNORM_HOST_SPIN_US).
  * The tensors rotate through sets larger than the last-level cache (--rotate-mib, default
- * 512), as clnorm-bench's do. Float32, gamma and beta given.
+ * 512), as clnorm-bench's do. Float32, gamma and beta given; --silu: GroupNorm's fused SiLU
+ * (the rows have none).
  *
  *   clnorm-lib-ab --lib-a A.so --lib-b B.so --shape S [--shape S ...] [--layout nchw|nhwc]
- *                 [--backward] [--rounds N] [--block N] [--block-ms N] [--rotate-mib N]
+ *                 [--silu] [--backward] [--rounds N] [--block N] [--block-ms N] [--rotate-mib N]
  *   S: RxC (LayerNorm rows) or NxCxHxW[:G] (GroupNorm, 1 to 3 spatial dims, G default 32)
  *
  * Per shape: the median µs of each build over its timed calls, A/B (above 1: B is faster),
@@ -103,7 +104,7 @@ static int usage(const char *msg)
 {
     fprintf(stderr,
             "clnorm-lib-ab: %s\nusage: clnorm-lib-ab --lib-a A.so --lib-b B.so --shape S "
-            "[--shape S ...] [--layout nchw|nhwc] [--backward] [--rounds N] [--block N] "
+            "[--shape S ...] [--layout nchw|nhwc] [--silu] [--backward] [--rounds N] [--block N] "
             "[--block-ms N] [--rotate-mib N]\n  S: RxC or NxCxHxW[:G]\n",
             msg);
     return 2;
@@ -202,8 +203,10 @@ static void tensors_free(tensors *t)
     free(t->par);
 }
 
+/* The backward with SiLU also reads beta (z = xhat * gamma + beta); without it beta is not
+ * one of its slots, and giving it is an error. */
 static clnorm_status call(const lib *l, clnorm_plan *p, const shape *s, const tensors *t,
-                          size_t set, int bwd)
+                          size_t set, int bwd, int silu)
 {
     float *x = t->x + set * t->elems, *y = t->y + set * t->elems;
     if (!bwd) {
@@ -218,8 +221,9 @@ static clnorm_status call(const lib *l, clnorm_plan *p, const shape *s, const te
                                  {CLNORM_ARG_DX, y},
                                  {CLNORM_ARG_GAMMA, t->par},
                                  {CLNORM_ARG_DGAMMA, t->par + 2 * s->c},
-                                 {CLNORM_ARG_DBETA, t->par + 3 * s->c}};
-    return l->exec(p, CLNORM_BACKWARD, a, 6);
+                                 {CLNORM_ARG_DBETA, t->par + 3 * s->c},
+                                 {CLNORM_ARG_BETA, t->par + s->c}};
+    return l->exec(p, CLNORM_BACKWARD, a, silu && s->g ? 7 : 6);
 }
 
 int main(int argc, char **argv)
@@ -227,11 +231,15 @@ int main(int argc, char **argv)
     lib L[2] = {{0}, {0}};
     shape shapes[MAX_SHAPES];
     size_t nshapes = 0, rounds = 100, block = 10, block_ms = 2, rotate_mib = 512;
-    int bwd = 0, nhwc = 0;
+    int bwd = 0, nhwc = 0, silu = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--backward")) {
             bwd = 1;
+            continue;
+        }
+        if (!strcmp(a, "--silu")) {
+            silu = 1;
             continue;
         }
         if (!v)
@@ -287,6 +295,8 @@ int main(int argc, char **argv)
                 d.groups = s->g;
                 d.spatial = s->hw;
                 d.layout = nhwc ? CLNORM_NHWC : CLNORM_NCHW;
+                if (silu)
+                    d.flags |= CLNORM_SILU;
             }
             if (bwd)
                 d.flags |= CLNORM_WITH_BACKWARD;
@@ -303,7 +313,7 @@ int main(int argc, char **argv)
                 for (size_t c = 0; c < block || now_us() - start < block_ms * 1e3; c++) {
                     set = (set + 1) % ts.sets;
                     const double t0 = now_us();
-                    const clnorm_status st = call(&L[b], p[b], s, &ts, set, bwd);
+                    const clnorm_status st = call(&L[b], p[b], s, &ts, set, bwd, silu);
                     const double t1 = now_us();
                     if (st != CLNORM_OK) {
                         fprintf(stderr, "clnorm-lib-ab: %s: call failed (%d)\n", L[b].path,

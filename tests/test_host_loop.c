@@ -166,6 +166,26 @@ static void test_policy(void **state)
             assert_int_equal(uses_loop(&g, CLNORM_STRATEGY_AUTO), 2);
         }
     }
+    /* ... and a single float32 NHWC sample without SiLU up to 6 MiB (its y streamed): C = 256
+     * by 6144 positions is exactly 6 MiB; a float16 sample keeps 2 MiB (4096 positions) */
+    static const struct {
+        size_t spatial;
+        clnorm_dtype dtype;
+        int uses;
+    } single[] = {
+        {6144, CLNORM_F32, 3}, {6145, CLNORM_F32, 2}, {4096, CLNORM_F16, 3},
+        {4097, CLNORM_F16, 2},
+    };
+    for (size_t i = 0; i < TU_COUNT(single); i++) {
+        clnorm_desc g;
+        clnorm_desc_init(&g, CLNORM_GROUP, 1, 256);
+        g.groups = 32;
+        g.spatial = single[i].spatial;
+        g.dtype = single[i].dtype;
+        g.layout = CLNORM_NHWC;
+        g.flags = CLNORM_SAVE_STATS | CLNORM_WITH_BACKWARD;
+        assert_int_equal(uses_loop(&g, CLNORM_STRATEGY_AUTO), single[i].uses);
+    }
 }
 
 /* The problems of the sweep: rows, cols, stride of every row tensor (0: dense), samples. */
@@ -576,13 +596,14 @@ static void test_large_forward(void **state)
     assert_true(runs >= 8);
 }
 
-/* GroupNorm's float32 NCHW forward of at least 4 MiB, whose y goes out through streaming
- * stores with each chunk's next unit prefetched (group_norm_host_body.h,
- * HN(nchw_apply_run)): whole groups several to a chunk, small groups of 1x1
- * (HN(small_groups)), groups of several units (beyond GN_FWD_FUSE_ELEMS, the apply a phase
- * of its own), strided samples of an odd spatial size, and the SiLU at its threshold of
- * exactly 4 MiB. Against the reference from offset pointers (y off the stores' 32-byte
- * boundary) and in place, and the same bits on 1 and 3 threads (the backward's too). */
+/* GroupNorm's float32 forward of at least 4 MiB, whose y goes out through streaming stores:
+ * NCHW with each chunk's next unit prefetched (group_norm_host_body.h, HN(nchw_apply_run)):
+ * whole groups several to a chunk, small groups of 1x1 (HN(small_groups)), groups of several
+ * units (beyond GN_FWD_FUSE_ELEMS, the apply a phase of its own), strided samples of an odd
+ * spatial size, and the SiLU at its threshold of exactly 4 MiB; NHWC single samples, a unit's
+ * rows staged in blocks (HN(nhwc_apply)): 320 channels, and 1000 (a row a block). Against
+ * the reference from offset pointers (y off the stores' 32-byte boundary) and in place, and
+ * the same bits on 1 and 3 threads (the backward's too). */
 static void test_group_large_forward(void **state)
 {
     (void)state;
@@ -590,6 +611,7 @@ static void test_group_large_forward(void **state)
     static const gshape big[] = {
         {8, 320, 32, 420, CLNORM_NCHW, 0},   {1024, 1024, 256, 1, CLNORM_NCHW, 0},
         {1, 1100, 10, 1000, CLNORM_NCHW, 0}, {5, 300, 30, 701, CLNORM_NCHW, 300 * 701 + 3},
+        {1, 320, 32, 4096, CLNORM_NHWC, 0},  {1, 1000, 10, 1100, CLNORM_NHWC, 0},
         {1, 1024, 32, 1024, CLNORM_NCHW, 0},
     };
     static const unsigned widths[] = {1, 3};

@@ -553,11 +553,20 @@ static const clnorm_chain *chain(const clnorm_desc *d, clnorm_strategy s, clnorm
  * kernels ran in vectors, the loop won at every size). The NHWC forward's kernels run one
  * item per sample on CPU devices ("NHWC on CPU devices: one item per sample"): the loop's
  * lead ends at about 2 MB without SiLU (2 MiB) and between 0.66 and 1.3 MB with it
- * (1 MiB). */
+ * (1 MiB). A single float32 sample without SiLU, whose y of 4 MiB and more the loop writes
+ * with streaming stores, stays with the loop up to 6 MiB: the kernels then run their tiles
+ * (three launches, x read twice from memory). At 2.6 MB the loop was 1.19-1.21x faster
+ * (clnorm-lib-ab) and 1.36-1.58x (clnorm-bench), at 5.2 MB 1.11-1.14x and 1.05x; at 10.5 MB
+ * 1.01-1.05x in one and 0.88-0.99x in the other, and at 21 MB 0.90-0.92x; several samples of
+ * 2.6 or 5.2 MB ran 0.93-1.01x ("GroupNorm's NHWC loop: y streamed, a single sample up to 6
+ * MiB"). */
 static size_t host_bytes(const clnorm_desc *d, clnorm_direction dir)
 {
-    if (dir == CLNORM_FORWARD && is_nhwc(d))
-        return (d->flags & CLNORM_SILU) ? (size_t)1 << 20 : (size_t)2 << 20;
+    if (dir == CLNORM_FORWARD && is_nhwc(d)) {
+        if (d->flags & CLNORM_SILU)
+            return (size_t)1 << 20;
+        return d->rows == 1 && d->dtype == CLNORM_F32 ? (size_t)6 << 20 : (size_t)2 << 20;
+    }
     if (!(d->flags & CLNORM_SILU))
         return (size_t)16 << 20;
     if (dir == CLNORM_FORWARD)

@@ -17,7 +17,7 @@ typedef struct {
     int bwd;         /* a backward whose small NCHW groups (HN(small_groups)) take their sums
                         and dx in GN_MOMENTS, each right after its statistics */
     int silu;
-    int stream;      /* forward, NCHW: y is float32 written with streaming stores (HSTREAM) */
+    int stream;      /* forward: y is float32 written with streaming stores (HSTREAM) */
     HA eps;
     HA *gam, *bet;           /* C each: gamma and beta (1 and 0 when absent) */
     HA *K, *m, *r, *sc;      /* per group n * G + g: xhat = ((x * sc - K) - m) * r */
@@ -524,17 +524,35 @@ static HINLINE void HN(nhwc_apply)(const HN(job) *job, HN(bufs) *b, const gn_uni
     const HA *tk = job->tk + u->n * C, *ta = job->ta + u->n * C, *tb = job->tb + u->n * C;
     if (scaled)
         HN(nhwc_coeffs)(job, b, u->n);
-    for (size_t p = 0; p < P; p++) {
-        HA *op = o + p * C;
-        if (scaled)
-            HN(row_apply)(C, x + p * C, b->scc, b->kc, b->mc, b->rc, job->gam, job->bet, op);
-        else
-            HN(row_apply_table)(C, x + p * C, tk, ta, tb, op);
-        if (job->silu)
-            for (size_t c = 0; c < C; c++)
-                op[c] = HN(silu)(op[c]);
+#if HSTREAM
+    /* A streamed y (job->stream): rows of about GN_STREAM_BLOCK elements staged in L1
+     * (b->out), each block then written with streaming stores. */
+    const size_t rows = job->stream ? (GN_STREAM_BLOCK / C ? GN_STREAM_BLOCK / C : 1) : P;
+#else
+    const size_t rows = P;
+#endif
+    for (size_t p0 = 0; p0 < P; p0 += rows) {
+        const size_t p1 = P - p0 < rows ? P : p0 + rows;
+        HA *ob = rows < P ? b->out : o + p0 * C;
+        for (size_t p = p0; p < p1; p++) {
+            HA *op = ob + (p - p0) * C;
+            if (scaled)
+                HN(row_apply)(C, x + p * C, b->scc, b->kc, b->mc, b->rc, job->gam, job->bet,
+                              op);
+            else
+                HN(row_apply_table)(C, x + p * C, tk, ta, tb, op);
+            if (job->silu)
+                for (size_t c = 0; c < C; c++)
+                    op[c] = HN(silu)(op[c]);
+        }
+#if HSTREAM
+        if (rows < P)
+            clnorm_host_stream_floats((float *)y + off + p0 * C, (const float *)ob,
+                                      (p1 - p0) * C, NULL);
+#endif
     }
-    HN(out_done)(o, d->dtype, y, off, P * C);
+    if (rows == P)
+        HN(out_done)(o, d->dtype, y, off, P * C);
 }
 
 /* The sum of n floats in double, four running sums (the channels of a group: one chain of
@@ -977,9 +995,9 @@ clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir, const clnorm_h
 #if HSTREAM
     /* y of a float32 NCHW forward of at least HSTREAM_BYTES through streaming stores, each
      * chunk's units in turn with the next one's x prefetched (HN(nchw_apply_run)) */
-    job.stream = fwd && !q->nhwc && d->dtype == CLNORM_F32 &&
+    job.stream = fwd && d->dtype == CLNORM_F32 &&
                  q->n * C * q->hw >= HSTREAM_BYTES / sizeof(float) && clnorm_host_have_avx();
-    if (job.stream)
+    if (job.stream && !q->nhwc)
         gn_stream_chunks(&job.q);
 #endif
     const int given = !fwd && a->p[CLNORM_ARG_RSTD] != NULL;
