@@ -129,7 +129,7 @@ static void test_policy(void **state)
         assert_int_equal(uses_loop(&mid1, CLNORM_STRATEGY_AUTO), op == CLNORM_GROUP ? 3 : 1);
     }
     assert_true(with_loop >= 5); /* LayerNorm, RMSNorm, their fused residual adds, GroupNorm */
-    /* GroupNorm with its fused SiLU has its own defaults: forward 4 MiB in NCHW and 1 MiB in
+    /* GroupNorm with its fused SiLU has its own defaults: forward 1 MiB in NCHW and 1 MiB in
      * NHWC, backward 2 MiB in NCHW and 512 KiB in NHWC; without SiLU 16 MiB but the NHWC
      * forward's 2 MiB. Samples of 1 MiB (C = 256 by 1024 positions, float32): exactly at a
      * threshold is in, one sample more is out. */
@@ -138,8 +138,8 @@ static void test_policy(void **state)
         size_t n;
         int uses;
     } silu_cases[] = {
-        {CLNORM_NCHW, 4, 1}, {CLNORM_NCHW, 5, 0}, {CLNORM_NHWC, 1, 1}, {CLNORM_NHWC, 2, 0},
-        {CLNORM_NCHW, 2, 3}, {CLNORM_NCHW, 3, 1}, {CLNORM_NHWC, 3, 0},
+        {CLNORM_NCHW, 1, 3}, {CLNORM_NCHW, 2, 2}, {CLNORM_NHWC, 1, 1}, {CLNORM_NHWC, 2, 0},
+        {CLNORM_NCHW, 3, 0}, {CLNORM_NHWC, 3, 0},
     };
     for (size_t i = 0; i < TU_COUNT(silu_cases); i++) {
         clnorm_desc g;
@@ -483,7 +483,9 @@ static void test_group_sweep(void **state)
 {
     (void)state;
     require_cpu();
-    setenv("CLNORM_HOST_BACKWARD_BYTES", "16777216", 1); /* the backward of every shape too */
+    /* every shape on the loop, both ways (GroupNorm with SiLU stops at 1 MiB by default) */
+    setenv("CLNORM_HOST_BYTES", "16777216", 1);
+    setenv("CLNORM_HOST_BACKWARD_BYTES", "16777216", 1);
     size_t failed = 0, runs = 0;
     for (size_t t = 0; t < TU_COUNT(dtypes); t++)
         for (size_t f = 0; f < TU_COUNT(group_flag_sets); f++)
@@ -522,6 +524,7 @@ static void test_group_sweep(void **state)
                 }
                 clnorm_plan_free(plan);
             }
+    unsetenv("CLNORM_HOST_BYTES");
     unsetenv("CLNORM_HOST_BACKWARD_BYTES");
     print_message("GroupNorm host loop: %zu runs\n", runs);
     assert_true(runs > 300);
@@ -600,7 +603,8 @@ static void test_large_forward(void **state)
  * NCHW with each chunk's next unit prefetched (group_norm_host_body.h, HN(nchw_apply_run)):
  * whole groups several to a chunk, small groups of 1x1 (HN(small_groups)), groups of several
  * units (beyond GN_FWD_FUSE_ELEMS, the apply a phase of its own), strided samples of an odd
- * spatial size, and the SiLU at its threshold of exactly 4 MiB; NHWC single samples, a unit's
+ * spatial size, and the SiLU at exactly 4 MiB (CLNORM_HOST_BYTES: its default is 1 MiB, below
+ * the streaming stores' 4 MiB); NHWC single samples, a unit's
  * rows staged in blocks (HN(nhwc_apply)): 320 channels, and 1000 (a row a block). Against
  * the reference from offset pointers (y off the stores' 32-byte boundary) and in place, and
  * the same bits on 1 and 3 threads (the backward's too). */
@@ -624,6 +628,8 @@ static void test_group_large_forward(void **state)
                                                        : CLNORM_SAVE_STATS;
         assert_true(group_desc(&d, CLNORM_F32, flags, &big[s]));
         assert_true(d.rows * d.cols * d.spatial * sizeof(float) >= ((size_t)4 << 20));
+        if (flags & CLNORM_SILU)
+            setenv("CLNORM_HOST_BYTES", "4194304", 1);
         clnorm_plan *plan = tu_plan_if(g_ctx, &d, CLNORM_STRATEGY_AUTO);
         assert_non_null(plan);
         assert_int_equal(clnorm_plan_uses_host_loop(plan, CLNORM_FORWARD), 1);
@@ -640,6 +646,7 @@ static void test_group_large_forward(void **state)
         same_bits_across(ctx, widths, TU_COUNT(widths), &d, 891000 + 10 * (uint64_t)s,
                          TU_ALL_OPTIONAL, &runs, &failed);
         unsetenv("CLNORM_HOST_BACKWARD_BYTES");
+        unsetenv("CLNORM_HOST_BYTES");
     }
     for (size_t w = 0; w < TU_COUNT(widths); w++)
         clnorm_free(ctx[w]);
