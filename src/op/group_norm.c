@@ -550,9 +550,11 @@ static const clnorm_chain *chain(const clnorm_desc *d, clnorm_strategy s, clnorm
  * vectorize as the loop does, so the loop's lead ends sooner: forward between 0.66 and 1.3 MB
  * in NCHW (1 MiB; it was 4 MiB until 2026-12-03, when the kernels ran 1x320x32x32 1.58x and
  * 8x320x16x16 1.83x faster than the loop's AVX2 clone, 1.13x and 1.15x than its AVX-512 one:
- * "GroupNorm's SiLU in the host loop: an AVX-512 clone, and 1 MiB in NCHW"); the NHWC backward between 0.33 and 1.3 MB (512 KiB); the NCHW backward
- * between 1.3 and 2.6 MB (2 MiB; "The NCHW backward on CPU devices, in vectors": before its
- * kernels ran in vectors, the loop won at every size). The NHWC forward's kernels run one
+ * "GroupNorm's SiLU in the host loop: an AVX-512 clone, and 1 MiB in NCHW"); the NHWC
+ * backward between 0.33 and 1.3 MB (512 KiB); the NCHW backward between 1.3 and 2.6 MB
+ * (2 MiB; "The NCHW backward on CPU devices, in vectors": before its kernels ran in
+ * vectors, the loop won at every size; rechecked with the AVX-512 clone, the backwards'
+ * crossovers held). The NHWC forward's kernels run one
  * item per sample on CPU devices ("NHWC on CPU devices: one item per sample"): the loop's
  * lead ends at about 2 MB without SiLU (2 MiB) and between 0.66 and 1.3 MB with it
  * (1 MiB). A single float32 sample without SiLU, whose y of 4 MiB and more the loop writes

@@ -20,9 +20,10 @@
  *     channel over the positions in blocks of HBLOCK, Kahan-added (NHWC), each group's
  *     channels merged with Chan's update; then per group, the units' entries merged in order
  *     in double. A group whose squares overflow is redone scaled (group_slow).
- *   apply: y = ((x * sc - K) - m) * r * gamma_c + beta_c, then the SiLU; a float32 NCHW y of
- *     at least HSTREAM_BYTES goes out through streaming stores while the chunk's next unit
- *     is prefetched (HN(nchw_apply_run); chunks of GN_STREAM_CHUNK_ELEMS).
+ *   apply: y = ((x * sc - K) - m) * r * gamma_c + beta_c, then the SiLU; a float32 y of at
+ *     least HSTREAM_BYTES goes out through streaming stores, in NCHW while the chunk's next
+ *     unit is prefetched (HN(nchw_apply_run); chunks of GN_STREAM_CHUNK_ELEMS), in NHWC a
+ *     unit's rows staged in L1 in blocks (HN(nhwc_apply)).
  *   backward: per unit and channel, the sums of dz and dz * xhat (dz = dy through the SiLU);
  *     per sample and group, mean(g) and mean(g * xhat) with g = dz * gamma_c, and dgamma and
  *     dbeta summed in double in (sample, block) order; then dx per unit (a fused unit, which

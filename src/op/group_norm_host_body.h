@@ -993,8 +993,9 @@ clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir, const clnorm_h
     job.eps = HNATIVE == CLNORM_F64 ? (HA)d->eps : (HA)clnorm_arith_eps(d);
     const int fwd = dir == CLNORM_FORWARD;
 #if HSTREAM
-    /* y of a float32 NCHW forward of at least HSTREAM_BYTES through streaming stores, each
-     * chunk's units in turn with the next one's x prefetched (HN(nchw_apply_run)) */
+    /* y of a float32 forward of at least HSTREAM_BYTES through streaming stores: NCHW each
+     * chunk's units in turn with the next one's x prefetched (HN(nchw_apply_run)), NHWC a
+     * unit's rows in blocks staged in L1 (HN(nhwc_apply)) */
     job.stream = fwd && d->dtype == CLNORM_F32 &&
                  q->n * C * q->hw >= HSTREAM_BYTES / sizeof(float) && clnorm_host_have_avx();
     if (job.stream && !q->nhwc)

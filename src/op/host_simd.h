@@ -58,8 +58,9 @@ static inline void clnorm_host_prefetch_out(const void *base, size_t esize, size
  * and ISO C mode contracts no multiply-add into an FMA. The AVX-512 clone ran GroupNorm's
  * fused SiLU 1.35-1.37x faster than the AVX2 one (its exponential's polynomial twice as wide),
  * other calls 1.03-1.06x, for about 20 s more of compiling (bench/RESULTS.md, "GroupNorm's
- * SiLU in the host loop: an AVX-512 clone, and 1 MiB in NCHW"). One function per phase, not one per chunk holding every phase:
- * GCC's register liveness and PRE grow faster than linearly with a function's size, and
+ * SiLU in the host loop: an AVX-512 clone, and 1 MiB in NCHW"). One function per phase, not
+ * one per chunk holding every phase: GCC's register liveness and PRE grow faster than
+ * linearly with a function's size, and
  * group_norm_host.c's two chunk functions (560 KB of code with their clones) took it 50 s to
  * compile, the longest step of every build (bench/RESULTS.md, "The host loops' compile
  * time"). */
