@@ -86,15 +86,9 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, channels_last
         sig = _fast_signature(_lib.GROUP, x, (num_groups, channels_last, silu), weight, bias,
                               eps, out)
         if sig is not None:
-            ctx = _core.current_context()
-            try:
-                hit = ctx.fast_calls.get(sig)
-            except TypeError:  # an unhashable eps or flag: the general path reads it
-                hit = sig = None
-            if hit is GENERAL:
-                sig = None
-            elif hit is not None:
-                return _fast_run(ctx, hit, x, weight, bias, out)
+            y, sig = _fast_call(sig, x, weight, bias, out)
+            if y is not _MISS:
+                return y
     x_given = x  # the caller's x: a layout the library cannot read is replaced by a copy
     kind = kind_of(x)
     code = kind.code(x)
@@ -247,15 +241,9 @@ def _row_norm(base, fname, x, normalized_shape, weight, bias, eps, residual, ret
             mean is None and rstd is None:
         sig = _fast_signature(base, x, normalized_shape, weight, bias, eps, out)
         if sig is not None:
-            ctx = _core.current_context()
-            try:
-                hit = ctx.fast_calls.get(sig)
-            except TypeError:  # an unhashable eps or shape: the general path reads it
-                hit = sig = None
-            if hit is GENERAL:
-                sig = None
-            elif hit is not None:
-                return _fast_run(ctx, hit, x, weight, bias, out)
+            y, sig = _fast_call(sig, x, weight, bias, out)
+            if y is not _MISS:
+                return y
     else:
         sig = None
     x_given = x  # the caller's x: _rows may replace it by a contiguous copy
@@ -448,6 +436,25 @@ def _fast_remember(sig, call, inputs, given_arrays, out):
             code = plan.infos[_lib.FORWARD][_Y][2]
             fast[sig] = (plan, slots, shape, code, call.kind, _core.HOST_FORMATS[len(slots)],
                          order)
+
+
+_MISS = object()
+
+
+def _fast_call(sig, x, weight, bias, out):
+    """The memoized call of signature sig, if there is one: (its result, None); else (_MISS,
+    the signature to remember after the general path, or None when there is nothing to
+    remember: an unhashable eps, shape or flag, or a signature marked GENERAL)."""
+    ctx = _core.current_context()
+    try:
+        hit = ctx.fast_calls.get(sig)
+    except TypeError:  # the general path reads (and refuses) what cannot be hashed
+        return _MISS, None
+    if hit is None:
+        return _MISS, sig
+    if hit is GENERAL:
+        return _MISS, None
+    return _fast_run(ctx, hit, x, weight, bias, out), None
 
 
 def _fast_run(ctx, hit, x, weight, bias, out):
