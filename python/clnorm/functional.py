@@ -15,7 +15,7 @@ import numbers
 import sys
 
 from . import _core, _lib
-from ._kinds import kind_of, row_layout
+from ._kinds import _to_numpy, kind_of, row_layout
 
 try:
     from numpy import ndarray as _np_ndarray
@@ -199,27 +199,19 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                                silu=silu, return_stats=True, out=out)
     import numpy as np
 
+    def host64(a, name):  # a small array of any kind, as NumPy float64
+        return np.asarray(_to_numpy(a, name), dtype=np.float64)
+
     n = math.prod(dims)
-    mean, rstd = _host64(mean), _host64(rstd)
+    mean, rstd = host64(mean, "mean"), host64(rstd, "rstd")
     # The samples' unbiased variances from var + eps = 1 / rstd^2 (a variance far below eps
     # keeps rstd's relative rounding times eps, 1e-12 at float32 and the default eps).
     var = np.maximum(1.0 / (rstd * rstd) - float(eps), 0.0) * (n / (n - 1.0))
     batch = {"running_mean": mean.mean(axis=0), "running_var": var.mean(axis=0)}
     m = float(momentum)
     for name, r in stats:
-        _host_assign(r, (1.0 - m) * _host64(r) + m * batch[name])
+        _host_assign(r, (1.0 - m) * host64(r, name) + m * batch[name])
     return y
-
-
-def _host64(a):
-    """A small array of any kind as a NumPy float64 copy."""
-    import numpy as np
-
-    if _np_ndarray is not None and isinstance(a, _np_ndarray):
-        return a.astype(np.float64)
-    if hasattr(a, "detach"):  # torch
-        return a.detach().cpu().double().numpy()
-    return a.get().astype(np.float64)  # pyopencl
 
 
 def _host_assign(a, values):

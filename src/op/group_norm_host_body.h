@@ -231,17 +231,19 @@ static HINLINE void HN(nchw_apply_run)(const HN(job) *job, HN(bufs) *b, const gn
 }
 
 /* The x of unit i + 1 where a streamed forward prefetches it (HN(nchw_apply_run)): the
- * same chunk's next unit (the thread that runs unit i runs it next), else NULL. */
-static HINLINE const HA *HN(next_x)(const HN(job) *job, size_t i)
+ * same chunk's next unit, before `end` (the thread that runs unit i runs it next), else
+ * NULL. */
+static HINLINE const HA *HN(next_x)(const HN(job) *job, size_t i, size_t end)
 {
-    if (!job->stream || i + 1 >= job->q.nunits || gn_chunk_last(&job->q, i))
+    if (!job->stream || i + 1 >= end)
         return NULL;
     gn_unit v;
     gn_unit_of(&job->q, i + 1, &v);
     return (const HA *)job->a->p[CLNORM_ARG_X] + HN(run_off)(&job->q, job->d->x_stride, &v);
 }
 
-static HINLINE void HN(nchw_moments)(const HN(job) *job, HN(bufs) *b, const gn_unit *u, size_t idx)
+static HINLINE void HN(nchw_moments)(const HN(job) *job, HN(bufs) *b, const gn_unit *u,
+                                     size_t idx, size_t end)
 {
     const gn_geom *q = &job->q;
     const size_t gi = u->n * q->G + u->g, len = (u->c1 - u->c0) * (u->p1 - u->p0);
@@ -265,14 +267,15 @@ static HINLINE void HN(nchw_moments)(const HN(job) *job, HN(bufs) *b, const gn_u
     HN(set_stats)(job, u->n, u->g, gi, K, (double)(S / (HA)len), (double)(M2 / (HA)len));
     if (job->fwd) {
         HN(store_stats)(job, gi);
-        HN(nchw_apply_run)(job, b, u, x, HN(next_x)(job, idx));
+        HN(nchw_apply_run)(job, b, u, x, HN(next_x)(job, idx, end));
     }
 }
 
-static HINLINE void HN(nchw_apply)(const HN(job) *job, HN(bufs) *b, const gn_unit *u, size_t idx)
+static HINLINE void HN(nchw_apply)(const HN(job) *job, HN(bufs) *b, const gn_unit *u,
+                                   size_t idx, size_t end)
 {
     const size_t len = (u->c1 - u->c0) * (u->p1 - u->p0);
-    HN(nchw_apply_run)(job, b, u, HN(nchw_x)(job, b, u, len), HN(next_x)(job, idx));
+    HN(nchw_apply_run)(job, b, u, HN(nchw_x)(job, b, u, len), HN(next_x)(job, idx, end));
 }
 
 /* ---- NHWC rows: one position's C channels, each a function with restrict pointers (so
@@ -524,16 +527,17 @@ static HINLINE void HN(nhwc_apply)(const HN(job) *job, HN(bufs) *b, const gn_uni
     const HA *tk = job->tk + u->n * C, *ta = job->ta + u->n * C, *tb = job->tb + u->n * C;
     if (scaled)
         HN(nhwc_coeffs)(job, b, u->n);
+    /* A streamed y (job->stream): blocks of rows, about GN_STREAM_BLOCK elements, staged in
+     * L1 (b->out), each then written with streaming stores; else one block, all P rows. */
 #if HSTREAM
-    /* A streamed y (job->stream): rows of about GN_STREAM_BLOCK elements staged in L1
-     * (b->out), each block then written with streaming stores. */
     const size_t rows = job->stream ? (GN_STREAM_BLOCK / C ? GN_STREAM_BLOCK / C : 1) : P;
 #else
     const size_t rows = P;
 #endif
+    const int staged = rows < P;
     for (size_t p0 = 0; p0 < P; p0 += rows) {
         const size_t p1 = P - p0 < rows ? P : p0 + rows;
-        HA *ob = rows < P ? b->out : o + p0 * C;
+        HA *ob = staged ? b->out : o + p0 * C;
         for (size_t p = p0; p < p1; p++) {
             HA *op = ob + (p - p0) * C;
             if (scaled)
@@ -546,12 +550,12 @@ static HINLINE void HN(nhwc_apply)(const HN(job) *job, HN(bufs) *b, const gn_uni
                     op[c] = HN(silu)(op[c]);
         }
 #if HSTREAM
-        if (rows < P)
+        if (staged)
             clnorm_host_stream_floats((float *)y + off + p0 * C, (const float *)ob,
                                       (p1 - p0) * C, NULL);
 #endif
     }
-    if (rows == P)
+    if (!staged)
         HN(out_done)(o, d->dtype, y, off, P * C);
 }
 
@@ -858,7 +862,7 @@ HPHASE static void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0, 
             if (job->fwd) {
                 const gn_unit u = gn_whole_group(q, n, g);
                 HN(store_stats)(job, i);
-                HN(nchw_apply)(job, b, &u, i);
+                HN(nchw_apply)(job, b, &u, i, i1);
             } else if (job->bwd) { /* a whole group is a fused unit of the backward */
                 const gn_unit u = gn_whole_group(q, n, g);
                 HN(backward_unit)(job, b, &u);
@@ -885,9 +889,9 @@ HPHASE static void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0, 
             visit;                                                                          \
         }                                                                                   \
     }
-GN_UNITS_PHASE(nchw_moments_loop, HN(nchw_moments)(job, b, &u, i))
+GN_UNITS_PHASE(nchw_moments_loop, HN(nchw_moments)(job, b, &u, i, i1))
 GN_UNITS_PHASE(nhwc_moments_loop, HN(nhwc_moments)(job, b, &u, i))
-GN_UNITS_PHASE(nchw_apply_loop, HN(nchw_apply)(job, b, &u, i))
+GN_UNITS_PHASE(nchw_apply_loop, HN(nchw_apply)(job, b, &u, i, i1))
 GN_UNITS_PHASE(nhwc_apply_loop, HN(nhwc_apply)(job, b, &u))
 GN_UNITS_PHASE(backward_loop, HN(backward_unit)(job, b, &u))
 #undef GN_UNITS_PHASE

@@ -130,15 +130,6 @@ static inline size_t gn_chunk_start(const gn_geom *q, size_t c)
     return c * base + min_size(c, extra);
 }
 
-/* Whether unit i is the last of its chunk. */
-static inline int gn_chunk_last(const gn_geom *q, size_t i)
-{
-    const size_t base = q->nunits / q->nchunks, extra = q->nunits % q->nchunks;
-    const size_t big = extra * (base + 1); /* the units of the first `extra` chunks */
-    const size_t c = i < big ? i / (base + 1) : extra + (i - big) / base;
-    return i + 1 == gn_chunk_start(q, c + 1);
-}
-
 /* The chunks for `width` threads: their count rounded up to a multiple of width (at most one
  * per unit), so that the threads, taking them in turn, get as many units each: 6-7% off that
  * 1x320x16x16 forward and backward, 24-34% off the 3x100x7x9 forward (bench/RESULTS.md, "The

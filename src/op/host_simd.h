@@ -29,9 +29,8 @@
 #define HMAX_CHUNKS 256
 
 /* Asks for the lines of elements [off, off + n) of base (esize bytes each) in the cache
- * ahead of plain stores to them: an output
- * (a row's y, sum or dx, a GroupNorm NCHW unit's y or dx) before the pass that reads the
- * inputs it comes from. A plain store to a line not in the cache reads the line first, and
+ * ahead of plain stores to them: an output (a row's y, sum or dx, a GroupNorm NCHW unit's y
+ * or dx) before the pass that reads the inputs it comes from. A plain store to a line not in the cache reads the line first, and
  * the stores waited on those reads one after another; asked for here (prefetchw where the
  * target has it, else prefetcht0, which brings a line no other core holds in exclusive), the
  * reads overlap the pass's. A row or a unit at a time: a batch of small groups' 32 KB at once
@@ -60,10 +59,9 @@ static inline void clnorm_host_prefetch_out(const void *base, size_t esize, size
  * other calls 1.03-1.06x, for about 20 s more of compiling (bench/RESULTS.md, "GroupNorm's
  * SiLU in the host loop: an AVX-512 clone, and 1 MiB in NCHW"). One function per phase, not
  * one per chunk holding every phase: GCC's register liveness and PRE grow faster than
- * linearly with a function's size, and
- * group_norm_host.c's two chunk functions (560 KB of code with their clones) took it 50 s to
- * compile, the longest step of every build (bench/RESULTS.md, "The host loops' compile
- * time"). */
+ * linearly with a function's size, and group_norm_host.c's two chunk functions (560 KB of
+ * code with their clones) took it 50 s to compile, the longest step of every build
+ * (bench/RESULTS.md, "The host loops' compile time"). */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__) && \
     !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define HCLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
