@@ -65,7 +65,8 @@ typedef struct {
     size_t spatial[BENCH_MAX_SPATIAL]; /* groups form: the spatial dims, n_spatial of them */
     int n_spatial;
     size_t groups;                     /* groups form: G (0 in the rows form) */
-    size_t samples;                    /* samples form: B, dividing rows (0 in the others) */
+    size_t samples;                    /* samples form: B, dividing rows; group-mod: N (0 in
+                                          the others) */
 } bench_shape;
 
 #define BENCH_SHAPE_LABEL 48
@@ -79,9 +80,11 @@ typedef struct {
     clnorm_kind kind;
     clnorm_direction dir;
     unsigned mod_flags;   /* CLNORM_SCALE | CLNORM_SHIFT for a modulated op ("layer-mod",
-                             its form BENCH_FORM_SAMPLES), else 0: desc.flags of its cases */
+                             its form BENCH_FORM_SAMPLES; "group-mod", BENCH_FORM_GROUPS with
+                             B = N), else 0: desc.flags of its cases */
     unsigned act_flags;   /* CLNORM_SILU for the fused-SiLU variant of an op whose descriptor
-                             takes it ("group-silu"), else 0: desc.flags of its cases too */
+                             takes it ("group-silu", and "group-mod": the SiLU after the
+                             modulation), else 0: desc.flags of its cases too */
     int has_mean;         /* LayerNorm statistics (clnorm_op_info.has_mean) */
     unsigned given;       /* BENCH_SLOT of every slot the bench passes: each one the op takes,
                              required or optional, except DSUM, for which it has no data */

@@ -17,8 +17,9 @@ void bench_case_desc(const bench_problem *p, unsigned flags, clnorm_desc *d)
         d->spatial = bench_shape_spatial(&p->shape);
         d->layout = p->layout;
     }
-    if (p->info->form == BENCH_FORM_SAMPLES)
-        d->samples = p->shape.samples; /* scale and shift dense: mod_stride cols */
+    if (p->info->mod_flags)
+        d->samples = p->shape.samples; /* B (N for group-mod); scale and shift dense:
+                                          mod_stride cols */
 }
 
 int bench_clnorm_plan(const bench_env *env, const clnorm_desc *desc, clnorm_strategy strategy,

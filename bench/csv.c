@@ -6,10 +6,10 @@
  * ...), dtype f32, f16, bf16 or f64. frac_of_copy is empty when the copy row of its side is
  * missing. The first eight columns are those of the row ops' runs before GroupNorm; the next
  * three are GroupNorm's (rows = N, cols = C): spatial as HxW (1 without spatial dims), G,
- * nchw or nhwc, and empty for the other ops; then the modulated ops' B (their rows are
- * B x T), empty for the others; the last is the timed reps the median came from (--reps, or
- * more under --min-ms). Columns are only ever appended, so older readers that take
- * the first ones by position keep working. */
+ * nchw or nhwc, and empty for the other ops; then the modulated ops' B (the row kinds' rows
+ * are B x T; group-mod's B is N), empty for the others; the last is the timed reps the
+ * median came from (--reps, or more under --min-ms). Columns are only ever appended, so older
+ * readers that take the first ones by position keep working. */
 #include "bench.h"
 
 #include <errno.h>
@@ -43,7 +43,7 @@ int bench_write_csv(const char *path, const bench_results *r)
         } else {
             fputs(",,,,", f); /* empty spatial, groups and layout */
         }
-        if (form == BENCH_FORM_SAMPLES)
+        if (bench_op_get(x->op)->mod_flags) /* the -mod ops: B (group-mod: N) */
             fprintf(f, "%zu", x->shape.samples);
         fprintf(f, ",%d\n", x->reps);
     }

@@ -9,9 +9,11 @@
  * gamma; dgamma and dbeta are left unwritten) and in an NHWC case its rows are not the
  * groups; the check says "inexact baseline (bandwidth peer)". For the fused-SiLU ops
  * (group-silu) it is the same layer normalization, without the SiLU, which oneDNN 2.6's layer
- * normalization cannot fuse: still the rate of the traffic, not of the exponentials. Its
- * note: "LN <rows>x<cols>" (", dx only" for the backward, ", no SiLU"), then oneDNN's
- * implementation.
+ * normalization cannot fuse: still the rate of the traffic, not of the exponentials; for
+ * the modulated ones (group-mod: the scale-shift norm, then the SiLU) the same again,
+ * without the modulation either (it reads neither scale nor shift, nor writes dscale and
+ * dshift). Its note: "LN <rows>x<cols>" (", dx only" for the backward, ", no modulation",
+ * ", no SiLU"), then oneDNN's implementation.
  *
  * Forward: forward_inference, statistics computed. Backward: backward_data from the saved
  * mean and the variance 1 / rstd^2 - eps (the statistics of the NCHW groups, as
@@ -184,8 +186,9 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
     /* What it computes, before oneDNN's implementation and threads. */
     char impl[128];
     snprintf(impl, sizeof impl, "%s", note);
-    snprintf(note, note_size, "LN %zux%zu%s%s; %s", rows, cols,
-             s->backward ? ", dx only" : "", p->info->act_flags ? ", no SiLU" : "", impl);
+    snprintf(note, note_size, "LN %zux%zu%s%s%s; %s", rows, cols,
+             s->backward ? ", dx only" : "", p->info->mod_flags ? ", no modulation" : "",
+             p->info->act_flags ? ", no SiLU" : "", impl);
     *out = s;
     return BENCH_OK;
 }

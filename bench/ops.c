@@ -5,7 +5,10 @@
  * spatial positions in groups) from whether clnorm_desc_check takes groups for the kind.
  * An operation whose forward takes CLNORM_ARG_SCALE (per-sample modulation, DiT's adaLN) is
  * also benchmarked modulated, scale and shift both given: "layer-mod", "layer-mod-backward",
- * in the samples form (B samples of T rows). An operation whose descriptor takes CLNORM_SILU
+ * in the samples form (B samples of T rows). GroupNorm's modulated form is the diffusion
+ * UNet's scale-shift norm (ADM's ResBlock with use_scale_shift_norm, EDM's UNetBlock), y =
+ * silu(gn(x) * (1 + scale[n]) + shift[n]) with B = N: "group-mod", "group-mod-backward", the
+ * SiLU included, on GroupNorm's shapes. An operation whose descriptor takes CLNORM_SILU
  * (GroupNorm's fused SiLU, as diffusion UNets' resnet blocks use it) is also benchmarked with
  * it: "group-silu", "group-silu-backward", on the plain op's shapes. Each form has its table
  * of shapes (the standard ones and the --quick ones) and an op takes its form's. A new
@@ -66,7 +69,7 @@ static const bench_shape samples_quick[] = {BTC(2, 128, 1152), BTC(3, 7, 101)};
  * norm >= 1.3x the best add-then-norm pair and >= 90% of the copy's bandwidth on its own
  * bytes; issue #11: the modulated forward >= 1.5x the norm then a modulation kernel, and >=
  * 90% of the copy's). `residual`: the target is the fused add's (1) or holds only without a
- * residual (0); `plain`: only without a fused activation. */
+ * residual (0); `plain`: only without a fused activation or a modulation. */
 static const struct {
     unsigned form;
     clnorm_direction dir;
@@ -90,7 +93,10 @@ static unsigned form_of(clnorm_kind kind)
 
 static void set_shapes(bench_op_info *o)
 {
-    o->form = o->mod_flags ? BENCH_FORM_SAMPLES : form_of(o->kind);
+    /* a modulated row op: B samples of T rows; a modulated GroupNorm keeps its shapes */
+    o->form = form_of(o->kind);
+    if (o->mod_flags && o->form == BENCH_FORM_ROWS)
+        o->form = BENCH_FORM_SAMPLES;
     if (o->form == BENCH_FORM_SAMPLES) {
         o->shapes = samples_shapes;
         o->n_shapes = N_OF(samples_shapes);
@@ -116,7 +122,7 @@ static void set_shapes(bench_op_info *o)
     for (size_t i = 0; i < N_OF(targets); i++)
         if (targets[i].form == o->form && targets[i].dir == o->dir &&
             (targets[i].residual == residual || targets[i].fused == 0.0) &&
-            !(targets[i].plain && o->act_flags)) {
+            !(targets[i].plain && (o->act_flags || o->mod_flags))) {
             o->ref_cores_target = targets[i].ref_cores;
             o->fused_target = targets[i].fused;
             o->copy_target = targets[i].copy;
@@ -248,8 +254,9 @@ static void add_op(clnorm_kind kind, const clnorm_op_info *info, clnorm_directio
         return;
     char base[24];
     short_name(info->name, base, sizeof base);
+    /* "group-mod": GroupNorm's modulation comes with its SiLU, no "-silu" in the name */
     snprintf(o->name, sizeof o->name, "%s%s%s%s", base, mod_flags ? "-mod" : "",
-             act_flags ? "-silu" : "", dir == CLNORM_BACKWARD ? "-backward" : "");
+             act_flags && !mod_flags ? "-silu" : "", dir == CLNORM_BACKWARD ? "-backward" : "");
     for (size_t i = 0; i < sizeof renamed / sizeof renamed[0]; i++)
         if (strcmp(o->name, renamed[i].derived) == 0) {
             /* memcpy: GCC reads a snprintf between two fields of table[] as an overlap */
@@ -265,7 +272,9 @@ static void add_op(clnorm_kind kind, const clnorm_op_info *info, clnorm_directio
 }
 
 /* Per direction: the plain ops, then the modulated ones, then those with the fused SiLU
- * (where the descriptor takes it: probe), in the library's order. */
+ * (where the descriptor takes it: probe), in the library's order. A modulated op of the
+ * groups form (GroupNorm) has the SiLU too: the UNet ResBlock's silu(gn(x) * (1 + scale) +
+ * shift); the row kinds' have none (DiT's adaLN). */
 static void build(void)
 {
     if (built)
@@ -282,8 +291,9 @@ static void build(void)
                     continue;
                 if (variant == 1 && !(info.forward_slots & BENCH_SLOT(CLNORM_ARG_SCALE)))
                     continue;
+                const int grouped = form_of((clnorm_kind)k) == BENCH_FORM_GROUPS;
                 add_op((clnorm_kind)k, &info, dirs[di], variant == 1 ? MOD_FLAGS : 0u,
-                       variant == 2 ? CLNORM_SILU : 0u);
+                       variant == 2 || (variant == 1 && grouped) ? CLNORM_SILU : 0u);
             }
 }
 

@@ -62,12 +62,13 @@ static void usage(FILE *out)
         "covers every op x dtype x shape asked for.\n"
         "  --shape RxC         a shape to run (repeatable); default: each op's own table (the\n"
         "                      row ops: the ten standard shapes; group: 19 UNet and ResNet\n"
-        "                      shapes; the -mod ops: three DiT shapes). NxCxHxW[:G] (1 to 3\n"
-        "                      spatial dims, G groups, default 32 when it divides C, else 1)\n"
-        "                      is a GroupNorm shape: the group ops run it, and RxC as (N, C)\n"
-        "                      without spatial dims. BxTxC is x of shape (B, T, C): B x T\n"
-        "                      rows of C, B samples of the -mod ops (RxC: one sample); the\n"
-        "                      group ops read it as NxCxL\n"
+        "                      shapes, and so group-mod; the row -mod ops: three DiT\n"
+        "                      shapes). NxCxHxW[:G] (1 to 3 spatial dims, G groups, default\n"
+        "                      32 when it divides C, else 1) is a GroupNorm shape: the\n"
+        "                      group ops run it, and RxC as (N, C) without spatial dims.\n"
+        "                      BxTxC is x of shape (B, T, C): B x T rows of C, B samples of\n"
+        "                      the row -mod ops (RxC: one sample); the group ops read it as\n"
+        "                      NxCxL\n"
         "  --layout LIST       group ops: nchw, nhwc or both (default both): each shape runs\n"
         "                      in each layout\n"
         "  --op LIST           comma-separated ops (default layer), one per operation of\n"
@@ -89,7 +90,12 @@ static void usage(FILE *out)
         "                      (1 + scale[b]) + shift[b], scale and shift (B, C) float32, both\n"
         "                      given; the forward against the norm then the bench's own\n"
         "                      modulation kernel in place on y (clnorm_unfused); the backward\n"
-        "                      also writes dscale and dshift\n"
+        "                      also writes dscale and dshift. group-mod, group-mod-backward:\n"
+        "                      GroupNorm's scale-shift norm (a diffusion UNet's ResBlock), y =\n"
+        "                      silu(gn(x) * (1 + scale[n]) + shift[n]), scale and shift (N, C)\n"
+        "                      float32, B = N; the forward against GroupNorm then the bench's\n"
+        "                      modulation+SiLU kernel in place (clnorm_unfused); onednn_groups\n"
+        "                      stays a bandwidth peer, without the modulation and the SiLU\n"
         "  --dtype LIST        comma-separated storage types: f32 (default), f16, bf16, f64;\n"
         "                      parameters are float32 (float64 for f64). The naive and CLBlast\n"
         "                      baselines are f32 only; oneDNN runs f32, and f16/bf16 where the\n"
@@ -127,8 +133,8 @@ static void usage(FILE *out)
         "  --csv FILE          write op,dtype,rows,cols,impl,median_us,gbps,frac_of_copy,\n"
         "                      spatial,groups,layout,samples,reps (spatial, groups and layout\n"
         "                      empty but for the group ops, spatial as HxW; samples, B, empty\n"
-        "                      but for the -mod ops, whose rows are B x T; reps, the timed\n"
-        "                      runs of the median)\n"
+        "                      but for the -mod ops, whose rows are B x T (group-mod: N);\n"
+        "                      reps, the timed runs of the median)\n"
         "  --plot FILE.png     GB/s per case and contender, through gnuplot\n"
         "  --list              list the contenders compiled in and the ops each runs, and exit\n"
         "  -h, --help          this text\n"
@@ -259,13 +265,17 @@ static int parse_layouts(const char *list, unsigned *set)
     return 0;
 }
 
-/* The case of op on shape in layout; a groups-form shape gets its default G. */
+/* The case of op on shape in layout; a groups-form shape gets its default G, and a modulated
+ * one (group-mod) B = N: a (C,) row of scale and shift per batch entry, as a UNet's. */
 static void add_case(bench_options *opt, bench_op op, clnorm_dtype t, const bench_shape *shape,
                      clnorm_layout layout)
 {
     bench_case c = {op, t, *shape, layout};
-    if (bench_op_get(op)->form == BENCH_FORM_GROUPS && c.shape.groups == 0)
+    const bench_op_info *info = bench_op_get(op);
+    if (info->form == BENCH_FORM_GROUPS && c.shape.groups == 0)
         c.shape.groups = bench_shape_default_groups(&c.shape);
+    if (info->form == BENCH_FORM_GROUPS)
+        c.shape.samples = info->mod_flags ? c.shape.rows : 0;
     opt->cases[opt->n_cases++] = c;
 }
 

@@ -3,13 +3,13 @@
  * normalization's output (and DS of the sum's), runs the backward pass for the gradients
  * asked for (dx, which with a residual is also dresidual, dgamma, dbeta, and with the
  * per-sample modulation dscale, dshift), on a device (one plan made with
- * CLNORM_WITH_BACKWARD) or on the CPU reference with --cpu; GroupNorm (and its SiLU) with
- * --groups. Unless the forward's saved statistics are given (--mean / --rstd, as `run` wrote
- * them), the library recomputes them from X, split as the forward splits them (first element
- * + the mean of the rest), which keeps rows with a large mean exact where a float32 saved mean
- * would not be; precomputed statistics (--mean-input / --rstd-input) are constants of the
- * backward instead. The same rules as `run`: everything validated first, one error line, the
- * outputs written all-or-nothing.
+ * CLNORM_WITH_BACKWARD) or on the CPU reference with --cpu; GroupNorm (and its modulation and
+ * SiLU) with --groups. Unless the forward's saved statistics are given (--mean / --rstd, as
+ * `run` wrote them), the library recomputes them from X, split as the forward splits them
+ * (first element + the mean of the rest), which keeps rows with a large mean exact where a
+ * float32 saved mean would not be; precomputed statistics (--mean-input / --rstd-input) are
+ * constants of the backward instead. The same rules as `run`: everything validated first, one
+ * error line, the outputs written all-or-nothing.
  */
 #include "cli_grad.h"
 
@@ -70,10 +70,12 @@ static void grad_usage(FILE *out)
           "                   [--mean-input MEAN.npy --rstd-input RSTD.npy] [options]\n"
           "       clnorm grad --groups G [--layout nchw|nhwc] [--silu] --input X.npy\n"
           "                   --grad-output DY.npy [--grad-input DX.npy] [...]\n"
+          "                   [--scale SCALE.npy [--grad-scale DSCALE.npy]]\n"
+          "                   [--shift SHIFT.npy [--grad-shift DSHIFT.npy]]\n"
           "\n"
           "The backward pass of normalizing X (or X + R with --residual) over its last K\n"
-          "dims (and modulating it per sample), or with --groups per sample and group of\n"
-          "channels: given DY, the gradient of the loss with respect to the output, writes\n"
+          "dims, or with --groups per sample and group of channels (and modulating it per\n"
+          "sample): given DY, the gradient of the loss with respect to the output, writes\n"
           "the gradients with respect to X, gamma, beta, scale and shift that are asked\n"
           "for (at least one). The statistics are recomputed from X (and R) unless the\n"
           "forward's are given.\n"
@@ -96,18 +98,21 @@ static void grad_usage(FILE *out)
           "                    write dbeta, the sum over rows of dy (needs --beta)\n"
           "  --grad-scale DSCALE.npy\n"
           "                    write dscale, (B, C): for each sample the sum over its rows\n"
-          "                    of dy * z, z = xhat * gamma + beta (needs --scale; pass the\n"
-          "                    forward's --beta too, z reads it)\n"
+          "                    (--groups: its entries and positions) of du * z, z = xhat *\n"
+          "                    gamma + beta; du is dy, or with --silu dy * silu'(u) of the\n"
+          "                    modulated u. Needs --scale; pass the forward's --beta too,\n"
+          "                    z reads it\n"
           "  --grad-shift DSHIFT.npy\n"
           "                    write dshift, (B, C): for each sample the sum over its rows\n"
-          "                    of dy (needs --shift, which the backward reads no further)\n"
+          "                    (entries and positions) of du (needs --shift, which only\n"
+          "                    --groups --silu reads further)\n"
           "  --mean M.npy, --rstd RSTD.npy\n"
           "                    the statistics the forward saved ('clnorm run --mean --rstd'),\n"
           "                    used instead of recomputing them from X: both, or with\n"
           "                    --rms --rstd alone\n"
-          "With --groups --silu the backward goes through the SiLU, which reads beta: pass\n"
-          "the forward's --beta. With --scale it goes through the modulation (dz = dy *\n"
-          "(1 + scale[b])): pass the forward's --scale.\n",
+          "With --groups --silu the backward goes through the SiLU, which reads beta and\n"
+          "the shift: pass the forward's --beta and --shift. With --scale it goes through\n"
+          "the modulation (dz = du * (1 + scale[b])): pass the forward's --scale.\n",
           out);
     fputs(cli_norm_opts_help, out);
     fputs(cli_modulation_opts_help, out);
@@ -232,10 +237,10 @@ static int run_backward(const grad_opts *o, cli_problem *p, const grad_inputs_lo
     cli_call_input(&c, CLNORM_ARG_X, p->x.data);
     cli_call_input(&c, CLNORM_ARG_RESIDUAL, p->residual.data);
     cli_call_input(&c, CLNORM_ARG_GAMMA, p->gamma.data);
-    /* beta: GroupNorm's SiLU always reads it (a required slot); the row kinds read it for
-     * dscale alone (z = xhat * gamma + beta) and refuse it without, so it goes in exactly
-     * then. The shift, which the backward does not read, only gives the plan CLNORM_SHIFT
-     * (dshift). */
+    /* beta: GroupNorm's SiLU and scale always read it (a required slot then); the row kinds
+     * read it for dscale alone (z = xhat * gamma + beta) and refuse it without, so it goes in
+     * exactly then. The shift: GroupNorm's SiLU recomputes u = z * (1 + scale) + shift from
+     * it (required then); otherwise it only gives the plan CLNORM_SHIFT (dshift). */
     if (o->grad_scale != NULL)
         cli_call_input(&c, CLNORM_ARG_BETA, p->beta.data);
     else

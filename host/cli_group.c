@@ -21,7 +21,8 @@ const char cli_group_opts_help[] =
     "  --layout L        with --groups: nchw (default, X is (N, C, *spatial)) or nhwc\n"
     "                    (channels last, X is (N, *spatial, C))\n"
     "  --silu            with --groups: y = silu(z) = z * sigmoid(z) of the normalized\n"
-    "                    z = xhat * gamma + beta (GroupNorm + SiLU)\n";
+    "                    z = xhat * gamma + beta (GroupNorm + SiLU); with --scale /\n"
+    "                    --shift of the modulated z * (1 + scale[b]) + shift[b]\n";
 
 int cli_group_check_options(const cli_norm_opts *o)
 {

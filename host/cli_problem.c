@@ -51,8 +51,7 @@ clnorm_kind cli_norm_kind(const cli_norm_opts *o)
 
 int cli_norm_check_options(const cli_norm_opts *o)
 {
-    if (cli_group_check_options(o) != 0 || cli_modulation_check_options(o) != 0 ||
-        cli_global_stats_check_options(o) != 0)
+    if (cli_group_check_options(o) != 0 || cli_global_stats_check_options(o) != 0)
         return -1;
     return 0;
 }
@@ -70,7 +69,12 @@ static void param_shape_source(const cli_problem *p, clnorm_arg_slot slot,
 {
     const int stats = slot == CLNORM_ARG_MEAN || slot == CLNORM_ARG_RSTD;
     const int mod = slot == CLNORM_ARG_SCALE || slot == CLNORM_ARG_SHIFT;
-    if (mod)
+    if (mod && p->desc.kind == CLNORM_GROUP)
+        snprintf(buf, size, "(B, C) as the %s file: B dividing the batch of input %s, C its "
+                 "%zu channels",
+                 (p->desc.flags & CLNORM_SCALE) ? "--scale" : "--shift", input_path,
+                 p->desc.cols);
+    else if (mod)
         snprintf(buf, size, "(B, C): B the first dim of input %s, C the %zu elements of its "
                  "last %d dim%s",
                  input_path, p->desc.cols, p->axes, p->axes == 1 ? "" : "s");
@@ -90,11 +94,17 @@ static void param_shape_source(const cli_problem *p, clnorm_arg_slot slot,
 int cli_problem_load_param(const cli_problem *p, const char *input_path, clnorm_arg_slot slot,
                            const char *what, const char *path, cli_tensor *t)
 {
+    if (cli_tensor_load(path, t) != 0)
+        return -1;
+    return cli_problem_check_param(p, input_path, slot, what, path, t);
+}
+
+int cli_problem_check_param(const cli_problem *p, const char *input_path, clnorm_arg_slot slot,
+                            const char *what, const char *path, cli_tensor *t)
+{
     const size_t *want;
     int ndim, ok, i;
     cli_problem_slot_shape(p, slot, &ndim, &want);
-    if (cli_tensor_load(path, t) != 0)
-        return -1;
     ok = t->arr.ndim == ndim;
     for (i = 0; ok && i < ndim; i++)
         ok = t->arr.shape[i] == want[i];

@@ -47,10 +47,11 @@ typedef struct {
     clnorm_desc desc; /* kind, dtype, rows, cols, eps; NO_GAMMA / NO_BETA / RESIDUAL_F32;
                          GroupNorm's groups, spatial, layout and SILU; SCALE / SHIFT and
                          samples; USE_GLOBAL_STATS */
+    size_t mod_shape[2]; /* (B, C): the shape of scale, shift and their gradients (B: X's
+                            first dim, or for GroupNorm the --scale / --shift file's) */
     /* The row kinds: */
     int lead;         /* x's leading dims, the shape of mean and rstd: x.arr.shape[0 .. lead) */
     int axes;         /* x's normalized dims, the shape of gamma: x.arr.shape[lead .. ndim) */
-    size_t mod_shape[2]; /* (B, C): the shape of scale, shift and their gradients */
     /* CLNORM_GROUP: */
     int channel_dim;        /* x's dim of the channels, the shape of gamma: 1 (NCHW) or the
                                last (NHWC) */
@@ -75,6 +76,11 @@ int cli_problem_load_like_x(const cli_problem *p, const char *input_path, const 
  * converted to the parameter type. 0 ok; -1 error printed. */
 int cli_problem_load_param(const cli_problem *p, const char *input_path, clnorm_arg_slot slot,
                            const char *what, const char *path, cli_tensor *t);
+
+/* The same for a file already loaded into t (cli_tensor_load): its shape checked, its values
+ * converted. 0 ok; -1 error printed. */
+int cli_problem_check_param(const cli_problem *p, const char *input_path, clnorm_arg_slot slot,
+                            const char *what, const char *path, cli_tensor *t);
 
 /* Loads a tensor that must have the residual's shape and kind (dsum): R's .npy type or the
  * residual's own, converted to the residual's type. 0 ok; -1 error printed. */

@@ -2,11 +2,11 @@
  * cli_run.c - `clnorm run`: reads a C-order .npy, normalizes over its last K dims (LayerNorm or
  * RMSNorm, after adding a residual with --residual, modulated per sample with --scale /
  * --shift, from precomputed statistics with --mean-input / --rstd-input) or per sample and
- * group of channels (GroupNorm with --groups, optionally + SiLU) on an OpenCL device through the
- * host-pointer API, or on the CPU reference with --cpu, in the storage type of --dtype, and
- * writes the .npy outputs. The command names files by argument slot; the operation's slots,
- * types and extents come from the op table. Everything is validated before anything is
- * computed, and the outputs are written all-or-nothing.
+ * group of channels (GroupNorm with --groups, optionally modulated and + SiLU) on an OpenCL
+ * device through the host-pointer API, or on the CPU reference with --cpu, in the storage type
+ * of --dtype, and writes the .npy outputs. The command names files by argument slot; the
+ * operation's slots, types and extents come from the op table. Everything is validated before
+ * anything is computed, and the outputs are written all-or-nothing.
  */
 #include "cli_run.h"
 
@@ -45,11 +45,12 @@ static void run_usage(FILE *out)
           "                  [--scale SCALE.npy] [--shift SHIFT.npy]\n"
           "                  [--mean-input MEAN.npy --rstd-input RSTD.npy] [options]\n"
           "       clnorm run --groups G [--layout nchw|nhwc] [--silu] --input X.npy\n"
-          "                  --output Y.npy [options]\n"
+          "                  --output Y.npy [--scale SCALE.npy] [--shift SHIFT.npy]\n"
+          "                  [options]\n"
           "\n"
-          "Normalizes X (or X + R with --residual) over its last K dims, then modulates it\n"
-          "per sample with --scale / --shift, or with --groups per sample and group of\n"
-          "channels, and writes Y (the shape of X, in the --dtype). X, R, gamma, beta,\n"
+          "Normalizes X (or X + R with --residual) over its last K dims, or with --groups\n"
+          "per sample and group of channels, then modulates it per sample with --scale /\n"
+          "--shift, and writes Y (the shape of X, in the --dtype). X, R, gamma, beta,\n"
           "scale, shift and the statistics may be float32, float64 or float16 .npy files\n"
           "(C order); X and R may be raw bfloat16 bits (uint16) with --dtype bf16.\n"
           "\n"

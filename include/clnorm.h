@@ -120,10 +120,13 @@ enum {
     CLNORM_SILU = 1u << 5,         /* CLNORM_GROUP: y = silu(z) = z * sigmoid(z) of the
                                       normalized z = xhat * gamma + beta (a diffusion UNet's
                                       GroupNorm + SiLU); the backward goes through it */
-    /* Per-sample modulation (row kinds: conditional LayerNorm, FiLM, DiT's adaLN): the rows
-     * are desc.samples samples of rows / samples consecutive rows each, and sample b's rows
-     * are modulated as y = z * (1 + scale[b]) + shift[b], z = xhat * gamma + beta, with scale
-     * and shift (samples, cols), float32 (F64: float64), rows desc.mod_stride apart. */
+    /* Per-sample modulation (conditional LayerNorm, FiLM, DiT's adaLN; for CLNORM_GROUP a
+     * diffusion UNet's scale-shift norm): the rows are desc.samples samples of rows / samples
+     * consecutive rows each, and sample b's rows are modulated as y = z * (1 + scale[b]) +
+     * shift[b], z = xhat * gamma + beta, with scale and shift (samples, cols), float32 (F64:
+     * float64), rows desc.mod_stride apart. CLNORM_GROUP: the rows are the batch entries,
+     * scale and shift one value per channel of a sample in either layout, and CLNORM_SILU
+     * takes the modulated value: y = silu(z * (1 + scale[b, c]) + shift[b, c]). */
     CLNORM_SCALE = 1u << 6,        /* the SCALE argument is given (1 + scale multiplies) */
     CLNORM_SHIFT = 1u << 7,        /* the SHIFT argument is given (added last) */
     /* Precomputed statistics (oneDNN's use_global_stats; row kinds): MEAN (LayerNorm kinds)
@@ -173,9 +176,10 @@ typedef struct {
     size_t spatial;         /* elements per channel of a sample (H * W, D * H * W, 1 for
                                (N, C)); 0 means 1 */
     clnorm_layout layout;   /* CLNORM_NCHW or CLNORM_NHWC */
-    /* Row kinds with CLNORM_SCALE / CLNORM_SHIFT only (the others need samples 0 or 1): */
+    /* With CLNORM_SCALE / CLNORM_SHIFT only (without them samples must be 0 or 1): */
     size_t samples;    /* B >= 1, dividing rows: sample b is rows [b * T, (b + 1) * T), T =
-                          rows / B (x of shape (B, T..., C)); 0 means 1, except with rows 0,
+                          rows / B (x of shape (B, T..., C); CLNORM_GROUP: batch entries,
+                          usually B = N, one modulation row each); 0 means 1, except with rows 0,
                           where it is an empty batch of no samples (B > 0 with rows 0 is T =
                           0: the backward's dscale and dshift are then B rows of zeros) */
     size_t mod_stride; /* elements between the starts of consecutive samples of scale, shift,
@@ -217,9 +221,11 @@ typedef enum {
                                 uses downstream (added to dx); optional */
     CLNORM_ARG_SCALE = 13,   /* CLNORM_SCALE: per-sample scale, (samples, cols); read by the
                                 forward and the backward */
-    CLNORM_ARG_SHIFT = 14,   /* CLNORM_SHIFT: per-sample shift, (samples, cols); forward */
+    CLNORM_ARG_SHIFT = 14,   /* CLNORM_SHIFT: per-sample shift, (samples, cols); forward
+                                (GROUP with CLNORM_SILU: the backward's too) */
     CLNORM_ARG_DSCALE = 15,  /* backward: dscale[b] = sum over sample b's rows of dy * z,
-                                z = xhat * gamma + beta (so the backward then needs beta) */
+                                z = xhat * gamma + beta (so the backward then needs beta);
+                                GROUP: per channel, dy through the SiLU */
     CLNORM_ARG_DSHIFT = 16   /* backward: dshift[b] = sum over sample b's rows of dy */
 } clnorm_arg_slot;
 

@@ -16,6 +16,14 @@
  *   gn_*_bwd_dx    dx, elementwise.
  * gn_nchw_stats recomputes the statistics when mean/rstd are not given (NCHW; NHWC uses
  * group_nhwc.cl's moments and merge).
+ * With a per-sample modulation (op_group_norm.cl), u = xhat * gam + bet with gamma_c and
+ * beta_c folded with the entry's (1 + scale) and shift (gn_fold_mod), and dz is the gradient
+ * of u (through the SiLU of u): every formula above holds with gam and bet in place of
+ * gamma_c and beta_c, except the parameters' own, which the parameter pass forms:
+ *   dgamma_c = sum over tiles of (1 + scale) * (sum of dz * xhat), dbeta_c likewise of dz;
+ *   dscale[b, c] = gamma_c * (its tiles' sum of dz * xhat) + beta_c * (sum of dz), dz * z
+ *   summed with z = xhat * gamma_c + beta_c; dshift[b, c] = the tiles' sum of dz
+ *   (gn_bwd_mod_params).
  * The sums are dgamma and dbeta themselves, of up to every position of every sample, and
  * their true values are often small against their terms (a sum of N x spatial values of
  * dy): every loop adds GN_SUM_BLOCK positions (op_group_norm.cl) plainly, then adds that
@@ -26,16 +34,19 @@
  * Needs common.cl, op_group_norm.cl and row_stats.cl (and for NHWC group_nhwc.cl) before it.
  */
 
-/* Backward tensors, in slot order: X, GAMMA, BETA, MEAN, RSTD, DY (and DX): the pointers,
- * and their offsets and strides from the kernel's scalar struct (common.cl, KS_PARAM). */
-#define GN_BWD_IN_PTRS                                                                      \
+/* Backward tensors, in slot order: X, GAMMA, BETA, MEAN, RSTD, DY (and DX), SCALE, SHIFT: the
+ * pointers, and their offsets and strides from the kernel's scalar struct (common.cl,
+ * KS_PARAM). */
+#define GN_BWD_BASE_PTRS                                                                    \
     __global const T *x, __global const P *gamma, __global const P *beta,                   \
         __global const P *mean, __global const P *rstd, __global const T *dy
-#define GN_BWD_IN_UNPACK                                                                    \
+#define GN_BWD_BASE_UNPACK                                                                  \
     KS_TENSOR(x); KS_TENSOR(gamma); KS_TENSOR(beta); KS_TENSOR(mean); KS_TENSOR(rstd);     \
     KS_TENSOR(dy);
-#define GN_BWD_PTRS GN_BWD_IN_PTRS, __global T *dx
-#define GN_BWD_UNPACK GN_BWD_IN_UNPACK KS_TENSOR(dx);
+#define GN_BWD_IN_PTRS GN_BWD_BASE_PTRS GN_MOD_PTRS
+#define GN_BWD_IN_UNPACK GN_BWD_BASE_UNPACK GN_MOD_UNPACK
+#define GN_BWD_PTRS GN_BWD_BASE_PTRS, __global T *dx GN_MOD_PTRS
+#define GN_BWD_UNPACK GN_BWD_BASE_UNPACK KS_TENSOR(dx); GN_MOD_UNPACK
 
 /* The statistics and parameters of one channel of one sample. */
 typedef struct {
@@ -44,30 +55,36 @@ typedef struct {
     int silu;
 } gn_chan;
 
-/* ch with channel c's gamma and beta (the statistics stay those of ch's group). */
+/* ch with channel c's gamma and beta, folded with the modulation rows sr and hr of ch's
+ * batch entry (0 when absent; gn_fold_mod); the statistics stay those of ch's group. */
 inline gn_chan gn_chan_at(gn_chan ch, __global const P *gamma, ulong gamma_off,
-                          __global const P *beta, ulong beta_off, ulong c, uint flags)
+                          __global const P *beta, ulong beta_off, __global const P *sr,
+                          __global const P *hr, ulong c, uint flags)
 {
     ch.gam = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c] : (A)1;
     ch.bet = (flags & CLNORM_KF_BETA) ? beta[beta_off + c] : (A)0;
+    gn_fold_mod(&ch.gam, &ch.bet, sr, hr, c);
     return ch;
 }
-#define GN_CHAN_AT(ch, c) gn_chan_at(ch, gamma, gamma_off, beta, beta_off, c, flags)
+#define GN_CHAN_AT(ch, n, c)                                                                \
+    gn_chan_at(ch, gamma, gamma_off, beta, beta_off, GN_SCALE_ROW(n), GN_SHIFT_ROW(n), c,    \
+               flags)
 
 inline gn_chan gn_chan_of(__global const P *gamma, ulong gamma_off, __global const P *beta,
                           ulong beta_off, __global const P *mean, ulong mean_off,
                           __global const P *rstd, ulong rstd_off, __global const A *stats,
-                          ulong n, ulong c, ulong groups, ulong cpg, uint flags)
+                          __global const P *sr, __global const P *hr, ulong n, ulong c,
+                          ulong groups, ulong cpg, uint flags)
 {
     gn_chan ch;
     gn_stats_of(mean, mean_off, rstd, rstd_off, stats, n * groups + c / cpg, flags, &ch.K,
                 &ch.m, &ch.r, &ch.sc);
     ch.silu = (flags & CLNORM_KF_SILU) != 0;
-    return gn_chan_at(ch, gamma, gamma_off, beta, beta_off, c, flags);
+    return gn_chan_at(ch, gamma, gamma_off, beta, beta_off, sr, hr, c, flags);
 }
 #define GN_CHAN(n, c)                                                                       \
-    gn_chan_of(gamma, gamma_off, beta, beta_off, mean, mean_off, rstd, rstd_off, stats, n,   \
-               c, gn_groups, gn_cpg, flags)
+    gn_chan_of(gamma, gamma_off, beta, beta_off, mean, mean_off, rstd, rstd_off, stats,      \
+               GN_SCALE_ROW(n), GN_SHIFT_ROW(n), n, c, gn_groups, gn_cpg, flags)
 
 inline A gn_xhat(gn_chan ch, A v) { return ((v * ch.sc - ch.K) - ch.m) * ch.r; }
 
@@ -401,7 +418,7 @@ __kernel void gn_nhwc_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global
             for (ulong c0 = 0; c0 < C; c0 += cpg) {
                 const gn_chan cg = GN_CHAN(n, c0); /* the group's statistics, once */
                 for (ulong c = c0; c < c0 + cpg; c++)
-                    gn_bwd_table_put(tb, C, c, GN_CHAN_AT(cg, c), 0);
+                    gn_bwd_table_put(tb, C, c, GN_CHAN_AT(cg, n, c), 0);
             }
             for (ulong c = 0; c < 2 * C; c++)
                 st[c] = 0;
@@ -425,12 +442,15 @@ __kernel void gn_nhwc_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global
     }
 }
 
-/* A work-group per group row n * G + g: coef[row] = (mean(g), mean(g * xhat)). */
-__kernel void gn_bwd_coef(__global const P *gamma, __global const A *sums, __global A *coef,
-                          __local A *scratch, KS_PARAM)
+/* A work-group per group row n * G + g: coef[row] = (mean(g), mean(g * xhat)), g = dz *
+ * gamma_c (* (1 + scale) with a modulation). */
+__kernel void gn_bwd_coef(__global const P *gamma, __global const P *scale,
+                          __global const A *sums, __global A *coef, __local A *scratch,
+                          KS_PARAM)
 {
     KS_BEGIN;
     KS_TENSOR(gamma);
+    KS_TENSOR(scale);
     GN_UNPACK
     KS_UL(rows);
     KS_UI(chunks);
@@ -442,11 +462,14 @@ __kernel void gn_bwd_coef(__global const P *gamma, __global const A *sums, __glo
     for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0)) {
         const ulong n = row / G, c0 = (row % G) * cpg;
         __global const A *sn = sums + n * chunks * 2 * C + c0;
+        __global const P *sr = GN_SCALE_ROW(n);
         A sg = 0, cg = 0, sgx = 0, cgx = 0;
         for (ulong j = lid; j < entries; j += L) {
             const ulong k = j % cpg;
             __global const A *e = sn + (j / cpg) * 2 * C + k;
-            const A gam = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c0 + k] : (A)1;
+            A gam = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c0 + k] : (A)1;
+            if (sr)
+                gam *= (A)1 + sr[c0 + k];
             kahan_add(&sgx, &cgx, gam * e[0]);
             kahan_add(&sg, &cg, gam * e[C]);
         }
@@ -459,14 +482,42 @@ __kernel void gn_bwd_coef(__global const P *gamma, __global const A *sums, __glo
     }
 }
 
+/* The weights of dgamma's and dbeta's tiles under a modulation: tile i's (1 + scale) is
+ * sw[(i / tpb) * stride], tpb the tiles of one modulation sample (its entries x the tiles per
+ * entry); sw 0 (no scale): every weight 1. */
+typedef struct {
+    __global const P *sw; /* the scale of channel c (or lane 0) in sample 0 */
+    ulong stride, tpb;
+} gn_tile_weights;
+
+inline gn_tile_weights gn_weights_of(__global const P *scale, ulong scale_off,
+                                     ulong scale_stride, ulong c, ulong srows, uint chunks,
+                                     uint flags)
+{
+    gn_tile_weights w;
+#if defined(CLNORM_GN_MOD)
+    w.sw = (flags & CLNORM_KF_SCALE) ? scale + scale_off + c : 0;
+#else
+    w.sw = 0; /* (op_group_norm.cl, GN_SCALE_ROW) */
+#endif
+    w.stride = scale_stride;
+    w.tpb = srows * chunks;
+    return w;
+}
+#define GN_WEIGHTS(c) gn_weights_of(scale, scale_off, scale_stride, c, gn_srows, chunks, flags)
+
 /* One column of sums (which: 0 dz * xhat, 1 dz) of channel c over tiles first, first + step,
- * ... in order (Kahan). */
+ * ... in order (Kahan), each tile weighted by its (1 + scale) under a modulation. */
 inline A gn_param_slice(__global const A *sums, ulong C, ulong c, uint which, ulong first,
-                        ulong step, ulong tiles)
+                        ulong step, ulong tiles, gn_tile_weights w)
 {
     A s = 0, k = 0;
-    for (ulong i = first; i < tiles; i += step)
-        kahan_add(&s, &k, sums[i * 2 * C + (ulong)which * C + c]);
+    for (ulong i = first; i < tiles; i += step) {
+        A v = sums[i * 2 * C + (ulong)which * C + c];
+        if (w.sw)
+            v *= (A)1 + w.sw[(i / w.tpb) * w.stride];
+        kahan_add(&s, &k, v);
+    }
     return s;
 }
 
@@ -474,9 +525,9 @@ inline A gn_param_slice(__global const A *sums, ulong C, ulong c, uint which, ul
  * items of slice 0. Every item of the group must call it. */
 inline A gn_param_sum(__global const A *sums, ulong C, ulong c, int valid, ulong tiles,
                       uint which, uint sl, uint S, uint cl, uint CB, __local A *scratch,
-                      uint lid, uint L)
+                      uint lid, uint L, gn_tile_weights w)
 {
-    A s = valid ? gn_param_slice(sums, C, c, which, sl, S, tiles) : (A)0, k;
+    A s = valid ? gn_param_slice(sums, C, c, which, sl, S, tiles, w) : (A)0, k;
     if (L == 1)
         return s;
     scratch[lid] = s;
@@ -490,12 +541,13 @@ inline A gn_param_sum(__global const A *sums, ulong C, ulong c, int valid, ulong
     return s;
 }
 
-/* The parameter kernels' arguments after their pointers: dgamma's and dbeta's offsets and
- * strides, GroupNorm's scalars, rows, the tiles per sample and the flags. */
+/* The parameter kernels' arguments after their pointers: dgamma's, dbeta's and scale's
+ * offsets and strides, GroupNorm's scalars, rows, the tiles per sample and the flags. */
 #define GN_PARAMS_UNPACK                                                                    \
     KS_BEGIN;                                                                               \
     KS_TENSOR(dgamma);                                                                      \
     KS_TENSOR(dbeta);                                                                       \
+    KS_TENSOR(scale);                                                                       \
     GN_UNPACK                                                                               \
     KS_UL(rows);                                                                            \
     KS_UI(chunks);                                                                          \
@@ -505,8 +557,8 @@ inline A gn_param_sum(__global const A *sums, ulong C, ulong c, int valid, ulong
  * each adding every S-th tile of one channel (Kahan), the S slices then added in slice order
  * in local memory (CB = 8 on GPUs, where a channel's tiles are many; CPU devices run
  * gn_bwd_params_lanes, and this kernel with L = 1 only under a forced work-group size). */
-__kernel void gn_bwd_params(__global P *dgamma, __global P *dbeta, __global const A *sums,
-                            __local A *scratch, KS_PARAM)
+__kernel void gn_bwd_params(__global P *dgamma, __global P *dbeta, __global const P *scale,
+                            __global const A *sums, __local A *scratch, KS_PARAM)
 {
     GN_PARAMS_UNPACK
     const ulong C = gn_groups * gn_cpg, N = rows / gn_groups;
@@ -516,14 +568,15 @@ __kernel void gn_bwd_params(__global P *dgamma, __global P *dbeta, __global cons
     const ulong c = get_group_id(0) * CB + cl;
     const int valid = c < C;
     const ulong tiles = N * chunks;
+    const gn_tile_weights w = GN_WEIGHTS(c);
     /* the flags are the same for every item: every item reaches the same barriers */
     if ((flags & CLNORM_KF_GRAD_GAMMA) != 0) {
-        const A s = gn_param_sum(sums, C, c, valid, tiles, 0, sl, S, cl, CB, scratch, lid, L);
+        const A s = gn_param_sum(sums, C, c, valid, tiles, 0, sl, S, cl, CB, scratch, lid, L, w);
         if (sl == 0 && valid)
             dgamma[dgamma_off + c] = s;
     }
     if ((flags & CLNORM_KF_GRAD_BETA) != 0) {
-        const A s = gn_param_sum(sums, C, c, valid, tiles, 1, sl, S, cl, CB, scratch, lid, L);
+        const A s = gn_param_sum(sums, C, c, valid, tiles, 1, sl, S, cl, CB, scratch, lid, L, w);
         if (sl == 0 && valid)
             dbeta[dbeta_off + c] = s;
     }
@@ -539,11 +592,16 @@ __kernel void gn_bwd_params(__global P *dgamma, __global P *dbeta, __global cons
  * kernel (heap corruption under four-item work-groups). */
 #if defined(CLNORM_PARAMS_VEC)
 #define GN_PW VW
-inline AV gn_param_sumv(__global const A *sums, ulong C, ulong c, ulong tiles, uint which)
+inline AV gn_param_sumv(__global const A *sums, ulong C, ulong c, ulong tiles, uint which,
+                        gn_tile_weights w)
 {
     AV s = 0, k = 0;
-    for (ulong i = 0; i < tiles; i++)
-        kahan_addv(&s, &k, CAT(vload, VW)(0, sums + i * 2 * C + (ulong)which * C + c));
+    for (ulong i = 0; i < tiles; i++) {
+        AV v = CAT(vload, VW)(0, sums + i * 2 * C + (ulong)which * C + c);
+        if (w.sw)
+            v *= (AV)(1) + CAT(vload, VW)(0, w.sw + (i / w.tpb) * w.stride);
+        kahan_addv(&s, &k, v);
+    }
     return s;
 }
 #else
@@ -551,7 +609,7 @@ inline AV gn_param_sumv(__global const A *sums, ulong C, ulong c, ulong tiles, u
 #endif
 
 __kernel void gn_bwd_params_lanes(__global P *dgamma, __global P *dbeta,
-                                  __global const A *sums, KS_PARAM)
+                                  __global const P *scale, __global const A *sums, KS_PARAM)
 {
     GN_PARAMS_UNPACK
     const ulong C = gn_groups * gn_cpg, tiles = rows / gn_groups * chunks;
@@ -561,18 +619,61 @@ __kernel void gn_bwd_params_lanes(__global P *dgamma, __global P *dbeta,
         return;
 #if defined(CLNORM_PARAMS_VEC)
     if (c0 + VW <= C) {
+        const gn_tile_weights w = GN_WEIGHTS(c0);
         if (gg)
-            CAT(vstore, VW)(gn_param_sumv(sums, C, c0, tiles, 0), 0, dgamma + dgamma_off + c0);
+            CAT(vstore, VW)(gn_param_sumv(sums, C, c0, tiles, 0, w), 0,
+                            dgamma + dgamma_off + c0);
         if (gb)
-            CAT(vstore, VW)(gn_param_sumv(sums, C, c0, tiles, 1), 0, dbeta + dbeta_off + c0);
+            CAT(vstore, VW)(gn_param_sumv(sums, C, c0, tiles, 1, w), 0, dbeta + dbeta_off + c0);
         return;
     }
 #endif
     for (ulong c = c0; c < min(C, c0 + GN_PW); c++) {
+        const gn_tile_weights w = GN_WEIGHTS(c);
         if (gg)
-            dgamma[dgamma_off + c] = gn_param_slice(sums, C, c, 0, 0, 1, tiles);
+            dgamma[dgamma_off + c] = gn_param_slice(sums, C, c, 0, 0, 1, tiles, w);
         if (gb)
-            dbeta[dbeta_off + c] = gn_param_slice(sums, C, c, 1, 0, 1, tiles);
+            dbeta[dbeta_off + c] = gn_param_slice(sums, C, c, 1, 0, 1, tiles, w);
+    }
+}
+
+/* dscale and dshift of a modulation: entry e = b * C + c of the (samples, C) outputs for
+ * e = the item's global index, stepping by the grid, each the sums of sample b's tiles (its
+ * gn_srows entries x chunks tiles) in order (Kahan), so the same bits on every geometry:
+ * dshift = the sum of dz, dscale = gamma_c * (sum of dz * xhat) + beta_c * (sum of dz), the
+ * sum of dz * z. An empty batch (rows 0) may have samples, of no entries: zeros. */
+__kernel void gn_bwd_mod_params(__global const P *gamma, __global const P *beta,
+                                __global P *dscale, __global P *dshift,
+                                __global const A *sums, KS_PARAM)
+{
+    KS_BEGIN;
+    KS_TENSOR(gamma);
+    KS_TENSOR(beta);
+    KS_TENSOR(dscale);
+    KS_TENSOR(dshift);
+    GN_UNPACK
+    KS_UL(B);
+    KS_UL(rows);
+    KS_UI(chunks);
+    KS_UI(flags);
+    const ulong C = gn_groups * gn_cpg, tpb = gn_srows * chunks;
+    const int gs = (flags & CLNORM_KF_GRAD_SCALE) != 0, gh = (flags & CLNORM_KF_GRAD_SHIFT) != 0;
+    if (!gs && !gh)
+        return;
+    for (ulong e = get_global_id(0); e < B * C; e += get_global_size(0)) {
+        const ulong b = e / C, c = e % C;
+        A s1 = 0, k1 = 0, s0 = 0, k0 = 0;
+        for (ulong i = b * tpb; i < (b + 1) * tpb; i++) {
+            kahan_add(&s1, &k1, sums[i * 2 * C + c]);
+            kahan_add(&s0, &k0, sums[i * 2 * C + C + c]);
+        }
+        if (gs) {
+            const A gam = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c] : (A)1;
+            const A bet = (flags & CLNORM_KF_BETA) ? beta[beta_off + c] : (A)0;
+            dscale[dscale_off + b * dscale_stride + c] = tpb ? gam * s1 + bet * s0 : (A)0;
+        }
+        if (gh)
+            dshift[dshift_off + b * dshift_stride + c] = s0;
     }
 }
 
@@ -637,7 +738,7 @@ __kernel void gn_nhwc_bwd_dx(GN_BWD_PTRS, __global const A *stats, __global cons
                 const gn_chan cg = GN_CHAN(n, c0); /* the group's statistics, once */
                 __global const A *cf = coef + (n * G + c0 / cpg) * 2;
                 for (ulong c = c0; c < c0 + cpg; c++)
-                    gn_bwd_table_put(tb, C, c, GN_CHAN_AT(cg, c), cf);
+                    gn_bwd_table_put(tb, C, c, GN_CHAN_AT(cg, n, c), cf);
             }
             if ((flags & CLNORM_KF_SILU) != 0)
                 gn_bwd_dx_vec(xs, ds, os, tb, p0, p1, C, 1);

@@ -59,8 +59,10 @@ __kernel void gn_nhwc_bwd_group(GN_BWD_PTRS, __global const A *stats, __global A
         for (ulong j = 0; j < w.rounds; j++) {
             const ulong k = w.k0 + j * w.cw, c = c0 + k;
             A2 s = (A2)(0);
+            /* (channels past the group's last read nothing: k < cpg guards every use) */
+            const gn_chan cc = GN_CHAN_AT(ch, n, k < cpg ? c : c0);
             if (k < cpg && w.npos > 0) /* positions q0, q0 + PL, ... (group_backward.cl) */
-                s = gn_channel_sums(GN_CHAN_AT(ch, c), xs + c, ds + c, w.q0, hw, w.PL, C);
+                s = gn_channel_sums(cc, xs + c, ds + c, w.q0, hw, w.PL, C);
             /* (no barrier under a branch: PoCL's work-group compiler replicates the code
              * between barriers per path, which a branch around these made run for tens of
              * minutes) */
@@ -69,9 +71,8 @@ __kernel void gn_nhwc_bwd_group(GN_BWD_PTRS, __global const A *stats, __global A
             if (w.q0 == 0 && k < cpg) {
                 sn[c] = s1;
                 sn[C + c] = s2;
-                const A gam = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c] : (A)1;
-                sgx = fma(gam, s1, sgx);
-                sg = fma(gam, s2, sg);
+                sgx = fma(cc.gam, s1, sgx); /* gamma_c, modulated */
+                sg = fma(cc.gam, s2, sg);
             }
         }
         /* dx's coefficients, mean(g) and mean(g * xhat) (gn_bwd_coef's, for this group) */
@@ -81,7 +82,7 @@ __kernel void gn_nhwc_bwd_group(GN_BWD_PTRS, __global const A *stats, __global A
             __global T *os = dx + dx_off + n * dx_stride;
             for (ulong k = w.k0; k < cpg; k += w.cw) {
                 const ulong c = c0 + k;
-                const gn_chan cc = GN_CHAN_AT(ch, c);
+                const gn_chan cc = GN_CHAN_AT(ch, n, c);
                 for (ulong p = w.q0; p < hw; p += w.PL)
                     STORE1(gn_dx_of(cc, mg, mgx, LOAD1(xs + p * C + c), LOAD1(ds + p * C + c)),
                            os + p * C + c);

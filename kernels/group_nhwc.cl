@@ -363,7 +363,8 @@ inline A gn_group_scaled_part(__global const T *xs, ulong c0, ulong cpg, ulong C
  * every L-th tile, then adding), its statistics (K, m, r, sc) into the stats scratch and the
  * saved mean/rstd and, with a table (the forward), every channel's K, a = r * gamma_c and
  * b = beta_c - m * a (in x's own units: K / sc, r * sc * gamma_c and m / sc, where a group
- * was redone scaled). The moments of the group: entries j = tile * cpg + k, channel
+ * was redone scaled), gamma_c and beta_c folded with the entry's modulation rows sr and hr
+ * (gn_fold_mod; 0 when absent). The moments of the group: entries j = tile * cpg + k, channel
  * g * cpg + k. */
 inline void gn_merge_row(__global const T *x, ulong x_off, ulong x_stride,
                          __global const P *gamma, ulong gamma_off, __global const P *beta,
@@ -371,7 +372,8 @@ inline void gn_merge_row(__global const T *x, ulong x_off, ulong x_stride,
                          ulong rstd_off, ulong G, ulong cpg, ulong hw,
                          __global const A *part, __global A *stats, __global A *table,
                          ulong row, ulong chunk_len, uint chunks, A eps, uint flags,
-                         __local A *scratch, uint lid, uint L)
+                         __local A *scratch, uint lid, uint L, __global const P *sr,
+                         __global const P *hr)
 {
     const ulong C = G * cpg, n = row / G, c0 = (row % G) * cpg;
     const A total = (A)(cpg * hw);
@@ -419,8 +421,10 @@ inline void gn_merge_row(__global const T *x, ulong x_off, ulong x_stride,
         __global A *tn = table + n * 3 * C;
         for (ulong k = lid; k < cpg; k += L) {
             const ulong c = c0 + k;
-            const A a = (flags & CLNORM_KF_GAMMA) ? rs * gamma[gamma_off + c] : rs;
-            const A b = (flags & CLNORM_KF_BETA) ? beta[beta_off + c] : (A)0;
+            A gam = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c] : (A)1;
+            A b = (flags & CLNORM_KF_BETA) ? beta[beta_off + c] : (A)0;
+            gn_fold_mod(&gam, &b, sr, hr, c);
+            const A a = rs * gam;
             tn[c] = Kx;
             tn[C + c] = a;
             tn[2 * C + c] = fma(-mx, a, b);
@@ -430,9 +434,9 @@ inline void gn_merge_row(__global const T *x, ulong x_off, ulong x_stride,
 
 /* Work-group per group row (gn_merge_row). table: NULL in the backward (statistics only). */
 __kernel void gn_nhwc_merge(__global const T *x, __global const P *gamma,
-                            __global const P *beta, __global P *mean, __global P *rstd,
-                            __global const A *part, __global A *stats, __global A *table,
-                            __local A *scratch, KS_PARAM)
+                            __global const P *beta, __global P *mean, __global P *rstd
+                            GN_MOD_PTRS, __global const A *part, __global A *stats,
+                            __global A *table, __local A *scratch, KS_PARAM)
 {
     KS_BEGIN;
     KS_TENSOR(x);
@@ -440,6 +444,7 @@ __kernel void gn_nhwc_merge(__global const T *x, __global const P *gamma,
     KS_TENSOR(beta);
     KS_TENSOR(mean);
     KS_TENSOR(rstd);
+    GN_MOD_UNPACK
     GN_UNPACK
     KS_UL(rows);
     KS_UL(chunk_len);
@@ -450,7 +455,8 @@ __kernel void gn_nhwc_merge(__global const T *x, __global const P *gamma,
     for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0))
         gn_merge_row(x, x_off, x_stride, gamma, gamma_off, beta, beta_off, mean, mean_off, rstd,
                      rstd_off, gn_groups, gn_cpg, gn_hw, part, stats, table, row, chunk_len,
-                     chunks, eps, flags, scratch, lid, L);
+                     chunks, eps, flags, scratch, lid, L, GN_SCALE_ROW(row / gn_groups),
+                     GN_SHIFT_ROW(row / gn_groups));
 }
 
 /* y of one element from its channel's K, a and b. */
@@ -595,7 +601,7 @@ __kernel void gn_nhwc_sample(FWD_PTRS, __global A *part, __global A *stats,
         for (ulong g = 0; g < G; g++)
             gn_merge_row(x, x_off, x_stride, gamma, gamma_off, beta, beta_off, mean, mean_off,
                          rstd, rstd_off, G, cpg, hw, part, stats, table, n * G + g, hw, 1, eps,
-                         flags, scratch, 0, 1);
+                         flags, scratch, 0, 1, GN_SCALE_ROW(n), GN_SHIFT_ROW(n));
         __global const A *tk = table + n * 3 * C;
         if ((flags & CLNORM_KF_SILU) != 0)
             gn_apply_positions(xs, ys, tk, 0, hw, C, 1);

@@ -147,10 +147,14 @@ __kernel void gn_nhwc_group(FWD_PTRS, __local A *scratch, KS_PARAM)
         }
         /* the apply, in x's own units (as the tiles' table, gn_merge_row) */
         const A Kx = K / sc, mx = m / sc, rs = r * sc;
+        __global const P *sr = GN_SCALE_ROW(n), *hr = GN_SHIFT_ROW(n);
         for (ulong k = w.k0; k < cpg && w.npos > 0; k += w.cw) {
             const ulong c = c0 + k;
-            const A a = (flags & CLNORM_KF_GAMMA) ? rs * gamma[gamma_off + c] : rs;
-            const A b = fma(-mx, a, (flags & CLNORM_KF_BETA) ? beta[beta_off + c] : (A)0);
+            A gam = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c] : (A)1;
+            A bet = (flags & CLNORM_KF_BETA) ? beta[beta_off + c] : (A)0;
+            gn_fold_mod(&gam, &bet, sr, hr, c);
+            const A a = rs * gam;
+            const A b = fma(-mx, a, bet);
             for (ulong p = w.q0; p < hw; p += w.PL)
                 STORE1(gn_apply1(LOAD1(xs + p * C + c), Kx, a, b, silu), yc + p * C + k);
         }

@@ -9,10 +9,54 @@
  * after its tensors' offsets and strides (src/op/group_norm.c binds them as KA_OP 0, 1, 2),
  * all in its scalar struct (common.cl, KS_PARAM; GN_UNPACK).
  */
-#define GN_PARAMS , ulong gn_groups, ulong gn_cpg, ulong gn_hw
-#define GN_ARGS , gn_groups, gn_cpg, gn_hw
-/* GN_PARAMS taken back from a kernel's scalar struct (common.cl, KS_PARAM) */
-#define GN_UNPACK KS_UL(gn_groups); KS_UL(gn_cpg); KS_UL(gn_hw);
+#define GN_PARAMS , ulong gn_groups, ulong gn_cpg, ulong gn_hw, ulong gn_srows
+#define GN_ARGS , gn_groups, gn_cpg, gn_hw, gn_srows
+/* GN_PARAMS taken back from a kernel's scalar struct (common.cl, KS_PARAM); gn_srows is the
+ * batch entries per modulation sample (N / desc.samples; KA_OP 3) */
+#define GN_UNPACK KS_UL(gn_groups); KS_UL(gn_cpg); KS_UL(gn_hw); KS_UL(gn_srows);
+
+/* The per-sample modulation (CLNORM_KF_SCALE / CLNORM_KF_SHIFT, a diffusion UNet's
+ * scale-shift norm): u = z * (1 + scale[b, c]) + shift[b, c], z = xhat * gamma_c + beta_c,
+ * batch entry n in sample b = n / gn_srows; the SiLU, when asked for, is of u. The SCALE and
+ * SHIFT slots come after every other tensor a kernel takes (slot order, src/launch.c). */
+#define GN_MOD_PARAMS                                                                       \
+    , __global const P *scale, ulong scale_off, ulong scale_stride, __global const P *shift, \
+        ulong shift_off, ulong shift_stride
+#define GN_MOD_ARGS , scale, scale_off, scale_stride, shift, shift_off, shift_stride
+#define GN_MOD_PTRS , __global const P *scale, __global const P *shift
+#define GN_MOD_UNPACK KS_TENSOR(scale); KS_TENSOR(shift);
+
+/* Batch entry n's modulation row of a (samples, C) tensor; 0 when it is not given. A plan
+ * without a modulation builds without CLNORM_GN_MOD (group_norm.c, build_defines): its rows
+ * are then constant nulls, and every use of them folds away. */
+#if defined(CLNORM_GN_MOD)
+inline __global const P *gn_mod_row(__global const P *t, ulong off, ulong stride, ulong n,
+                                    ulong srows, int given)
+{
+    return given ? t + off + (n / srows) * stride : 0;
+}
+#define GN_SCALE_ROW(n)                                                                      \
+    gn_mod_row(scale, scale_off, scale_stride, n, gn_srows, (flags & CLNORM_KF_SCALE) != 0)
+#define GN_SHIFT_ROW(n)                                                                      \
+    gn_mod_row(shift, shift_off, shift_stride, n, gn_srows, (flags & CLNORM_KF_SHIFT) != 0)
+#else
+#define GN_SCALE_ROW(n) ((__global const P *)0)
+#define GN_SHIFT_ROW(n) ((__global const P *)0)
+#endif
+
+/* A channel's affine folded with its modulation: u = xhat * gam + bet, gam = gamma_c * (1 +
+ * scale), bet = beta_c * (1 + scale) + shift (what the tables and the backward use; the NCHW
+ * forward forms z and u as written above). sr and hr: the entry's scale and shift rows. */
+inline void gn_fold_mod(A *gam, A *bet, __global const P *sr, __global const P *hr, ulong c)
+{
+    if (sr) {
+        const A ms = (A)1 + sr[c];
+        *gam *= ms;
+        *bet *= ms;
+    }
+    if (hr)
+        *bet += hr[c];
+}
 
 /* Group rows keep the row kernels' L1 prefetch of the next row (row_stats.cl,
  * row_prefetch_hint): L2 ones made the NCHW forward 10-25% slower at rows of 20-160 KiB on
@@ -99,6 +143,13 @@ typedef struct {
     __global T *y;
     __global const P *gamma; /* the group's first channel; 0 when absent */
     __global const P *beta;
+#if defined(CLNORM_GN_MOD)
+    __global const P *scale; /* the modulation rows of the group's sample, at its first */
+    __global const P *shift; /* channel; 0 when absent */
+#define OUT_MODULATED(out) ((out).scale || (out).shift)
+#else
+#define OUT_MODULATED(out) 0
+#endif
     uint hw;                 /* columns per channel */
     int silu;
     int al; /* y's vectors are aligned (as row_in.al) */
@@ -109,22 +160,23 @@ typedef struct {
         ulong y_stride, __global const P *gamma, ulong gamma_off, ulong gamma_stride,        \
         __global const P *beta, ulong beta_off, ulong beta_stride, __global P *mean,         \
         ulong mean_off, ulong mean_stride, __global P *rstd, ulong rstd_off,                 \
-        ulong rstd_stride GN_PARAMS
+        ulong rstd_stride GN_MOD_PARAMS GN_PARAMS
 /* FWD_PARAMS of a kernel: its pointers, and its scalars from the struct */
 #define FWD_PTRS                                                                            \
     __global const T *x, __global T *y, __global const P *gamma, __global const P *beta,    \
-        __global P *mean, __global P *rstd
+        __global P *mean, __global P *rstd GN_MOD_PTRS
 #define FWD_UNPACK                                                                          \
     KS_TENSOR(x); KS_TENSOR(y); KS_TENSOR(gamma); KS_TENSOR(beta); KS_TENSOR(mean);        \
-    KS_TENSOR(rstd); GN_UNPACK
+    KS_TENSOR(rstd); GN_MOD_UNPACK GN_UNPACK
 /* The arguments of FWD_PARAMS, to pass them on. */
 #define FWD_ARGS                                                                            \
     x, x_off, x_stride, y, y_off, y_stride, gamma, gamma_off, gamma_stride, beta, beta_off, \
-        beta_stride, mean, mean_off, mean_stride, rstd, rstd_off, rstd_stride GN_ARGS
+        beta_stride, mean, mean_off, mean_stride, rstd, rstd_off, rstd_stride GN_MOD_ARGS   \
+        GN_ARGS
 #define FWD_OUT_PARAMS                                                                      \
     __global T *y, ulong y_off, ulong y_stride, __global const P *gamma, ulong gamma_off,    \
-        __global const P *beta, ulong beta_off GN_PARAMS
-#define FWD_OUT_ARGS y, y_off, y_stride, gamma, gamma_off, beta, beta_off GN_ARGS
+        __global const P *beta, ulong beta_off GN_MOD_PARAMS GN_PARAMS
+#define FWD_OUT_ARGS y, y_off, y_stride, gamma, gamma_off, beta, beta_off GN_MOD_ARGS GN_ARGS
 #define FWD_MEAN ((flags & CLNORM_KF_MEAN) ? mean + mean_off : 0)
 #define FWD_RSTD ((flags & CLNORM_KF_RSTD) ? rstd + rstd_off : 0)
 
@@ -136,25 +188,57 @@ inline row_out make_row_out(FWD_OUT_PARAMS, ulong row, uint flags)
     out.al = 0;
     out.gamma = (flags & CLNORM_KF_GAMMA) ? gamma + gamma_off + c0 : 0;
     out.beta = (flags & CLNORM_KF_BETA) ? beta + beta_off + c0 : 0;
+#if defined(CLNORM_GN_MOD)
+    out.scale = (flags & CLNORM_KF_SCALE) ? GN_SCALE_ROW(row / gn_groups) + c0 : 0;
+    out.shift = (flags & CLNORM_KF_SHIFT) ? GN_SHIFT_ROW(row / gn_groups) + c0 : 0;
+#endif
     out.hw = (uint)gn_hw;
     out.silu = (flags & CLNORM_KF_SILU) != 0;
     return out;
 }
 
-/* y of the VW columns from i: ((d - m) * r) * gamma_c + beta_c, then the SiLU. The columns
- * share one channel unless they cross the end of one (spatial not a multiple of VW, or a
- * peeled start): then each lane takes its own channel's parameters. */
+/* y of the VW columns from i: ((d - m) * r) * gamma_c + beta_c, modulated (* (1 + scale_c)
+ * + shift_c), then the SiLU. The columns share one channel unless they cross the end of one
+ * (spatial not a multiple of VW, or a peeled start): then each lane takes its own channel's
+ * parameters. */
 inline AV out_yv(row_out out, ulong i, AV d, A m, A r)
 {
     AV t = (d - m) * r;
-    if (out.gamma || out.beta) {
+    if (out.gamma || out.beta || OUT_MODULATED(out)) {
         const uint c = (uint)i / out.hw;
         if ((uint)i - c * out.hw + VW <= out.hw) {
             if (out.gamma)
                 t *= out.gamma[c];
             if (out.beta)
                 t += out.beta[c];
+#if defined(CLNORM_GN_MOD)
+            if (out.scale)
+                t *= (A)1 + out.scale[c];
+            if (out.shift)
+                t += out.shift[c];
+#endif
         } else {
+#if defined(CLNORM_GN_MOD)
+            /* Lane by lane in one array, each lane's operations those of the branch above in
+             * its order. (Four arrays of parameters in the manner below made PoCL 3.1's
+             * float16 subgroup kernel crash on unaligned rows, a fault inside the kernel.) */
+            A tl[VW];
+            CAT(vstore, VW)(t, 0, tl);
+            for (uint k = 0; k < VW; k++) {
+                const uint ck = ((uint)i + k) / out.hw;
+                A e = tl[k];
+                if (out.gamma)
+                    e *= out.gamma[ck];
+                if (out.beta)
+                    e += out.beta[ck];
+                if (out.scale)
+                    e *= (A)1 + out.scale[ck];
+                if (out.shift)
+                    e += out.shift[ck];
+                tl[k] = e;
+            }
+            t = CAT(vload, VW)(0, tl);
+#else
             A gl[VW], bl[VW];
             for (uint k = 0; k < VW; k++) {
                 const uint ck = ((uint)i + k) / out.hw;
@@ -169,6 +253,7 @@ inline AV out_yv(row_out out, ulong i, AV d, A m, A r)
                 t = t * CAT(vload, VW)(0, gl);
             if (out.beta)
                 t = t + CAT(vload, VW)(0, bl);
+#endif
         }
     }
     /* a branch, not a select: the exponentials only when asked for */
@@ -184,6 +269,12 @@ inline A out_y1(row_out out, ulong i, A d, A m, A r)
         t *= out.gamma[c];
     if (out.beta)
         t += out.beta[c];
+#if defined(CLNORM_GN_MOD)
+    if (out.scale)
+        t *= (A)1 + out.scale[c];
+    if (out.shift)
+        t += out.shift[c];
+#endif
     if (out.silu)
         t = gn_silu1(t);
     return t;

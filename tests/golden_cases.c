@@ -47,6 +47,18 @@ const golden_case golden_cases[] = {
     {"gn_2x6x3x3_g3_eps1e-2", CLNORM_GROUP, 0, 1e-2, 1, 1, 0, 0, 3, CLNORM_NCHW, 0, {0}},
     {"gn_2x6x8x8_g3_mean1e3", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 3, CLNORM_NCHW, 0, {0}},
     {"gn_2x6x8x8_g3_mean1e3_nhwc", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 3, CLNORM_NHWC, 0, {0}},
+    /* GroupNorm with a per-sample modulation (scale-shift norm): ..., silu, {samples, scale,
+     * shift, -} */
+    {"gn_mod_2x8x4x4_g4_silu", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 4, CLNORM_NCHW, 1,
+     {2, 1, 1, 0}},
+    {"gn_mod_2x8x4x4_g4_silu_nhwc", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 4, CLNORM_NHWC, 1,
+     {2, 1, 1, 0}},
+    {"gn_mod_3x6x3x5_g3_scale_only_noaffine", CLNORM_GROUP, 0, 1e-5, 0, 0, 0, 0, 3, CLNORM_NCHW,
+     0, {3, 1, 0, 0}},
+    {"gn_mod_4x6x3x3_g2_b2_silu_nhwc", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 2, CLNORM_NHWC, 1,
+     {2, 1, 1, 0}},
+    {"gn_mod_2x4x5x5_g2_shift_only_silu_b1", CLNORM_GROUP, 0, 1e-5, 1, 0, 0, 0, 2, CLNORM_NCHW,
+     1, {1, 0, 1, 0}},
     /* Row kinds with a modulation and / or precomputed statistics: name, kind, normalized
      * dims, eps, gamma, beta, dsum, row_pad, -, -, -, {samples, scale, shift, global_stats} */
     {"mod_ln_2x3x40", CLNORM_LAYER, 1, 1e-5, 1, 1, 0, 0, 0, CLNORM_NCHW, 0, {2, 1, 1, 0}},
@@ -155,8 +167,10 @@ void golden_load(const golden_case *gc, golden_data *g)
     npy_free(&xa);
     const golden_cond *cond = &gc->cond;
     if (cond->samples) {
-        /* B is x's first dim: (B, T..., C...) */
-        if (first_dim != cond->samples || g->rows % cond->samples != 0)
+        /* a row kind's B is x's first dim, (B, T..., C...); GroupNorm's divides N, x's first
+         * dim (batch entry n is sample n / (N / B)) */
+        const int group = gc->kind == CLNORM_GROUP;
+        if ((!group && first_dim != cond->samples) || g->rows % cond->samples != 0)
             fail_msg("%s: x's first dim (%zu) or its %zu rows are not %zu samples", gc->name,
                      first_dim, g->rows, cond->samples);
         g->samples = cond->samples;

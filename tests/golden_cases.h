@@ -10,10 +10,12 @@
 
 #include "test_util.h"
 
-/* The conditional options of a row kind's case (all 0 for the others): manifest.json's
- * samples, scale, shift and global_stats. */
+/* The conditional options of a case (all 0 where it has none): manifest.json's samples,
+ * scale, shift (row kinds and GroupNorm) and global_stats (row kinds). */
 typedef struct {
-    size_t samples;   /* B of the per-sample modulation (x's first dim); 0: none */
+    size_t samples;   /* B of the per-sample modulation (a row kind's: x's first dim;
+                         GroupNorm's: a divisor of N, batch entry n of sample n / (N / B));
+                         0: none */
     int scale, shift; /* scale.npy / shift.npy (B x cols, float32), CLNORM_SCALE / _SHIFT;
                          the backward's dscale.npy / dshift.npy go with them */
     int global_stats; /* CLNORM_USE_GLOBAL_STATS: mean.npy (LayerNorm kinds) and rstd.npy are

@@ -24,16 +24,19 @@ size_t golden_grad_count(const golden_data *g, clnorm_arg_slot s)
 }
 
 /* GroupNorm's gradients from the statistics mean / rstd (N x G), in float64: dense row
- * tensors in the case's layout. */
+ * tensors in the case's layout; dscale / dshift (B x C) of a modulated case. */
 static void group_oracle(const golden_data *g, const double *mean, const double *rstd,
-                         double *dx, double *dgamma, double *dbeta)
+                         double *out[SLOTS])
 {
     const golden_case *gc = g->gc;
     const size_t C = g->cols, HW = g->spatial, G = g->groups, cpg = C / G, len = C * HW;
+    const size_t per = g->rows / g->samples; /* batch entries per sample */
     const double *x = g->a[CLNORM_ARG_X], *dy = g->a[CLNORM_ARG_DY];
     const double *gamma = g->a[CLNORM_ARG_GAMMA], *beta = g->a[CLNORM_ARG_BETA];
-    for (size_t c = 0; c < C; c++)
-        dgamma[c] = dbeta[c] = 0.0;
+    const double *scale = g->a[CLNORM_ARG_SCALE], *shift = g->a[CLNORM_ARG_SHIFT];
+    double *dx = out[CLNORM_ARG_DX], *dgamma = out[CLNORM_ARG_DGAMMA];
+    double *dbeta = out[CLNORM_ARG_DBETA];
+    double *dscale = out[CLNORM_ARG_DSCALE], *dshift = out[CLNORM_ARG_DSHIFT];
     for (size_t n = 0; n < g->rows; n++)
         for (size_t k = 0; k < G; k++) {
             const double mu = mean[n * G + k], r = rstd[n * G + k];
@@ -43,18 +46,25 @@ static void group_oracle(const golden_data *g, const double *mean, const double 
                     for (size_t p = 0; p < HW; p++) {
                         const size_t i =
                             n * len + (gc->layout == CLNORM_NHWC ? p * C + c : c * HW + p);
+                        const size_t m = (n / per) * C + c; /* sample n / per */
                         const double gam = gamma ? gamma[c] : 1.0, bet = beta ? beta[c] : 0.0;
-                        const double xh = (x[i] - mu) * r;
-                        double dz = dy[i];
+                        const double ops = scale ? 1.0 + scale[m] : 1.0;
+                        const double xh = (x[i] - mu) * r, z = xh * gam + bet;
+                        /* u = z * (1 + scale) + shift, y = u or silu(u) */
+                        const double u = z * ops + (shift ? shift[m] : 0.0);
+                        double du = dy[i];
                         if (gc->silu) {
-                            const double z = xh * gam + bet, sig = 1.0 / (1.0 + exp(-z));
-                            dz *= sig * (1.0 + z * (1.0 - sig));
+                            const double sig = 1.0 / (1.0 + exp(-u));
+                            du *= sig * (1.0 + u * (1.0 - sig));
                         }
+                        const double dz = du * ops;
                         if (pass == 0) {
                             sg += dz * gam;
                             sgx += dz * gam * xh;
                             dgamma[c] += dz * xh;
                             dbeta[c] += dz;
+                            dscale[m] += du * z;
+                            dshift[m] += du;
                         } else {
                             const double cnt = (double)(cpg * HW);
                             dx[i] = r * (dz * gam - sg / cnt - xh * sgx / cnt);
@@ -129,13 +139,12 @@ void golden_oracle(const golden_data *g, const double *mean, const double *rstd,
                    double *out[SLOTS])
 {
     for (size_t k = 0; k < golden_grad_slots; k++) {
-        /* zeroed: GroupNorm has no dscale / dshift to write */
+        /* zeroed: the sums start there */
         out[golden_grads[k]] = calloc(golden_grad_count(g, golden_grads[k]) + 1, sizeof(double));
         assert_non_null(out[golden_grads[k]]);
     }
     if (g->gc->kind == CLNORM_GROUP)
-        group_oracle(g, mean, rstd, out[CLNORM_ARG_DX], out[CLNORM_ARG_DGAMMA],
-                     out[CLNORM_ARG_DBETA]);
+        group_oracle(g, mean, rstd, out);
     else
         row_oracle(g, mean, rstd, out);
 }

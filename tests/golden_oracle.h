@@ -10,10 +10,12 @@
  * dy * z, dshift[b] = sum of dy. With precomputed statistics (cond.global_stats) mean and
  * rstd are constants: dx = rstd * dz * gamma (+ dsum), dgamma = sum of dz * xhat, dbeta =
  * sum of dz.
- * GroupNorm: per (sample, group) xhat = (x - mean) * rstd, z = xhat * gamma_c + beta_c,
- * dz = dy (silu: dy * s(z) * (1 + z * (1 - s(z))), s the sigmoid), g = dz * gamma_c,
- * dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) over the group, dgamma_c = sum of
- * dz * xhat, dbeta_c = sum of dz.
+ * GroupNorm: per (batch entry, group) xhat = (x - mean) * rstd, z = xhat * gamma_c + beta_c,
+ * u = z * (1 + scale[b, c]) + shift[b, c] for entry n of sample b = n / (N / B) (u = z
+ * without a modulation), du = dy (silu: dy * s(u) * (1 + u * (1 - s(u))), s the sigmoid),
+ * dz = du * (1 + scale[b, c]), g = dz * gamma_c, dx = rstd * (g - mean(g) - xhat *
+ * mean(g * xhat)) over the group, dgamma_c = sum of dz * xhat, dbeta_c = sum of dz,
+ * dscale[b, c] = sum over sample b's entries and positions of du * z, dshift[b, c] of du.
  */
 #ifndef CLNORM_GOLDEN_ORACLE_H
 #define CLNORM_GOLDEN_ORACLE_H
@@ -29,8 +31,7 @@ size_t golden_grad_count(const golden_data *g, clnorm_arg_slot s);
 
 /* Every gradient of golden_grads from the statistics mean (NULL for RMSNorm) and rstd (rows
  * x groups), freshly allocated into out[slot] (the caller frees them), dense, row tensors
- * in the case's layout; those the case has no parameter for are computed all the same
- * (GroupNorm's dscale and dshift are 0). */
+ * in the case's layout; those the case has no parameter for are computed all the same. */
 void golden_oracle(const golden_data *g, const double *mean, const double *rstd,
                    double *out[CLNORM_ARG_SLOT_COUNT]);
 

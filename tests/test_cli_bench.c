@@ -1,8 +1,9 @@
 /*
  * test_cli_bench.c - `clnorm bench`: the real clnorm-bench of this build when there is one
  * (found from the build tree), with one small case of the modulated LayerNorm (its ops, its
- * BxTxC shape, its CSV column and its unfused pair) and one of GroupNorm with its fused SiLU
- * (both layouts), and, with a copy of the clnorm binary in
+ * BxTxC shape, its CSV column and its unfused pair), one of GroupNorm with its fused SiLU
+ * (both layouts) and one of GroupNorm's scale-shift norm (group-mod: both layouts, its unfused
+ * pair), and, with a copy of the clnorm binary in
  * a directory of its own, the lookup order (beside the binary, then PATH), the arguments
  * passed through, and the one-line error when clnorm-bench is nowhere.
  */
@@ -178,6 +179,47 @@ static void test_bench_group_silu(void **state)
     rm(csv, NULL);
 }
 
+/* GroupNorm's scale-shift norm (group-mod, group-mod-backward: y = silu(gn(x) * (1 +
+ * scale[n]) + shift[n]), B = N) on 2x8x3x5 in 4 groups, both layouts (15 positions: a partial
+ * vector of 4 in NCHW): every clnorm result within the tolerance of the reference with the
+ * modulation (exit 0), B = N in the CSV's last column; with a device also the unfused pair
+ * (GroupNorm, then the bench's modulation+SiLU kernel, per channel in NCHW and along the
+ * channels in NHWC) within the tolerance at f32, and the line comparing it with the fused op
+ * in each layout. Two reps, a small rotation, no timing asserted. */
+static void test_bench_group_mod(void **state)
+{
+    (void)state;
+    const char *csv = P("bench_gmod.csv");
+    char *text = run_small_bench(csv, "group-mod,group-mod-backward", "2x8x3x5:4",
+                                 "clnorm_auto,clnorm_unfused,clnorm_host,ref_cpu");
+    if (text == NULL)
+        return;
+    assert_non_null(strstr(g_out, "\n2x8x3x5:4 nhwc "));
+    assert_null(strstr(g_out, "inexact baseline"));
+    static const char *const rows[] = {
+        "group-mod,f32,2,8,ref_cpu,", "group-mod-backward,f32,2,8,ref_cpu,",
+        "group-mod,f32,2,8,clnorm_host,", "group-mod-backward,f32,2,8,clnorm_host,",
+        "group-mod,f32,2,8,clnorm_auto,", "group-mod-backward,f32,2,8,clnorm_auto,",
+        "group-mod,f32,2,8,clnorm_unfused,"};
+    /* the first line of each: the first layout's; B = N = 2 */
+    expect_lines(csv, text, rows, g_have_device ? 7 : 2, ",3x5,4,nchw,2,2");
+    if (g_have_device) {
+        const char *nchw = strstr(g_out, "fused vs unfused: clnorm_auto");
+        assert_non_null(nchw);
+        assert_non_null(strstr(nchw + 1, "fused vs unfused: clnorm_auto")); /* and NHWC's */
+        /* the pair's NHWC line (the rows kernel along the channels) */
+        static const char pair[] = "\ngroup-mod,f32,2,8,clnorm_unfused,", tail[] = ",nhwc,2,2";
+        int nhwc_pair = 0;
+        for (const char *l = strstr(text, pair); l; l = strstr(l + 1, pair)) {
+            const size_t n = strcspn(l + 1, "\n"), m = sizeof tail - 1;
+            nhwc_pair |= n > m && strncmp(l + 1 + n - m, tail, m) == 0;
+        }
+        assert_true(nhwc_pair);
+    }
+    free(text);
+    rm(csv, NULL);
+}
+
 static void test_bench_lookup(void **state)
 {
     const char *solo = P("solo"), *bin = P("solo/clnorm"), *fakedir = P("fakebin"),
@@ -227,6 +269,7 @@ int cli_bench_tests(void)
         cmocka_unit_test(test_bench_real),
         cmocka_unit_test(test_bench_modulation),
         cmocka_unit_test(test_bench_group_silu),
+        cmocka_unit_test(test_bench_group_mod),
         cmocka_unit_test(test_bench_lookup),
     };
     return cmocka_run_group_tests_name("cli_bench", tests, NULL, NULL);

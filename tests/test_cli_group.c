@@ -4,7 +4,9 @@
  * gamma and beta, in float32 and in bfloat16 storage, and dx, dgamma and dbeta (statistics
  * recomputed, or the forward's read back with --mean / --rstd), each against the library's
  * CPU reference (clnorm_ref_execute) run here on the same description and the same inputs
- * rounded as the tool rounds them; `grad --mean/--rstd` for LayerNorm too; and every bad
+ * rounded as the tool rounds them; `grad --mean/--rstd` for LayerNorm too; the per-sample
+ * modulation (--scale / --shift, with and without the SiLU after it, B = N and B < N, float32
+ * and float64) against a float64 computation of its formulas done here; and every bad
  * combination failing cleanly with no output file.
  *
  * Each run is made on the default device and on the CPU reference (--cpu). The shapes are
@@ -482,6 +484,550 @@ static void test_grad_saved_stats_layer(void **state)
 }
 
 /* ------------------------------------------------------------------------------------------
+ * The per-sample modulation (--scale / --shift with --groups: a diffusion UNet's scale-shift
+ * norm), against a float64 computation of the formulas done here, independent of the
+ * library (whose CPU reference --cpu runs):
+ *
+ *   xhat = (x - mean) * rstd per sample n and group,  z = xhat * gamma[c] + beta[c]
+ *   u = z * (1 + S[b, c]) + H[b, c],  b = n / (N / B),  y = u, or silu(u) with --silu
+ *   du = dy, or dy * silu'(u);  dz = du * (1 + S[b, c]),  g = dz * gamma[c]
+ *   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))   (means over the group)
+ *   dgamma = sum of dz * xhat, dbeta = sum of dz, over all entries and positions
+ *   dscale[b] = sum of du * z, dshift[b] = sum of du, over entry n's of b and positions
+ * ---------------------------------------------------------------------------------------- */
+static const double EPS_GN = 1e-5; /* the tool's default --eps */
+
+typedef struct {
+    int ndim;
+    size_t shape[4];
+    size_t groups;
+    int nhwc, silu, gamma, beta, scale, shift;
+    size_t B;     /* the modulation's samples, dividing N */
+    npy_dtype xt; /* the files of x and dy: NPY_F32 or NPY_F64 (the storage) */
+} gm_case;
+
+typedef struct {
+    size_t N, C, S, G, n; /* batch, channels, positions per channel, groups, elements */
+    size_t mshape[2];     /* (B, C) */
+    npy_dtype pt;         /* the parameter files' type: float64 for f64 storage, else float32 */
+    double *x, *dy, *g, *b, *s, *h; /* exactly what the files hold; NULL when not given */
+    char groups[24];
+    const char *xp, *dyp, *gp, *bp, *sp, *hp;
+} gm_problem;
+
+/* n values rounded to the file type t (float32 or float64) in place, then saved. */
+static void gm_save(const char *path, npy_dtype t, int ndim, const size_t *shape, double *v,
+                    size_t n)
+{
+    size_t i;
+    if (t == NPY_F64) {
+        save_as(path, NPY_F64, ndim, shape, v);
+        return;
+    }
+    {
+        float *f = malloc((n ? n : 1) * sizeof *f);
+        assert_non_null(f);
+        for (i = 0; i < n; i++)
+            v[i] = f[i] = (float)v[i];
+        save_as(path, NPY_F32, ndim, shape, f);
+        free(f);
+    }
+}
+
+/* center + spread * N(0, 1), n values. */
+static double *gm_vec(size_t n, double center, double spread)
+{
+    double *v = malloc((n ? n : 1) * sizeof *v);
+    size_t i;
+    assert_non_null(v);
+    for (i = 0; i < n; i++)
+        v[i] = center + spread * normal01();
+    return v;
+}
+
+static gm_problem gm_make(const gm_case *c)
+{
+    gm_problem p;
+    const size_t cdim = c->nhwc ? (size_t)c->ndim - 1 : 1;
+    size_t i, k, cshape[1];
+    memset(&p, 0, sizeof p);
+    p.N = c->shape[0];
+    p.C = c->shape[cdim];
+    p.S = 1;
+    for (k = 1; k < (size_t)c->ndim; k++)
+        if (k != cdim)
+            p.S *= c->shape[k];
+    p.G = c->groups;
+    p.n = p.N * p.C * p.S;
+    p.mshape[0] = c->B;
+    p.mshape[1] = p.C;
+    p.pt = c->xt == NPY_F64 ? NPY_F64 : NPY_F32;
+    snprintf(p.groups, sizeof p.groups, "%zu", c->groups);
+    p.xp = P("gm_x.npy");
+    p.dyp = P("gm_dy.npy");
+    p.gp = P("gm_g.npy");
+    p.bp = P("gm_b.npy");
+    p.sp = P("gm_s.npy");
+    p.hp = P("gm_h.npy");
+    /* samples with offsets and scales of their own, so that the groups' statistics differ */
+    p.x = gm_vec(p.n, 0.0, 1.0);
+    for (i = 0; i < p.N; i++) {
+        const double off = 4.0 * (2.0 * uniform01() - 1.0), sc = 0.5 + 2.0 * uniform01();
+        for (k = 0; k < p.C * p.S; k++)
+            p.x[i * p.C * p.S + k] = off + sc * p.x[i * p.C * p.S + k];
+    }
+    gm_save(p.xp, c->xt, c->ndim, c->shape, p.x, p.n);
+    p.dy = gm_vec(p.n, 0.0, 1.0);
+    gm_save(p.dyp, c->xt, c->ndim, c->shape, p.dy, p.n);
+    cshape[0] = p.C;
+    if (c->gamma) {
+        p.g = gm_vec(p.C, 1.0, 0.5);
+        gm_save(p.gp, p.pt, 1, cshape, p.g, p.C);
+    }
+    if (c->beta) {
+        p.b = gm_vec(p.C, 0.0, 1.0);
+        gm_save(p.bp, p.pt, 1, cshape, p.b, p.C);
+    }
+    if (c->scale) {
+        p.s = gm_vec(c->B * p.C, 0.0, 0.5);
+        gm_save(p.sp, p.pt, 2, p.mshape, p.s, c->B * p.C);
+    }
+    if (c->shift) {
+        p.h = gm_vec(c->B * p.C, 0.0, 1.0);
+        gm_save(p.hp, p.pt, 2, p.mshape, p.h, c->B * p.C);
+    }
+    return p;
+}
+
+static void gm_free(gm_problem *p)
+{
+    free(p->x);
+    free(p->dy);
+    free(p->g);
+    free(p->b);
+    free(p->s);
+    free(p->h);
+}
+
+/* The element of entry n, channel ch, position q in the case's layout. */
+static size_t gm_at(const gm_case *c, const gm_problem *p, size_t n, size_t ch, size_t q)
+{
+    return c->nhwc ? (n * p->S + q) * p->C + ch : (n * p->C + ch) * p->S + q;
+}
+
+typedef struct {
+    double *y, *mean, *rstd, *dx, *dg, *db, *ds, *dh;
+} gm_ref;
+
+static double sigmoid(double u)
+{
+    return 1.0 / (1.0 + exp(-u));
+}
+
+/* The forward and the backward in float64 (two-pass statistics). */
+static gm_ref gm_reference(const gm_case *c, const gm_problem *p)
+{
+    const size_t cg = p->C / p->G, len = cg * p->S, per = c->B ? p->N / c->B : 0;
+    const size_t nb = c->B * p->C;
+    gm_ref r;
+    size_t n, grp, ch, q;
+    r.y = calloc(p->n + 1, sizeof(double));
+    r.dx = calloc(p->n + 1, sizeof(double));
+    r.mean = calloc(p->N * p->G + 1, sizeof(double));
+    r.rstd = calloc(p->N * p->G + 1, sizeof(double));
+    r.dg = calloc(p->C + 1, sizeof(double));
+    r.db = calloc(p->C + 1, sizeof(double));
+    r.ds = calloc(nb + 1, sizeof(double));
+    r.dh = calloc(nb + 1, sizeof(double));
+    assert_true(r.y && r.dx && r.mean && r.rstd && r.dg && r.db && r.ds && r.dh);
+    for (n = 0; n < p->N; n++) {
+        const size_t b = n / per;
+        for (grp = 0; grp < p->G; grp++) {
+            double m = 0.0, v = 0.0, rs, mg = 0.0, mgx = 0.0;
+            for (ch = grp * cg; ch < (grp + 1) * cg; ch++)
+                for (q = 0; q < p->S; q++)
+                    m += p->x[gm_at(c, p, n, ch, q)];
+            m /= (double)len;
+            for (ch = grp * cg; ch < (grp + 1) * cg; ch++)
+                for (q = 0; q < p->S; q++) {
+                    const double d = p->x[gm_at(c, p, n, ch, q)] - m;
+                    v += d * d;
+                }
+            rs = 1.0 / sqrt(v / (double)len + EPS_GN);
+            r.mean[n * p->G + grp] = m;
+            r.rstd[n * p->G + grp] = rs;
+            for (ch = grp * cg; ch < (grp + 1) * cg; ch++) {
+                const double gam = p->g ? p->g[ch] : 1.0, bet = p->b ? p->b[ch] : 0.0;
+                const double s1 = 1.0 + (p->s ? p->s[b * p->C + ch] : 0.0);
+                const double sh = p->h ? p->h[b * p->C + ch] : 0.0;
+                for (q = 0; q < p->S; q++) {
+                    const size_t e = gm_at(c, p, n, ch, q);
+                    const double xhat = (p->x[e] - m) * rs, z = xhat * gam + bet;
+                    const double u = z * s1 + sh, sg = sigmoid(u);
+                    const double du = c->silu ? p->dy[e] * sg * (1.0 + u * (1.0 - sg)) : p->dy[e];
+                    r.y[e] = c->silu ? u * sg : u;
+                    r.dh[b * p->C + ch] += du;
+                    r.ds[b * p->C + ch] += du * z;
+                    r.dg[ch] += du * s1 * xhat;
+                    r.db[ch] += du * s1;
+                    r.dx[e] = du * s1 * gam; /* g, until the group's means are known */
+                    mg += r.dx[e];
+                    mgx += r.dx[e] * xhat;
+                }
+            }
+            mg /= (double)len;
+            mgx /= (double)len;
+            for (ch = grp * cg; ch < (grp + 1) * cg; ch++)
+                for (q = 0; q < p->S; q++) {
+                    const size_t e = gm_at(c, p, n, ch, q);
+                    const double xhat = (p->x[e] - m) * rs;
+                    r.dx[e] = rs * (r.dx[e] - mg - xhat * mgx);
+                }
+        }
+    }
+    return r;
+}
+
+static void gm_ref_free(gm_ref *r)
+{
+    free(r->y);
+    free(r->mean);
+    free(r->rstd);
+    free(r->dx);
+    free(r->dg);
+    free(r->db);
+    free(r->ds);
+    free(r->dh);
+}
+
+/* An output against want: float32 to 1e-5 of the largest value (or of the norm, for the sums
+ * over entries), float64 to 1e-12. */
+static void gm_check(const char *path, npy_dtype t, int ndim, const size_t *shape,
+                     const double *want, size_t n, int by_norm)
+{
+    double *got = load_values(path, t, ndim, shape);
+    const double rel = t == NPY_F64 ? 1e-12 : 1e-5;
+    if (by_norm)
+        check_norm_err(path, got, want, n, rel);
+    else
+        check_max_err(path, got, want, n, rel);
+    free(got);
+}
+
+/* The options every modulated command shares. */
+static void gm_common(argv_list *l, const gm_case *c, const gm_problem *p)
+{
+    add_opt(l, "--groups", p->groups, 1);
+    add_opt(l, "--layout", "nhwc", c->nhwc);
+    add_opt(l, "--input", p->xp, 1);
+    add_opt(l, "--gamma", p->gp, c->gamma);
+    add_opt(l, "--beta", p->bp, c->beta);
+    add_opt(l, "--scale", p->sp, c->scale);
+    add_opt(l, "--shift", p->hp, c->shift);
+    add(l, c->silu ? "--silu" : NULL);
+}
+
+/* run: y, and the saved statistics, which are the normalization's, untouched by the
+ * modulation. */
+static void check_mod_run(const gm_case *c)
+{
+    gm_problem p = gm_make(c);
+    gm_ref want = gm_reference(c, &p);
+    const char *yp = P("gm_y.npy"), *mp = P("gm_m.npy"), *rp = P("gm_r.npy");
+    const size_t stat_shape[2] = {p.N, p.G};
+    int m;
+    for (m = 0; m < 2; m++) {
+        argv_list l = {{NULL}, 0};
+        rm(yp, mp, rp, NULL);
+        add(&l, "run");
+        gm_common(&l, c, &p);
+        add_opt(&l, "--output", yp, 1);
+        add_opt(&l, "--mean", mp, 1);
+        add_opt(&l, "--rstd", rp, 1);
+        add(&l, modes[m]);
+        expect_ok(cli_v(l.a));
+        gm_check(yp, c->xt, c->ndim, c->shape, want.y, p.n, 0);
+        gm_check(mp, p.pt, 2, stat_shape, want.mean, p.N * p.G, 0);
+        gm_check(rp, p.pt, 2, stat_shape, want.rstd, p.N * p.G, 0);
+    }
+    gm_ref_free(&want);
+    gm_free(&p);
+}
+
+/* grad: every gradient the case has (dx always; dgamma, dbeta, dscale, dshift when their
+ * parameter is given), or with only_mod dscale and dshift alone. */
+static void check_mod_grad(const gm_case *c, int only_mod)
+{
+    gm_problem p = gm_make(c);
+    gm_ref want = gm_reference(c, &p);
+    const char *dxp = P("gm_dx.npy"), *dgp = P("gm_dg.npy"), *dbp = P("gm_db.npy"),
+               *dsp = P("gm_ds.npy"), *dhp = P("gm_dh.npy");
+    const size_t cshape[1] = {p.C}, nb = c->B * p.C;
+    const int dx = !only_mod, dg = c->gamma && !only_mod, db = c->beta && !only_mod,
+              ds = c->scale, dh = c->shift;
+    int m;
+    for (m = 0; m < 2; m++) {
+        argv_list l = {{NULL}, 0};
+        rm(dxp, dgp, dbp, dsp, dhp, NULL);
+        add(&l, "grad");
+        gm_common(&l, c, &p);
+        add_opt(&l, "--grad-output", p.dyp, 1);
+        add_opt(&l, "--grad-input", dxp, dx);
+        add_opt(&l, "--grad-gamma", dgp, dg);
+        add_opt(&l, "--grad-beta", dbp, db);
+        add_opt(&l, "--grad-scale", dsp, ds);
+        add_opt(&l, "--grad-shift", dhp, dh);
+        add(&l, modes[m]);
+        expect_ok(cli_v(l.a));
+        if (dx)
+            gm_check(dxp, c->xt, c->ndim, c->shape, want.dx, p.n, 0);
+        if (dg)
+            gm_check(dgp, p.pt, 1, cshape, want.dg, p.C, 1);
+        if (db)
+            gm_check(dbp, p.pt, 1, cshape, want.db, p.C, 1);
+        if (ds)
+            gm_check(dsp, p.pt, 2, p.mshape, want.ds, nb, 1);
+        if (dh)
+            gm_check(dhp, p.pt, 2, p.mshape, want.dh, nb, 1);
+        assert_int_equal(file_exists(dxp), dx);
+        assert_int_equal(file_exists(dgp), dg);
+        assert_int_equal(file_exists(dbp), db);
+        assert_int_equal(file_exists(dsp), ds);
+        assert_int_equal(file_exists(dhp), dh);
+    }
+    gm_ref_free(&want);
+    gm_free(&p);
+}
+
+/* NCHW with the SiLU after the modulation (the ResBlock's out_norm), one modulation row per
+ * entry and one per two entries; scale or shift alone; no affine parameters. */
+static void test_group_mod_run_nchw(void **state)
+{
+    const gm_case full = {4, {2, 6, 3, 5}, 3, 0, 1, 1, 1, 1, 1, 2, NPY_F32};
+    const gm_case half = {4, {4, 4, 2, 3}, 2, 0, 1, 1, 1, 1, 1, 2, NPY_F32};
+    const gm_case scale = {3, {3, 4, 5, 0}, 2, 0, 0, 1, 0, 1, 0, 3, NPY_F32};
+    const gm_case shift = {4, {2, 6, 2, 2}, 6, 0, 1, 0, 0, 0, 1, 1, NPY_F32};
+    (void)state;
+    check_mod_run(&full);
+    check_mod_run(&half);
+    check_mod_run(&scale);
+    check_mod_run(&shift);
+}
+
+/* NHWC: the same (B, C) rows, the channels last. */
+static void test_group_mod_run_nhwc(void **state)
+{
+    const gm_case silu = {4, {2, 3, 5, 6}, 3, 1, 1, 1, 1, 1, 1, 2, NPY_F32};
+    const gm_case one = {3, {4, 5, 4, 0}, 1, 1, 0, 1, 0, 1, 1, 1, NPY_F32}; /* B = 1 < N */
+    (void)state;
+    check_mod_run(&silu);
+    check_mod_run(&one);
+}
+
+static void test_group_mod_run_f64(void **state)
+{
+    const gm_case f64 = {4, {2, 6, 2, 3}, 2, 0, 1, 1, 1, 1, 1, 2, NPY_F64};
+    (void)state;
+    check_mod_run(&f64);
+}
+
+static void test_group_mod_grad_nchw(void **state)
+{
+    const gm_case full = {4, {2, 6, 3, 5}, 3, 0, 1, 1, 1, 1, 1, 2, NPY_F32};
+    const gm_case plain = {4, {4, 4, 2, 3}, 2, 0, 0, 1, 1, 1, 1, 2, NPY_F32};
+    const gm_case bare = {3, {2, 4, 6, 0}, 2, 0, 0, 0, 0, 1, 0, 2, NPY_F32};
+    /* the SiLU's backward reads the shift (u = z * (1 + scale) + shift) with no scale */
+    const gm_case shift = {4, {2, 6, 2, 2}, 3, 0, 1, 1, 1, 0, 1, 1, NPY_F32};
+    (void)state;
+    check_mod_grad(&full, 0);
+    check_mod_grad(&full, 1);
+    check_mod_grad(&plain, 0);
+    check_mod_grad(&bare, 0);
+    check_mod_grad(&shift, 0);
+}
+
+static void test_group_mod_grad_nhwc(void **state)
+{
+    const gm_case silu = {4, {2, 3, 5, 6}, 3, 1, 1, 1, 1, 1, 1, 2, NPY_F32};
+    const gm_case one = {3, {4, 5, 4, 0}, 2, 1, 1, 1, 0, 1, 1, 1, NPY_F32};
+    (void)state;
+    check_mod_grad(&silu, 0);
+    check_mod_grad(&one, 0);
+}
+
+static void test_group_mod_grad_f64(void **state)
+{
+    const gm_case f64 = {4, {2, 6, 2, 3}, 2, 0, 1, 1, 1, 1, 1, 2, NPY_F64};
+    (void)state;
+    check_mod_grad(&f64, 0);
+}
+
+/* An empty batch: y and dx empty; (0, C) rows modulate nothing, and B rows for no entries get
+ * zero gradients (sums over nothing). */
+static void test_group_mod_empty_batch(void **state)
+{
+    const size_t x0[3] = {0, 6, 4}, s0[2] = {0, 6}, s2[2] = {2, 6}, c6[1] = {6};
+    const char *xp = P("gme_x.npy"), *s0p = P("gme_s0.npy"), *s2p = P("gme_s2.npy"),
+               *gp = P("gme_g.npy"), *yp = P("gme_y.npy"), *dxp = P("gme_dx.npy"),
+               *dsp = P("gme_ds.npy"), *dhp = P("gme_dh.npy"), *dgp = P("gme_dg.npy");
+    const double zero[12] = {0};
+    float v[12];
+    size_t i;
+    int m;
+    (void)state;
+    for (i = 0; i < 12; i++)
+        v[i] = 0.25f * (float)i - 1.0f;
+    save_f32(xp, 3, x0, v);
+    save_f32(s0p, 2, s0, v);
+    save_f32(s2p, 2, s2, v);
+    save_f32(gp, 1, c6, v);
+    for (m = 0; m < 2; m++) {
+        rm(yp, dxp, dsp, dhp, dgp, NULL);
+        expect_ok(cli("run", "--groups", "3", "--silu", "--input", xp, "--output", yp,
+                      "--scale", s0p, "--shift", s0p, modes[m], NULL));
+        check_output(yp, 3, x0, NULL, 0.0, 0.0);
+        expect_ok(cli("grad", "--groups", "3", "--input", xp, "--grad-output", xp, "--scale",
+                      s0p, "--shift", s0p, "--grad-input", dxp, "--grad-scale", dsp,
+                      "--grad-shift", dhp, modes[m], NULL));
+        check_output(dxp, 3, x0, NULL, 0.0, 0.0);
+        check_output(dsp, 2, s0, NULL, 0.0, 0.0);
+        check_output(dhp, 2, s0, NULL, 0.0, 0.0);
+        rm(dsp, dhp, NULL);
+        expect_ok(cli("grad", "--groups", "3", "--silu", "--input", xp, "--grad-output", xp,
+                      "--scale", s2p, "--shift", s2p, "--gamma", gp, "--grad-scale", dsp,
+                      "--grad-shift", dhp, "--grad-gamma", dgp, modes[m], NULL));
+        check_output(dsp, 2, s2, zero, 0.0, 0.0);
+        check_output(dhp, 2, s2, zero, 0.0, 0.0);
+        check_output(dgp, 1, c6, zero, 0.0, 0.0);
+    }
+}
+
+typedef struct {
+    /* x (4, 6, 2, 3): N 4, C 6 (NCHW) or 3 (NHWC); files of the right and of wrong shapes */
+    const char *x, *dy, *b, *s, *s1, *s2, *s3, *s5, *s_c3, *s_c4, *s_3d, *s_flat, *s_u16;
+    /* outputs, none of which may appear */
+    const char *y, *dx, *dg, *db, *ds, *dh;
+} gm_bad_files;
+
+static gm_bad_files gm_prepare(void)
+{
+    gm_bad_files f;
+    const size_t sx[4] = {4, 6, 2, 3}, s46[2] = {4, 6}, s16[2] = {1, 6}, s26[2] = {2, 6},
+                 s36[2] = {3, 6}, s56[2] = {5, 6}, s43[2] = {4, 3}, s44[2] = {4, 4},
+                 s461[3] = {4, 6, 1}, s24[1] = {24}, c6[1] = {6};
+    float v[144];
+    uint16_t u[24];
+    size_t i;
+    for (i = 0; i < 144; i++)
+        v[i] = (float)(i % 7) - 3.0f;
+    for (i = 0; i < 24; i++)
+        u[i] = (uint16_t)(0x3c00u + i);
+    f.x = P("gmb_x.npy");
+    f.dy = P("gmb_dy.npy");
+    f.b = P("gmb_b.npy");
+    f.s = P("gmb_s.npy");
+    f.s1 = P("gmb_s1.npy");
+    f.s2 = P("gmb_s2.npy");
+    f.s3 = P("gmb_s3.npy");
+    f.s5 = P("gmb_s5.npy");
+    f.s_c3 = P("gmb_s_c3.npy");
+    f.s_c4 = P("gmb_s_c4.npy");
+    f.s_3d = P("gmb_s_3d.npy");
+    f.s_flat = P("gmb_s_flat.npy");
+    f.s_u16 = P("gmb_s_u16.npy");
+    f.y = P("gmb_y.npy");
+    f.dx = P("gmb_dx.npy");
+    f.dg = P("gmb_dg.npy");
+    f.db = P("gmb_db.npy");
+    f.ds = P("gmb_ds.npy");
+    f.dh = P("gmb_dh.npy");
+    save_f32(f.x, 4, sx, v);
+    save_f32(f.dy, 4, sx, v);
+    save_f32(f.b, 1, c6, v);
+    save_f32(f.s, 2, s46, v);
+    save_f32(f.s1, 2, s16, v);
+    save_f32(f.s2, 2, s26, v);
+    save_f32(f.s3, 2, s36, v);
+    save_f32(f.s5, 2, s56, v);
+    save_f32(f.s_c3, 2, s43, v);
+    save_f32(f.s_c4, 2, s44, v);
+    save_f32(f.s_3d, 3, s461, v);
+    save_f32(f.s_flat, 1, s24, v);
+    save_as(f.s_u16, NPY_U16, 2, s46, u);
+    rm(f.y, f.dx, f.dg, f.db, f.ds, f.dh, NULL);
+    return f;
+}
+
+/* The CLI fails as expected (exit `code`, one line with needle) and writes no output. */
+#define GM_FAIL(code, needle, ...)                                                           \
+    do {                                                                                     \
+        int rc_ = cli(__VA_ARGS__, NULL);                                                    \
+        expect_one_error_line(rc_, needle);                                                  \
+        assert_int_equal(rc_, code);                                                         \
+        if (file_exists(f.y) || file_exists(f.dx) || file_exists(f.dg) ||                    \
+            file_exists(f.db) || file_exists(f.ds) || file_exists(f.dh))                     \
+            fail_msg("an output file was created (stderr: %s)", g_err);                      \
+    } while (0)
+
+static void test_group_mod_refusals(void **state)
+{
+    gm_bad_files f = gm_prepare();
+    (void)state;
+    /* run, files (exit 1): S and H not (B, C), B not dividing N, H not S's shape, a wrong
+     * type, a missing file. */
+    GM_FAIL(1, "scale", "run", "--groups", "3", "--input", f.x, "--output", f.y, "--scale",
+            f.s_c4);
+    GM_FAIL(1, "has shape (4, 4), expected (B, 6): B samples dividing the batch N = 4 of "
+            "input", "run", "--groups", "3", "--input", f.x, "--output", f.y, "--scale",
+            f.s_c4, "--cpu");
+    GM_FAIL(1, "expected (B, 6)", "run", "--groups", "3", "--input", f.x, "--output", f.y,
+            "--shift", f.s_3d, "--mean", f.dg, "--rstd", f.db);
+    GM_FAIL(1, "expected (B, 6)", "run", "--groups", "3", "--input", f.x, "--output", f.y,
+            "--scale", f.s_flat, "--silu");
+    /* NHWC: the channels are the last dim (3) */
+    GM_FAIL(1, "expected (B, 3)", "run", "--groups", "3", "--layout", "nhwc", "--input", f.x,
+            "--output", f.y, "--scale", f.s);
+    GM_FAIL(1, "its B = 3 samples do not divide the batch N = 4 of input", "run", "--groups",
+            "3", "--input", f.x, "--output", f.y, "--scale", f.s3);
+    GM_FAIL(1, "B = 5 samples do not divide", "run", "--groups", "3", "--input", f.x,
+            "--output", f.y, "--shift", f.s5, "--cpu");
+    GM_FAIL(1, "shift", "run", "--groups", "3", "--input", f.x, "--output", f.y, "--scale",
+            f.s2, "--shift", f.s);
+    GM_FAIL(1, "has shape (4, 6), expected (2, 6) ((B, C) as the --scale file", "run",
+            "--groups", "3", "--input", f.x, "--output", f.y, "--scale", f.s2, "--shift", f.s);
+    GM_FAIL(1, "expected (1, 6)", "run", "--groups", "3", "--input", f.x, "--output", f.y,
+            "--scale", f.s1, "--shift", f.s_c4);
+    GM_FAIL(1, "uint16", "run", "--groups", "3", "--input", f.x, "--output", f.y, "--scale",
+            f.s_u16);
+    GM_FAIL(1, "missing_s.npy", "run", "--groups", "3", "--input", f.x, "--output", f.y,
+            "--shift", P("missing_s.npy"));
+    /* run, usage (exit 2) */
+    GM_FAIL(2, "--scale given more than once", "run", "--groups", "3", "--input", f.x,
+            "--output", f.y, "--scale", f.s, "--scale", f.s);
+    GM_FAIL(2, "unknown option '--grad-shift'", "run", "--groups", "3", "--input", f.x,
+            "--output", f.y, "--shift", f.s, "--grad-shift", f.dh);
+    /* grad, usage (exit 2): a gradient without its parameter, one file twice */
+    GM_FAIL(2, "--grad-scale needs --scale", "grad", "--groups", "3", "--input", f.x,
+            "--grad-output", f.dy, "--grad-scale", f.ds);
+    GM_FAIL(2, "--grad-scale needs --scale", "grad", "--groups", "3", "--input", f.x,
+            "--grad-output", f.dy, "--shift", f.s, "--grad-shift", f.dh, "--grad-scale", f.ds);
+    GM_FAIL(2, "--grad-shift needs --shift", "grad", "--groups", "3", "--silu", "--input", f.x,
+            "--grad-output", f.dy, "--scale", f.s, "--grad-input", f.dx, "--grad-shift", f.dh);
+    GM_FAIL(2, "same file", "grad", "--groups", "3", "--input", f.x, "--grad-output", f.dy,
+            "--scale", f.s, "--shift", f.s, "--grad-scale", f.ds, "--grad-shift", f.ds);
+    /* grad, files (exit 1) */
+    GM_FAIL(1, "expected (B, 6)", "grad", "--groups", "3", "--input", f.x, "--grad-output",
+            f.dy, "--scale", f.s_c3, "--grad-scale", f.ds, "--grad-input", f.dx);
+    GM_FAIL(1, "do not divide the batch N = 4", "grad", "--groups", "3", "--silu", "--input",
+            f.x, "--grad-output", f.dy, "--beta", f.b, "--scale", f.s3, "--shift", f.s3,
+            "--grad-scale", f.ds, "--grad-shift", f.dh);
+    GM_FAIL(1, "expected (2, 6)", "grad", "--groups", "3", "--input", f.x, "--grad-output",
+            f.dy, "--scale", f.s2, "--shift", f.s1, "--grad-shift", f.dh, "--cpu");
+    GM_FAIL(1, "expected (4, 6, 2, 3)", "grad", "--groups", "3", "--input", f.x,
+            "--grad-output", f.s, "--scale", f.s, "--grad-scale", f.ds);
+}
+
+/* ------------------------------------------------------------------------------------------
  * Help, and bad combinations: one stderr line, a non-zero exit, no output file.
  * ---------------------------------------------------------------------------------------- */
 static void test_group_help(void **state)
@@ -491,9 +1037,11 @@ static void test_group_help(void **state)
     assert_non_null(strstr(g_out, "--groups G"));
     assert_non_null(strstr(g_out, "--layout"));
     assert_non_null(strstr(g_out, "--silu"));
+    assert_non_null(strstr(g_out, "With --groups C is the channels"));
     expect_ok(cli("grad", "--help", NULL));
     assert_non_null(strstr(g_out, "--groups G"));
     assert_non_null(strstr(g_out, "--mean M.npy"));
+    assert_non_null(strstr(g_out, "pass the forward's --beta and --shift"));
 }
 
 typedef struct {
@@ -673,9 +1221,17 @@ int cli_group_tests(void)
         cmocka_unit_test(test_group_grad_nchw),
         cmocka_unit_test(test_group_grad_nhwc),
         cmocka_unit_test(test_grad_saved_stats_layer),
+        cmocka_unit_test(test_group_mod_run_nchw),
+        cmocka_unit_test(test_group_mod_run_nhwc),
+        cmocka_unit_test(test_group_mod_run_f64),
+        cmocka_unit_test(test_group_mod_grad_nchw),
+        cmocka_unit_test(test_group_mod_grad_nhwc),
+        cmocka_unit_test(test_group_mod_grad_f64),
+        cmocka_unit_test(test_group_mod_empty_batch),
         cmocka_unit_test(test_group_help),
         cmocka_unit_test(test_group_run_refusals),
         cmocka_unit_test(test_group_grad_refusals),
+        cmocka_unit_test(test_group_mod_refusals),
     };
     return cmocka_run_group_tests_name("cli_group", tests, NULL, NULL);
 }

@@ -713,11 +713,12 @@ static void test_modulation_run_refusals(void **state)
              "--mean-input", f.m, "--rstd-input", f.m);
     MOD_FAIL(1, "uint16", "run", "--input", f.x, "--output", f.y, "--mean-input", f.m_u16,
              "--rstd-input", f.m);
+    /* With --groups S and H are (B, C) of the channels (3 here), not of the last dim. */
+    MOD_FAIL(1, "expected (B, 3)", "run", "--groups", "1", "--input", f.x, "--output", f.y,
+             "--scale", f.s);
+    MOD_FAIL(1, "expected (B, 3)", "run", "--groups", "1", "--input", f.x, "--output", f.y,
+             "--shift", f.s);
     /* Usage (exit 2): options that exclude or need each other. */
-    MOD_FAIL(2, "--groups and --scale exclude each other", "run", "--groups", "1", "--input",
-             f.x, "--output", f.y, "--scale", f.s);
-    MOD_FAIL(2, "--groups and --shift exclude each other", "run", "--groups", "1", "--input",
-             f.x, "--output", f.y, "--shift", f.s);
     MOD_FAIL(2, "--groups and --mean-input exclude each other", "run", "--groups", "1",
              "--input", f.x, "--output", f.y, "--mean-input", f.m, "--rstd-input", f.m);
     MOD_FAIL(2, "--mean-input cannot be used with --rms", "run", "--input", f.x, "--output",
@@ -752,8 +753,6 @@ static void test_modulation_grad_refusals(void **state)
              "--shift", f.s, "--grad-scale", f.ds, "--grad-shift", f.ds);
     MOD_FAIL(2, "grad writes nothing", "grad", "--input", f.x, "--grad-output", f.dy,
              "--scale", f.s, "--shift", f.s);
-    MOD_FAIL(2, "--groups and --scale exclude each other", "grad", "--groups", "1", "--input",
-             f.x, "--grad-output", f.dy, "--scale", f.s, "--grad-scale", f.ds);
     MOD_FAIL(2, "--mean-input and --mean exclude each other", "grad", "--input", f.x,
              "--grad-output", f.dy, "--grad-input", f.dx, "--mean-input", f.m, "--rstd-input",
              f.m, "--mean", f.m, "--rstd", f.m);
@@ -784,6 +783,8 @@ static void test_modulation_grad_refusals(void **state)
              "--mean-input", f.m, "--rstd-input", f.m_u16);
     MOD_FAIL(1, "expected (2, 3, 8)", "grad", "--input", f.x, "--grad-output", f.s,
              "--scale", f.s, "--grad-scale", f.ds);
+    MOD_FAIL(1, "expected (B, 3)", "grad", "--groups", "1", "--input", f.x, "--grad-output",
+             f.dy, "--scale", f.s, "--grad-scale", f.ds);
 }
 
 int cli_modulation_tests(void)

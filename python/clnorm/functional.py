@@ -66,23 +66,32 @@ def rms_norm(x, normalized_shape, weight=None, eps=None, *, residual=None, retur
 
 
 def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, channels_last=False,
-               silu=False, return_stats=False, out=None):
+               silu=False, scale=None, shift=None, return_stats=False, out=None):
     """GroupNorm as F.group_norm: x of shape (N, C, *spatial), statistics per sample and group
     of C / num_groups channels, weight and bias of shape (C,).
 
     channels_last=True: x has shape (N, *spatial, C) (channels in the last dim, NHWC).
     A (N, C, *spatial) x stored channels-last (torch.channels_last) is read in place too, and
     its result is stored the same way. silu=True: returns silu(group_norm(x)), fused.
+    scale, shift: per-sample modulation (a diffusion UNet's scale-shift norm), fused:
+    u = group_norm(x) * (1 + scale[b]) + shift[b], and with silu=True silu(u). Each of shape
+    (B, C), or of x's rank with every dim but the first and the channels' 1: (B, C, 1, ..., 1),
+    or (B, 1, ..., 1, C) with channels_last=True (as emb[:, :, None, None] broadcasts in the
+    model). B divides N: sample n takes row n // (N // B), so B = N is one row per sample and
+    B = 1 broadcasts one row over the batch, as torch would. Chunks of one projection
+    (emb.chunk(2, dim=1)) are read in place (with autograd, copied densely first).
     return_stats=True: returns (y, mean, rstd), the statistics of shape (N, num_groups) as
     torch.native_group_norm gives them (float32 beside a 16-bit x); they carry no gradient.
     out: as layer_norm's (laid out as the result would be).
     """
     sig = None
-    if not return_stats and type(num_groups) is int and _dense(x):
+    if not return_stats and scale is None and shift is None and type(num_groups) is int and \
+            _dense(x):
         # The repeated call (a UNet's many small GroupNorms): as layer_norm's, keyed by
         # everything the general path reads. Only for an x stored densely (C order, or a
         # torch channels_last tensor): other layouts are copied, never memoized, and would
-        # pay the signature for nothing.
+        # pay the signature for nothing. As layer_norm's, not for a modulated call: the
+        # signature has no scale or shift, so it must neither serve nor remember one.
         sig = _fast_signature(_lib.GROUP, x, (num_groups, channels_last, silu), weight, bias,
                               eps, out)
         if sig is not None:
@@ -100,7 +109,7 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, channels_last
         raise ValueError("clnorm.group_norm: num_groups must be a positive int, got %r"
                          % (num_groups,))
     _check_eps(eps, "group_norm")
-    grad = _needs_grad(kind, x, weight, bias)
+    grad = _needs_grad(kind, x, weight, bias, scale, shift)
     nd = len(shape)
     dims = shape[1:-1] if channels_last else shape[2:]
     spatial = 1
@@ -132,12 +141,19 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, channels_last
     flags |= _param_slot(kind, inputs, "gamma", weight, (c,), pcode, x, _lib.NO_GAMMA,
                          "weight")
     flags |= _param_slot(kind, inputs, "beta", bias, (c,), pcode, x, _lib.NO_BETA, "bias")
+    samples = mod_stride = 0
+    if scale is not None or shift is not None:
+        samples, mod_stride = _group_modulation(kind, inputs, scale, shift, shape, c,
+                                                channels_last, pcode, x, grad)
+        flags |= (_lib.SCALE if scale is not None else 0) | \
+            (_lib.SHIFT if shift is not None else 0)
     outputs = [(_Y, shape, order)]
     if return_stats:
         flags |= _lib.SAVE_STATS
         outputs += [(_MEAN, (n, num_groups), None), (_RSTD, (n, num_groups), None)]
     key = _core.desc_key(_lib.GROUP, code, n, c, eps, flags, x_stride=x_stride,
-                         y_stride=lay[1], groups=num_groups, spatial=spatial, layout=layout)
+                         y_stride=lay[1], groups=num_groups, spatial=spatial, layout=layout,
+                         samples=samples, mod_stride=mod_stride)
     call = _core.Call(kind, x, key, inputs, outputs, _given(out, False, grad))
     if grad:
         from . import _autograd
@@ -502,17 +518,13 @@ def _rows(kind, a, k, dense):
 
 
 def _modulation(kind, inputs, scale, shift, shape, ns, pcode, x, dense, fname):
-    """Adds the scale/shift slots; returns (samples, mod_stride)."""
+    """Adds the scale/shift slots of a row kind; returns (samples, mod_stride)."""
     k = len(ns)
     if len(shape) <= k:
         raise ValueError("clnorm.%s: scale/shift need x to have a leading sample dim" % fname)
     b = shape[0]
-    prepared = []
-    for name, t in (("scale", scale), ("shift", shift)):
-        if t is None:
-            continue
-        if not kind.matches(t, pcode):
-            t = kind.convert(t, pcode, x, name)
+
+    def as_rows(name, t):
         tshape = tuple(t.shape)
         lead = tshape[:len(tshape) - k]
         if tshape[len(tshape) - k:] != ns or not lead or lead[0] != b or \
@@ -520,16 +532,63 @@ def _modulation(kind, inputs, scale, shift, shape, ns, pcode, x, dense, fname):
             raise ValueError("clnorm.%s: %s must have shape (B, *normalized_shape) or (B, 1, ..., "
                              "*normalized_shape) with B = x.shape[0] = %d (got %s)"
                              % (fname, name, b, list(tshape)))
-        t = t.reshape((b,) + ns) if len(lead) > 1 else t
-        t, lay = _rows(kind, t, k, dense)
-        prepared.append((name, t, lay[2]))
-    strides = {s for _, _, s in prepared}
+        return t.reshape((b,) + ns) if len(lead) > 1 else t
+
+    return b, _mod_slots(kind, inputs, scale, shift, pcode, x, dense, k, as_rows)
+
+
+def _group_modulation(kind, inputs, scale, shift, shape, c, channels_last, pcode, x, dense):
+    """Adds GroupNorm's scale/shift slots; returns (samples, mod_stride). Each is (B, C), or
+    of x's rank with 1 in every dim but the first and the channels' (the shape that
+    broadcasts against x in the model), read as (B, C); B divides the batch N and is the
+    same for both."""
+    n, nd = shape[0], len(shape)
+    cdim = nd - 1 if channels_last else 1
+    samples = []
+
+    def as_rows(name, t):
+        tshape = tuple(t.shape)
+        full = len(tshape) == nd and all(d == 1 for i, d in enumerate(tshape)
+                                         if i not in (0, cdim))
+        if not (len(tshape) == 2 and tshape[1] == c) and not (full and tshape[cdim] == c):
+            raise ValueError("clnorm.group_norm: %s must have shape (B, C) or %s, C = %d "
+                             "channels and B dividing the batch N = %d (got %s)"
+                             % (name, "(B, 1, ..., 1, C)" if channels_last
+                                else "(B, C, 1, ..., 1)", c, n, list(tshape)))
+        b = tshape[0]
+        if (n % b if b else n):
+            raise ValueError("clnorm.group_norm: %s has B = %d rows, which do not divide the "
+                             "batch N = %d (sample n takes row n // (N // B))" % (name, b, n))
+        if samples and samples[0] != b:
+            raise ValueError("clnorm.group_norm: scale and shift must have the same B (got %d "
+                             "and %d)" % (samples[0], b))
+        samples.append(b)
+        return t if len(tshape) == 2 else t.reshape((b, c))
+
+    mod_stride = _mod_slots(kind, inputs, scale, shift, pcode, x, dense, 1, as_rows)
+    return samples[0], mod_stride
+
+
+def _mod_slots(kind, inputs, scale, shift, pcode, x, dense, k, as_rows):
+    """Adds the given scale and shift slots: each converted to the parameter type, shaped by
+    as_rows(name, t) into (B, *normalized dims) (it raises for a wrong shape), and read in
+    place when its rows of the trailing k dims are contiguous at one stride that both share
+    (else made dense). Returns that stride, the description's mod_stride."""
+    prepared = []
+    for name, t in (("scale", scale), ("shift", shift)):
+        if t is None:
+            continue
+        if not kind.matches(t, pcode):
+            t = kind.convert(t, pcode, x, name)
+        t, lay = _rows(kind, as_rows(name, t), k, dense)
+        prepared.append((name, t, lay[1], lay[2]))
+    strides = {s for _, _, _, s in prepared}
     if len(strides) > 1:  # one mod_stride serves both: make both dense
-        prepared = [(name, kind.contiguous(t), 0) for name, t, _ in prepared]
-        strides = {int(math.prod(ns))}
-    for name, t, _ in prepared:
+        prepared = [(name, kind.contiguous(t), cols, cols) for name, t, cols, _ in prepared]
+        strides = {prepared[0][2]}
+    for name, t, _, _ in prepared:
         inputs.append((_lib.SLOT[name], t))
-    return b, strides.pop()
+    return strides.pop()
 
 
 def _param_slot(kind, inputs, slot, p, shape, pcode, x, absent_flag, what):

@@ -2,7 +2,9 @@
  * GroupNorm (torch.nn.functional.group_norm): x is (N, C, *spatial) in NCHW or (N, *spatial,
  * C) in NHWC; statistics per sample n and group g of C/G channels over (C/G) x spatial
  * elements (biased variance, eps inside the root); gamma and beta per channel; optionally
- * y = silu(z) of the normalized z. InstanceNorm is G = C, LayerNorm over (C, *spatial) G = 1.
+ * a per-sample modulation u = z * (1 + scale[b, c]) + shift[b, c] of the normalized z (a
+ * diffusion UNet's scale-shift norm) and y = silu(u). InstanceNorm is G = C, LayerNorm over
+ * (C, *spatial) G = 1.
  *
  * The kernels see N x G rows of (C/G) x spatial elements (kernel_view), the row n * G + g
  * being the group, and take G, C/G and spatial as scalars (KA_OP 0, 1, 2):
@@ -21,6 +23,11 @@
  *   Backward, both layouts (kernels/group_backward.cl): per-(sample, channel) sums of dz * xhat
  *     and dz (dz = dy, or dy * silu'(z)), which give dgamma and dbeta and, weighted by gamma,
  *     the group sums of dx; then dx elementwise.
+ *   Modulation: the NCHW forward modulates z as it writes y (op_group_norm.cl, out_yv); the
+ *     other kernels fold (1 + scale) and shift into each channel's gamma and beta
+ *     (gn_fold_mod), the backward's parameter pass weights the tiles' sums by (1 + scale),
+ *     and a modulated backward chain ends with dscale and dshift (gn_bwd_mod_params). The
+ *     host loop has none (host_takes): a modulated call always launches.
  * The CPU reference is ref/ref_group_norm.c.
  */
 #include "op.h"
@@ -35,6 +42,12 @@
 static int is_nhwc(const clnorm_desc *d)
 {
     return d->layout == CLNORM_NHWC && d->spatial > 1;
+}
+
+/* A per-sample modulation (scale-shift norm) is asked for. */
+static int modulated(const clnorm_desc *d)
+{
+    return (d->flags & (CLNORM_SCALE | CLNORM_SHIFT)) != 0;
 }
 
 static clnorm_status check_desc(const clnorm_desc *d, char *msg, size_t msg_size)
@@ -59,10 +72,9 @@ static clnorm_status check_desc(const clnorm_desc *d, char *msg, size_t msg_size
                                 "residual");
         return CLNORM_INVALID_ARGUMENT;
     }
-    if (d->flags & (CLNORM_SCALE | CLNORM_SHIFT | CLNORM_USE_GLOBAL_STATS)) {
-        snprintf(msg, msg_size, "CLNORM_SCALE, CLNORM_SHIFT and CLNORM_USE_GLOBAL_STATS are for "
-                                "the row kinds; group_norm has neither a per-sample modulation "
-                                "nor precomputed statistics");
+    if (d->flags & CLNORM_USE_GLOBAL_STATS) {
+        snprintf(msg, msg_size, "CLNORM_USE_GLOBAL_STATS is for the row kinds; group_norm has no "
+                                "precomputed statistics");
         return CLNORM_INVALID_ARGUMENT;
     }
     const size_t spatial = d->spatial ? d->spatial : 1;
@@ -88,6 +100,7 @@ static void slot_info(const clnorm_op *op, const clnorm_desc *d, clnorm_directio
     const unsigned takes = fwd ? op->fwd_slots : op->bwd_slots;
     const int has_g = !(d->flags & CLNORM_NO_GAMMA), has_b = !(d->flags & CLNORM_NO_BETA);
     const int stats = (d->flags & CLNORM_SAVE_STATS) != 0, silu = (d->flags & CLNORM_SILU) != 0;
+    const int has_scale = (d->flags & CLNORM_SCALE) != 0, has_shift = (d->flags & CLNORM_SHIFT) != 0;
     const clnorm_dtype t = d->dtype, pt = clnorm_param_dtype(t);
     const size_t len = clnorm_row_len(d);
     const clnorm_slot_use req = CLNORM_SLOT_REQUIRED, opt = CLNORM_SLOT_OPTIONAL,
@@ -112,9 +125,25 @@ static void slot_info(const clnorm_op *op, const clnorm_desc *d, clnorm_directio
         clnorm_slot_layout(info, pt, 1, d->cols, d->cols);
         return;
     case CLNORM_ARG_BETA:
-        /* the backward reads beta only through the SiLU: z = xhat * gamma + beta */
-        info->use = has_b && (fwd || silu) ? req : none;
+        /* the backward reads beta through the SiLU (z = xhat * gamma + beta) and for dscale
+         * (sum du * z) */
+        info->use = has_b && (fwd || silu || has_scale) ? req : none;
         clnorm_slot_layout(info, pt, 1, d->cols, d->cols);
+        return;
+    case CLNORM_ARG_SCALE:
+        info->use = has_scale ? req : none;
+        clnorm_slot_layout(info, pt, d->samples, d->cols, d->mod_stride);
+        return;
+    case CLNORM_ARG_SHIFT:
+        /* the backward recomputes u = z * (1 + scale) + shift for the SiLU's derivative */
+        info->use = has_shift && (fwd || silu) ? req : none;
+        clnorm_slot_layout(info, pt, d->samples, d->cols, d->mod_stride);
+        return;
+    case CLNORM_ARG_DSCALE:
+    case CLNORM_ARG_DSHIFT:
+        info->use = (slot == CLNORM_ARG_DSCALE ? has_scale : has_shift) ? opt : none;
+        info->is_output = 1;
+        clnorm_slot_layout(info, pt, d->samples, d->cols, d->mod_stride);
         return;
     case CLNORM_ARG_MEAN:
     case CLNORM_ARG_RSTD:
@@ -132,12 +161,13 @@ static void slot_info(const clnorm_op *op, const clnorm_desc *d, clnorm_directio
     }
 }
 
+/* A modulated plan's programs are builds of their own (CLNORM_GN_MOD): without it the kernels
+ * hold no modulation code at all, which cost the NCHW forward with SiLU 20-30% on PoCL as a
+ * branch on a null pointer (clnorm-lib-ab, 8x320x32x32 and 1x1280x16x16). */
 static void build_defines(const clnorm_op *op, const clnorm_desc *d, char *buf, size_t size)
 {
     (void)op;
-    (void)d;
-    if (size)
-        buf[0] = '\0';
+    snprintf(buf, size, "%s", modulated(d) ? " -DCLNORM_GN_MOD" : "");
 }
 
 static unsigned kernel_flags(const clnorm_op *op, const clnorm_desc *d, clnorm_direction dir,
@@ -146,6 +176,8 @@ static unsigned kernel_flags(const clnorm_op *op, const clnorm_desc *d, clnorm_d
     unsigned f = clnorm_row_norm_flags(op, d, dir, present);
     if (present & B(BETA))
         f |= CLNORM_KF_BETA; /* the backward's SiLU reads it too */
+    if (present & B(SHIFT))
+        f |= CLNORM_KF_SHIFT; /* and u = z * (1 + scale) + shift */
     if (d->flags & CLNORM_SILU)
         f |= CLNORM_KF_SILU;
     return f;
@@ -163,7 +195,9 @@ static void kernel_view(const clnorm_desc *d, clnorm_desc *v)
 
 /* The forward in parts on the latency path's threads (latency.c; op.h, part_units), NCHW
  * only (NHWC runs its own tiles): whole samples, or with one sample its groups, each a
- * contiguous block of x with its own channels' parameters and its own statistics. */
+ * contiguous block of x with its own channels' parameters and its own statistics. A
+ * modulated part holds whole modulation samples (one entry each, or the one entry's groups)
+ * with their scale and shift rows; several entries per modulation sample run uncut. */
 static size_t part_units(const clnorm_desc *d, size_t step[])
 {
     for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
@@ -174,11 +208,15 @@ static size_t part_units(const clnorm_desc *d, size_t step[])
     if (d->rows == 1) {
         step[CLNORM_ARG_X] = step[CLNORM_ARG_Y] = cpg * d->spatial;
         step[CLNORM_ARG_GAMMA] = step[CLNORM_ARG_BETA] = cpg;
+        step[CLNORM_ARG_SCALE] = step[CLNORM_ARG_SHIFT] = cpg;
         step[CLNORM_ARG_MEAN] = step[CLNORM_ARG_RSTD] = 1;
         return d->groups;
     }
+    if (modulated(d) && d->samples != d->rows)
+        return 0;
     step[CLNORM_ARG_X] = d->x_stride;
     step[CLNORM_ARG_Y] = d->y_stride;
+    step[CLNORM_ARG_SCALE] = step[CLNORM_ARG_SHIFT] = d->mod_stride;
     step[CLNORM_ARG_MEAN] = step[CLNORM_ARG_RSTD] = d->groups;
     return d->rows;
 }
@@ -191,6 +229,8 @@ static void part_desc(const clnorm_desc *d, size_t units, clnorm_desc *part)
         part->groups = units;
     } else {
         part->rows = units;
+        if (modulated(d))
+            part->samples = units; /* one entry per modulation sample (part_units) */
     }
 }
 
@@ -229,7 +269,9 @@ static size_t scalar(const clnorm_desc *d, unsigned k)
     switch (k) {
     case 0: return d->groups;
     case 1: return d->cols / d->groups;
-    default: return d->spatial;
+    case 2: return d->spatial;
+    case 3: return d->samples ? d->rows / d->samples : 0; /* entries per modulation sample */
+    default: return d->samples; /* modulation samples (an empty batch may have some) */
     }
 }
 
@@ -382,7 +424,7 @@ static void scratch_bytes(const clnorm_desc *d, const clnorm_geometry *g, clnorm
 
 /* ---- kernel chains ---- */
 
-#define OPS {KA_OP, 0}, {KA_OP, 1}, {KA_OP, 2}
+#define OPS {KA_OP, 0}, {KA_OP, 1}, {KA_OP, 2}, {KA_OP, 3}
 /* NCHW forward: the row strategies' steps (row_norm.c), with the op's scalars first. */
 static const clnorm_karg fwd_args[] = {OPS, {KA_ROWS, 0}, {KA_COLS, 0}, {KA_EPS, 0},
                                        {KA_FLAGS, 0}, {KA_END, 0}};
@@ -394,7 +436,8 @@ static const clnorm_karg split_stats_args[] = {OPS, {KA_SCRATCH, 0}, {KA_ROWS, 0
 static const clnorm_karg split_apply_args[] = {OPS, {KA_SCRATCH, 0}, {KA_ROWS, 0},
                                                {KA_COLS, 0}, {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0},
                                                {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_END, 0}};
-#define FWD_T (B(X) | B(Y) | B(GAMMA) | B(BETA) | B(MEAN) | B(RSTD))
+#define MOD_T (B(SCALE) | B(SHIFT))
+#define FWD_T (B(X) | B(Y) | B(GAMMA) | B(BETA) | B(MEAN) | B(RSTD) | MOD_T)
 #define ROW_FILES "common.cl", "op_group_norm.cl", "row_stats.cl"
 
 static const clnorm_chain nchw_row = {{ROW_FILES, "norm_body.cl", "norm_row.cl", NULL},
@@ -428,7 +471,7 @@ static const clnorm_karg group_wg_args[] = {OPS, {KA_ROWS, 0}, {KA_EPS, 0}, {KA_
 static const clnorm_karg sample_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1},
                                           {KA_SCRATCH, 2}, {KA_ROWS, 0}, {KA_EPS, 0},
                                           {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
-#define MERGE_T (B(X) | B(GAMMA) | B(BETA) | B(MEAN) | B(RSTD))
+#define MERGE_T (B(X) | B(GAMMA) | B(BETA) | B(MEAN) | B(RSTD) | MOD_T)
 /* The tiles (moments, merge, apply), or on CPU devices one item per sample doing all three
  * (geometry: samples). */
 static const clnorm_chain nhwc_forward = {
@@ -449,7 +492,7 @@ static const clnorm_chain nhwc_workgroup = {
 /* Backward (kernels/group_backward.cl). Scratch: 0 statistics per (n, g), 1 sums per
  * (n, tile, c) (first the recomputed moments in NHWC), 2 dx coefficients per (n, g), 4 (NHWC
  * on CPU devices) per-channel tables per (n, tile). */
-#define BWD_IN (B(X) | B(GAMMA) | B(BETA) | B(MEAN) | B(RSTD) | B(DY))
+#define BWD_IN (B(X) | B(GAMMA) | B(BETA) | B(MEAN) | B(RSTD) | B(DY) | MOD_T)
 static const clnorm_karg stats_args[] = {OPS, {KA_SCRATCH, 0}, {KA_ROWS, 0}, {KA_COLS, 0},
                                          {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
                                          {KA_END, 0}};
@@ -475,6 +518,8 @@ static const clnorm_karg params_args[] = {OPS, {KA_SCRATCH, 1}, {KA_ROWS, 0}, {K
                                           {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
 static const clnorm_karg lanes_args[] = {OPS, {KA_SCRATCH, 1}, {KA_ROWS, 0}, {KA_CHUNKS, 0},
                                          {KA_FLAGS, 0}, {KA_END, 0}};
+static const clnorm_karg mod_params_args[] = {OPS, {KA_OP, 4}, {KA_SCRATCH, 1}, {KA_ROWS, 0},
+                                              {KA_CHUNKS, 0}, {KA_FLAGS, 0}, {KA_END, 0}};
 static const clnorm_karg dx_nchw_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 2}, {KA_ROWS, 0},
                                            {KA_FLAGS, 0}, {KA_END, 0}};
 static const clnorm_karg dx_nhwc_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 2},
@@ -482,32 +527,41 @@ static const clnorm_karg dx_nhwc_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 2}
                                            {KA_CHUNKS, 0}, {KA_FLAGS, 0}, {KA_FIRST_BLOCK, 0},
                                            {KA_END, 0}};
 
-#define COEF_STEP {"gn_bwd_coef", B(GAMMA), coef_args, GEOM_ITEMS, RUN_GRAD_X}
+#define COEF_STEP {"gn_bwd_coef", B(GAMMA) | B(SCALE), coef_args, GEOM_ITEMS, RUN_GRAD_X}
 /* the parameter pass, in slices of work-groups or in lanes of one item (geometry) */
+#define PARAMS_T (B(DGAMMA) | B(DBETA) | B(SCALE))
 #define PARAMS_STEPS                                                                        \
-    {"gn_bwd_params", B(DGAMMA) | B(DBETA), params_args, GEOM_BWD_PARAMS,                   \
+    {"gn_bwd_params", PARAMS_T, params_args, GEOM_BWD_PARAMS,                               \
      RUN_PARAM_GRADS | RUN_PARAM_GROUPS},                                                   \
-    {"gn_bwd_params_lanes", B(DGAMMA) | B(DBETA), lanes_args, GEOM_BWD_PARAMS,              \
+    {"gn_bwd_params_lanes", PARAMS_T, lanes_args, GEOM_BWD_PARAMS,                          \
      RUN_PARAM_GRADS | RUN_PARAM_LANES}
+/* a modulated chain's last step: dscale and dshift from the same sums */
+#define MOD_PARAMS_STEP                                                                     \
+    {"gn_bwd_mod_params", B(GAMMA) | B(BETA) | B(DSCALE) | B(DSHIFT), mod_params_args,      \
+     GEOM_BWD_PARAMS, RUN_PARAM_GRADS}
 
-static const clnorm_chain nchw_backward = {
-    {"common.cl", "op_group_norm.cl", "row_stats.cl", "group_backward.cl", NULL},
-    {{"gn_nchw_stats", B(X), stats_args, GEOM_BWD_STATS, RUN_RECOMPUTE},
-     {"gn_nchw_bwd_sums", BWD_IN, sums_nchw_args, GEOM_BWD_STATS, 0},
-     COEF_STEP,
-     PARAMS_STEPS,
-     {"gn_nchw_bwd_dx", BWD_IN | B(DX), dx_nchw_args, GEOM_BWD_STATS, RUN_GRAD_X}},
-    6};
-static const clnorm_chain nhwc_backward = {
-    {"common.cl", "op_group_norm.cl", "row_stats.cl", "group_nhwc.cl", "group_backward.cl",
-     NULL},
-    {{"gn_nhwc_moments", B(X), bpart_args, GEOM_SPLIT, RUN_RECOMPUTE},
-     {"gn_nhwc_merge", MERGE_T, bmerge_args, GEOM_ITEMS, RUN_RECOMPUTE},
-     {"gn_nhwc_bwd_sums", BWD_IN, sums_nhwc_args, GEOM_SPLIT, 0},
-     COEF_STEP,
-     PARAMS_STEPS,
-     {"gn_nhwc_bwd_dx", BWD_IN | B(DX), dx_nhwc_args, GEOM_SPLIT, RUN_GRAD_X}},
-    7};
+/* Each backward chain twice: as is, and with a per-sample modulation's dscale and dshift
+ * last (MOD_PARAMS_STEP), so that a plain plan launches nothing for them. */
+#define NCHW_BWD_FILES "common.cl", "op_group_norm.cl", "row_stats.cl", "group_backward.cl", NULL
+#define NCHW_BWD_STEPS                                                                      \
+    {"gn_nchw_stats", B(X), stats_args, GEOM_BWD_STATS, RUN_RECOMPUTE},                     \
+        {"gn_nchw_bwd_sums", BWD_IN, sums_nchw_args, GEOM_BWD_STATS, 0}, COEF_STEP,          \
+        PARAMS_STEPS,                                                                       \
+        {"gn_nchw_bwd_dx", BWD_IN | B(DX), dx_nchw_args, GEOM_BWD_STATS, RUN_GRAD_X}
+static const clnorm_chain nchw_backward = {{NCHW_BWD_FILES}, {NCHW_BWD_STEPS}, 6};
+static const clnorm_chain nchw_backward_mod = {{NCHW_BWD_FILES},
+                                               {NCHW_BWD_STEPS, MOD_PARAMS_STEP}, 7};
+#define NHWC_BWD_FILES                                                                      \
+    "common.cl", "op_group_norm.cl", "row_stats.cl", "group_nhwc.cl", "group_backward.cl", NULL
+#define NHWC_BWD_STEPS                                                                      \
+    {"gn_nhwc_moments", B(X), bpart_args, GEOM_SPLIT, RUN_RECOMPUTE},                       \
+        {"gn_nhwc_merge", MERGE_T, bmerge_args, GEOM_ITEMS, RUN_RECOMPUTE},                 \
+        {"gn_nhwc_bwd_sums", BWD_IN, sums_nhwc_args, GEOM_SPLIT, 0}, COEF_STEP,             \
+        PARAMS_STEPS,                                                                       \
+        {"gn_nhwc_bwd_dx", BWD_IN | B(DX), dx_nhwc_args, GEOM_SPLIT, RUN_GRAD_X}
+static const clnorm_chain nhwc_backward = {{NHWC_BWD_FILES}, {NHWC_BWD_STEPS}, 7};
+static const clnorm_chain nhwc_backward_mod = {{NHWC_BWD_FILES},
+                                               {NHWC_BWD_STEPS, MOD_PARAMS_STEP}, 8};
 
 /* NHWC, strategy workgroup (kernels/group_nhwc_wg.cl, group_backward_wg.cl): a work-group per
  * group row, first its statistics into scratch 0 when they are not given, then its
@@ -516,20 +570,26 @@ static const clnorm_karg gstats_args[] = {OPS, {KA_SCRATCH, 0}, {KA_ROWS, 0}, {K
                                           {KA_LOCAL_ACC, 0}, {KA_END, 0}};
 static const clnorm_karg bgroup_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1}, {KA_ROWS, 0},
                                           {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
-static const clnorm_chain nhwc_backward_workgroup = {
-    {"common.cl", "op_group_norm.cl", "row_stats.cl", "group_nhwc.cl", "group_backward.cl",
-     "group_nhwc_wg.cl", "group_backward_wg.cl", NULL},
-    {{"gn_nhwc_group_stats", B(X), gstats_args, GEOM_ITEMS, RUN_RECOMPUTE},
-     {"gn_nhwc_bwd_group", BWD_IN | B(DX), bgroup_args, GEOM_ITEMS, 0},
-     PARAMS_STEPS},
-    4};
+#define WG_BWD_FILES                                                                        \
+    "common.cl", "op_group_norm.cl", "row_stats.cl", "group_nhwc.cl", "group_backward.cl",     \
+        "group_nhwc_wg.cl", "group_backward_wg.cl", NULL
+#define WG_BWD_STEPS                                                                        \
+    {"gn_nhwc_group_stats", B(X), gstats_args, GEOM_ITEMS, RUN_RECOMPUTE},                  \
+        {"gn_nhwc_bwd_group", BWD_IN | B(DX), bgroup_args, GEOM_ITEMS, 0}, PARAMS_STEPS
+static const clnorm_chain nhwc_backward_workgroup = {{WG_BWD_FILES}, {WG_BWD_STEPS}, 4};
+static const clnorm_chain nhwc_backward_workgroup_mod = {{WG_BWD_FILES},
+                                                         {WG_BWD_STEPS, MOD_PARAMS_STEP}, 5};
 
 static const clnorm_chain *chain(const clnorm_desc *d, clnorm_strategy s, clnorm_direction dir)
 {
-    if (dir == CLNORM_BACKWARD && is_nhwc(d))
-        return s == CLNORM_STRATEGY_WORKGROUP ? &nhwc_backward_workgroup : &nhwc_backward;
+    const int mod = modulated(d);
+    if (dir == CLNORM_BACKWARD && is_nhwc(d)) {
+        if (s == CLNORM_STRATEGY_WORKGROUP)
+            return mod ? &nhwc_backward_workgroup_mod : &nhwc_backward_workgroup;
+        return mod ? &nhwc_backward_mod : &nhwc_backward;
+    }
     if (dir == CLNORM_BACKWARD)
-        return &nchw_backward;
+        return mod ? &nchw_backward_mod : &nchw_backward;
     if (is_nhwc(d))
         return s == CLNORM_STRATEGY_SPLIT       ? &nhwc_forward
                : s == CLNORM_STRATEGY_WORKGROUP ? &nhwc_workgroup
@@ -564,6 +624,12 @@ static const clnorm_chain *chain(const clnorm_desc *d, clnorm_strategy s, clnorm
  * 1.01-1.05x in one and 0.88-0.99x in the other, and at 21 MB 0.90-0.92x; several samples of
  * 2.6 or 5.2 MB ran 0.93-1.01x ("GroupNorm's NHWC loop: y streamed, a single sample up to 6
  * MiB"). */
+/* The host loop has no per-sample modulation: a modulated plan launches its kernels. */
+static int host_takes(const clnorm_desc *d)
+{
+    return !modulated(d);
+}
+
 static size_t host_bytes(const clnorm_desc *d, clnorm_direction dir)
 {
     if (dir == CLNORM_FORWARD && is_nhwc(d)) {
@@ -602,10 +668,10 @@ const clnorm_op clnorm_op_group_norm = {
     .kind = CLNORM_GROUP,
     .name = "group_norm",
     .summary = "y = (x - mean) / sqrt(var + eps) * gamma + beta per sample and group of "
-               "channels (NCHW or NHWC), optionally silu(y)",
+               "channels (NCHW or NHWC), optionally modulated per sample and silu(y)",
     .base_kind = CLNORM_GROUP,
     .fwd_slots = FWD_T,
-    .bwd_slots = BWD_IN | B(DX) | B(DGAMMA) | B(DBETA),
+    .bwd_slots = BWD_IN | B(DX) | B(DGAMMA) | B(DBETA) | B(DSCALE) | B(DSHIFT),
     .has_mean = 1,
     .residual = 0,
     .row_slots = B(X) | B(Y) | B(DY) | B(DX),
@@ -625,6 +691,7 @@ const clnorm_op clnorm_op_group_norm = {
     .scratch_bytes = scratch_bytes,
     .ref = clnorm_group_norm_ref,
     .host = clnorm_group_norm_host,
+    .host_takes = host_takes,
     .host_bytes = host_bytes,
     .latency_bytes = latency_bytes,
 };

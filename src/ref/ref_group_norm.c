@@ -5,11 +5,19 @@
  * its first three elements; in exact arithmetic any shift gives the same statistics, and the
  * same one the same NaN / Inf pattern), one rounding to the storage type at the end.
  *
- * Backward: z = xhat * gamma_c + beta_c, y = z (or silu(z) = z * s(z), s the sigmoid, whose
- * derivative is s(z) * (1 + z * (1 - s(z)))), dz = dy * y'(z). Within a group xhat is
- * LayerNorm's over the group's elements, so with g = dz * gamma_c:
+ * Forward: z = xhat * gamma_c + beta_c, then the per-sample modulation (CLNORM_SCALE /
+ * CLNORM_SHIFT; batch entry n is sample b = n / (N / B), its scale and shift rows b *
+ * mod_stride) u = z * (1 + scale[b, c]) + shift[b, c], and y = u, or silu(u) = u * s(u) with
+ * CLNORM_SILU (s the sigmoid: the SiLU comes after the modulation, as in a diffusion UNet's
+ * scale-shift norm).
+ *
+ * Backward: du = dy * y'(u), with silu'(u) = s(u) * (1 + u * (1 - s(u))), and dz = du * (1 +
+ * scale[b, c]). Within a group xhat is LayerNorm's over the group's elements, so with
+ * g = dz * gamma_c:
  *   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))   (means over the group),
- *   dgamma_c = sum over samples and positions of dz * xhat, dbeta_c = the same of dz.
+ *   dgamma_c = sum over samples and positions of dz * xhat, dbeta_c = the same of dz,
+ *   dscale[b, c] = sum over sample b's batch entries and positions of du * z, dshift[b, c]
+ *   the same of du.
  * Checked against finite differences and PyTorch's autograd in the tests.
  */
 #include "../dtype.h"
@@ -94,6 +102,34 @@ static void group_stats(const clnorm_desc *d, const void *x, size_t n, size_t g,
     *r = sc / sqrt(vs + eps * sc * sc);
 }
 
+/* The modulation of batch entry n: its sample's scale and shift rows (NULL when absent). */
+typedef struct {
+    const void *scale, *shift;
+    size_t off; /* the sample's first element */
+} group_mod;
+
+static group_mod modulation(const clnorm_desc *d, const clnorm_host_ptrs *a, size_t n)
+{
+    group_mod md = {a->p[CLNORM_ARG_SCALE], a->p[CLNORM_ARG_SHIFT],
+                    n / (d->rows / d->samples) * d->mod_stride};
+    return md;
+}
+
+/* 1 + scale of channel c (1 without a scale). */
+static double one_plus_scale(const clnorm_desc *d, const group_mod *md, size_t c)
+{
+    return md->scale ? 1.0 + clnorm_elem_load(clnorm_param_dtype(d->dtype), md->scale,
+                                              md->off + c)
+                     : 1.0;
+}
+
+/* shift of channel c (0 without a shift). */
+static double shift_of(const clnorm_desc *d, const group_mod *md, size_t c)
+{
+    return md->shift ? clnorm_elem_load(clnorm_param_dtype(d->dtype), md->shift, md->off + c)
+                     : 0.0;
+}
+
 static void forward(const clnorm_desc *d, const clnorm_host_ptrs *a)
 {
     const clnorm_dtype t = d->dtype, pt = clnorm_param_dtype(t);
@@ -103,7 +139,8 @@ static void forward(const clnorm_desc *d, const clnorm_host_ptrs *a)
     const size_t cpg = d->cols / d->groups;
     const int silu = (d->flags & CLNORM_SILU) != 0;
     const double eps = clnorm_arith_eps(d);
-    for (size_t n = 0; n < d->rows; n++)
+    for (size_t n = 0; n < d->rows; n++) {
+        const group_mod md = modulation(d, a, n);
         for (size_t g = 0; g < d->groups; g++) {
             double K, m, r;
             group_stats(d, x, n, g, eps, &K, &m, &r);
@@ -112,103 +149,179 @@ static void forward(const clnorm_desc *d, const clnorm_host_ptrs *a)
             if (rstd)
                 clnorm_elem_store(pt, rstd, n * d->groups + g, r);
             /* In place (y is x): each element is read before it is written. */
-            for (size_t c = g * cpg; c < (g + 1) * cpg; c++)
+            for (size_t c = g * cpg; c < (g + 1) * cpg; c++) {
+                const double gam = gamma ? clnorm_elem_load(pt, gamma, c) : 1.0;
+                const double bet = beta ? clnorm_elem_load(pt, beta, c) : 0.0;
+                const double ops = one_plus_scale(d, &md, c), sh = shift_of(d, &md, c);
                 for (size_t p = 0; p < d->spatial; p++) {
-                    double z = ((clnorm_elem_load(t, x, at(d, d->x_stride, n, c, p)) - K) - m) * r;
+                    const double xh =
+                        ((clnorm_elem_load(t, x, at(d, d->x_stride, n, c, p)) - K) - m) * r;
+                    /* each term only where it exists: an unmodulated y is bit for bit
+                     * the plain GroupNorm's (a zero's sign included) */
+                    double u = xh;
                     if (gamma)
-                        z *= clnorm_elem_load(pt, gamma, c);
+                        u *= gam;
                     if (beta)
-                        z += clnorm_elem_load(pt, beta, c);
-                    clnorm_elem_store(t, y, at(d, d->y_stride, n, c, p), silu ? z * sigmoid(z) : z);
+                        u += bet;
+                    if (md.scale)
+                        u *= ops;
+                    if (md.shift)
+                        u += sh;
+                    clnorm_elem_store(t, y, at(d, d->y_stride, n, c, p),
+                                      silu ? u * sigmoid(u) : u);
                 }
+            }
         }
+    }
 }
 
-/* One element's xhat and dz (dy through the SiLU when there is one), given its group's
- * statistics (K, m, r) and its channel's gamma and beta. */
+/* A group's statistics (K, m, r) and the data one element's gradient terms are made of. */
 typedef struct {
     const clnorm_desc *d;
     const void *x, *dy;
     double K, m, r;
 } group_ctx;
 
-static void xhat_dz(const group_ctx *gc, size_t n, size_t c, size_t p, double gam, double bet,
-                    double *xh, double *dz)
+/* One channel's parameters: gamma, beta, 1 + scale and shift of its sample. */
+typedef struct {
+    double gam, bet, ops, sh;
+} chan_params;
+
+static chan_params channel(const clnorm_desc *d, const clnorm_host_ptrs *a, const group_mod *md,
+                           size_t c)
+{
+    const clnorm_dtype pt = clnorm_param_dtype(d->dtype);
+    const void *gamma = a->p[CLNORM_ARG_GAMMA], *beta = a->p[CLNORM_ARG_BETA];
+    chan_params cp = {gamma ? clnorm_elem_load(pt, gamma, c) : 1.0,
+                      beta ? clnorm_elem_load(pt, beta, c) : 0.0, one_plus_scale(d, md, c),
+                      shift_of(d, md, c)};
+    return cp;
+}
+
+/* One element's gradient terms, given its group's statistics and its channel's parameters. */
+typedef struct {
+    double xh; /* xhat */
+    double z;  /* xhat * gamma + beta (beta 0 where the backward is not given it: then z is
+                  read by nothing) */
+    double du; /* dy through the SiLU when there is one */
+    double dz; /* du * (1 + scale) */
+} elem_grad;
+
+static elem_grad element(const group_ctx *gc, const chan_params *cp, size_t n, size_t c,
+                         size_t p)
 {
     const clnorm_desc *d = gc->d;
-    *xh = ((clnorm_elem_load(d->dtype, gc->x, at(d, d->x_stride, n, c, p)) - gc->K) - gc->m) *
-          gc->r;
-    const double dyv = clnorm_elem_load(d->dtype, gc->dy, at(d, d->y_stride, n, c, p));
-    if (!(d->flags & CLNORM_SILU)) {
-        *dz = dyv;
-        return;
+    elem_grad e;
+    e.xh = ((clnorm_elem_load(d->dtype, gc->x, at(d, d->x_stride, n, c, p)) - gc->K) - gc->m) *
+           gc->r;
+    e.z = e.xh * cp->gam + cp->bet;
+    e.du = clnorm_elem_load(d->dtype, gc->dy, at(d, d->y_stride, n, c, p));
+    if (d->flags & CLNORM_SILU) {
+        /* the SiLU is of u, after the modulation: the backward is given shift for it */
+        const double u = e.z * cp->ops + cp->sh, s = sigmoid(u);
+        e.du = e.du * s * (1.0 + u * (1.0 - s));
     }
-    const double z = *xh * gam + bet, s = sigmoid(z);
-    *dz = dyv * s * (1.0 + z * (1.0 - s));
+    e.dz = e.du * cp->ops;
+    return e;
+}
+
+/* Sums of the parameter gradients in double, rounded once at the end: dgamma and dbeta over
+ * all batch entries (the first 2 C), dscale and dshift over the current sample's (the last
+ * 2 C). */
+typedef struct {
+    double *sum;
+    size_t cols;
+} grad_acc;
+
+/* Stores the current sample's dscale and dshift as sample b's, and restarts their sums. */
+static void flush_sample(const clnorm_desc *d, const clnorm_host_ptrs *a, grad_acc *acc,
+                         size_t b)
+{
+    const clnorm_dtype pt = clnorm_param_dtype(d->dtype);
+    void *dscale = a->p[CLNORM_ARG_DSCALE], *dshift = a->p[CLNORM_ARG_DSHIFT];
+    double *ms = acc->sum + 2 * acc->cols, *mh = ms + acc->cols;
+    for (size_t c = 0; c < acc->cols; c++) {
+        if (dscale)
+            clnorm_elem_store(pt, dscale, b * d->mod_stride + c, ms[c]);
+        if (dshift)
+            clnorm_elem_store(pt, dshift, b * d->mod_stride + c, mh[c]);
+        ms[c] = mh[c] = 0.0;
+    }
+}
+
+/* Group (n, g): adds its terms to the parameter sums and writes its dx. */
+static void backward_group(const clnorm_desc *d, const clnorm_host_ptrs *a, const group_mod *md,
+                           grad_acc *acc, size_t n, size_t g)
+{
+    const clnorm_dtype t = d->dtype, pt = clnorm_param_dtype(t);
+    const void *mean = a->p[CLNORM_ARG_MEAN], *rstd = a->p[CLNORM_ARG_RSTD];
+    void *dx = a->p[CLNORM_ARG_DX];
+    const size_t cpg = d->cols / d->groups, cnt = cpg * d->spatial, C = d->cols;
+    group_ctx gc = {d, a->p[CLNORM_ARG_X], a->p[CLNORM_ARG_DY], 0.0, 0.0, 0.0};
+    if (rstd) {
+        gc.K = clnorm_elem_load(pt, mean, n * d->groups + g);
+        gc.r = clnorm_elem_load(pt, rstd, n * d->groups + g);
+    } else {
+        group_stats(d, gc.x, n, g, clnorm_arith_eps(d), &gc.K, &gc.m, &gc.r);
+    }
+    double sg = 0.0, sgx = 0.0;
+    for (size_t c = g * cpg; c < (g + 1) * cpg; c++) {
+        const chan_params cp = channel(d, a, md, c);
+        for (size_t p = 0; p < d->spatial; p++) {
+            const elem_grad e = element(&gc, &cp, n, c, p);
+            sg += e.dz * cp.gam;
+            sgx += e.dz * cp.gam * e.xh;
+            if (acc->sum) {
+                acc->sum[c] += e.dz * e.xh;
+                acc->sum[C + c] += e.dz;
+                acc->sum[2 * C + c] += e.du * e.z;
+                acc->sum[3 * C + c] += e.du;
+            }
+        }
+    }
+    if (!dx)
+        return;
+    const double mg = sg / (double)cnt, mgx = sgx / (double)cnt;
+    /* In place (dx is dy or x): each element is read before it is written. */
+    for (size_t c = g * cpg; c < (g + 1) * cpg; c++) {
+        const chan_params cp = channel(d, a, md, c);
+        for (size_t p = 0; p < d->spatial; p++) {
+            const elem_grad e = element(&gc, &cp, n, c, p);
+            clnorm_elem_store(t, dx, at(d, d->x_stride, n, c, p),
+                              gc.r * (e.dz * cp.gam - mg - e.xh * mgx));
+        }
+    }
 }
 
 static clnorm_status backward(const clnorm_desc *d, const clnorm_host_ptrs *a)
 {
-    const clnorm_dtype t = d->dtype, pt = clnorm_param_dtype(t);
-    const void *x = a->p[CLNORM_ARG_X], *dy = a->p[CLNORM_ARG_DY];
-    const void *gamma = a->p[CLNORM_ARG_GAMMA], *beta = a->p[CLNORM_ARG_BETA];
-    const void *mean = a->p[CLNORM_ARG_MEAN], *rstd = a->p[CLNORM_ARG_RSTD];
-    void *dx = a->p[CLNORM_ARG_DX], *dgamma = a->p[CLNORM_ARG_DGAMMA];
-    void *dbeta = a->p[CLNORM_ARG_DBETA];
-    const size_t cpg = d->cols / d->groups, cnt = cpg * d->spatial;
-    double *acc = NULL;
-    if (dgamma || dbeta) {
-        acc = calloc(2 * d->cols, sizeof *acc);
-        if (!acc)
+    const clnorm_dtype pt = clnorm_param_dtype(d->dtype);
+    void *dgamma = a->p[CLNORM_ARG_DGAMMA], *dbeta = a->p[CLNORM_ARG_DBETA];
+    const int mod_out = a->p[CLNORM_ARG_DSCALE] || a->p[CLNORM_ARG_DSHIFT];
+    const size_t T = d->samples ? d->rows / d->samples : 0;
+    grad_acc acc = {NULL, d->cols};
+    if (dgamma || dbeta || mod_out) {
+        acc.sum = calloc(4 * d->cols, sizeof *acc.sum);
+        if (!acc.sum)
             return CLNORM_OUT_OF_MEMORY;
     }
-    const double eps = clnorm_arith_eps(d);
-    for (size_t n = 0; n < d->rows && (acc || dx); n++)
-        for (size_t g = 0; g < d->groups; g++) {
-            group_ctx gc = {d, x, dy, 0.0, 0.0, 0.0};
-            if (rstd) {
-                gc.K = clnorm_elem_load(pt, mean, n * d->groups + g);
-                gc.r = clnorm_elem_load(pt, rstd, n * d->groups + g);
-            } else {
-                group_stats(d, x, n, g, eps, &gc.K, &gc.m, &gc.r);
-            }
-            double sg = 0.0, sgx = 0.0;
-            for (size_t c = g * cpg; c < (g + 1) * cpg; c++) {
-                const double gam = gamma ? clnorm_elem_load(pt, gamma, c) : 1.0;
-                const double bet = beta ? clnorm_elem_load(pt, beta, c) : 0.0;
-                for (size_t p = 0; p < d->spatial; p++) {
-                    double xh, dz;
-                    xhat_dz(&gc, n, c, p, gam, bet, &xh, &dz);
-                    sg += dz * gam;
-                    sgx += dz * gam * xh;
-                    if (acc) {
-                        acc[c] += dz * xh;
-                        acc[d->cols + c] += dz;
-                    }
-                }
-            }
-            if (!dx)
-                continue;
-            const double mg = sg / (double)cnt, mgx = sgx / (double)cnt;
-            /* In place (dx is dy or x): each element is read before it is written. */
-            for (size_t c = g * cpg; c < (g + 1) * cpg; c++) {
-                const double gam = gamma ? clnorm_elem_load(pt, gamma, c) : 1.0;
-                const double bet = beta ? clnorm_elem_load(pt, beta, c) : 0.0;
-                for (size_t p = 0; p < d->spatial; p++) {
-                    double xh, dz;
-                    xhat_dz(&gc, n, c, p, gam, bet, &xh, &dz);
-                    clnorm_elem_store(t, dx, at(d, d->x_stride, n, c, p),
-                                      gc.r * (dz * gam - mg - xh * mgx));
-                }
-            }
-        }
-    for (size_t c = 0; acc && c < d->cols; c++) {
-        if (dgamma)
-            clnorm_elem_store(pt, dgamma, c, acc[c]);
-        if (dbeta)
-            clnorm_elem_store(pt, dbeta, c, acc[d->cols + c]);
+    for (size_t n = 0; n < d->rows && (acc.sum || a->p[CLNORM_ARG_DX]); n++) {
+        const group_mod md = modulation(d, a, n);
+        for (size_t g = 0; g < d->groups; g++)
+            backward_group(d, a, &md, &acc, n, g);
+        if (mod_out && (n + 1) % T == 0) /* the sample's last batch entry */
+            flush_sample(d, a, &acc, n / T);
     }
-    free(acc);
+    /* Samples of no batch entries (rows 0, T = 0): their dscale and dshift are zeros. */
+    for (size_t b = 0; T == 0 && mod_out && b < d->samples; b++)
+        flush_sample(d, a, &acc, b);
+    for (size_t c = 0; acc.sum && c < d->cols; c++) {
+        if (dgamma)
+            clnorm_elem_store(pt, dgamma, c, acc.sum[c]);
+        if (dbeta)
+            clnorm_elem_store(pt, dbeta, c, acc.sum[d->cols + c]);
+    }
+    free(acc.sum);
     return CLNORM_OK;
 }
 

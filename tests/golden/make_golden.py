@@ -25,7 +25,11 @@ gradients are those of L = sum(y * dy). mean and rstd are stored as (N, G). Thei
 drawn and computed in NCHW; the layout "nhwc" cases store x, y, dy and dx channels-last,
 (N, *spatial, C). The script checks G = 1 against F.layer_norm over (C, *spatial) with the
 per-channel affine broadcast, G = C against F.instance_norm, and every case's statistics
-against aten's native_group_norm.
+against aten's native_group_norm. With samples: B and scale / shift (a diffusion UNet's
+scale-shift norm) the GroupNorm output z is modulated per batch entry n of sample
+b = n / (N / B), u = z * (1 + scale[b]) + shift[b] (scale, shift (B, C) broadcast over the
+positions; checked against addcmul entry by entry), and y = u, or F.silu(u) with silu: the
+SiLU comes after the modulation. dscale and dshift (B, C) come from the same autograd pass.
 
 The modulated cases (samples: B; scale and / or shift: true) are the row kinds' conditional
 LayerNorm / DiT adaLN: x is (B, T..., C...), z = norm(x) * gamma + beta as above, and sample
@@ -165,6 +169,28 @@ CASES = [
     dict(name="mod_ln_2x3x2x20_last2_strided", shape=[2, 3, 2, 20], nd=2, eps=1e-5,
          norm="layer", gamma=True, beta=True, samples=2, scale=True, shift=True, seed=310,
          row_pad=5),
+    # GroupNorm with a per-sample modulation (a diffusion UNet's scale-shift norm):
+    # u = group_norm(x) * (1 + scale[b(n)]) + shift[b(n)], y = u or silu(u), scale / shift
+    # (B, C), batch entry n of sample b(n) = n / (N / B)
+    dict(name="gn_mod_2x8x4x4_g4_silu", shape=[2, 8, 4, 4], groups=4, layout="nchw",
+         eps=1e-5, norm="group", gamma=True, beta=True, silu=True, samples=2, scale=True,
+         shift=True, seed=501),
+    dict(name="gn_mod_2x8x4x4_g4_silu_nhwc", shape=[2, 8, 4, 4], groups=4, layout="nhwc",
+         eps=1e-5, norm="group", gamma=True, beta=True, silu=True, samples=2, scale=True,
+         shift=True, seed=502),
+    # the modulation as the only affine, no SiLU
+    dict(name="gn_mod_3x6x3x5_g3_scale_only_noaffine", shape=[3, 6, 3, 5], groups=3,
+         layout="nchw", eps=1e-5, norm="group", gamma=False, beta=False, silu=False,
+         samples=3, scale=True, shift=False, seed=503),
+    # B = 2 samples of two batch entries each (N = 4)
+    dict(name="gn_mod_4x6x3x3_g2_b2_silu_nhwc", shape=[4, 6, 3, 3], groups=2, layout="nhwc",
+         eps=1e-5, norm="group", gamma=True, beta=True, silu=True, samples=2, scale=True,
+         shift=True, seed=504),
+    # shift alone through the SiLU (the backward reads shift, not scale), gamma without
+    # beta, one sample for both batch entries
+    dict(name="gn_mod_2x4x5x5_g2_shift_only_silu_b1", shape=[2, 4, 5, 5], groups=2,
+         layout="nchw", eps=1e-5, norm="group", gamma=True, beta=False, silu=True,
+         samples=1, scale=False, shift=True, seed=505),
     # Precomputed statistics (use_global_stats): mean / rstd are float32 inputs, the
     # statistics of other data
     dict(name="gs_ln_6x48", shape=[6, 48], nd=1, eps=1e-5, norm="layer", gamma=True,
@@ -257,9 +283,12 @@ def compute_group(c, inp):
     x = f64(inp["x"]).requires_grad_(True)
     g = f64(inp["gamma"]).requires_grad_(True) if "gamma" in inp else None
     b = f64(inp["beta"]).requires_grad_(True) if "beta" in inp else None
+    sc = f64(inp["scale"]).requires_grad_(True) if "scale" in inp else None
+    sh = f64(inp["shift"]).requires_grad_(True) if "shift" in inp else None
     N, C = x.shape[0], x.shape[1]
     z = F.group_norm(x, G, g, b, eps)
-    y = F.silu(z) if c["silu"] else z
+    u = modulate_group(c, z, sc, sh)
+    y = F.silu(u) if c["silu"] else u
     xg = x.detach().reshape(N, G, -1)
     mu = xg.mean(dim=2)
     rstd = torch.rsqrt(((xg - mu.unsqueeze(2)) ** 2).mean(dim=2) + eps)
@@ -287,6 +316,10 @@ def compute_group(c, inp):
         out["dgamma"] = g.grad
     if b is not None:
         out["dbeta"] = b.grad
+    if sc is not None:
+        out["dscale"] = sc.grad
+    if sh is not None:
+        out["dshift"] = sh.grad
     out = {k: v.detach().numpy().astype(np.float64) for k, v in out.items()}
     if c["layout"] == "nhwc":
         for k in ("y", "dx"):
@@ -294,6 +327,34 @@ def compute_group(c, inp):
         for k in ("x", "dy"):
             inp[k] = channels_last(inp[k])
     return out
+
+
+def modulate_group(c, z, sc, sh):
+    """z * (1 + scale[b(n)]) + shift[b(n)] of a GroupNorm case: scale / shift (B, C), batch
+    entry n of sample b(n) = n / (N / B), broadcast over the positions. Checked against
+    EDM's addcmul(shift, z, scale + 1) sample by sample."""
+    if sc is None and sh is None:
+        return z
+    N, B = z.shape[0], c["samples"]
+    if N % B != 0:
+        raise SystemExit("%s: samples does not divide N" % c["name"])
+    view = [N, z.shape[1]] + [1] * (z.dim() - 2)
+    per = lambda t: t.repeat_interleave(N // B, dim=0).reshape(view)
+    u = z
+    if sc is not None:
+        u = u * (1.0 + per(sc))
+    if sh is not None:
+        u = u + per(sh)
+    with torch.no_grad():
+        pshape = view[1:]
+        zero = z.new_zeros(z.shape[1])
+        for n in range(N):
+            k = n // (N // B)
+            scale = (sc[k] if sc is not None else zero).reshape(pshape)
+            shift = (sh[k] if sh is not None else zero).reshape(pshape)
+            check_close(c, "modulation vs addcmul of entry %d" % n, u[n],
+                        torch.addcmul(shift, z[n], scale + 1.0))
+    return u
 
 
 def global_stats_norm(c, s, g, b, inp):
@@ -414,6 +475,10 @@ def manifest_entry(c):
             e["x_offset"] = c["x_offset"]
         if c.get("row_pad"):
             e["row_pad"] = c["row_pad"]
+        if c.get("samples"):
+            e["samples"] = c["samples"]
+            e["scale"] = bool(c.get("scale"))
+            e["shift"] = bool(c.get("shift"))
         return e
     e = {"name": c["name"], "shape": c["shape"], "normalized_dims": c["nd"], "eps": c["eps"],
          "norm": c["norm"], "gamma": c["gamma"], "beta": c["beta"]}

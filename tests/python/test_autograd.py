@@ -79,6 +79,19 @@ def test_gradcheck_modulation_and_silu():
         lambda x, w, b: clnorm.group_norm(x, 2, w, b, silu=True), (xg, w, b))
 
 
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_gradcheck_group_norm_modulation(channels_last):
+    # scale and shift (B = 2 rows for N = 4 samples) before the SiLU
+    x = rand(4, 4, 3, 2, seed=21)
+    if channels_last:
+        x = x.detach().contiguous(memory_format=torch.channels_last).requires_grad_()
+    w, b = rand(4, seed=22), rand(4, seed=23)
+    scale, shift = rand(2, 4, seed=24), rand(2, 4, seed=25)
+    assert torch.autograd.gradcheck(
+        lambda x, w, b, s, t: clnorm.group_norm(x, 2, w, b, silu=True, scale=s, shift=t),
+        (x, w, b, scale, shift))
+
+
 def test_gradients_only_where_asked():
     x = rand(4, 8, seed=17)
     w = torch.ones(8, dtype=torch.float64)  # no grad: no dgamma computed or returned

@@ -8,7 +8,6 @@ import torch
 import torch.nn.functional as F
 
 import clnorm
-from clnorm import _kinds
 
 from conftest import assert_close, to64
 

@@ -74,6 +74,23 @@ def test_group_norm_and_float64_on_device(queue):
     assert_close(y.get(), F.group_norm(to64(xh), 2).permute(0, 2, 3, 1), "float64", "NHWC")
 
 
+def test_group_norm_modulation_on_device(queue):
+    # scale and shift chunks of one (B, 2C) device array (rows 2C apart, the shift at an
+    # element offset), B = 2 rows for N = 4 samples
+    xh, eh = host(11, (4, 8, 3, 3)), host(12, (2, 16))
+    x, e = cla.to_device(queue, xh), cla.to_device(queue, eh)
+    s = to64(eh[:, :8]).repeat_interleave(2, 0)[:, :, None, None]
+    h = to64(eh[:, 8:]).repeat_interleave(2, 0)[:, :, None, None]
+    ref = F.group_norm(to64(xh), 4) * (1 + s) + h
+    y = clnorm.group_norm(x, 4, silu=True, scale=e[:, :8], shift=e[:, 8:])
+    assert isinstance(y, cla.Array) and y.queue is queue
+    assert_close(y.get(), F.silu(ref), "float32", "chunks on the device")
+    # (B, C, 1, 1) on the device beside a NumPy (B, C) shift, which is uploaded
+    sd = cla.to_device(queue, np.ascontiguousarray(eh[:, :8]).reshape(2, 8, 1, 1))
+    y = clnorm.group_norm(x, 4, scale=sd, shift=eh[:, 8:])
+    assert_close(y.get(), ref, "float32", "(B, C, 1, 1) on the device")
+
+
 def test_context_adopts_the_arrays_queue(queue):
     x = cla.to_device(queue, host(7, (3, 16)))
     clnorm.layer_norm(x, 16)
