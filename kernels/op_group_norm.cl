@@ -197,6 +197,23 @@ inline row_out make_row_out(FWD_OUT_PARAMS, ulong row, uint flags)
     return out;
 }
 
+/* xhat t of channel c: t * gamma_c + beta_c, modulated (* (1 + scale_c) + shift_c), each
+ * step a statement of its own (no fma contraction: out_yv says why). */
+inline A out_affine1(row_out out, uint c, A t)
+{
+    if (out.gamma)
+        t *= out.gamma[c];
+    if (out.beta)
+        t += out.beta[c];
+#if defined(CLNORM_GN_MOD)
+    if (out.scale)
+        t *= (A)1 + out.scale[c];
+    if (out.shift)
+        t += out.shift[c];
+#endif
+    return t;
+}
+
 /* y of the VW columns from i: ((d - m) * r) * gamma_c + beta_c, modulated (* (1 + scale_c)
  * + shift_c), then the SiLU. The columns share one channel unless they cross the end of one
  * (spatial not a multiple of VW, or a peeled start): then each lane takes its own channel's
@@ -224,19 +241,8 @@ inline AV out_yv(row_out out, ulong i, AV d, A m, A r)
              * float16 subgroup kernel crash on unaligned rows, a fault inside the kernel.) */
             A tl[VW];
             CAT(vstore, VW)(t, 0, tl);
-            for (uint k = 0; k < VW; k++) {
-                const uint ck = ((uint)i + k) / out.hw;
-                A e = tl[k];
-                if (out.gamma)
-                    e *= out.gamma[ck];
-                if (out.beta)
-                    e += out.beta[ck];
-                if (out.scale)
-                    e *= (A)1 + out.scale[ck];
-                if (out.shift)
-                    e += out.shift[ck];
-                tl[k] = e;
-            }
+            for (uint k = 0; k < VW; k++)
+                tl[k] = out_affine1(out, ((uint)i + k) / out.hw, tl[k]);
             t = CAT(vload, VW)(0, tl);
 #else
             A gl[VW], bl[VW];
@@ -263,18 +269,7 @@ inline AV out_yv(row_out out, ulong i, AV d, A m, A r)
 }
 inline A out_y1(row_out out, ulong i, A d, A m, A r)
 {
-    A t = (d - m) * r;
-    const uint c = (uint)i / out.hw;
-    if (out.gamma)
-        t *= out.gamma[c];
-    if (out.beta)
-        t += out.beta[c];
-#if defined(CLNORM_GN_MOD)
-    if (out.scale)
-        t *= (A)1 + out.scale[c];
-    if (out.shift)
-        t += out.shift[c];
-#endif
+    A t = out_affine1(out, (uint)i / out.hw, (d - m) * r);
     if (out.silu)
         t = gn_silu1(t);
     return t;

@@ -203,7 +203,7 @@ clnorm_status clnorm_plan_create_with(clnorm_ctx *ctx, const clnorm_desc *desc,
     /* The host loop serves the plans whose strategy is clnorm's to choose, on a CPU device,
      * whose x is small enough (README, "Small problems on CPU devices"). */
     if (st == CLNORM_OK && auto_asked && strategy != CLNORM_STRATEGY_REFERENCE && op->host &&
-        (!op->host_takes || op->host_takes(&d)) && (ctx->profile.type & CL_DEVICE_TYPE_CPU)) {
+        (ctx->profile.type & CL_DEVICE_TYPE_CPU)) {
         int host_bytes_set = 0;
         st = clnorm_host_threads_check(ctx);
         if (st == CLNORM_OK)

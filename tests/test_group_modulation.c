@@ -8,13 +8,15 @@
  *     alone, shift alone and both, with and without gamma / beta, SiLU on and off, in NCHW
  *     and NHWC, both directions (the backward from saved and from recomputed statistics, and
  *     giving only dscale / dshift), through clnorm_execute_host on clnorm's choice (made by
- *     default and with the host loop off, CLNORM_HOST_BYTES=0: the same plan while the host
- *     loop leaves modulated calls to the kernels, two once it takes them) and on every
- *     strategy the layout has, and through clnorm_execute on cl_mem for some of the cases;
+ *     default, which on CPU devices runs these small calls on the host loop, checked with
+ *     clnorm_plan_uses_host_loop, and with the host loop off, CLNORM_HOST_BYTES=0: the
+ *     kernels) and on every strategy the layout has, and through clnorm_execute on cl_mem
+ *     for some of the cases;
  *   - NHWC on CPU devices also with the tiles instead of the one-item-per-sample forward, and
  *     with one work-group looping over the samples; a few cases in the GPU geometry (4 lanes,
  *     work-groups of 32, two work-groups along the samples);
- *   - f16, bf16 (float32 scale / shift) and f64 storage on a few cases;
+ *   - f16, bf16 (float32 scale / shift) and f64 storage on a few cases (clnorm's choice: on
+ *     CPU devices the host loop, and the kernels with CLNORM_HOST_BYTES=0);
  *   - strided samples, in place (y over x, dx over dy), empty batches (dscale / dshift of
  *     samples without batch entries are zeros);
  *   - the reference itself: its backward (dx, dgamma, dbeta, dscale, dshift) against central
@@ -170,6 +172,30 @@ static void free_problems(tu_problem p[NPROBLEMS])
         tu_problem_free(&p[k]);
 }
 
+/* Plans of clnorm's choice that ran the host loop (group_norm_host.c) in both directions. */
+static size_t g_loop_plans;
+
+/* On CPU devices clnorm's choice runs small modulated calls on the host loop (x of at most
+ * 256 KiB here, within every default of group_norm.c's host_bytes), and with
+ * CLNORM_HOST_BYTES=0 on the kernels: checks that it did, so that the sweeps test both. */
+static void check_host_loop(const clnorm_desc *d, const run_path *rp, clnorm_plan *plan)
+{
+    if (rp->strategy != CLNORM_STRATEGY_AUTO || !tu_device_is_cpu(g_ctx))
+        return;
+    const size_t bytes =
+        d->rows * d->cols * (d->spatial ? d->spatial : 1) * clnorm_elem_size(d->dtype);
+    const int off = rp->env == no_host_loop;
+    if (!off && bytes > ((size_t)256 << 10))
+        return;
+    for (int dir = 0; dir < 2; dir++)
+        if (clnorm_plan_uses_host_loop(plan, (clnorm_direction)dir) != !off)
+            fail_msg("%zux%zu:%zu x %zu (layout %d, %s, flags 0x%x): the %s %s the host loop",
+                     d->rows, d->cols, d->groups, d->spatial, (int)d->layout,
+                     tu_dtype_name(d->dtype), d->flags, dir ? "backward" : "forward",
+                     off ? "uses" : "does not use");
+    g_loop_plans += !off;
+}
+
 /* Every problem of d on the paths given, through the host layer and (via_cl) layer 1, placed
  * as l says. Returns the mismatches. */
 static size_t run_paths(const clnorm_desc *d, const run_path *rp, size_t np, uint64_t seed,
@@ -182,6 +208,7 @@ static size_t run_paths(const clnorm_desc *d, const run_path *rp, size_t np, uin
         clnorm_plan *plan = plan_on(d, &rp[i]);
         if (plan == NULL)
             continue; /* subgroup: groups too long; f64: no fp64 */
+        check_host_loop(d, &rp[i], plan);
         for (int k = 0; k < NPROBLEMS; k++) {
             failed += tu_problem_try_host(g_ctx, &p[k], plan, l, 0) != 0;
             if (via_cl)
@@ -224,6 +251,7 @@ static void test_sweep_f32(void **state)
     (void)state;
     require_device();
     size_t failed = 0;
+    g_loop_plans = 0;
     for (int lay = 0; lay < 2; lay++)
         for (size_t i = 0; i < TU_COUNT(sweep_cases); i++)
             for (int silu = 0; silu < 2; silu++) {
@@ -235,6 +263,9 @@ static void test_sweep_f32(void **state)
                                   sweep_cases[i].via_cl, &l);
             }
     all_passed(failed, "f32 sweep");
+    /* every case but the one long group, both layouts, SiLU on and off */
+    if (tu_device_is_cpu(g_ctx))
+        assert_true(g_loop_plans >= 4 * (TU_COUNT(sweep_cases) - 1));
 }
 
 /* GroupNorm's GPU path on the CPU device (work-groups of 32 items over channels or positions,
@@ -275,8 +306,10 @@ static const gm_case typed_cases[] = {
     {3, 6, 3, 7, 3, 0, SS | CLNORM_SILU, 1},
     {4, 8, 4, 9, 2, 10, CLNORM_SCALE | CLNORM_NO_BETA, 0},
     /* groups of one short row (spatial 1, G = 1): clnorm's choice on CPU devices is the
-     * subgroup kernel */
+     * subgroup kernel (with CLNORM_HOST_BYTES=0) */
     {15, 48, 1, 1, 3, 0, SS | CLNORM_SILU, 1},
+    /* shift only, strided, B < N, NHWC of several channels per group */
+    {4, 64, 8, 81, 2, 70, CLNORM_SHIFT, 0},
 };
 
 static void typed(clnorm_dtype t, uint64_t seed)
@@ -284,12 +317,15 @@ static void typed(clnorm_dtype t, uint64_t seed)
     require_device();
     size_t failed = 0;
     const tu_launch l = tu_launch_offsets();
+    g_loop_plans = 0;
     for (int lay = 0; lay < 2; lay++)
         for (size_t i = 0; i < TU_COUNT(typed_cases); i++) {
             const clnorm_desc d = make_desc(t, &typed_cases[i], (clnorm_layout)lay, 0u);
             failed += run_all(&d, seed + 10 * (uint64_t)lay + i, typed_cases[i].via_cl, &l);
         }
     all_passed(failed, tu_dtype_name(t));
+    if (tu_device_is_cpu(g_ctx)) /* every case, both layouts, on the host loop */
+        assert_true(g_loop_plans == 2 * TU_COUNT(typed_cases));
 }
 
 static void test_f16(void **state)

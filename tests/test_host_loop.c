@@ -10,7 +10,8 @@
  *   - its answers against the reference, for every op with a loop in both directions: every
  *     dtype, the optional slots, no affine, modulation, precomputed statistics, float32
  *     residuals, strides, several blocks and a tail, an empty batch, in place, and rows whose
- *     squares overflow float32 (redone scaled, as the kernels do); GroupNorm's likewise;
+ *     squares overflow float32 (redone scaled, as the kernels do); GroupNorm's likewise,
+ *     also with its per-sample modulation (dscale, dshift);
  *   - the same bits with 1, 2, 3 and 6 threads; the SiLU's exponential against e^x.
  * Every check asserts that the loop really ran (clnorm_plan_uses_host_loop): the other suites
  * run it too wherever they call the host layer with clnorm's choice on small problems, and
@@ -218,13 +219,6 @@ static int valid(const clnorm_desc *d)
 
 /* d: op over shape sh in dtype t with flags; 0 when the library refuses that (flags that do
  * not apply to the op are skipped). */
-/* GroupNorm's host loop has no per-sample modulation: such a plan launches its kernels
- * (test_group_modulation checks their values). */
-static int group_modulated(const clnorm_desc *d)
-{
-    return d->kind == CLNORM_GROUP && (d->flags & (CLNORM_SCALE | CLNORM_SHIFT)) != 0;
-}
-
 static int shape_desc(clnorm_desc *d, size_t op, clnorm_dtype t, unsigned flags, const shape *sh)
 {
     clnorm_desc_init(d, (clnorm_kind)op, sh->rows, sh->cols);
@@ -262,12 +256,6 @@ static void test_sweep(void **state)
                     clnorm_plan *plan = tu_plan_if(g_ctx, &d, CLNORM_STRATEGY_AUTO);
                     if (plan == NULL)
                         continue; /* float64 without cl_khr_fp64 */
-                    if (group_modulated(&d)) { /* launches, whatever its size */
-                        assert_int_equal(clnorm_plan_uses_host_loop(plan, CLNORM_FORWARD), 0);
-                        assert_int_equal(clnorm_plan_uses_host_loop(plan, CLNORM_BACKWARD), 0);
-                        clnorm_plan_free(plan);
-                        continue;
-                    }
                     if (!clnorm_plan_uses_host_loop(plan, CLNORM_FORWARD) ||
                         !clnorm_plan_uses_host_loop(plan, CLNORM_BACKWARD))
                         fail_msg("op %zu, %s, flags 0x%x, %zux%zu: not a host-loop plan", op,
@@ -431,6 +419,36 @@ static int group_desc(clnorm_desc *d, clnorm_dtype t, unsigned flags, const gsha
     return valid(d);
 }
 
+/* GroupNorm's per-sample modulations (a diffusion UNet's scale-shift norm) of the sweeps:
+ * flags; samples B (0: B = N; else B when it divides N, 1 when not: B < N; with N = 0 an empty
+ * batch of B samples, whose dscale and dshift are zeros); rows of scale and shift C + pad
+ * apart. */
+typedef struct {
+    unsigned flags;
+    size_t samples, pad;
+} gmod;
+
+static const gmod group_mods[] = {
+    {CLNORM_SCALE | CLNORM_SHIFT | CLNORM_SILU | CLNORM_SAVE_STATS, 0, 0},
+    {CLNORM_SCALE | CLNORM_SHIFT | CLNORM_SAVE_STATS, 2, 3},
+    {CLNORM_SHIFT | CLNORM_SILU | CLNORM_NO_BETA, 0, 5},
+    {CLNORM_SCALE | CLNORM_NO_GAMMA | CLNORM_NO_BETA | CLNORM_SILU, 3, 0},
+};
+
+static int group_mod_desc(clnorm_desc *d, clnorm_dtype t, const gmod *m, const gshape *sh)
+{
+    if (!group_desc(d, t, m->flags, sh))
+        return 0;
+    d->samples = m->samples == 0 ? sh->n : sh->n % m->samples ? 1 : m->samples;
+    d->mod_stride = sh->c + m->pad;
+    return valid(d);
+}
+
+/* The backward that gives only dscale and dshift (and the saved statistics). */
+#define MOD_GRADS_ONLY                                                                      \
+    (TU_SLOT(CLNORM_ARG_MEAN) | TU_SLOT(CLNORM_ARG_RSTD) | TU_SLOT(CLNORM_ARG_DSCALE) |       \
+     TU_SLOT(CLNORM_ARG_DSHIFT))
+
 /* A context per width, each with CLNORM_HOST_THREADS set to it when it was made. */
 static void thread_contexts(const unsigned *widths, size_t n, clnorm_ctx **ctx)
 {
@@ -479,6 +497,17 @@ static void test_threads(void **state)
                                  850000 + 1000 * t + 100 * f + 2 * s,
                                  f % 2 ? NO_STATS : TU_ALL_OPTIONAL, &runs, &failed);
             }
+    /* and modulated: dscale and dshift, gamma and beta folded per sample */
+    for (size_t t = 0; t < TU_COUNT(types); t++)
+        for (size_t f = 0; f < TU_COUNT(group_mods); f++)
+            for (size_t s = 0; s < TU_COUNT(group_shapes); s++) {
+                clnorm_desc d;
+                if (!group_mod_desc(&d, types[t], &group_mods[f], &group_shapes[s]))
+                    continue;
+                same_bits_across(ctx, widths, TU_COUNT(widths), &d,
+                                 860000 + 1000 * t + 100 * f + 2 * s,
+                                 f % 2 ? NO_STATS : TU_ALL_OPTIONAL, &runs, &failed);
+            }
     unsetenv("CLNORM_HOST_BYTES");
     unsetenv("CLNORM_HOST_BACKWARD_BYTES");
     for (size_t w = 0; w < TU_COUNT(widths); w++)
@@ -490,8 +519,10 @@ static void test_threads(void **state)
 }
 
 /* GroupNorm's loop against the reference: both layouts, every dtype, with and without the
- * affine and the SiLU, the backward from saved and from recomputed statistics, strides, an
- * empty batch, and in place (y over x; dx over dy and over x) on float32. */
+ * affine and the SiLU, modulated (group_mods: dscale and dshift, B = N and B < N, strided
+ * rows, an empty batch of samples), the backward from saved and from recomputed statistics
+ * (modulated, also of only dscale and dshift), strides, an empty batch, and in place (y over
+ * x; dx over dy and over x) on float32. */
 static void test_group_sweep(void **state)
 {
     (void)state;
@@ -500,11 +531,15 @@ static void test_group_sweep(void **state)
     setenv("CLNORM_HOST_BYTES", "16777216", 1);
     setenv("CLNORM_HOST_BACKWARD_BYTES", "16777216", 1);
     size_t failed = 0, runs = 0;
+    const size_t nplain = TU_COUNT(group_flag_sets);
     for (size_t t = 0; t < TU_COUNT(dtypes); t++)
-        for (size_t f = 0; f < TU_COUNT(group_flag_sets); f++)
+        for (size_t f = 0; f < nplain + TU_COUNT(group_mods); f++)
             for (size_t s = 0; s < TU_COUNT(group_shapes); s++) {
                 clnorm_desc d;
-                if (!group_desc(&d, dtypes[t], group_flag_sets[f], &group_shapes[s]))
+                const int mod = f >= nplain; /* a modulated one (group_mods) */
+                if (!(mod ? group_mod_desc(&d, dtypes[t], &group_mods[f - nplain],
+                                           &group_shapes[s])
+                          : group_desc(&d, dtypes[t], group_flag_sets[f], &group_shapes[s])))
                     continue;
                 clnorm_plan *plan = tu_plan_if(g_ctx, &d, CLNORM_STRATEGY_AUTO);
                 if (plan == NULL)
@@ -513,10 +548,15 @@ static void test_group_sweep(void **state)
                     !clnorm_plan_uses_host_loop(plan, CLNORM_BACKWARD))
                     fail_msg("GroupNorm %zux%zu:%zu x %zu: not a host-loop plan", d.rows, d.cols,
                              d.groups, d.spatial);
-                for (int k = 0; k < 3; k++) { /* forward, backward saved, backward recomputed */
+                /* forward, backward saved, backward recomputed; modulated, also the
+                 * backward of only dscale and dshift */
+                for (int k = 0; k < 3 + mod; k++) {
+                    static const unsigned optional[] = {TU_ALL_OPTIONAL, TU_ALL_OPTIONAL,
+                                                        NO_STATS, MOD_GRADS_ONLY};
                     tu_problem p;
-                    tu_problem_make(&p, &d, dirs[k > 0], k == 2 ? NO_STATS : TU_ALL_OPTIONAL,
-                                    870000 + 1000 * t + 100 * f + 3 * s + (uint64_t)k, NULL);
+                    const uint64_t seed =
+                        870000 + 1000 * t + 100 * f + (mod ? 4 : 3) * s + (uint64_t)k;
+                    tu_problem_make(&p, &d, dirs[k > 0], optional[k], seed, NULL);
                     const tu_launch l = tu_launch_offsets();
                     failed += tu_problem_try_host(g_ctx, &p, plan, &l, 0) != 0;
                     runs++;
@@ -540,7 +580,7 @@ static void test_group_sweep(void **state)
     unsetenv("CLNORM_HOST_BYTES");
     unsetenv("CLNORM_HOST_BACKWARD_BYTES");
     print_message("GroupNorm host loop: %zu runs\n", runs);
-    assert_true(runs > 300);
+    assert_true(runs > 600);
     if (failed)
         fail_msg("%zu GroupNorm host-loop runs mismatched (the FAILED CASE lines above)", failed);
 }
@@ -591,7 +631,7 @@ static void test_large_forward(void **state)
         for (size_t f = 0; f < TU_COUNT(flags); f++)
             for (size_t s = 0; s < TU_COUNT(big); s++) {
                 clnorm_desc d;
-                if (!shape_desc(&d, op, CLNORM_F32, flags[f], &big[s]) || group_modulated(&d))
+                if (!shape_desc(&d, op, CLNORM_F32, flags[f], &big[s]))
                     continue;
                 clnorm_plan *plan = tu_plan_if(g_ctx, &d, CLNORM_STRATEGY_AUTO);
                 assert_non_null(plan);

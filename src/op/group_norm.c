@@ -27,7 +27,8 @@
  *     other kernels fold (1 + scale) and shift into each channel's gamma and beta
  *     (gn_fold_mod), the backward's parameter pass weights the tiles' sums by (1 + scale),
  *     and a modulated backward chain ends with dscale and dshift (gn_bwd_mod_params). The
- *     host loop has none (host_takes): a modulated call always launches.
+ *     host loop folds them the same way, per modulation sample (group_norm_host_body.h,
+ *     HN(fold_mod)), and takes modulated calls as it takes plain ones (host_bytes).
  * The CPU reference is ref/ref_group_norm.c.
  */
 #include "op.h"
@@ -623,12 +624,11 @@ static const clnorm_chain *chain(const clnorm_desc *d, clnorm_strategy s, clnorm
  * (clnorm-lib-ab) and 1.36-1.58x (clnorm-bench), at 5.2 MB 1.11-1.14x and 1.05x; at 10.5 MB
  * 1.01-1.05x in one and 0.88-0.99x in the other, and at 21 MB 0.90-0.92x; several samples of
  * 2.6 or 5.2 MB ran 0.93-1.01x ("GroupNorm's NHWC loop: y streamed, a single sample up to 6
- * MiB"). */
-/* The host loop has no per-sample modulation: a modulated plan launches its kernels. */
-static int host_takes(const clnorm_desc *d)
-{
-    return !modulated(d);
-}
+ * MiB"). A per-sample modulation changes neither side's work per element (the loop folds it
+ * into each sample's gamma and beta), and modulated calls take the same thresholds: with SiLU
+ * the loop led the kernels at 320 KiB in every layout and direction and lost the forward at
+ * 1.25 MiB, the NHWC backward was even at 720 KiB and 1.25 MiB and lost at 2.5 MiB, the NCHW
+ * backward led at 2.5 MiB ("GroupNorm's host loop takes the scale-shift norm"). */
 
 static size_t host_bytes(const clnorm_desc *d, clnorm_direction dir)
 {
@@ -691,7 +691,6 @@ const clnorm_op clnorm_op_group_norm = {
     .scratch_bytes = scratch_bytes,
     .ref = clnorm_group_norm_ref,
     .host = clnorm_group_norm_host,
-    .host_takes = host_takes,
     .host_bytes = host_bytes,
     .latency_bytes = latency_bytes,
 };

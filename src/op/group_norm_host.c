@@ -30,6 +30,13 @@
  *     holds its groups whole, computes their means and its dx in the sums pass; groups of at
  *     most GN_SMALL_ELEMS in NCHW, in the statistics pass, right after their statistics).
  *     A float32 backward of groups of at most GN_WIDE_ELEMS runs in double (gn_wide).
+ * A per-sample modulation (CLNORM_SCALE / CLNORM_SHIFT, the scale-shift norm: u = z * (1 +
+ * scale[b, c]) + shift[b, c], y = u or silu(u)) is folded into gamma and beta per modulation
+ * sample, as the kernels fold it (gn_fold_mod): gamma_c * (1 + scale) and beta_c * (1 + scale)
+ * + shift, which every phase above reads for the batch entry's sample in place of gamma_c and
+ * beta_c (HN(gam_of), HN(bet_of)), dz being the gradient of u. The parameter gradients then
+ * weight each sample's sums by its 1 + scale, and dscale = gamma_c * sum(dz * xhat) + beta_c *
+ * sum(dz) and dshift = sum(dz) add up the sums of a sample's entries (HN(reduce_grads)).
  */
 #include "group_norm_host_units.h"
 

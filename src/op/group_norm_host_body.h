@@ -19,7 +19,13 @@ typedef struct {
     int silu;
     int stream;      /* forward: y is float32 written with streaming stores (HSTREAM) */
     HA eps;
-    HA *gam, *bet;           /* C each: gamma and beta (1 and 0 when absent) */
+    HA *gam, *bet;           /* C each: gamma and beta (1 and 0 when absent); modulated, C
+                                per sample, folded with its modulation (HN(fold_mod)): read
+                                them through HN(gam_of) and HN(bet_of) */
+    const HA *gam0, *bet0;   /* C each: gamma and beta themselves (dscale) */
+    const HA *ms;            /* CLNORM_SCALE: per sample, C of 1 + scale; else NULL */
+    size_t T, mstr;          /* entries per modulation sample, and C when modulated (1 and 0
+                                when not: every entry reads the same gamma and beta) */
     HA *K, *m, *r, *sc;      /* per group n * G + g: xhat = ((x * sc - K) - m) * r */
     double *ent;             /* per moment entry: count, mean, M2 (gn_entry) */
     HA *tk, *ta, *tb;        /* NHWC forward: per (n, channel) the apply's table
@@ -36,6 +42,19 @@ typedef struct {
     HA *xa, *dya, *dev, *dz, *out;
     HA *kc, *mc, *rc, *scc, *s1, *c1, *s2, *c2, *b1, *b2;
 } HN(bufs);
+
+/* Batch entry n's gamma and beta, C each: gamma and beta themselves, or, modulated, folded
+ * with the entry's sample's (1 + scale) and shift (no division when not: small groups take
+ * them per group). */
+static HINLINE const HA *HN(gam_of)(const HN(job) *job, size_t n)
+{
+    return job->mstr ? job->gam + n / job->T * job->mstr : job->gam;
+}
+
+static HINLINE const HA *HN(bet_of)(const HN(job) *job, size_t n)
+{
+    return job->mstr ? job->bet + n / job->T * job->mstr : job->bet;
+}
 
 static HINLINE HA HN(silu)(HA t)
 {
@@ -175,13 +194,14 @@ static HINLINE void HN(apply_span)(const HN(job) *job, const gn_unit *u, const H
 {
     const size_t P = u->p1 - u->p0;
     if (P == 1) { /* one position per channel (1x1 spatial): one loop over the channels */
-        HN(apply_1x1)(i1 - i0, x + i0, job->gam + u->c0 + i0, job->bet + u->c0 + i0, K, sc, m,
-                      r, o);
+        HN(apply_1x1)(i1 - i0, x + i0, HN(gam_of)(job, u->n) + u->c0 + i0,
+                      HN(bet_of)(job, u->n) + u->c0 + i0, K, sc, m, r, o);
     } else {
         HA *oc = o - i0;
+        const HA *gam = HN(gam_of)(job, u->n) + u->c0, *bet = HN(bet_of)(job, u->n) + u->c0;
         for (size_t i = i0; i < i1;) { /* the span's part of each channel */
             const size_t k = i / P, e = (k + 1) * P < i1 ? (k + 1) * P : i1;
-            const HA gm = job->gam[u->c0 + k], bt = job->bet[u->c0 + k];
+            const HA gm = gam[k], bt = bet[k];
             for (size_t j = i; j < e; j++)
                 oc[j] = (((x[j] * sc - K) - m) * r) * gm + bt;
             i = e;
@@ -506,8 +526,9 @@ static void HN(nhwc_table)(const HN(job) *job, size_t n)
     const size_t o = n * q->C;
     for (size_t g = 0; g < q->G; g++) {
         const size_t gi = n * q->G + g, c0 = g * q->cpg;
-        HN(table_fill)(q->cpg, job->K[gi], job->r[gi], job->m[gi], job->gam + c0,
-                       job->bet + c0, job->tk + o + c0, job->ta + o + c0, job->tb + o + c0);
+        HN(table_fill)(q->cpg, job->K[gi], job->r[gi], job->m[gi], HN(gam_of)(job, n) + c0,
+                       HN(bet_of)(job, n) + c0, job->tk + o + c0, job->ta + o + c0,
+                       job->tb + o + c0);
     }
 }
 
@@ -541,8 +562,8 @@ static HINLINE void HN(nhwc_apply)(const HN(job) *job, HN(bufs) *b, const gn_uni
         for (size_t p = p0; p < p1; p++) {
             HA *op = ob + (p - p0) * C;
             if (scaled)
-                HN(row_apply)(C, x + p * C, b->scc, b->kc, b->mc, b->rc, job->gam, job->bet,
-                              op);
+                HN(row_apply)(C, x + p * C, b->scc, b->kc, b->mc, b->rc, HN(gam_of)(job, u->n),
+                              HN(bet_of)(job, u->n), op);
             else
                 HN(row_apply_table)(C, x + p * C, tk, ta, tb, op);
             if (job->silu)
@@ -674,7 +695,8 @@ static HINLINE void HN(bwd_stage)(const HN(job) *job, HN(bufs) *b, const gn_unit
         HN(nhwc_coeffs)(job, b, u->n);
         const size_t C = q->C;
         for (size_t p = 0; job->silu && p < len / C; p++) {
-            HN(row_apply)(C, x + p * C, b->scc, b->kc, b->mc, b->rc, job->gam, job->bet, b->s2);
+            HN(row_apply)(C, x + p * C, b->scc, b->kc, b->mc, b->rc, HN(gam_of)(job, u->n),
+                          HN(bet_of)(job, u->n), b->s2);
             for (size_t c = 0; c < C; c++)
                 b->dz[p * C + c] = HN(silu_grad)(dy[p * C + c], b->s2[c]);
         }
@@ -684,9 +706,10 @@ static HINLINE void HN(bwd_stage)(const HN(job) *job, HN(bufs) *b, const gn_unit
     const HA K = job->K[gi], m = job->m[gi], r = job->r[gi], sc = job->sc[gi];
     for (size_t i = 0; i < len; i++)
         b->dev[i] = ((x[i] * sc - K) - m) * r;
+    const HA *gam = HN(gam_of)(job, u->n), *bet = HN(bet_of)(job, u->n);
     for (size_t c = u->c0; job->silu && c < u->c1; c++)
         for (size_t i = (c - u->c0) * P; i < (c - u->c0 + 1) * P; i++)
-            b->dz[i] = HN(silu_grad)(dy[i], b->dev[i] * job->gam[c] + job->bet[c]);
+            b->dz[i] = HN(silu_grad)(dy[i], b->dev[i] * gam[c] + bet[c]);
 }
 
 /* The unit's per-channel sums of dz and dz * xhat into the tables, at (n, position block). */
@@ -734,6 +757,7 @@ static HINLINE void HN(bwd_dx)(const HN(job) *job, HN(bufs) *b, const gn_unit *u
     const clnorm_desc *d = job->d;
     void *dx = job->a->p[CLNORM_ARG_DX];
     HA *o = HN(row_out)(b->out, d->dtype, dx, xoff);
+    const HA *gam = HN(gam_of)(job, u->n);
     if (q->nhwc) {
         const size_t C = q->C;
         HA *rs = b->s1, *mg = b->s2, *mgx = b->c1; /* per channel: its group's */
@@ -746,13 +770,13 @@ static HINLINE void HN(bwd_dx)(const HN(job) *job, HN(bufs) *b, const gn_unit *u
             }
         }
         for (size_t p = 0; p < len / C; p++)
-            HN(row_dx)(C, x + p * C, b->scc, b->kc, b->mc, b->rc, dz + p * C, job->gam, rs, mg,
+            HN(row_dx)(C, x + p * C, b->scc, b->kc, b->mc, b->rc, dz + p * C, gam, rs, mg,
                        mgx, o + p * C);
     } else {
         const size_t gi = u->n * q->G + u->g, P = u->p1 - u->p0;
         const HA rs = job->r[gi] * job->sc[gi], mg = job->mg[gi], mgx = job->mgx[gi];
         for (size_t c = u->c0; c < u->c1; c++) {
-            const HA gm = job->gam[c];
+            const HA gm = gam[c];
             for (size_t i = (c - u->c0) * P; i < (c - u->c0 + 1) * P; i++)
                 o[i] = rs * ((dz[i] * gm - mg) - b->dev[i] * mgx);
         }
@@ -766,6 +790,7 @@ static HINLINE void HN(bwd_dx)(const HN(job) *job, HN(bufs) *b, const gn_unit *u
 static HINLINE void HN(group_means)(const HN(job) *job, size_t n, size_t g)
 {
     const gn_geom *q = &job->q;
+    const HA *gam = HN(gam_of)(job, n);
     double sg = 0, sgx = 0;
     for (size_t c = g * q->cpg; c < (g + 1) * q->cpg; c++) {
         double z = 0, zx = 0;
@@ -773,8 +798,8 @@ static HINLINE void HN(group_means)(const HN(job) *job, size_t n, size_t g)
             z += (double)job->tdz[(n * q->npb + pb) * q->C + c];
             zx += (double)job->tdzx[(n * q->npb + pb) * q->C + c];
         }
-        sg += (double)job->gam[c] * z;
-        sgx += (double)job->gam[c] * zx;
+        sg += (double)gam[c] * z;
+        sgx += (double)gam[c] * zx;
     }
     job->mg[n * q->G + g] = (HA)(sg / (double)q->L);
     job->mgx[n * q->G + g] = (HA)(sgx / (double)q->L);
@@ -954,17 +979,39 @@ static void HN(merge_stats)(const HN(job) *job, int store)
     }
 }
 
+/* dscale and dshift of modulation sample s from its entries' sums of dz * xhat (ax) and of
+ * dz (az): dscale = gamma_c * ax + beta_c * az (the sum of dz * z), dshift = az, rounded
+ * once when stored. */
+static void HN(store_mod)(const HN(job) *job, size_t s, const double *ax, const double *az)
+{
+    const clnorm_desc *d = job->d;
+    const clnorm_dtype pt = clnorm_param_dtype(d->dtype);
+    void *dscale = job->a->p[CLNORM_ARG_DSCALE], *dshift = job->a->p[CLNORM_ARG_DSHIFT];
+    for (size_t c = 0; c < d->cols; c++) {
+        if (dscale)
+            clnorm_elem_store(pt, dscale, s * d->mod_stride + c,
+                              (double)job->gam0[c] * ax[c] + (double)job->bet0[c] * az[c]);
+        if (dshift)
+            clnorm_elem_store(pt, dshift, s * d->mod_stride + c, az[c]);
+    }
+}
+
 /* The backward's parameter gradients from the channel tables, in table order (the calling
  * thread): per sample, each channel's sums of dz and dz * xhat over its position blocks (sz,
  * sx); dgamma (tg) and dbeta (tb) add those up over the samples, in double, rounded once when
- * stored. With `means`, also every group's mean(g) and mean(g * xhat) for the dx phase. */
-static void HN(reduce_grads)(const HN(job) *job, int means, double *tg, double *tb, double *sz,
-                             double *sx)
+ * stored. Modulated, dz is the gradient of u: dgamma and dbeta add them weighted by the
+ * entry's 1 + scale, and with `mod` each modulation sample's entries add up into ax and az
+ * for its dscale and dshift (HN(store_mod)). With `means`, also every group's mean(g) and
+ * mean(g * xhat) for the dx phase. */
+static void HN(reduce_grads)(const HN(job) *job, int means, int mod, double *tg, double *tb,
+                             double *sz, double *sx, double *ax, double *az)
 {
     const gn_geom *q = &job->q;
     const size_t C = q->C;
     for (size_t c = 0; c < C; c++)
         tg[c] = tb[c] = 0;
+    for (size_t c = 0; mod && c < C; c++)
+        ax[c] = az[c] = 0;
     for (size_t n = 0; n < q->n; n++) {
         for (size_t c = 0; c < C; c++)
             sz[c] = sx[c] = 0;
@@ -978,11 +1025,69 @@ static void HN(reduce_grads)(const HN(job) *job, int means, double *tg, double *
         }
         for (size_t g = 0; means && g < q->G; g++)
             HN(group_means)(job, n, g);
-        for (size_t c = 0; c < C; c++) {
-            tg[c] += sx[c];
-            tb[c] += sz[c];
+        if (job->ms) { /* weighted by the entry's 1 + scale */
+            const HA *ms = job->ms + n / job->T * C;
+            for (size_t c = 0; c < C; c++) {
+                tg[c] += (double)ms[c] * sx[c];
+                tb[c] += (double)ms[c] * sz[c];
+            }
+        } else {
+            for (size_t c = 0; c < C; c++) {
+                tg[c] += sx[c];
+                tb[c] += sz[c];
+            }
+        }
+        if (mod) {
+            for (size_t c = 0; c < C; c++) {
+                ax[c] += sx[c];
+                az[c] += sz[c];
+            }
+            if ((n + 1) % job->T == 0) { /* the sample's last entry */
+                HN(store_mod)(job, n / job->T, ax, az);
+                for (size_t c = 0; c < C; c++)
+                    ax[c] = az[c] = 0;
+            }
         }
     }
+}
+
+/* A modulated call's gamma and beta, per modulation sample s of the B: gamma_c * (1 +
+ * scale[s, c]) and beta_c * (1 + scale[s, c]) + shift[s, c], the kernels' fold
+ * (gn_fold_mod): u = xhat * gam + bet, y = u or silu(u), and the backward's formulas for dz,
+ * the group means and dx hold with them in place of gamma and beta. Into mem: the folded
+ * gamma and beta, and with CLNORM_SCALE each sample's 1 + scale (HN(reduce_grads)), B x C
+ * each. */
+static void HN(fold_mod)(HN(job) *job, HA *mem, size_t B)
+{
+    const clnorm_desc *d = job->d;
+    const clnorm_dtype pt = clnorm_param_dtype(d->dtype);
+    const void *scale = job->a->p[CLNORM_ARG_SCALE], *shift = job->a->p[CLNORM_ARG_SHIFT];
+    const size_t C = d->cols;
+    HA *gam = mem, *bet = mem + B * C, *ms = mem + 2 * B * C;
+    for (size_t s = 0; s < B; s++) {
+        HA *gs = gam + s * C, *bs = bet + s * C, *m = ms + s * C;
+        for (size_t c = 0; c < C; c++) {
+            gs[c] = job->gam0[c];
+            bs[c] = job->bet0[c];
+        }
+        if (scale && (d->flags & CLNORM_SCALE)) {
+            HN(load)(m, pt, scale, s * d->mod_stride, C);
+            for (size_t c = 0; c < C; c++) {
+                m[c] = (HA)1 + m[c];
+                gs[c] *= m[c];
+                bs[c] *= m[c];
+            }
+        }
+        if (shift && (d->flags & CLNORM_SHIFT)) {
+            for (size_t c = 0; c < C; c++)
+                bs[c] += (HA)clnorm_elem_load(pt, shift, s * d->mod_stride + c);
+        }
+    }
+    job->gam = gam;
+    job->bet = bet;
+    job->ms = scale && (d->flags & CLNORM_SCALE) ? ms : NULL;
+    job->T = B && d->rows ? d->rows / B : 1;
+    job->mstr = C;
 }
 
 clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir, const clnorm_host_ptrs *a,
@@ -1007,7 +1112,12 @@ clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir, const clnorm_h
 #endif
     const int given = !fwd && a->p[CLNORM_ARG_RSTD] != NULL;
     const int moments = !given, separate = moments && !q->fused;
-    const int grads = !fwd && (a->p[CLNORM_ARG_DGAMMA] || a->p[CLNORM_ARG_DBETA]);
+    /* a per-sample modulation: gamma and beta folded per sample (HN(fold_mod)); dscale and
+     * dshift asked for (mod) */
+    const int modulated = (d->flags & (CLNORM_SCALE | CLNORM_SHIFT)) != 0;
+    const int mod = !fwd && (a->p[CLNORM_ARG_DSCALE] || a->p[CLNORM_ARG_DSHIFT]);
+    const size_t B = modulated ? d->samples : 0;
+    const int grads = !fwd && (a->p[CLNORM_ARG_DGAMMA] || a->p[CLNORM_ARG_DBETA] || mod);
     const int dx = !fwd && a->p[CLNORM_ARG_DX] != NULL;
     clnorm_pool *pool = q->nchunks > 1 ? clnorm_host_pool(ctx) : NULL;
     const size_t width = clnorm_pool_width(pool);
@@ -1017,8 +1127,9 @@ clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir, const clnorm_h
      * entries, and reduce_grads' four rows of C */
     const size_t ntab = fwd ? 0 : q->n * q->npb * C;
     const size_t napply = fwd && q->nhwc ? q->n * C : 0; /* the apply's tables */
-    const size_t nha = 2 * C + 6 * NG + 2 * ntab + 3 * napply + width * job.per_worker;
-    const size_t ndbl = (separate ? 3 * NG * q->J : 0) + 4 * C;
+    const size_t nha =
+        2 * C + 6 * NG + 2 * ntab + 3 * napply + width * job.per_worker + 3 * B * C;
+    const size_t ndbl = (separate ? 3 * NG * q->J : 0) + (mod ? 6 : 4) * C;
     if (nha > SIZE_MAX / 4 / sizeof(HA) || ndbl > SIZE_MAX / 4 / sizeof(double))
         return CLNORM_OUT_OF_MEMORY;
     char *mem = malloc(ndbl * sizeof(double) + nha * sizeof(HA));
@@ -1055,6 +1166,11 @@ clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir, const clnorm_h
     else
         for (size_t c = 0; c < C; c++)
             job.bet[c] = 0;
+    job.gam0 = job.gam;
+    job.bet0 = job.bet;
+    job.T = 1;
+    if (modulated)
+        HN(fold_mod)(&job, job.scratch + width * job.per_worker, B);
 
     if (given) { /* the saved statistics: K = 0, m = mean, as the kernels take them */
         HN(load)(job.r, pt, a->p[CLNORM_ARG_RSTD], 0, NG);
@@ -1085,7 +1201,10 @@ clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir, const clnorm_h
         job.phase = GN_GRAD_SUMS;
         if (!job.bwd)
             clnorm_pool_run(pool, q->nchunks, HN(chunk), &job);
-        HN(reduce_grads)(&job, dx && !q->fused, tg, tb, tb + C, tb + 2 * C);
+        HN(reduce_grads)(&job, dx && !q->fused, mod, tg, tb, tb + C, tb + 2 * C, tb + 3 * C,
+                         tb + 4 * C);
+        for (size_t s = 0; mod && q->n == 0 && s < B; s++) /* an empty batch: zeros */
+            HN(store_mod)(&job, s, tb + 3 * C, tb + 4 * C);
         if (dx && !q->fused) {
             job.phase = GN_DX;
             clnorm_pool_run(pool, q->nchunks, HN(chunk), &job);

@@ -178,9 +178,6 @@ typedef struct clnorm_op {
      * op has none (its host calls always launch). Arguments already validated. */
     clnorm_status (*host)(const struct clnorm_op *op, const clnorm_desc *d,
                           clnorm_direction dir, const clnorm_host_ptrs *a, clnorm_ctx *ctx);
-    /* Whether the host loop computes a description at all (NULL: every one); a description
-     * it does not take always launches, whatever CLNORM_HOST_BYTES says. */
-    int (*host_takes)(const clnorm_desc *d);
     /* The defaults of CLNORM_HOST_BYTES (forward) and CLNORM_HOST_BACKWARD_BYTES (backward)
      * for a description: where its loop stops beating its kernels, measured
      * (bench/RESULTS.md). NULL: CLNORM_HOST_DEFAULT_BYTES and
