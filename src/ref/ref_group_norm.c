@@ -22,6 +22,7 @@
  */
 #include "../dtype.h"
 #include "../op/op.h"
+#include "ref_modulation.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -102,34 +103,6 @@ static void group_stats(const clnorm_desc *d, const void *x, size_t n, size_t g,
     *r = sc / sqrt(vs + eps * sc * sc);
 }
 
-/* The modulation of batch entry n: its sample's scale and shift rows (NULL when absent). */
-typedef struct {
-    const void *scale, *shift;
-    size_t off; /* the sample's first element */
-} group_mod;
-
-static group_mod modulation(const clnorm_desc *d, const clnorm_host_ptrs *a, size_t n)
-{
-    group_mod md = {a->p[CLNORM_ARG_SCALE], a->p[CLNORM_ARG_SHIFT],
-                    n / (d->rows / d->samples) * d->mod_stride};
-    return md;
-}
-
-/* 1 + scale of channel c (1 without a scale). */
-static double one_plus_scale(const clnorm_desc *d, const group_mod *md, size_t c)
-{
-    return md->scale ? 1.0 + clnorm_elem_load(clnorm_param_dtype(d->dtype), md->scale,
-                                              md->off + c)
-                     : 1.0;
-}
-
-/* shift of channel c (0 without a shift). */
-static double shift_of(const clnorm_desc *d, const group_mod *md, size_t c)
-{
-    return md->shift ? clnorm_elem_load(clnorm_param_dtype(d->dtype), md->shift, md->off + c)
-                     : 0.0;
-}
-
 static void forward(const clnorm_desc *d, const clnorm_host_ptrs *a)
 {
     const clnorm_dtype t = d->dtype, pt = clnorm_param_dtype(t);
@@ -140,7 +113,7 @@ static void forward(const clnorm_desc *d, const clnorm_host_ptrs *a)
     const int silu = (d->flags & CLNORM_SILU) != 0;
     const double eps = clnorm_arith_eps(d);
     for (size_t n = 0; n < d->rows; n++) {
-        const group_mod md = modulation(d, a, n);
+        const clnorm_ref_mod md = clnorm_ref_mod_of(d, a, n);
         for (size_t g = 0; g < d->groups; g++) {
             double K, m, r;
             group_stats(d, x, n, g, eps, &K, &m, &r);
@@ -152,7 +125,8 @@ static void forward(const clnorm_desc *d, const clnorm_host_ptrs *a)
             for (size_t c = g * cpg; c < (g + 1) * cpg; c++) {
                 const double gam = gamma ? clnorm_elem_load(pt, gamma, c) : 1.0;
                 const double bet = beta ? clnorm_elem_load(pt, beta, c) : 0.0;
-                const double ops = one_plus_scale(d, &md, c), sh = shift_of(d, &md, c);
+                const double ops = clnorm_ref_one_plus_scale(d, &md, c);
+                const double sh = clnorm_ref_shift(d, &md, c);
                 for (size_t p = 0; p < d->spatial; p++) {
                     const double xh =
                         ((clnorm_elem_load(t, x, at(d, d->x_stride, n, c, p)) - K) - m) * r;
@@ -187,14 +161,14 @@ typedef struct {
     double gam, bet, ops, sh;
 } chan_params;
 
-static chan_params channel(const clnorm_desc *d, const clnorm_host_ptrs *a, const group_mod *md,
-                           size_t c)
+static chan_params channel(const clnorm_desc *d, const clnorm_host_ptrs *a,
+                           const clnorm_ref_mod *md, size_t c)
 {
     const clnorm_dtype pt = clnorm_param_dtype(d->dtype);
     const void *gamma = a->p[CLNORM_ARG_GAMMA], *beta = a->p[CLNORM_ARG_BETA];
     chan_params cp = {gamma ? clnorm_elem_load(pt, gamma, c) : 1.0,
-                      beta ? clnorm_elem_load(pt, beta, c) : 0.0, one_plus_scale(d, md, c),
-                      shift_of(d, md, c)};
+                      beta ? clnorm_elem_load(pt, beta, c) : 0.0,
+                      clnorm_ref_one_plus_scale(d, md, c), clnorm_ref_shift(d, md, c)};
     return cp;
 }
 
@@ -250,8 +224,8 @@ static void flush_sample(const clnorm_desc *d, const clnorm_host_ptrs *a, grad_a
 }
 
 /* Group (n, g): adds its terms to the parameter sums and writes its dx. */
-static void backward_group(const clnorm_desc *d, const clnorm_host_ptrs *a, const group_mod *md,
-                           grad_acc *acc, size_t n, size_t g)
+static void backward_group(const clnorm_desc *d, const clnorm_host_ptrs *a,
+                           const clnorm_ref_mod *md, grad_acc *acc, size_t n, size_t g)
 {
     const clnorm_dtype t = d->dtype, pt = clnorm_param_dtype(t);
     const void *mean = a->p[CLNORM_ARG_MEAN], *rstd = a->p[CLNORM_ARG_RSTD];
@@ -306,7 +280,7 @@ static clnorm_status backward(const clnorm_desc *d, const clnorm_host_ptrs *a)
             return CLNORM_OUT_OF_MEMORY;
     }
     for (size_t n = 0; n < d->rows && (acc.sum || a->p[CLNORM_ARG_DX]); n++) {
-        const group_mod md = modulation(d, a, n);
+        const clnorm_ref_mod md = clnorm_ref_mod_of(d, a, n);
         for (size_t g = 0; g < d->groups; g++)
             backward_group(d, a, &md, &acc, n, g);
         if (mod_out && (n + 1) % T == 0) /* the sample's last batch entry */

@@ -22,6 +22,7 @@
  */
 #include "../dtype.h"
 #include "../op/row_norm.h"
+#include "ref_modulation.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -110,27 +111,6 @@ static row_src source(const clnorm_desc *d, const clnorm_host_ptrs *a, size_t ro
     return s;
 }
 
-/* The modulation of row `row`: its sample's scale and shift rows (NULL when absent). */
-typedef struct {
-    const void *scale, *shift;
-    size_t off; /* the sample's first element */
-} row_mod;
-
-static row_mod modulation(const clnorm_desc *d, const clnorm_host_ptrs *a, size_t row)
-{
-    row_mod md = {a->p[CLNORM_ARG_SCALE], a->p[CLNORM_ARG_SHIFT],
-                  row / (d->rows / d->samples) * d->mod_stride};
-    return md;
-}
-
-/* 1 + scale of column j (1 without a scale) */
-static double one_plus_scale(const clnorm_desc *d, const row_mod *md, size_t j)
-{
-    return md->scale ? 1.0 + clnorm_elem_load(clnorm_param_dtype(d->dtype), md->scale,
-                                              md->off + j)
-                     : 1.0;
-}
-
 /* Precomputed statistics of a row (CLNORM_USE_GLOBAL_STATS, or the backward's saved ones):
  * xhat = (v - mean) * rstd as dev(K = mean, m = 0) * r. */
 static void given_stats(const clnorm_desc *d, const void *mean, const void *rstd, int rms,
@@ -154,7 +134,7 @@ static void forward(const clnorm_op *op, const clnorm_desc *d, const clnorm_host
     const double eps = clnorm_arith_eps(d);
     for (size_t row = 0; row < d->rows; row++) {
         const row_src s = source(d, a, row);
-        const row_mod md = modulation(d, a, row);
+        const clnorm_ref_mod md = clnorm_ref_mod_of(d, a, row);
         double K[2], m, r, sc;
         if (global) {
             given_stats(d, mean, rstd, !op->has_mean, row, K, &m, &r, &sc);
@@ -173,9 +153,9 @@ static void forward(const clnorm_op *op, const clnorm_desc *d, const clnorm_host
                 v *= clnorm_elem_load(pt, gamma, j);
             if (beta)
                 v += clnorm_elem_load(pt, beta, j);
-            v *= one_plus_scale(d, &md, j);
+            v *= clnorm_ref_one_plus_scale(d, &md, j);
             if (md.shift)
-                v += clnorm_elem_load(pt, md.shift, md.off + j);
+                v += clnorm_ref_shift(d, &md, j);
             if (sum)
                 clnorm_elem_store(rt, sum, row * d->sum_stride + j,
                                   clnorm_elem_load(t, s.x, s.xo + j) +
@@ -210,7 +190,7 @@ static clnorm_status backward(const clnorm_op *op, const clnorm_desc *d,
     const double eps = clnorm_arith_eps(d);
     for (size_t row = 0; row < d->rows && (acc || dx); row++) {
         const row_src s = source(d, a, row);
-        const row_mod md = modulation(d, a, row);
+        const clnorm_ref_mod md = clnorm_ref_mod_of(d, a, row);
         const size_t yo = row * d->y_stride;
         double K[2] = {0.0, 0.0}, m = 0.0, r, sc = 1.0;
         if (rstd) /* saved or global statistics: xhat = (v - mean) * rstd */
@@ -220,7 +200,7 @@ static clnorm_status backward(const clnorm_op *op, const clnorm_desc *d,
         double sg = 0.0, sgx = 0.0;
         for (size_t j = 0; j < d->cols; j++) {
             const double dyv = clnorm_elem_load(t, dy, yo + j);
-            const double dz = dyv * one_plus_scale(d, &md, j);
+            const double dz = dyv * clnorm_ref_one_plus_scale(d, &md, j);
             const double gm = gamma ? clnorm_elem_load(pt, gamma, j) : 1.0;
             const double g = dz * gm;
             const double xh = (dev(&s, j, K, sc) - m) * r;
@@ -253,7 +233,8 @@ static clnorm_status backward(const clnorm_op *op, const clnorm_desc *d,
         /* In place (dx is dy, x, the residual or dsum): each element is read before it is
          * written. */
         for (size_t j = 0; j < d->cols; j++) {
-            const double g = clnorm_elem_load(t, dy, yo + j) * one_plus_scale(d, &md, j) *
+            const double g = clnorm_elem_load(t, dy, yo + j) *
+                             clnorm_ref_one_plus_scale(d, &md, j) *
                              (gamma ? clnorm_elem_load(pt, gamma, j) : 1.0);
             const double xh = (dev(&s, j, K, sc) - m) * r;
             double v = rs * (g - mg - xh * mgx);
