@@ -42,7 +42,7 @@
  * so a newly registered operation is benchmarked by every generic contender without new code
  * here. A bench_op indexes it; --op keeps a set of them in an unsigned. */
 typedef unsigned bench_op;
-enum { BENCH_MAX_OPS = 24 };
+enum { BENCH_MAX_OPS = 24 }; /* --op keeps its set in an unsigned: at most 32 */
 
 /* The form of an op's data, and so of its shapes: rows x cols (LayerNorm and its relatives),
  * a batch of channels x spatial positions in groups, in a layout (GroupNorm), or B samples of
@@ -85,6 +85,9 @@ typedef struct {
     unsigned act_flags;   /* CLNORM_SILU for the fused-SiLU variant of an op whose descriptor
                              takes it ("group-silu", and "group-mod": the SiLU after the
                              modulation), else 0: desc.flags of its cases too */
+    unsigned stats_flags; /* CLNORM_USE_GLOBAL_STATS for the precomputed-statistics variant
+                             of the groups form ("group-stats": mean and rstd (N, G) inputs,
+                             the forward an elementwise apply), else 0: desc.flags too */
     int has_mean;         /* LayerNorm statistics (clnorm_op_info.has_mean) */
     unsigned given;       /* BENCH_SLOT of every slot the bench passes: each one the op takes,
                              required or optional, except DSUM, for which it has no data */

@@ -10,7 +10,7 @@ void bench_case_desc(const bench_problem *p, unsigned flags, clnorm_desc *d)
     clnorm_desc_init(d, p->kind, p->rows, p->cols);
     d->dtype = p->dtype;
     d->eps = p->eps;
-    d->flags = flags | p->info->mod_flags | p->info->act_flags |
+    d->flags = flags | p->info->mod_flags | p->info->act_flags | p->info->stats_flags |
                (p->dir == CLNORM_BACKWARD ? CLNORM_WITH_BACKWARD : 0u);
     if (p->info->form == BENCH_FORM_GROUPS) {
         d->groups = p->shape.groups;

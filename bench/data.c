@@ -77,7 +77,10 @@ static void offset_rows(bench_problem *p, clnorm_arg_slot s, uint64_t *seed)
 /* The reference: every given slot, the outputs written by clnorm_ref_execute. */
 static int reference(bench_problem *p, clnorm_ctx *ctx, char *msg, size_t msg_size)
 {
-    if (p->dir == CLNORM_BACKWARD && bench_problem_stats(p, ctx, msg, msg_size) != 0)
+    /* the backward's saved statistics, or the precomputed ones of a -stats op: those of the
+     * data, as a training step (or running statistics close to the data's) gives them */
+    const int stats = p->dir == CLNORM_BACKWARD || (p->desc.flags & CLNORM_USE_GLOBAL_STATS);
+    if (stats && bench_problem_stats(p, ctx, msg, msg_size) != 0)
         return -1;
     clnorm_host_arg args[BENCH_N_SLOTS];
     size_t n = 0;

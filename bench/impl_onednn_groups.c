@@ -17,7 +17,9 @@
  *
  * Forward: forward_inference, statistics computed. Backward: backward_data from the saved
  * mean and the variance 1 / rstd^2 - eps (the statistics of the NCHW groups, as
- * impl_onednn_backward.c derives them). f32, and f16/bf16 where this oneDNN implements them
+ * impl_onednn_backward.c derives them). The -stats ops (group-stats: precomputed statistics)
+ * give oneDNN the same mean and variance with dnnl_use_global_stats, both directions: the
+ * forward is then its elementwise apply, as clnorm's is. f32, and f16/bf16 where this oneDNN implements them
  * on this CPU; never f64. Both C APIs (see impl_onednn.c); threads: onednn_util.c. */
 #include "onednn_util.h"
 
@@ -27,12 +29,13 @@
 typedef struct {
     const bench_env *env;
     int backward;
+    int global; /* a -stats op: oneDNN's use_global_stats, the case's mean and variance */
     dnnl_engine_t engine;
     dnnl_stream_t stream;
     dnnl_primitive_desc_t hint, pd;
     dnnl_primitive_t prim;
     dnnl_memory_t src, dst, diff_dst, diff_src, mean, var;
-    float *variance; /* N x G, backward */
+    float *variance; /* N x G, backward and -stats */
 } groups_state;
 
 static void destroy(void *state)
@@ -59,12 +62,12 @@ static void destroy(void *state)
 }
 
 /* The primitive descriptor: forward_inference, or backward_data with a forward_training
- * hint. No scale, no shift. */
+ * hint. No scale, no shift; for a -stats op the given statistics (dnnl_use_global_stats). */
 static dnnl_status_t make_pd(groups_state *s, const bench_problem *p,
                              const bench_dnnl_md *data_md, const bench_dnnl_md *stat_md,
                              const char **what)
 {
-    const unsigned flags = 0;
+    const unsigned flags = s->global ? (unsigned)dnnl_use_global_stats : 0u;
     if (!s->backward)
         return bench_dnnl_lnorm_fwd_pd(s->engine, p, data_md, flags, &s->pd, what);
 #if DNNL_VERSION_MAJOR >= 3
@@ -114,10 +117,10 @@ static dnnl_status_t make_memory(groups_state *s, const bench_dnnl_md *data_md,
     dnnl_status_t st = dnnl_success;
     for (size_t i = 0; i < 3 && per_set[i] && st == dnnl_success; i++)
         st = dnnl_memory_create(per_set[i], BENCH_MD(*data_md), s->engine, DNNL_MEMORY_NONE);
-    if (s->backward && st == dnnl_success)
+    if (s->variance && st == dnnl_success)
         st = dnnl_memory_create(&s->mean, BENCH_MD(*stat_md), s->engine,
                                 h->vec[CLNORM_ARG_MEAN]);
-    if (s->backward && st == dnnl_success)
+    if (s->variance && st == dnnl_success)
         st = dnnl_memory_create(&s->var, BENCH_MD(*stat_md), s->engine, s->variance);
     if (st == dnnl_success) {
         *what = "dnnl_primitive_create";
@@ -145,7 +148,8 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
     }
     s->env = env;
     s->backward = p->dir == CLNORM_BACKWARD;
-    if (s->backward) {
+    s->global = (p->info->stats_flags & CLNORM_USE_GLOBAL_STATS) != 0;
+    if (s->backward || s->global) {
         const void *rstd = env->host->vec[CLNORM_ARG_RSTD];
         if (!env->host->vec[CLNORM_ARG_MEAN] || !rstd ||
             !(s->variance = malloc((rows ? rows : 1) * sizeof *s->variance))) {
@@ -186,9 +190,10 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
     /* What it computes, before oneDNN's implementation and threads. */
     char impl[128];
     snprintf(impl, sizeof impl, "%s", note);
-    snprintf(note, note_size, "LN %zux%zu%s%s%s; %s", rows, cols,
-             s->backward ? ", dx only" : "", p->info->mod_flags ? ", no modulation" : "",
-             p->info->act_flags ? ", no SiLU" : "", impl);
+    snprintf(note, note_size, "LN %zux%zu%s%s%s%s; %s", rows, cols,
+             s->global ? ", global stats" : "", s->backward ? ", dx only" : "",
+             p->info->mod_flags ? ", no modulation" : "", p->info->act_flags ? ", no SiLU" : "",
+             impl);
     *out = s;
     return BENCH_OK;
 }
@@ -205,6 +210,10 @@ static int run(void *state, size_t set, char *msg, size_t msg_size)
         if (st == dnnl_success)
             st = dnnl_memory_set_data_handle(s->dst, bench_host_arg(h, set, CLNORM_ARG_Y));
         args[n++] = (dnnl_exec_arg_t){DNNL_ARG_DST, s->dst};
+        if (s->global) {
+            args[n++] = (dnnl_exec_arg_t){DNNL_ARG_MEAN, s->mean};
+            args[n++] = (dnnl_exec_arg_t){DNNL_ARG_VARIANCE, s->var};
+        }
     } else {
         if (st == dnnl_success)
             st = dnnl_memory_set_data_handle(s->diff_dst, bench_host_arg(h, set, CLNORM_ARG_DY));

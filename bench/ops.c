@@ -188,7 +188,7 @@ static int probe(bench_op_info *o)
     enum { PROBE_ROWS = 4 };
     clnorm_desc d;
     clnorm_desc_init(&d, o->kind, PROBE_ROWS, 3);
-    d.flags |= o->act_flags; /* a kind without the activation refuses it: no such op */
+    d.flags |= o->act_flags | o->stats_flags; /* a kind without the activation refuses it: no such op */
     if (o->dir == CLNORM_BACKWARD)
         d.flags |= CLNORM_WITH_BACKWARD;
     if (o->mod_flags) {
@@ -236,10 +236,10 @@ static void find_unfused(bench_op_info *o, const clnorm_op_info *info)
     }
 }
 
-/* Appends kind in dir, plain (mod_flags and act_flags 0), modulated or with the fused
- * activation, when the library runs it. */
+/* Appends kind in dir, plain (mod_flags, act_flags and stats_flags 0), modulated, with the
+ * fused activation or with precomputed statistics, when the library runs it. */
 static void add_op(clnorm_kind kind, const clnorm_op_info *info, clnorm_direction dir,
-                   unsigned mod_flags, unsigned act_flags)
+                   unsigned mod_flags, unsigned act_flags, unsigned stats_flags)
 {
     if (n_table == BENCH_MAX_OPS)
         return;
@@ -249,14 +249,16 @@ static void add_op(clnorm_kind kind, const clnorm_op_info *info, clnorm_directio
     o->dir = dir;
     o->mod_flags = mod_flags;
     o->act_flags = act_flags;
+    o->stats_flags = stats_flags;
     o->has_mean = info->has_mean;
     if (!probe(o))
         return;
     char base[24];
     short_name(info->name, base, sizeof base);
     /* "group-mod": GroupNorm's modulation comes with its SiLU, no "-silu" in the name */
-    snprintf(o->name, sizeof o->name, "%s%s%s%s", base, mod_flags ? "-mod" : "",
-             act_flags && !mod_flags ? "-silu" : "", dir == CLNORM_BACKWARD ? "-backward" : "");
+    snprintf(o->name, sizeof o->name, "%s%s%s%s%s", base, mod_flags ? "-mod" : "",
+             act_flags && !mod_flags ? "-silu" : "", stats_flags ? "-stats" : "",
+             dir == CLNORM_BACKWARD ? "-backward" : "");
     for (size_t i = 0; i < sizeof renamed / sizeof renamed[0]; i++)
         if (strcmp(o->name, renamed[i].derived) == 0) {
             /* memcpy: GCC reads a snprintf between two fields of table[] as an overlap */
@@ -265,16 +267,19 @@ static void add_op(clnorm_kind kind, const clnorm_op_info *info, clnorm_directio
             snprintf(o->name, sizeof o->name, "%s", renamed[i].name);
         }
     /* the unfused pairs of a plain residual op (a modulated one has its own) */
-    if (!mod_flags && !act_flags)
+    if (!mod_flags && !act_flags && !stats_flags)
         find_unfused(o, info);
     set_shapes(o);
     n_table++;
 }
 
 /* Per direction: the plain ops, then the modulated ones, then those with the fused SiLU
- * (where the descriptor takes it: probe), in the library's order. A modulated op of the
- * groups form (GroupNorm) has the SiLU too: the UNet ResBlock's silu(gn(x) * (1 + scale) +
- * shift); the row kinds' have none (DiT's adaLN). */
+ * (where the descriptor takes it: probe), then, for the groups form, with precomputed
+ * statistics, in the library's order. A modulated op of the groups form (GroupNorm) has the
+ * SiLU too: the UNet ResBlock's silu(gn(x) * (1 + scale) + shift); the row kinds' have none
+ * (DiT's adaLN). The statistics variant is GroupNorm's alone (eval-mode InstanceNorm, the
+ * statistics of an image decoded in tiles): the row kinds' would take the table past the 32
+ * ops --op can name. */
 static void build(void)
 {
     if (built)
@@ -282,7 +287,7 @@ static void build(void)
     built = 1;
     const clnorm_direction dirs[2] = {CLNORM_FORWARD, CLNORM_BACKWARD};
     for (int di = 0; di < 2; di++)
-        for (int variant = 0; variant < 3; variant++)
+        for (int variant = 0; variant < 4; variant++)
             for (size_t k = 0; k < clnorm_op_count(); k++) {
                 clnorm_op_info info;
                 if (clnorm_op_query((clnorm_kind)k, &info) != CLNORM_OK)
@@ -292,8 +297,11 @@ static void build(void)
                 if (variant == 1 && !(info.forward_slots & BENCH_SLOT(CLNORM_ARG_SCALE)))
                     continue;
                 const int grouped = form_of((clnorm_kind)k) == BENCH_FORM_GROUPS;
+                if (variant == 3 && !grouped)
+                    continue;
                 add_op((clnorm_kind)k, &info, dirs[di], variant == 1 ? MOD_FLAGS : 0u,
-                       variant == 2 || (variant == 1 && grouped) ? CLNORM_SILU : 0u);
+                       variant == 2 || (variant == 1 && grouped) ? CLNORM_SILU : 0u,
+                       variant == 3 ? CLNORM_USE_GLOBAL_STATS : 0u);
             }
 }
 
@@ -332,7 +340,7 @@ int bench_op_find(clnorm_kind kind, clnorm_direction dir, unsigned mod_flags, be
     build();
     for (size_t i = 0; i < n_table; i++)
         if (table[i].kind == kind && table[i].dir == dir && table[i].mod_flags == mod_flags &&
-            table[i].act_flags == 0) {
+            table[i].act_flags == 0 && table[i].stats_flags == 0) {
             *op = (bench_op)i;
             return 0;
         }

@@ -13,9 +13,9 @@ const char cli_global_stats_opts_help[] =
     "                    precomputed statistics (oneDNN's use_global_stats), used as\n"
     "                    given instead of computed from X: y = (x - mean) * rstd *\n"
     "                    gamma + beta; the backward treats them as constants (dx =\n"
-    "                    rstd * dy * gamma). The shape of X's leading dims, as 'run\n"
-    "                    --mean --rstd' writes them; both, or with --rms --rstd-input\n"
-    "                    alone. Not with --mean/--rstd or --groups\n";
+    "                    rstd * dy * gamma). The shape of X's leading dims, with\n"
+    "                    --groups G (N, G), as 'run --mean --rstd' writes them; both,\n"
+    "                    or with --rms --rstd-input alone. Not with --mean/--rstd\n";
 
 /* The first given of the two statistics options, as "--name", for messages. */
 static const char *first_given(const char *mean, const char *mean_name, const char *rstd_name)
@@ -28,12 +28,6 @@ int cli_global_stats_check_options(const cli_norm_opts *o)
     const int mean = o->mean_input != NULL, rstd = o->rstd_input != NULL;
     if (!mean && !rstd)
         return 0;
-    if (o->groups_text != NULL) {
-        cli_error("--groups and %s exclude each other: precomputed statistics are for "
-                  "LayerNorm and RMSNorm (and their --residual add)",
-                  first_given(o->mean_input, "--mean-input", "--rstd-input"));
-        return -1;
-    }
     if (o->rms && mean) {
         cli_error("--mean-input cannot be used with --rms: RMSNorm has no mean "
                   "(--rstd-input alone is allowed)");

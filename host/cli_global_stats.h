@@ -11,7 +11,7 @@
 /* The help lines of --mean-input and --rstd-input. */
 extern const char cli_global_stats_opts_help[];
 
-/* The rules among the common options: not with --groups; --mean-input not with --rms; with
+/* The rules among the common options: --mean-input not with --rms; with
  * LayerNorm both or neither. 0 ok; -1 error printed (a usage error). */
 int cli_global_stats_check_options(const cli_norm_opts *o);
 

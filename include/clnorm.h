@@ -129,11 +129,13 @@ enum {
      * takes the modulated value: y = silu(z * (1 + scale[b, c]) + shift[b, c]). */
     CLNORM_SCALE = 1u << 6,        /* the SCALE argument is given (1 + scale multiplies) */
     CLNORM_SHIFT = 1u << 7,        /* the SHIFT argument is given (added last) */
-    /* Precomputed statistics (oneDNN's use_global_stats; row kinds): MEAN (LayerNorm kinds)
-     * and RSTD are inputs of the forward, not computed from x: y = (x - mean) * rstd * gamma
-     * + beta. The backward treats them as constants, as oneDNN does: dx = rstd * g, with no
-     * mean(g) and mean(g * xhat) terms (g = dy * gamma, through the modulation). Excludes
-     * CLNORM_SAVE_STATS. */
+    /* Precomputed statistics (oneDNN's use_global_stats): MEAN (LayerNorm kinds and
+     * CLNORM_GROUP) and RSTD are inputs of the forward, not computed from x: y = (x - mean) *
+     * rstd * gamma + beta (CLNORM_GROUP: per sample and group, mean and rstd N x G, then the
+     * modulation and the SiLU; eval-mode InstanceNorm is G = C with each channel's running
+     * statistics repeated over N). The backward treats them as constants, as oneDNN does:
+     * dx = rstd * g, with no mean(g) and mean(g * xhat) terms (g = dy * gamma, through the
+     * modulation and the SiLU). Excludes CLNORM_SAVE_STATS. */
     CLNORM_USE_GLOBAL_STATS = 1u << 8
 };
 

@@ -10,7 +10,8 @@
  *   gn_*_bwd_sums  per (n, tile, c): dz * xhat and dz summed (NCHW: one tile, the channel's
  *                  contiguous positions; NHWC: group_nhwc.cl's tiles). Layout per (n, tile):
  *                  2 C values, the dz * xhat sums of every channel, then the dz sums;
- *   gn_bwd_coef    per (n, g): mean(g) and mean(g * xhat) into coef;
+ *   gn_bwd_coef    per (n, g): mean(g) and mean(g * xhat) into coef (not with precomputed
+ *                  statistics, whose dx is rstd * g: gn_coef_of);
  *   gn_bwd_params  per c: dgamma, dbeta, adding samples and tiles in order (Kahan): fixed
  *                  order, so the same bits run after run;
  *   gn_*_bwd_dx    dx, elementwise.
@@ -110,10 +111,21 @@ inline A gn_dx_of(gn_chan ch, A mg, A mgx, A v, A dyv)
     return (ch.r * ch.sc) * ((g - mg) - xh * mgx);
 }
 
-/* The same with the two means in cf (gn_bwd_coef's coef). */
-inline A gn_dx(gn_chan ch, __global const A *cf, A v, A dyv)
+/* Group row `row`'s mean(g) and mean(g * xhat) from gn_bwd_coef's coef; with precomputed
+ * statistics (CLNORM_KF_GLOBAL_STATS) both 0, so that dx = rstd * g: the statistics are
+ * constants, as in oneDNN's use_global_stats and the row kinds' backward (norm_backward.cl),
+ * and gn_bwd_coef does not run (RUN_DX_SUMS). */
+inline A2 gn_coef_of(__global const A *coef, ulong row, uint flags)
 {
-    return gn_dx_of(ch, cf[0], cf[1], v, dyv);
+    if ((flags & CLNORM_KF_GLOBAL_STATS) != 0)
+        return (A2)(0);
+    return (A2)(coef[row * 2], coef[row * 2 + 1]);
+}
+
+/* The same with the two means in cf (gn_coef_of). */
+inline A gn_dx(gn_chan ch, A2 cf, A v, A dyv)
+{
+    return gn_dx_of(ch, cf.s0, cf.s1, v, dyv);
 }
 
 /* ---- CPU devices (one-item work-groups): loops in VW lanes. gn_xhat, gn_dz and gn_dx lane
@@ -195,12 +207,12 @@ inline void gn_chan_rows(ulong rows, uint L, ulong *b, ulong *e, ulong *step)
 }
 
 /* dx of positions [0, hw) of one channel row, given its group's coefficients in cf. */
-inline void gn_chan_dx_cv(gn_chan ch, __global const A *cf, __global const T *xc,
+inline void gn_chan_dx_cv(gn_chan ch, A2 cf, __global const T *xc,
                           __global const T *dc, __global T *oc, ulong hw, const int silu)
 {
 #pragma OPENCL FP_CONTRACT OFF
     const ulong pv = hw / VW * VW;
-    const AV rs = (AV)(ch.r * ch.sc), c0 = (AV)(cf[0]), c1 = (AV)(cf[1]);
+    const AV rs = (AV)(ch.r * ch.sc), c0 = (AV)(cf.s0), c1 = (AV)(cf.s1);
     for (ulong p = 0; p < pv; p += VW) {
         const AV xh = GN_CH_XHAT(ch, LOADV(xc + p));
         const AV g = GN_CH_DZ(ch, LOADV(dc + p), xh, silu) * ch.gam; /* as gn_dx */
@@ -212,14 +224,14 @@ inline void gn_chan_dx_cv(gn_chan ch, __global const A *cf, __global const T *xc
 
 /* NHWC: the loops in vectors along a position's contiguous channels. Such a vector may span
  * two groups, so each (n, tile) item first lays out every channel's statistics and
- * parameters as rows of C values (tables, GN_BT_LEN(C) per item): K, m, r, sc, gamma, beta,
- * then its group's mean(g) and mean(g * xhat) (the dx pass), then the sums pass's block
+ * parameters as rows of C values (tables, GN_BT_LEN(C) per item): K, m, r, sc, gamma, beta
+ * (gn_bwd_table_put), then its group's mean(g) and mean(g * xhat) (the dx pass,
+ * gn_bwd_table_coef), then the sums pass's block
  * sums of dz * xhat and dz and their compensations (four rows). */
 #define GN_BT_LEN(C) (12 * (C))
 #define GN_TBV(tb, k, C, c) GN_LDV((tb) + (k) * (C) + (c))
 
-inline void gn_bwd_table_put(__global A *tb, ulong C, ulong c, gn_chan ch,
-                             __global const A *cf)
+inline void gn_bwd_table_put(__global A *tb, ulong C, ulong c, gn_chan ch)
 {
     tb[c] = ch.K;
     tb[C + c] = ch.m;
@@ -227,10 +239,12 @@ inline void gn_bwd_table_put(__global A *tb, ulong C, ulong c, gn_chan ch,
     tb[3 * C + c] = ch.sc;
     tb[4 * C + c] = ch.gam;
     tb[5 * C + c] = ch.bet;
-    if (cf) {
-        tb[6 * C + c] = cf[0];
-        tb[7 * C + c] = cf[1];
-    }
+}
+
+inline void gn_bwd_table_coef(__global A *tb, ulong C, ulong c, A2 cf)
+{
+    tb[6 * C + c] = cf.s0;
+    tb[7 * C + c] = cf.s1;
 }
 
 inline AV gn_xhatv(__global const A *tb, ulong C, ulong c, AV v)
@@ -418,7 +432,7 @@ __kernel void gn_nhwc_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global
             for (ulong c0 = 0; c0 < C; c0 += cpg) {
                 const gn_chan cg = GN_CHAN(n, c0); /* the group's statistics, once */
                 for (ulong c = c0; c < c0 + cpg; c++)
-                    gn_bwd_table_put(tb, C, c, GN_CHAN_AT(cg, n, c), 0);
+                    gn_bwd_table_put(tb, C, c, GN_CHAN_AT(cg, n, c));
             }
             for (ulong c = 0; c < 2 * C; c++)
                 st[c] = 0;
@@ -694,7 +708,7 @@ __kernel void gn_nchw_bwd_dx(GN_BWD_PTRS, __global const A *stats, __global cons
     for (ulong nc = nc0; nc < nc1; nc += step) {
         const ulong n = nc / C, c = nc % C;
         const gn_chan ch = GN_CHAN(n, c);
-        __global const A *cf = coef + (n * G + c / cpg) * 2;
+        const A2 cf = gn_coef_of(coef, n * G + c / cpg, flags);
         __global const T *xc = x + x_off + n * x_stride + c * hw;
         __global const T *dc = dy + dy_off + n * dy_stride + c * hw;
         __global T *oc = dx + dx_off + n * dx_stride + c * hw;
@@ -736,9 +750,11 @@ __kernel void gn_nhwc_bwd_dx(GN_BWD_PTRS, __global const A *stats, __global cons
             __global A *tb = tables + (n * chunks + t) * GN_BT_LEN(C);
             for (ulong c0 = 0; c0 < C; c0 += cpg) {
                 const gn_chan cg = GN_CHAN(n, c0); /* the group's statistics, once */
-                __global const A *cf = coef + (n * G + c0 / cpg) * 2;
-                for (ulong c = c0; c < c0 + cpg; c++)
-                    gn_bwd_table_put(tb, C, c, GN_CHAN_AT(cg, n, c), cf);
+                const A2 cf = gn_coef_of(coef, n * G + c0 / cpg, flags);
+                for (ulong c = c0; c < c0 + cpg; c++) {
+                    gn_bwd_table_put(tb, C, c, GN_CHAN_AT(cg, n, c));
+                    gn_bwd_table_coef(tb, C, c, cf);
+                }
             }
             if ((flags & CLNORM_KF_SILU) != 0)
                 gn_bwd_dx_vec(xs, ds, os, tb, p0, p1, C, 1);
@@ -746,7 +762,7 @@ __kernel void gn_nhwc_bwd_dx(GN_BWD_PTRS, __global const A *stats, __global cons
                 gn_bwd_dx_vec(xs, ds, os, tb, p0, p1, C, 0);
             for (ulong c = C / VW * VW; c < C; c++) {
                 const gn_chan ch = GN_CHAN(n, c);
-                __global const A *cf = coef + (n * G + c / cpg) * 2;
+                const A2 cf = gn_coef_of(coef, n * G + c / cpg, flags);
                 for (ulong p = p0; p < p1; p++)
                     STORE1(gn_dx(ch, cf, LOAD1(xs + p * C + c), LOAD1(ds + p * C + c)),
                            os + p * C + c);
@@ -755,7 +771,7 @@ __kernel void gn_nhwc_bwd_dx(GN_BWD_PTRS, __global const A *stats, __global cons
         }
         for (ulong c = lid; c < C; c += L) {
             const gn_chan ch = GN_CHAN(n, c);
-            __global const A *cf = coef + (n * G + c / cpg) * 2;
+            const A2 cf = gn_coef_of(coef, n * G + c / cpg, flags);
             for (ulong p = p0; p < p1; p++)
                 STORE1(gn_dx(ch, cf, LOAD1(xs + p * C + c), LOAD1(ds + p * C + c)), os + p * C + c);
         }

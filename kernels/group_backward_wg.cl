@@ -75,9 +75,13 @@ __kernel void gn_nhwc_bwd_group(GN_BWD_PTRS, __global const A *stats, __global A
                 sg = fma(cc.gam, s2, sg);
             }
         }
-        /* dx's coefficients, mean(g) and mean(g * xhat) (gn_bwd_coef's, for this group) */
-        const A mg = wg_sum(sg, scratch, lid, L) / total;
-        const A mgx = wg_sum(sgx, scratch, lid, L) / total;
+        /* dx's coefficients, mean(g) and mean(g * xhat) (gn_bwd_coef's, for this group); 0
+         * with precomputed statistics (gn_coef_of). The sums run either way: a barrier under
+         * a branch is what PoCL's work-group compiler handles badly (above). */
+        A mg = wg_sum(sg, scratch, lid, L) / total;
+        A mgx = wg_sum(sgx, scratch, lid, L) / total;
+        if ((flags & CLNORM_KF_GLOBAL_STATS) != 0)
+            mg = mgx = 0;
         if ((flags & CLNORM_KF_GRAD_X) != 0 && w.npos > 0) {
             __global T *os = dx + dx_off + n * dx_stride;
             for (ulong k = w.k0; k < cpg; k += w.cw) {

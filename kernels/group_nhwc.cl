@@ -22,6 +22,8 @@
  *   gn_nhwc_apply:   y = (x - K) * a_c + b_c, then the SiLU;
  *   gn_nhwc_sample:  CPU devices, in place of the three: one work-item per sample runs them
  *                    in turn with the sample as one tile (group_norm.c chooses it).
+ * With precomputed statistics (CLNORM_USE_GLOBAL_STATS) gn_nhwc_stats_table makes the table
+ * from them, and gn_nhwc_apply runs alone after it.
  * On GPUs the work-items of a group take consecutive channels (coalesced), each walking the
  * tile's positions; on CPU devices (one work-item per tile) the loops run position by
  * position over the contiguous channels in vectors of VW, prefetching ahead.
@@ -359,6 +361,27 @@ inline A gn_group_scaled_part(__global const T *xs, ulong c0, ulong cpg, ulong C
     return sum;
 }
 
+/* A group's channels [c0, c0 + cpg) in its sample's table tn (rows of C: the K, the a, the
+ * b): K, a = rs * gamma_c and b = beta_c - m * a, gamma_c and beta_c folded with the entry's
+ * modulation rows sr and hr (gn_fold_mod; 0 when absent); a work-group's L items take every
+ * L-th channel. */
+inline void gn_table_group(__global A *tn, ulong C, ulong c0, ulong cpg, A K, A m, A rs,
+                           __global const P *gamma, ulong gamma_off, __global const P *beta,
+                           ulong beta_off, __global const P *sr, __global const P *hr,
+                           uint flags, uint lid, uint L)
+{
+    for (ulong k = lid; k < cpg; k += L) {
+        const ulong c = c0 + k;
+        A gam = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c] : (A)1;
+        A b = (flags & CLNORM_KF_BETA) ? beta[beta_off + c] : (A)0;
+        gn_fold_mod(&gam, &b, sr, hr, c);
+        const A a = rs * gam;
+        tn[c] = K;
+        tn[C + c] = a;
+        tn[2 * C + c] = fma(-m, a, b);
+    }
+}
+
 /* Group row `row` = n * G + g: its tiles' moments merged (the work-group's L items taking
  * every L-th tile, then adding), its statistics (K, m, r, sc) into the stats scratch and the
  * saved mean/rstd and, with a table (the forward), every channel's K, a = r * gamma_c and
@@ -415,21 +438,9 @@ inline void gn_merge_row(__global const T *x, ulong x_off, ulong x_stride,
         if ((flags & CLNORM_KF_RSTD) != 0)
             rstd[rstd_off + row] = r * sc;
     }
-    if (table) {
-        /* in x's own units */
-        const A Kx = K / sc, mx = m / sc, rs = r * sc;
-        __global A *tn = table + n * 3 * C;
-        for (ulong k = lid; k < cpg; k += L) {
-            const ulong c = c0 + k;
-            A gam = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c] : (A)1;
-            A b = (flags & CLNORM_KF_BETA) ? beta[beta_off + c] : (A)0;
-            gn_fold_mod(&gam, &b, sr, hr, c);
-            const A a = rs * gam;
-            tn[c] = Kx;
-            tn[C + c] = a;
-            tn[2 * C + c] = fma(-mx, a, b);
-        }
-    }
+    if (table) /* in x's own units */
+        gn_table_group(table + n * 3 * C, C, c0, cpg, K / sc, m / sc, r * sc, gamma, gamma_off,
+                       beta, beta_off, sr, hr, flags, lid, L);
 }
 
 /* Work-group per group row (gn_merge_row). table: NULL in the backward (statistics only). */
@@ -457,6 +468,35 @@ __kernel void gn_nhwc_merge(__global const T *x, __global const P *gamma,
                      rstd_off, gn_groups, gn_cpg, gn_hw, part, stats, table, row, chunk_len,
                      chunks, eps, flags, scratch, lid, L, GN_SCALE_ROW(row / gn_groups),
                      GN_SHIFT_ROW(row / gn_groups));
+}
+
+/* The forward with precomputed statistics (CLNORM_USE_GLOBAL_STATS): no moments and no
+ * merge, only each sample's table from the given mean and rstd of its groups, a work-group
+ * per group row, its items taking every L-th channel: K = mean (so that the apply forms x -
+ * mean first, as the NCHW forward does), a = rstd * gamma_c and b = beta_c, gamma_c and beta_c
+ * folded with the entry's modulation (gn_fold_mod). Then gn_nhwc_apply. */
+__kernel void gn_nhwc_stats_table(__global const P *gamma, __global const P *beta,
+                                  __global const P *mean, __global const P *rstd GN_MOD_PTRS,
+                                  __global A *table, KS_PARAM)
+{
+    KS_BEGIN;
+    KS_TENSOR(gamma);
+    KS_TENSOR(beta);
+    KS_TENSOR(mean);
+    KS_TENSOR(rstd);
+    GN_MOD_UNPACK
+    GN_UNPACK
+    KS_UL(rows);
+    KS_UI(flags);
+    const ulong G = gn_groups, cpg = gn_cpg, C = G * cpg;
+    const uint lid = get_local_id(0), L = get_local_size(0);
+    for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0)) {
+        const ulong n = row / G;
+        /* K = mean and m = 0: b = beta_c, as given */
+        gn_table_group(table + n * 3 * C, C, (row % G) * cpg, cpg, mean[mean_off + row], 0,
+                       rstd[rstd_off + row], gamma, gamma_off, beta, beta_off,
+                       GN_SCALE_ROW(n), GN_SHIFT_ROW(n), flags, lid, L);
+    }
 }
 
 /* y of one element from its channel's K, a and b. */

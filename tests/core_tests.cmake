@@ -18,6 +18,8 @@ clnorm_add_test(test_add_norm test_add_norm.c)
 clnorm_add_test(test_group_norm test_group_norm.c)
 # GroupNorm's per-sample modulation (scale-shift norm): layouts, samples, strategies, gradcheck.
 clnorm_add_test(test_group_modulation test_group_modulation.c)
+# GroupNorm with precomputed statistics (eval-mode InstanceNorm): layouts, strategies, oracle.
+clnorm_add_test(test_group_global_stats test_group_global_stats.c)
 # Per-sample modulation (adaLN) and precomputed statistics: every row op, type, strategy.
 clnorm_add_test(test_modulation test_modulation.c)
 clnorm_add_test(test_golden test_golden.c golden_cases.c) # PyTorch float64 golden cases

@@ -86,6 +86,15 @@ const golden_case golden_cases[] = {
     {"gs_rms_2x3x2x16_last2_affine", CLNORM_RMS, 2, 1e-5, 1, 1, 0, 0, 0, CLNORM_NCHW, 0,
      {0, 0, 0, 1}},
     {"gs_mod_ln_2x3x40", CLNORM_LAYER, 1, 1e-5, 1, 1, 0, 0, 0, CLNORM_NCHW, 0, {2, 1, 1, 1}},
+    /* GroupNorm with precomputed statistics, (N, G) float32 inputs: ..., silu, {samples,
+     * scale, shift, global_stats}; the eval_instance case is torch's eval-mode InstanceNorm */
+    {"gn_gs_2x6x4x4_g3", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 3, CLNORM_NCHW, 0, {0, 0, 0, 1}},
+    {"gn_gs_2x6x4x4_g3_silu_nhwc", CLNORM_GROUP, 0, 1e-5, 1, 0, 0, 0, 3, CLNORM_NHWC, 1,
+     {0, 0, 0, 1}},
+    {"gn_gs_3x4x5x5_g4_instance_eval", CLNORM_GROUP, 0, 1e-3, 1, 1, 0, 0, 4, CLNORM_NCHW, 0,
+     {0, 0, 0, 1}},
+    {"gn_gs_mod_2x8x3x3_g4_silu_nhwc", CLNORM_GROUP, 0, 1e-5, 1, 1, 0, 0, 4, CLNORM_NHWC, 1,
+     {2, 1, 1, 1}},
 };
 const size_t golden_case_count = sizeof golden_cases / sizeof golden_cases[0];
 

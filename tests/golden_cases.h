@@ -11,7 +11,7 @@
 #include "test_util.h"
 
 /* The conditional options of a case (all 0 where it has none): manifest.json's samples,
- * scale, shift (row kinds and GroupNorm) and global_stats (row kinds). */
+ * scale, shift and global_stats (row kinds and GroupNorm). */
 typedef struct {
     size_t samples;   /* B of the per-sample modulation (a row kind's: x's first dim;
                          GroupNorm's: a divisor of N, batch entry n of sample n / (N / B));

@@ -24,7 +24,8 @@ size_t golden_grad_count(const golden_data *g, clnorm_arg_slot s)
 }
 
 /* GroupNorm's gradients from the statistics mean / rstd (N x G), in float64: dense row
- * tensors in the case's layout; dscale / dshift (B x C) of a modulated case. */
+ * tensors in the case's layout; dscale / dshift (B x C) of a modulated case. With precomputed
+ * statistics (global_stats) they are constants: dx = rstd * dz * gamma. */
 static void group_oracle(const golden_data *g, const double *mean, const double *rstd,
                          double *out[SLOTS])
 {
@@ -65,6 +66,8 @@ static void group_oracle(const golden_data *g, const double *mean, const double 
                             dbeta[c] += dz;
                             dscale[m] += du * z;
                             dshift[m] += du;
+                        } else if (gc->cond.global_stats) {
+                            dx[i] = r * dz * gam; /* constants: no statistics' terms */
                         } else {
                             const double cnt = (double)(cpg * HW);
                             dx[i] = r * (dz * gam - sg / cnt - xh * sgx / cnt);

@@ -504,6 +504,7 @@ typedef struct {
     int nhwc, silu, gamma, beta, scale, shift;
     size_t B;     /* the modulation's samples, dividing N */
     npy_dtype xt; /* the files of x and dy: NPY_F32 or NPY_F64 (the storage) */
+    int global;   /* precomputed statistics: --mean-input / --rstd-input, (N, G) */
 } gm_case;
 
 typedef struct {
@@ -511,8 +512,9 @@ typedef struct {
     size_t mshape[2];     /* (B, C) */
     npy_dtype pt;         /* the parameter files' type: float64 for f64 storage, else float32 */
     double *x, *dy, *g, *b, *s, *h; /* exactly what the files hold; NULL when not given */
+    double *m, *r;                  /* precomputed mean and rstd (global cases), (N, G) */
     char groups[24];
-    const char *xp, *dyp, *gp, *bp, *sp, *hp;
+    const char *xp, *dyp, *gp, *bp, *sp, *hp, *mp, *rp;
 } gm_problem;
 
 /* n values rounded to the file type t (float32 or float64) in place, then saved. */
@@ -596,6 +598,15 @@ static gm_problem gm_make(const gm_case *c)
         p.h = gm_vec(c->B * p.C, 0.0, 1.0);
         gm_save(p.hp, p.pt, 2, p.mshape, p.h, c->B * p.C);
     }
+    if (c->global) { /* a mean near the data's range, rstd in about [0.6, 1.4] */
+        const size_t sshape[2] = {p.N, p.G};
+        p.mp = P("gm_mi.npy");
+        p.rp = P("gm_ri.npy");
+        p.m = gm_vec(p.N * p.G, 0.0, 2.0);
+        p.r = gm_vec(p.N * p.G, 1.0, 0.2);
+        gm_save(p.mp, p.pt, 2, sshape, p.m, p.N * p.G);
+        gm_save(p.rp, p.pt, 2, sshape, p.r, p.N * p.G);
+    }
     return p;
 }
 
@@ -607,6 +618,8 @@ static void gm_free(gm_problem *p)
     free(p->b);
     free(p->s);
     free(p->h);
+    free(p->m);
+    free(p->r);
 }
 
 /* The element of entry n, channel ch, position q in the case's layout. */
@@ -654,6 +667,10 @@ static gm_ref gm_reference(const gm_case *c, const gm_problem *p)
                     v += d * d;
                 }
             rs = 1.0 / sqrt(v / (double)len + EPS_GN);
+            if (p->m) { /* precomputed: used as given */
+                m = p->m[n * p->G + grp];
+                rs = p->r[n * p->G + grp];
+            }
             r.mean[n * p->G + grp] = m;
             r.rstd[n * p->G + grp] = rs;
             for (ch = grp * cg; ch < (grp + 1) * cg; ch++) {
@@ -675,8 +692,9 @@ static gm_ref gm_reference(const gm_case *c, const gm_problem *p)
                     mgx += r.dx[e] * xhat;
                 }
             }
-            mg /= (double)len;
-            mgx /= (double)len;
+            /* precomputed statistics are constants: dx = rstd * g */
+            mg = p->m ? 0.0 : mg / (double)len;
+            mgx = p->m ? 0.0 : mgx / (double)len;
             for (ch = grp * cg; ch < (grp + 1) * cg; ch++)
                 for (q = 0; q < p->S; q++) {
                     const size_t e = gm_at(c, p, n, ch, q);
@@ -724,11 +742,13 @@ static void gm_common(argv_list *l, const gm_case *c, const gm_problem *p)
     add_opt(l, "--beta", p->bp, c->beta);
     add_opt(l, "--scale", p->sp, c->scale);
     add_opt(l, "--shift", p->hp, c->shift);
+    add_opt(l, "--mean-input", p->mp, c->global);
+    add_opt(l, "--rstd-input", p->rp, c->global);
     add(l, c->silu ? "--silu" : NULL);
 }
 
 /* run: y, and the saved statistics, which are the normalization's, untouched by the
- * modulation. */
+ * modulation (with precomputed ones, y alone). */
 static void check_mod_run(const gm_case *c)
 {
     gm_problem p = gm_make(c);
@@ -742,11 +762,13 @@ static void check_mod_run(const gm_case *c)
         add(&l, "run");
         gm_common(&l, c, &p);
         add_opt(&l, "--output", yp, 1);
-        add_opt(&l, "--mean", mp, 1);
-        add_opt(&l, "--rstd", rp, 1);
+        add_opt(&l, "--mean", mp, !c->global);
+        add_opt(&l, "--rstd", rp, !c->global);
         add(&l, modes[m]);
         expect_ok(cli_v(l.a));
         gm_check(yp, c->xt, c->ndim, c->shape, want.y, p.n, 0);
+        if (c->global)
+            continue;
         gm_check(mp, p.pt, 2, stat_shape, want.mean, p.N * p.G, 0);
         gm_check(rp, p.pt, 2, stat_shape, want.rstd, p.N * p.G, 0);
     }
@@ -803,10 +825,10 @@ static void check_mod_grad(const gm_case *c, int only_mod)
  * entry and one per two entries; scale or shift alone; no affine parameters. */
 static void test_group_mod_run_nchw(void **state)
 {
-    const gm_case full = {4, {2, 6, 3, 5}, 3, 0, 1, 1, 1, 1, 1, 2, NPY_F32};
-    const gm_case half = {4, {4, 4, 2, 3}, 2, 0, 1, 1, 1, 1, 1, 2, NPY_F32};
-    const gm_case scale = {3, {3, 4, 5, 0}, 2, 0, 0, 1, 0, 1, 0, 3, NPY_F32};
-    const gm_case shift = {4, {2, 6, 2, 2}, 6, 0, 1, 0, 0, 0, 1, 1, NPY_F32};
+    const gm_case full = {4, {2, 6, 3, 5}, 3, 0, 1, 1, 1, 1, 1, 2, NPY_F32, 0};
+    const gm_case half = {4, {4, 4, 2, 3}, 2, 0, 1, 1, 1, 1, 1, 2, NPY_F32, 0};
+    const gm_case scale = {3, {3, 4, 5, 0}, 2, 0, 0, 1, 0, 1, 0, 3, NPY_F32, 0};
+    const gm_case shift = {4, {2, 6, 2, 2}, 6, 0, 1, 0, 0, 0, 1, 1, NPY_F32, 0};
     (void)state;
     check_mod_run(&full);
     check_mod_run(&half);
@@ -817,8 +839,8 @@ static void test_group_mod_run_nchw(void **state)
 /* NHWC: the same (B, C) rows, the channels last. */
 static void test_group_mod_run_nhwc(void **state)
 {
-    const gm_case silu = {4, {2, 3, 5, 6}, 3, 1, 1, 1, 1, 1, 1, 2, NPY_F32};
-    const gm_case one = {3, {4, 5, 4, 0}, 1, 1, 0, 1, 0, 1, 1, 1, NPY_F32}; /* B = 1 < N */
+    const gm_case silu = {4, {2, 3, 5, 6}, 3, 1, 1, 1, 1, 1, 1, 2, NPY_F32, 0};
+    const gm_case one = {3, {4, 5, 4, 0}, 1, 1, 0, 1, 0, 1, 1, 1, NPY_F32, 0}; /* B = 1 < N */
     (void)state;
     check_mod_run(&silu);
     check_mod_run(&one);
@@ -826,18 +848,18 @@ static void test_group_mod_run_nhwc(void **state)
 
 static void test_group_mod_run_f64(void **state)
 {
-    const gm_case f64 = {4, {2, 6, 2, 3}, 2, 0, 1, 1, 1, 1, 1, 2, NPY_F64};
+    const gm_case f64 = {4, {2, 6, 2, 3}, 2, 0, 1, 1, 1, 1, 1, 2, NPY_F64, 0};
     (void)state;
     check_mod_run(&f64);
 }
 
 static void test_group_mod_grad_nchw(void **state)
 {
-    const gm_case full = {4, {2, 6, 3, 5}, 3, 0, 1, 1, 1, 1, 1, 2, NPY_F32};
-    const gm_case plain = {4, {4, 4, 2, 3}, 2, 0, 0, 1, 1, 1, 1, 2, NPY_F32};
-    const gm_case bare = {3, {2, 4, 6, 0}, 2, 0, 0, 0, 0, 1, 0, 2, NPY_F32};
+    const gm_case full = {4, {2, 6, 3, 5}, 3, 0, 1, 1, 1, 1, 1, 2, NPY_F32, 0};
+    const gm_case plain = {4, {4, 4, 2, 3}, 2, 0, 0, 1, 1, 1, 1, 2, NPY_F32, 0};
+    const gm_case bare = {3, {2, 4, 6, 0}, 2, 0, 0, 0, 0, 1, 0, 2, NPY_F32, 0};
     /* the SiLU's backward reads the shift (u = z * (1 + scale) + shift) with no scale */
-    const gm_case shift = {4, {2, 6, 2, 2}, 3, 0, 1, 1, 1, 0, 1, 1, NPY_F32};
+    const gm_case shift = {4, {2, 6, 2, 2}, 3, 0, 1, 1, 1, 0, 1, 1, NPY_F32, 0};
     (void)state;
     check_mod_grad(&full, 0);
     check_mod_grad(&full, 1);
@@ -848,8 +870,8 @@ static void test_group_mod_grad_nchw(void **state)
 
 static void test_group_mod_grad_nhwc(void **state)
 {
-    const gm_case silu = {4, {2, 3, 5, 6}, 3, 1, 1, 1, 1, 1, 1, 2, NPY_F32};
-    const gm_case one = {3, {4, 5, 4, 0}, 2, 1, 1, 1, 0, 1, 1, 1, NPY_F32};
+    const gm_case silu = {4, {2, 3, 5, 6}, 3, 1, 1, 1, 1, 1, 1, 2, NPY_F32, 0};
+    const gm_case one = {3, {4, 5, 4, 0}, 2, 1, 1, 1, 0, 1, 1, 1, NPY_F32, 0};
     (void)state;
     check_mod_grad(&silu, 0);
     check_mod_grad(&one, 0);
@@ -857,8 +879,36 @@ static void test_group_mod_grad_nhwc(void **state)
 
 static void test_group_mod_grad_f64(void **state)
 {
-    const gm_case f64 = {4, {2, 6, 2, 3}, 2, 0, 1, 1, 1, 1, 1, 2, NPY_F64};
+    const gm_case f64 = {4, {2, 6, 2, 3}, 2, 0, 1, 1, 1, 1, 1, 2, NPY_F64, 0};
     (void)state;
+    check_mod_grad(&f64, 0);
+}
+
+/* Precomputed statistics (--mean-input / --rstd-input with --groups, (N, G)): y = (x - mean)
+ * * rstd per group, then the affine, modulation and SiLU; the backward holds them constant
+ * (dx = rstd * g). Eval-mode InstanceNorm is G = C with the running statistics per channel
+ * repeated over N. */
+static void test_group_global_run(void **state)
+{
+    const gm_case mod = {4, {2, 6, 3, 5}, 3, 0, 1, 1, 1, 1, 1, 2, NPY_F32, 1};
+    const gm_case inst = {4, {3, 5, 2, 4}, 4, 1, 0, 1, 1, 0, 0, 3, NPY_F32, 1};
+    const gm_case bare = {3, {2, 6, 7, 0}, 6, 0, 0, 0, 0, 0, 0, 2, NPY_F32, 1};
+    const gm_case f64 = {4, {2, 2, 3, 6}, 2, 1, 1, 1, 1, 0, 1, 2, NPY_F64, 1};
+    (void)state;
+    check_mod_run(&mod);
+    check_mod_run(&inst);
+    check_mod_run(&bare);
+    check_mod_run(&f64);
+}
+
+static void test_group_global_grad(void **state)
+{
+    const gm_case mod = {4, {2, 6, 3, 5}, 3, 0, 1, 1, 1, 1, 1, 2, NPY_F32, 1};
+    const gm_case inst = {4, {3, 5, 2, 4}, 4, 1, 0, 1, 1, 0, 0, 3, NPY_F32, 1};
+    const gm_case f64 = {4, {2, 2, 3, 6}, 2, 1, 1, 1, 1, 0, 1, 2, NPY_F64, 1};
+    (void)state;
+    check_mod_grad(&mod, 0);
+    check_mod_grad(&inst, 0);
     check_mod_grad(&f64, 0);
 }
 
@@ -1228,6 +1278,8 @@ int cli_group_tests(void)
         cmocka_unit_test(test_group_mod_grad_nhwc),
         cmocka_unit_test(test_group_mod_grad_f64),
         cmocka_unit_test(test_group_mod_empty_batch),
+        cmocka_unit_test(test_group_global_run),
+        cmocka_unit_test(test_group_global_grad),
         cmocka_unit_test(test_group_help),
         cmocka_unit_test(test_group_run_refusals),
         cmocka_unit_test(test_group_grad_refusals),

@@ -719,8 +719,9 @@ static void test_modulation_run_refusals(void **state)
     MOD_FAIL(1, "expected (B, 3)", "run", "--groups", "1", "--input", f.x, "--output", f.y,
              "--shift", f.s);
     /* Usage (exit 2): options that exclude or need each other. */
-    MOD_FAIL(2, "--groups and --mean-input exclude each other", "run", "--groups", "1",
-             "--input", f.x, "--output", f.y, "--mean-input", f.m, "--rstd-input", f.m);
+    /* With --groups mean and rstd are (N, G): (2, 1) here, not the leading dims (2, 3). */
+    MOD_FAIL(1, "expected (2, 1)", "run", "--groups", "1", "--input", f.x, "--output", f.y,
+             "--mean-input", f.m, "--rstd-input", f.m);
     MOD_FAIL(2, "--mean-input cannot be used with --rms", "run", "--input", f.x, "--output",
              f.y, "--rms", "--mean-input", f.m, "--rstd-input", f.m);
     MOD_FAIL(2, "--mean-input needs --rstd-input", "run", "--input", f.x, "--output", f.y,

@@ -25,8 +25,7 @@
  *   - the descriptions, slots and calls that must be refused.
  * The PyTorch float64 golden cases (gn_mod_*) are test_golden's and test_backward_golden's.
  */
-#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv, strdup */
-#include "tu_problem.h"
+#include "tu_group_paths.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -75,81 +74,6 @@ static clnorm_desc make_desc(clnorm_dtype t, const gm_case *k, clnorm_layout lay
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Plans under settings read at plan creation                                                  */
-
-typedef struct {
-    const char *name, *value;
-} env_kv;
-
-/* Settings the plan reads at creation (policy.c, plan.c), put back as they were afterwards
- * (a ctest may set them). */
-static const env_kv no_host_loop[] = {{"CLNORM_HOST_BYTES", "0"}};
-static const env_kv no_sample_items[] = {{"CLNORM_NO_SAMPLE_ITEMS", "1"}};
-static const env_kv one_work_group[] = {{"CLNORM_MAX_GROUPS", "1"}};
-/* GroupNorm's GPU path on a CPU device, as test_group_norm_gpu_geometry runs it */
-static const env_kv gpu_geometry[] = {
-    {"CLNORM_VECTOR_WIDTH", "4"}, {"CLNORM_LOCAL_SIZE", "32"}, {"CLNORM_MAX_GROUPS", "2"}};
-
-/* A way of running a description: a strategy, made under some settings. */
-typedef struct {
-    clnorm_strategy strategy;
-    const env_kv *env;
-    size_t nenv;
-} run_path;
-
-#define PATH(s, e) {s, e, TU_COUNT(e)}
-
-static clnorm_plan *plan_on(const clnorm_desc *d, const run_path *rp)
-{
-    char *was[4] = {NULL};
-    assert_true(rp->nenv <= TU_COUNT(was));
-    for (size_t i = 0; i < rp->nenv; i++) {
-        const char *v = getenv(rp->env[i].name);
-        was[i] = v ? strdup(v) : NULL;
-        setenv(rp->env[i].name, rp->env[i].value, 1);
-    }
-    clnorm_plan *plan = tu_plan_if(g_ctx, d, rp->strategy);
-    for (size_t i = 0; i < rp->nenv; i++) {
-        if (was[i])
-            setenv(rp->env[i].name, was[i], 1);
-        else
-            unsetenv(rp->env[i].name);
-        free(was[i]);
-    }
-    return plan;
-}
-
-/* The paths of a description: clnorm's choice as made by default and with the host loop off,
- * every strategy of the layout (NHWC: the tiles and a work-group per group; NCHW: the row
- * strategies), and on CPU devices the NHWC tiles without the one-item-per-sample forward and
- * with one work-group over the samples. Types other than float32 run clnorm's choice only on
- * CPU devices: each program costs PoCL 10-20 s to build there, and the strategies' code is
- * the same in every type. */
-static size_t paths_for(const clnorm_desc *d, run_path out[8])
-{
-    static const run_path nchw[] = {
-        {CLNORM_STRATEGY_ROW, NULL, 0}, {CLNORM_STRATEGY_WORKGROUP, NULL, 0},
-        {CLNORM_STRATEGY_SPLIT, NULL, 0}, {CLNORM_STRATEGY_SUBGROUP, NULL, 0}};
-    static const run_path nhwc[] = {{CLNORM_STRATEGY_SPLIT, NULL, 0},
-                                    {CLNORM_STRATEGY_WORKGROUP, NULL, 0}};
-    static const run_path nhwc_cpu[] = {PATH(CLNORM_STRATEGY_SPLIT, no_sample_items),
-                                        PATH(CLNORM_STRATEGY_SPLIT, one_work_group)};
-    const int cpu = tu_device_is_cpu(g_ctx), is_nhwc = d->layout == CLNORM_NHWC && d->spatial > 1;
-    size_t n = 0;
-    out[n++] = (run_path){CLNORM_STRATEGY_AUTO, NULL, 0};
-    out[n++] = (run_path)PATH(CLNORM_STRATEGY_AUTO, no_host_loop);
-    if (d->dtype != CLNORM_F32 && cpu)
-        return n;
-    const run_path *own = is_nhwc ? nhwc : nchw;
-    const size_t nown = is_nhwc ? TU_COUNT(nhwc) : TU_COUNT(nchw);
-    for (size_t i = 0; i < nown; i++)
-        out[n++] = own[i];
-    for (size_t i = 0; is_nhwc && cpu && i < TU_COUNT(nhwc_cpu); i++)
-        out[n++] = nhwc_cpu[i];
-    return n;
-}
-
-/* ------------------------------------------------------------------------------------------ */
 /* Running problems                                                                            */
 
 /* The problems of a description: the forward; the backward with the saved statistics, with
@@ -166,64 +90,26 @@ static void make_problems(const clnorm_desc *d, uint64_t seed, tu_problem p[NPRO
     tu_problem_make(&p[3], d, CLNORM_BACKWARD, stats | mod_grads, seed + 3, NULL);
 }
 
-static void free_problems(tu_problem p[NPROBLEMS])
-{
-    for (int k = 0; k < NPROBLEMS; k++)
-        tu_problem_free(&p[k]);
-}
-
 /* Plans of clnorm's choice that ran the host loop (group_norm_host.c) in both directions. */
 static size_t g_loop_plans;
 
-/* On CPU devices clnorm's choice runs small modulated calls on the host loop (x of at most
- * 256 KiB here, within every default of group_norm.c's host_bytes), and with
- * CLNORM_HOST_BYTES=0 on the kernels: checks that it did, so that the sweeps test both. */
-static void check_host_loop(const clnorm_desc *d, const run_path *rp, clnorm_plan *plan)
-{
-    if (rp->strategy != CLNORM_STRATEGY_AUTO || !tu_device_is_cpu(g_ctx))
-        return;
-    const size_t bytes =
-        d->rows * d->cols * (d->spatial ? d->spatial : 1) * clnorm_elem_size(d->dtype);
-    const int off = rp->env == no_host_loop;
-    if (!off && bytes > ((size_t)256 << 10))
-        return;
-    for (int dir = 0; dir < 2; dir++)
-        if (clnorm_plan_uses_host_loop(plan, (clnorm_direction)dir) != !off)
-            fail_msg("%zux%zu:%zu x %zu (layout %d, %s, flags 0x%x): the %s %s the host loop",
-                     d->rows, d->cols, d->groups, d->spatial, (int)d->layout,
-                     tu_dtype_name(d->dtype), d->flags, dir ? "backward" : "forward",
-                     off ? "uses" : "does not use");
-    g_loop_plans += !off;
-}
-
-/* Every problem of d on the paths given, through the host layer and (via_cl) layer 1, placed
- * as l says. Returns the mismatches. */
-static size_t run_paths(const clnorm_desc *d, const run_path *rp, size_t np, uint64_t seed,
+/* Every problem of d on the paths given (tu_group_run_paths). Returns the mismatches. */
+static size_t run_paths(const clnorm_desc *d, const tu_run_path *rp, size_t np, uint64_t seed,
                         int via_cl, const tu_launch *l)
 {
-    size_t failed = 0;
     tu_problem p[NPROBLEMS];
     make_problems(d, seed, p);
-    for (size_t i = 0; i < np; i++) {
-        clnorm_plan *plan = plan_on(d, &rp[i]);
-        if (plan == NULL)
-            continue; /* subgroup: groups too long; f64: no fp64 */
-        check_host_loop(d, &rp[i], plan);
-        for (int k = 0; k < NPROBLEMS; k++) {
-            failed += tu_problem_try_host(g_ctx, &p[k], plan, l, 0) != 0;
-            if (via_cl)
-                failed += tu_problem_try_cl(g_ctx, &p[k], plan, l, 0) != 0;
-        }
-        clnorm_plan_free(plan);
-    }
-    free_problems(p);
+    const size_t failed =
+        tu_group_run_paths(g_ctx, d, rp, np, p, NPROBLEMS, via_cl, l, &g_loop_plans);
+    for (int k = 0; k < NPROBLEMS; k++)
+        tu_problem_free(&p[k]);
     return failed;
 }
 
 static size_t run_all(const clnorm_desc *d, uint64_t seed, int via_cl, const tu_launch *l)
 {
-    run_path rp[8];
-    const size_t np = paths_for(d, rp);
+    tu_run_path rp[8];
+    const size_t np = tu_group_paths(g_ctx, d, rp);
     return run_paths(d, rp, np, seed, via_cl, l);
 }
 
@@ -280,11 +166,11 @@ static void test_gpu_geometry_f32(void **state)
         {6, 64, 32, 37, 3, 80, SS, 0},
         {5, 40, 8, 33, 5, 0, CLNORM_SHIFT | CLNORM_NO_BETA, 0},
     };
-    static const run_path nchw[] = {PATH(CLNORM_STRATEGY_ROW, gpu_geometry),
-                                    PATH(CLNORM_STRATEGY_WORKGROUP, gpu_geometry),
-                                    PATH(CLNORM_STRATEGY_SPLIT, gpu_geometry)};
-    static const run_path nhwc[] = {PATH(CLNORM_STRATEGY_SPLIT, gpu_geometry),
-                                    PATH(CLNORM_STRATEGY_WORKGROUP, gpu_geometry)};
+    static const tu_run_path nchw[] = {TU_PATH(CLNORM_STRATEGY_ROW, tu_gpu_geometry),
+                                    TU_PATH(CLNORM_STRATEGY_WORKGROUP, tu_gpu_geometry),
+                                    TU_PATH(CLNORM_STRATEGY_SPLIT, tu_gpu_geometry)};
+    static const tu_run_path nhwc[] = {TU_PATH(CLNORM_STRATEGY_SPLIT, tu_gpu_geometry),
+                                    TU_PATH(CLNORM_STRATEGY_WORKGROUP, tu_gpu_geometry)};
     size_t failed = 0;
     const tu_launch l = tu_launch_offsets();
     for (int lay = 0; lay < 2; lay++)
@@ -751,14 +637,9 @@ static void test_desc_refusals(void **state)
     refused(&d, "mod_stride");
     d = small_desc(0); /* samples without a modulation */
     refused(&d, "samples");
-    /* GroupNorm still has no precomputed statistics, modulated or not */
-    d = small_desc(CLNORM_USE_GLOBAL_STATS);
-    d.flags &= ~(unsigned)CLNORM_SAVE_STATS;
-    d.samples = 0;
-    refused(&d, "group_norm");
+    /* precomputed statistics are inputs: none to save (test_group_global_stats has the rest) */
     d = small_desc(CLNORM_USE_GLOBAL_STATS | SS);
-    d.flags &= ~(unsigned)CLNORM_SAVE_STATS;
-    refused(&d, "group_norm");
+    refused(&d, "exclude each other");
     /* accepted: B = N, B = 1, mod_stride > C, an empty batch of B samples */
     d = small_desc(SS);
     d.samples = 4;

@@ -561,6 +561,7 @@ static void test_parts(void **state)
     unsetenv("CLNORM_HOST_THREADS");
     unsetenv("CLNORM_VERBOSE");
     const unsigned stats = CLNORM_SAVE_STATS | CLNORM_WITH_BACKWARD;
+    const unsigned global = CLNORM_USE_GLOBAL_STATS | CLNORM_WITH_BACKWARD;
     const clnorm_direction F = CLNORM_FORWARD, B = CLNORM_BACKWARD;
     const part_case cases[] = {
         {CLNORM_LAYER, CLNORM_F32, 257, 768, 0, stats, 0, F, 0, 0, 0, 0, 0},
@@ -593,6 +594,10 @@ static void test_parts(void **state)
         {CLNORM_GROUP, CLNORM_F16, 1, 200, 0, stats | CLNORM_NO_BETA, 0, B, 1, 8, 3000, 1, 0},
         {CLNORM_GROUP, CLNORM_F32, 3, 64, 0, stats | CLNORM_SILU, 0, F, 0, 16, 700, 1, 1},
         {CLNORM_GROUP, CLNORM_F32, 3, 64, 0, stats | CLNORM_SILU, 0, B, 1, 16, 700, 1, 1},
+        /* precomputed statistics: the forward's table whole, its apply's tiles in parts; the
+         * backward's sums and dx tiles (dx = rstd * g) */
+        {CLNORM_GROUP, CLNORM_F32, 1, 320, 0, global, 0, F, 0, 32, 1024, 1, 1},
+        {CLNORM_GROUP, CLNORM_F32, 2, 64, 0, global | CLNORM_SILU, 0, B, 0, 16, 700, 1, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_parts(ctx, &cases[i]);

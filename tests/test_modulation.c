@@ -81,8 +81,6 @@ static size_t run_cases(const mod_case *cases, size_t n, clnorm_dtype t,
     for (size_t o = 0; o < nops; o++)
         for (size_t i = 0; i < n; i++) {
             const clnorm_desc d = make_desc(ops[o], t, &cases[i]);
-            if (ops[o] == CLNORM_GROUP && (d.flags & CLNORM_USE_GLOBAL_STATS))
-                continue; /* GroupNorm (here one group over the row) has no global statistics */
             tu_problem p[2];
             for (int k = 0; k < 2; k++)
                 tu_problem_make(&p[k], &d, dirs[k], TU_ALL_OPTIONAL,
@@ -255,13 +253,11 @@ static void test_desc_refusals(void **state)
     d.samples = 1;
     d.flags = CLNORM_SAVE_STATS | CLNORM_USE_GLOBAL_STATS;
     refused(&d, "exclude");
-    /* GroupNorm takes the modulation (test_group_modulation), not precomputed statistics */
+    /* GroupNorm takes both too (test_group_modulation, test_group_global_stats) */
     clnorm_desc_init(&d, CLNORM_GROUP, 2, 8);
     d.groups = 2;
-    d.flags = CLNORM_SHIFT;
+    d.flags = CLNORM_SHIFT | CLNORM_USE_GLOBAL_STATS;
     assert_int_equal(clnorm_desc_check(&d, NULL, 0), CLNORM_OK);
-    d.flags = CLNORM_USE_GLOBAL_STATS;
-    refused(&d, "group_norm");
     /* an empty batch of no samples is valid; of three samples too (rows per sample 0) */
     clnorm_desc_init(&d, CLNORM_RMS, 0, 8);
     d.flags = CLNORM_SCALE;

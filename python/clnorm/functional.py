@@ -66,7 +66,8 @@ def rms_norm(x, normalized_shape, weight=None, eps=None, *, residual=None, retur
 
 
 def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, channels_last=False,
-               silu=False, scale=None, shift=None, return_stats=False, out=None):
+               silu=False, scale=None, shift=None, mean=None, rstd=None, return_stats=False,
+               out=None):
     """GroupNorm as F.group_norm: x of shape (N, C, *spatial), statistics per sample and group
     of C / num_groups channels, weight and bias of shape (C,).
 
@@ -80,13 +81,19 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, channels_last
     model). B divides N: sample n takes row n // (N // B), so B = N is one row per sample and
     B = 1 broadcasts one row over the batch, as torch would. Chunks of one projection
     (emb.chunk(2, dim=1)) are read in place (with autograd, copied densely first).
+    mean, rstd: precomputed statistics (oneDNN's use_global_stats), both given, of shape
+    (N, num_groups): y = (x - mean) * rstd * weight + bias per group (then the modulation and
+    the SiLU), with nothing reduced; statistics gathered elsewhere (over the tiles of an image
+    decoded in tiles, over devices) or running ones (instance_norm(use_input_stats=False)).
+    They are constants: no gradient flows to them (pass them detached), and the backward's dx
+    is rstd * dy * weight, without the terms through the statistics. Not with return_stats.
     return_stats=True: returns (y, mean, rstd), the statistics of shape (N, num_groups) as
     torch.native_group_norm gives them (float32 beside a 16-bit x); they carry no gradient.
     out: as layer_norm's (laid out as the result would be).
     """
     sig = None
-    if not return_stats and scale is None and shift is None and type(num_groups) is int and \
-            _dense(x):
+    if not return_stats and scale is None and shift is None and mean is None and \
+            rstd is None and type(num_groups) is int and _dense(x):
         # The repeated call (a UNet's many small GroupNorms): as layer_norm's, keyed by
         # everything the general path reads. Only for an x stored densely (C order, or a
         # torch channels_last tensor): other layouts are copied, never memoized, and would
@@ -147,6 +154,13 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, channels_last
                                                 channels_last, pcode, x, grad)
         flags |= (_lib.SCALE if scale is not None else 0) | \
             (_lib.SHIFT if shift is not None else 0)
+    if mean is not None or rstd is not None:
+        if return_stats:
+            raise ValueError("clnorm.group_norm: return_stats=True and precomputed statistics "
+                             "exclude each other (the statistics given are the ones used)")
+        flags |= _lib.USE_GLOBAL_STATS
+        _stats_inputs(kind, inputs, _lib.LAYER, mean, rstd, (n, num_groups), 0,
+                      n * num_groups, pcode, x, "group_norm", "one value per sample and group")
     outputs = [(_Y, shape, order)]
     if return_stats:
         flags |= _lib.SAVE_STATS
@@ -175,18 +189,13 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     running_mean, running_var: (C,) buffers (as torch's modules keep them), updated in place
     as torch updates them: running = (1 - momentum) * running + momentum * the batch's mean of
     the samples' means, resp. unbiased variances. They are read only after y was computed, so
-    a call that fails leaves them as they were. use_input_stats=False (normalizing by the
-    running statistics, an elementwise scale and shift) is not run here: UnsupportedError
-    (clnorm.nn's InstanceNorm modules take torch's own path for it, in eval mode).
+    a call that fails leaves them as they were.
+    use_input_stats=False (eval mode with tracked statistics): normalizes by the running
+    statistics instead, y = (x - running_mean) / sqrt(running_var + eps) * weight + bias,
+    leaving them as they are: GroupNorm with precomputed statistics (group_norm's mean and
+    rstd), which are constants for autograd as in torch.
     channels_last, silu, out: as group_norm's.
     """
-    if not use_input_stats:
-        from ._errors import UnsupportedError
-
-        raise UnsupportedError("clnorm.instance_norm: use_input_stats=False (normalizing by "
-                               "the running statistics) is not supported: GroupNorm has no "
-                               "precomputed statistics; torch.nn.functional.instance_norm "
-                               "does it")
     kind_of(input)  # a clear TypeError for what clnorm does not take, before its shape
     shape = tuple(input.shape)
     if len(shape) < 2:
@@ -194,6 +203,9 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                          "shape %s" % (shape,))
     dims = shape[1:-1] if channels_last else shape[2:]
     c = shape[-1] if channels_last else shape[1]
+    if not use_input_stats:
+        return _instance_norm_eval(input, running_mean, running_var, weight, bias, eps,
+                                   shape[0], c, channels_last, silu, out)
     if math.prod(dims) == 1:  # torch's own check (its unbiased variance divides by n - 1)
         raise ValueError("clnorm.instance_norm: expected more than 1 spatial element when "
                          "training, got input size %s" % (list(shape),))
@@ -228,6 +240,30 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     for name, r in stats:
         _host_assign(r, (1.0 - m) * host64(r, name) + m * batch[name])
     return y
+
+
+def _instance_norm_eval(x, running_mean, running_var, weight, bias, eps, n, c, channels_last,
+                        silu, out):
+    """instance_norm(use_input_stats=False): every sample's channel c normalized by
+    running_mean[c] and running_var[c], as group_norm with one group per channel and the
+    precomputed statistics mean[n, c] = running_mean[c], rstd[n, c] = 1 / sqrt(running_var[c]
+    + eps), formed in float64 (rounded once to the parameter type)."""
+    import numpy as np
+
+    if running_mean is None or running_var is None:
+        raise ValueError("clnorm.instance_norm: use_input_stats=False normalizes by the running "
+                         "statistics: running_mean and running_var must be given")
+    _check_eps(eps, "instance_norm")
+    host = []
+    for name, r in (("running_mean", running_mean), ("running_var", running_var)):
+        if tuple(r.shape) != (c,):
+            raise ValueError("clnorm.instance_norm: %s must have shape [%d] (got %s)"
+                             % (name, c, list(r.shape)))
+        host.append(np.asarray(_to_numpy(r, name), dtype=np.float64))
+    mean = np.ascontiguousarray(np.broadcast_to(host[0], (n, c)))
+    rstd = np.ascontiguousarray(np.broadcast_to(1.0 / np.sqrt(host[1] + float(eps)), (n, c)))
+    return group_norm(x, c, weight, bias, eps, channels_last=channels_last, silu=silu,
+                      mean=mean, rstd=rstd, out=out)
 
 
 def _host_assign(a, values):
@@ -329,9 +365,11 @@ def _row_norm(base, fname, x, normalized_shape, weight, bias, eps, residual, ret
     return out[0]
 
 
-def _stats_inputs(kind, inputs, base, mean, rstd, shape, k, rows, pcode, x, fname):
+def _stats_inputs(kind, inputs, base, mean, rstd, shape, k, rows, pcode, x, fname,
+                  per="one value per row of x"):
     """Adds the MEAN and RSTD slots of precomputed statistics (CLNORM_USE_GLOBAL_STATS): one
-    value per row, in the parameter type."""
+    value per row (GroupNorm: per sample and group, shape (N, G) with k = 0), in the
+    parameter type."""
     given = (("mean", mean), ("rstd", rstd)) if base == _lib.LAYER else (("rstd", rstd),)
     if base != _lib.LAYER and mean is not None:
         raise ValueError("clnorm.%s: RMSNorm has no mean; give rstd alone" % fname)
@@ -348,9 +386,12 @@ def _stats_inputs(kind, inputs, base, mean, rstd, shape, k, rows, pcode, x, fnam
             t = kind.convert(t, pcode, x, name)  # as the parameters: type, then contiguous
         tshape = tuple(t.shape)
         if tshape != lead and tshape != lead + (1,) * k:
-            raise ValueError("clnorm.%s: %s must have shape %s or %s (one value per row of "
-                             "x), got %s" % (fname, name, list(lead), list(lead + (1,) * k),
-                                             list(tshape)))
+            if k == 0:
+                raise ValueError("clnorm.%s: %s must have shape %s (%s), got %s"
+                                 % (fname, name, list(lead), per, list(tshape)))
+            raise ValueError("clnorm.%s: %s must have shape %s or %s (%s), got %s"
+                             % (fname, name, list(lead), list(lead + (1,) * k), per,
+                                list(tshape)))
         inputs.append((_lib.SLOT[name], t.reshape((rows,))))
 
 

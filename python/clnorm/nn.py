@@ -47,21 +47,17 @@ class GroupNorm(torch.nn.GroupNorm):
 
 class _InstanceNormForward:
     """The forward of torch.nn.InstanceNorm1d/2d/3d through clnorm (GroupNorm with a group per
-    channel), the running statistics updated as torch updates them. Normalizing by the
-    running statistics (eval mode with track_running_stats=True) is an elementwise scale and
-    shift with nothing to reduce: that takes torch's own F.instance_norm."""
+    channel), the running statistics updated as torch updates them; in eval mode with
+    track_running_stats=True normalized by them (F.instance_norm's use_input_stats=False:
+    GroupNorm with precomputed statistics)."""
 
     def forward(self, input):
         self._check_input_dim(input)
         unbatched = input.dim() == self._get_no_batch_dim()
         x = input.unsqueeze(0) if unbatched else input
-        if self.training or not self.track_running_stats:
-            y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
-                                True, self.momentum, self.eps)
-        else:
-            y = torch.nn.functional.instance_norm(x, self.running_mean, self.running_var,
-                                                  self.weight, self.bias, False,
-                                                  self.momentum, self.eps)
+        use_input_stats = self.training or not self.track_running_stats
+        y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            use_input_stats, self.momentum, self.eps)
         return y.squeeze(0) if unbatched else y
 
 

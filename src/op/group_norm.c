@@ -29,6 +29,11 @@
  *     and a modulated backward chain ends with dscale and dshift (gn_bwd_mod_params). The
  *     host loop folds them the same way, per modulation sample (group_norm_host_body.h,
  *     HN(fold_mod)), and takes modulated calls as it takes plain ones (host_bytes).
+ *   Precomputed statistics (CLNORM_USE_GLOBAL_STATS: mean and rstd N x G inputs, eval-mode
+ *     InstanceNorm, a tiled decode's whole-image statistics): the forward is the apply alone
+ *     in any strategy (nchw_apply_stats: norm_apply.cl over the group rows; nhwc_apply_stats:
+ *     gn_nhwc_stats_table, then gn_nhwc_apply); the backward runs its chains with dx = rstd
+ *     * g (gn_coef_of gives 0 for the group means, and gn_bwd_coef does not run).
  * The CPU reference is ref/ref_group_norm.c.
  */
 #include "op.h"
@@ -73,11 +78,6 @@ static clnorm_status check_desc(const clnorm_desc *d, char *msg, size_t msg_size
                                 "residual");
         return CLNORM_INVALID_ARGUMENT;
     }
-    if (d->flags & CLNORM_USE_GLOBAL_STATS) {
-        snprintf(msg, msg_size, "CLNORM_USE_GLOBAL_STATS is for the row kinds; group_norm has no "
-                                "precomputed statistics");
-        return CLNORM_INVALID_ARGUMENT;
-    }
     const size_t spatial = d->spatial ? d->spatial : 1;
     /* The kernels index within a group and a sample's channels in 32 bits. */
     if ((d->cols / d->groups) * spatial > UINT32_MAX || d->cols > UINT32_MAX) {
@@ -101,6 +101,7 @@ static void slot_info(const clnorm_op *op, const clnorm_desc *d, clnorm_directio
     const unsigned takes = fwd ? op->fwd_slots : op->bwd_slots;
     const int has_g = !(d->flags & CLNORM_NO_GAMMA), has_b = !(d->flags & CLNORM_NO_BETA);
     const int stats = (d->flags & CLNORM_SAVE_STATS) != 0, silu = (d->flags & CLNORM_SILU) != 0;
+    const int global = (d->flags & CLNORM_USE_GLOBAL_STATS) != 0;
     const int has_scale = (d->flags & CLNORM_SCALE) != 0, has_shift = (d->flags & CLNORM_SHIFT) != 0;
     const clnorm_dtype t = d->dtype, pt = clnorm_param_dtype(t);
     const size_t len = clnorm_row_len(d);
@@ -148,8 +149,10 @@ static void slot_info(const clnorm_op *op, const clnorm_desc *d, clnorm_directio
         return;
     case CLNORM_ARG_MEAN:
     case CLNORM_ARG_RSTD:
-        info->use = fwd ? (stats ? req : none) : opt;
-        info->is_output = fwd;
+        /* precomputed statistics: inputs of both directions; else written by a forward with
+         * SAVE_STATS, read when given by the backward */
+        info->use = global ? req : fwd ? (stats ? req : none) : opt;
+        info->is_output = fwd && !global;
         clnorm_slot_layout(info, pt, d->rows ? 1 : 0, d->rows * d->groups, d->rows * d->groups);
         return;
     case CLNORM_ARG_DGAMMA:
@@ -357,6 +360,18 @@ static void geometry(const clnorm_device_profile *p, const clnorm_desc *d, clnor
     } else {
         g->bwd_chunks = 1;
         g->bwd_chunk_len = hw;
+        if (d->flags & CLNORM_USE_GLOBAL_STATS) {
+            /* The elementwise apply of the group rows (nchw_apply_stats), as the row kinds'
+             * (row_norm.c): an item per row on CPUs; on GPUs a work-group per row of up to
+             * 256 items, each every L-th vector. Nothing else of such a plan takes
+             * GEOM_ITEMS: the backward's gn_bwd_coef does not run (RUN_DX_SUMS). */
+            const size_t vecs = clnorm_div_up(cpg * hw, g->vw);
+            const size_t want = t->local_size ? t->local_size
+                                : cpu            ? 1
+                                                 : clnorm_clamp(vecs, 32, 256);
+            g->items_local = clnorm_fit_local(want, km, p);
+            g->items = clnorm_row_groups(d->rows * d->groups, cpu ? 64 * cu : 65536, t);
+        }
     }
     /* NCHW backward: a work-group per (n, c) channel row (and per group row when the
      * statistics are recomputed), striding over them. */
@@ -394,6 +409,11 @@ static void scratch_bytes(const clnorm_desc *d, const clnorm_geometry *g, clnorm
     for (int i = 0; i < CLNORM_MAX_SCRATCH; i++)
         bytes[i] = 0;
     if (dir == CLNORM_FORWARD) {
+        if (d->flags & CLNORM_USE_GLOBAL_STATS) { /* the apply alone: NHWC's table per (n, c) */
+            if (is_nhwc(d))
+                bytes[2] = clnorm_bytes3(d->rows, 3 * d->cols, acc);
+            return;
+        }
         if (g->whole_groups)
             return; /* a work-group per group (strategy workgroup): none */
         if (is_nhwc(d)) { /* moments per (n, tile, c), statistics per (n, g), table per (n, c) */
@@ -483,6 +503,25 @@ static const clnorm_chain nhwc_forward = {
      {"gn_nhwc_sample", FWD_T, sample_args, GEOM_SAMPLES, RUN_SAMPLES}},
     4};
 
+/* Precomputed statistics (CLNORM_USE_GLOBAL_STATS): the elementwise apply alone, whatever
+ * the strategy. NCHW: the row kinds' norm_apply_stats (kernels/norm_apply.cl) over the group
+ * rows, a work-group each; NHWC: each sample's table from the statistics
+ * (gn_nhwc_stats_table), then the tiles' apply. */
+static const clnorm_karg apply_stats_args[] = {OPS, {KA_ROWS, 0}, {KA_COLS, 0}, {KA_FLAGS, 0},
+                                               {KA_END, 0}};
+static const clnorm_chain nchw_apply_stats = {
+    {ROW_FILES, "norm_apply.cl", NULL},
+    {{"norm_apply_stats", FWD_T, apply_stats_args, GEOM_ITEMS, 0}},
+    1};
+static const clnorm_karg stats_table_args[] = {OPS, {KA_SCRATCH, 2}, {KA_ROWS, 0},
+                                               {KA_FLAGS, 0}, {KA_END, 0}};
+static const clnorm_chain nhwc_apply_stats = {
+    {"common.cl", "op_group_norm.cl", "group_nhwc.cl", NULL},
+    {{"gn_nhwc_stats_table", B(GAMMA) | B(BETA) | B(MEAN) | B(RSTD) | MOD_T, stats_table_args,
+      GEOM_ITEMS, 0},
+     {"gn_nhwc_apply", B(X) | B(Y), apply_args, GEOM_SPLIT, 0}},
+    2};
+
 /* A work-group per group (kernels/group_nhwc_wg.cl), in one launch. */
 static const clnorm_chain nhwc_workgroup = {
     {"common.cl", "op_group_norm.cl", "row_stats.cl", "group_nhwc.cl", "group_nhwc_wg.cl",
@@ -528,7 +567,8 @@ static const clnorm_karg dx_nhwc_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 2}
                                            {KA_CHUNKS, 0}, {KA_FLAGS, 0}, {KA_FIRST_BLOCK, 0},
                                            {KA_END, 0}};
 
-#define COEF_STEP {"gn_bwd_coef", B(GAMMA) | B(SCALE), coef_args, GEOM_ITEMS, RUN_GRAD_X}
+/* dx's group means: not with precomputed statistics, whose dx is rstd * g (RUN_DX_SUMS) */
+#define COEF_STEP {"gn_bwd_coef", B(GAMMA) | B(SCALE), coef_args, GEOM_ITEMS, RUN_DX_SUMS}
 /* the parameter pass, in slices of work-groups or in lanes of one item (geometry) */
 #define PARAMS_T (B(DGAMMA) | B(DBETA) | B(SCALE))
 #define PARAMS_STEPS                                                                        \
@@ -591,6 +631,8 @@ static const clnorm_chain *chain(const clnorm_desc *d, clnorm_strategy s, clnorm
     }
     if (dir == CLNORM_BACKWARD)
         return mod ? &nchw_backward_mod : &nchw_backward;
+    if (d->flags & CLNORM_USE_GLOBAL_STATS)
+        return is_nhwc(d) ? &nhwc_apply_stats : &nchw_apply_stats;
     if (is_nhwc(d))
         return s == CLNORM_STRATEGY_SPLIT       ? &nhwc_forward
                : s == CLNORM_STRATEGY_WORKGROUP ? &nhwc_workgroup

@@ -37,6 +37,10 @@
  * beta_c (HN(gam_of), HN(bet_of)), dz being the gradient of u. The parameter gradients then
  * weight each sample's sums by its 1 + scale, and dscale = gamma_c * sum(dz * xhat) + beta_c *
  * sum(dz) and dshift = sum(dz) add up the sums of a sample's entries (HN(reduce_grads)).
+ * Precomputed statistics (CLNORM_USE_GLOBAL_STATS) skip the moments: the forward is the apply
+ * phase alone (K = mean, m = 0: NHWC's table takes x - mean first, as the kernels'), and the
+ * backward keeps its group means at 0 (dx = rstd * g), with no sums phase when only dx is
+ * asked for.
  */
 #include "group_norm_host_units.h"
 

@@ -17,6 +17,10 @@ typedef struct {
     int bwd;         /* a backward whose small NCHW groups (HN(small_groups)) take their sums
                         and dx in GN_MOMENTS, each right after its statistics */
     int silu;
+    int global;      /* precomputed statistics (CLNORM_USE_GLOBAL_STATS): dx = rstd * g, its
+                        group means stay 0 */
+    int sums;        /* backward: the channel sums are needed (a parameter gradient, or dx's
+                        group means) */
     int stream;      /* forward: y is float32 written with streaming stores (HSTREAM) */
     HA eps;
     HA *gam, *bet;           /* C each: gamma and beta (1 and 0 when absent); modulated, C
@@ -790,6 +794,8 @@ static HINLINE void HN(bwd_dx)(const HN(job) *job, HN(bufs) *b, const gn_unit *u
 static HINLINE void HN(group_means)(const HN(job) *job, size_t n, size_t g)
 {
     const gn_geom *q = &job->q;
+    if (job->global)
+        return; /* constants: mg and mgx stay 0 (HN(run)) */
     const HA *gam = HN(gam_of)(job, n);
     double sg = 0, sgx = 0;
     for (size_t c = g * q->cpg; c < (g + 1) * q->cpg; c++) {
@@ -830,7 +836,8 @@ static HINLINE void HN(backward_unit)(const HN(job) *job, HN(bufs) *b, const gn_
         HN(bwd_dx)(job, b, u, len, xoff, x, dz);
         return;
     }
-    HN(bwd_sums)(job, b, u, x, dz);
+    if (job->sums)
+        HN(bwd_sums)(job, b, u, x, dz);
     if (!q->fused || !job->a->p[CLNORM_ARG_DX])
         return;
     /* every group of the unit is whole in it: its means, then dx, from what is staged */
@@ -1093,7 +1100,8 @@ static void HN(fold_mod)(HN(job) *job, HA *mem, size_t B)
 clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir, const clnorm_host_ptrs *a,
                       clnorm_ctx *ctx)
 {
-    HN(job) job = {.d = d, .a = a, .silu = (d->flags & CLNORM_SILU) != 0};
+    HN(job) job = {.d = d, .a = a, .silu = (d->flags & CLNORM_SILU) != 0,
+                   .global = (d->flags & CLNORM_USE_GLOBAL_STATS) != 0};
     gn_geometry(d, dir, &job.q);
     const gn_geom *q = &job.q;
     const size_t C = q->C, NG = q->n * q->G;
@@ -1110,7 +1118,8 @@ clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir, const clnorm_h
     if (job.stream && !q->nhwc)
         gn_stream_chunks(&job.q);
 #endif
-    const int given = !fwd && a->p[CLNORM_ARG_RSTD] != NULL;
+    /* statistics given: the backward's saved ones, or precomputed ones in either direction */
+    const int given = (!fwd || job.global) && a->p[CLNORM_ARG_RSTD] != NULL;
     const int moments = !given, separate = moments && !q->fused;
     /* a per-sample modulation: gamma and beta folded per sample (HN(fold_mod)); dscale and
      * dshift asked for (mod) */
@@ -1119,6 +1128,7 @@ clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir, const clnorm_h
     const size_t B = modulated ? d->samples : 0;
     const int grads = !fwd && (a->p[CLNORM_ARG_DGAMMA] || a->p[CLNORM_ARG_DBETA] || mod);
     const int dx = !fwd && a->p[CLNORM_ARG_DX] != NULL;
+    job.sums = grads || !job.global;
     clnorm_pool *pool = q->nchunks > 1 ? clnorm_host_pool(ctx) : NULL;
     const size_t width = clnorm_pool_width(pool);
     gn_balance(&job.q, width);
@@ -1172,6 +1182,8 @@ clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir, const clnorm_h
     if (modulated)
         HN(fold_mod)(&job, job.scratch + width * job.per_worker, B);
 
+    for (size_t i = 0; job.global && i < NG; i++)
+        job.mg[i] = job.mgx[i] = 0; /* HN(group_means) */
     if (given) { /* the saved statistics: K = 0, m = mean, as the kernels take them */
         HN(load)(job.r, pt, a->p[CLNORM_ARG_RSTD], 0, NG);
         if (a->p[CLNORM_ARG_MEAN])
@@ -1181,6 +1193,20 @@ clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir, const clnorm_h
                 job.m[i] = 0;
             job.K[i] = 0;
             job.sc[i] = 1;
+        }
+        if (fwd) {
+            /* precomputed statistics: the apply alone. K = mean and m = 0, the same xhat
+             * bits, so that NHWC's table takes x - mean first as the kernels' does
+             * (gn_nhwc_stats_table) */
+            for (size_t i = 0; i < NG; i++) {
+                job.K[i] = job.m[i];
+                job.m[i] = 0;
+            }
+            for (size_t n = 0; job.tk && n < q->n; n++)
+                HN(nhwc_table)(&job, n);
+            job.phase = GN_APPLY;
+            job.fwd = 1;
+            clnorm_pool_run(pool, q->nchunks, HN(chunk), &job);
         }
     } else {
         job.phase = GN_MOMENTS;
@@ -1199,10 +1225,13 @@ clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir, const clnorm_h
         /* a fused geometry's units finish their dx in the sums phase; small NCHW groups
          * have had theirs with their statistics (job.bwd) */
         job.phase = GN_GRAD_SUMS;
-        if (!job.bwd)
+        /* (without sums, precomputed statistics' dx alone: a fused unit's dx runs in this
+         * phase, the others' in GN_DX) */
+        if (!job.bwd && (job.sums || q->fused))
             clnorm_pool_run(pool, q->nchunks, HN(chunk), &job);
-        HN(reduce_grads)(&job, dx && !q->fused, mod, tg, tb, tb + C, tb + 2 * C, tb + 3 * C,
-                         tb + 4 * C);
+        if (job.sums)
+            HN(reduce_grads)(&job, dx && !q->fused, mod, tg, tb, tb + C, tb + 2 * C,
+                             tb + 3 * C, tb + 4 * C);
         for (size_t s = 0; mod && q->n == 0 && s < B; s++) /* an empty batch: zeros */
             HN(store_mod)(&job, s, tb + 3 * C, tb + 4 * C);
         if (dx && !q->fused) {

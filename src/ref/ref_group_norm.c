@@ -18,6 +18,9 @@
  *   dgamma_c = sum over samples and positions of dz * xhat, dbeta_c = the same of dz,
  *   dscale[b, c] = sum over sample b's batch entries and positions of du * z, dshift[b, c]
  *   the same of du.
+ * With precomputed statistics (CLNORM_USE_GLOBAL_STATS) mean and rstd (N, G) are inputs,
+ * xhat = (x - mean) * rstd, and the backward treats them as constants: dx = rstd * g, with
+ * no mean(g) and mean(g * xhat) terms (oneDNN's use_global_stats, the row kinds' rule).
  * Checked against finite differences and PyTorch's autograd in the tests.
  */
 #include "../dtype.h"
@@ -112,15 +115,21 @@ static void forward(const clnorm_desc *d, const clnorm_host_ptrs *a)
     const size_t cpg = d->cols / d->groups;
     const int silu = (d->flags & CLNORM_SILU) != 0;
     const double eps = clnorm_arith_eps(d);
+    const int global = (d->flags & CLNORM_USE_GLOBAL_STATS) != 0;
     for (size_t n = 0; n < d->rows; n++) {
         const clnorm_ref_mod md = clnorm_ref_mod_of(d, a, n);
         for (size_t g = 0; g < d->groups; g++) {
-            double K, m, r;
-            group_stats(d, x, n, g, eps, &K, &m, &r);
-            if (mean)
-                clnorm_elem_store(pt, mean, n * d->groups + g, K + m);
-            if (rstd)
-                clnorm_elem_store(pt, rstd, n * d->groups + g, r);
+            double K, m = 0.0, r;
+            if (global) { /* precomputed: inputs, xhat = (x - mean) * rstd */
+                K = clnorm_elem_load(pt, mean, n * d->groups + g);
+                r = clnorm_elem_load(pt, rstd, n * d->groups + g);
+            } else {
+                group_stats(d, x, n, g, eps, &K, &m, &r);
+                if (mean)
+                    clnorm_elem_store(pt, mean, n * d->groups + g, K + m);
+                if (rstd)
+                    clnorm_elem_store(pt, rstd, n * d->groups + g, r);
+            }
             /* In place (y is x): each element is read before it is written. */
             for (size_t c = g * cpg; c < (g + 1) * cpg; c++) {
                 const double gam = gamma ? clnorm_elem_load(pt, gamma, c) : 1.0;
@@ -255,7 +264,9 @@ static void backward_group(const clnorm_desc *d, const clnorm_host_ptrs *a,
     }
     if (!dx)
         return;
-    const double mg = sg / (double)cnt, mgx = sgx / (double)cnt;
+    /* precomputed statistics are constants: dx = rstd * g (as oneDNN's use_global_stats) */
+    const int global = (d->flags & CLNORM_USE_GLOBAL_STATS) != 0;
+    const double mg = global ? 0.0 : sg / (double)cnt, mgx = global ? 0.0 : sgx / (double)cnt;
     /* In place (dx is dy or x): each element is read before it is written. */
     for (size_t c = g * cpg; c < (g + 1) * cpg; c++) {
         const chan_params cp = channel(d, a, md, c);

@@ -204,6 +204,20 @@ CASES = [
     # both: frozen statistics and adaLN
     dict(name="gs_mod_ln_2x3x40", shape=[2, 3, 40], nd=1, eps=1e-5, norm="layer", gamma=True,
          beta=True, samples=2, scale=True, shift=True, global_stats=True, seed=405),
+    # GroupNorm with precomputed statistics: mean / rstd (N, G) float32 inputs, those of
+    # other data; "eval_instance": G = C with each channel's running statistics repeated over
+    # the batch, torch's instance_norm(use_input_stats=False)
+    dict(name="gn_gs_2x6x4x4_g3", shape=[2, 6, 4, 4], groups=3, layout="nchw", eps=1e-5,
+         norm="group", gamma=True, beta=True, silu=False, global_stats=True, seed=601),
+    dict(name="gn_gs_2x6x4x4_g3_silu_nhwc", shape=[2, 6, 4, 4], groups=3, layout="nhwc",
+         eps=1e-5, norm="group", gamma=True, beta=False, silu=True, global_stats=True,
+         seed=602),
+    dict(name="gn_gs_3x4x5x5_g4_instance_eval", shape=[3, 4, 5, 5], groups=4, layout="nchw",
+         eps=1e-3, norm="group", gamma=True, beta=True, silu=False, global_stats=True,
+         eval_instance=True, seed=603),
+    dict(name="gn_gs_mod_2x8x3x3_g4_silu_nhwc", shape=[2, 8, 3, 3], groups=4, layout="nhwc",
+         eps=1e-5, norm="group", gamma=True, beta=True, silu=True, samples=2, scale=True,
+         shift=True, global_stats=True, seed=604),
 ]
 
 
@@ -245,8 +259,29 @@ def make_inputs(c):
     if c.get("shift"):
         inp["shift"] = f32(0.5 * rs.standard_normal((c["samples"], cols)))
     if c.get("global_stats"):
-        inp.update(other_stats(c, rs, shape, nshape))
+        inp.update(other_group_stats(c, rs, shape) if c["norm"] == "group"
+                   else other_stats(c, rs, shape, nshape))
     return inp
+
+
+def other_group_stats(c, rs, shape):
+    """float32 mean and rstd (N, G) of a GroupNorm case: the groups' statistics of a second
+    draw ~ 0.8 + 2 N(0,1); with eval_instance (G = C) running statistics instead, a mean and
+    a variance per channel, the same for every batch entry, rstd = 1 / sqrt(var + eps) (in
+    float64, rounded once)."""
+    N, G = shape[0], c["groups"]
+    if c.get("eval_instance"):
+        rm = 0.8 + 0.5 * rs.standard_normal(G)
+        rv = 2.5 + 2.0 * rs.random_sample(G)  # rstd 0.45-0.63: never the groups' own (~1)
+        return {"mean": np.asarray(np.tile(rm, (N, 1)), dtype=np.float32),
+                "rstd": np.asarray(np.tile(1.0 / np.sqrt(rv + c["eps"]), (N, 1)),
+                                   dtype=np.float32),
+                "running_var": rv}
+    v = (0.8 + 2.0 * rs.standard_normal(shape)).reshape(N, G, -1)
+    m = v.mean(axis=-1)
+    return {"mean": np.asarray(m, dtype=np.float32),
+            "rstd": np.asarray(1.0 / np.sqrt(((v - m[..., None]) ** 2).mean(axis=-1)
+                                             + c["eps"]), dtype=np.float32)}
 
 
 def other_stats(c, rs, shape, nshape):
@@ -286,6 +321,8 @@ def compute_group(c, inp):
     sc = f64(inp["scale"]).requires_grad_(True) if "scale" in inp else None
     sh = f64(inp["shift"]).requires_grad_(True) if "shift" in inp else None
     N, C = x.shape[0], x.shape[1]
+    if c.get("global_stats"):
+        return compute_group_given(c, inp, x, g, b, sc, sh)
     z = F.group_norm(x, G, g, b, eps)
     u = modulate_group(c, z, sc, sh)
     y = F.silu(u) if c["silu"] else u
@@ -320,6 +357,71 @@ def compute_group(c, inp):
         out["dscale"] = sc.grad
     if sh is not None:
         out["dshift"] = sh.grad
+    out = {k: v.detach().numpy().astype(np.float64) for k, v in out.items()}
+    if c["layout"] == "nhwc":
+        for k in ("y", "dx"):
+            out[k] = channels_last(out[k])
+        for k in ("x", "dy"):
+            inp[k] = channels_last(inp[k])
+    return out
+
+
+def compute_group_given(c, inp, x, g, b, sc, sh):
+    """A GroupNorm case with precomputed statistics: z = (x - mean[n, g]) * rstd[n, g] *
+    gamma_c + beta_c per group, mean and rstd constants of the graph, then the modulation and
+    the SiLU. Checked not to be the groups' own statistics, xhat against F.batch_norm in eval
+    mode over the groups as channels, eval_instance cases against F.instance_norm with
+    use_input_stats=False, and without the SiLU dx against rstd * dy * (1 + scale) * gamma.
+    running_var of eval_instance cases is dropped from the stored inputs."""
+    F = torch.nn.functional
+    G, eps = c["groups"], c["eps"]
+    N, C = x.shape[0], x.shape[1]
+    mean, rstd = f64(inp["mean"]), f64(inp["rstd"])
+    running_var = inp.pop("running_var", None)
+    xg = x.reshape(N, G, -1)
+    xhat = ((xg - mean.unsqueeze(2)) * rstd.unsqueeze(2)).reshape(x.shape)
+    bshape = [C] + [1] * (x.dim() - 2)
+    z = xhat
+    if g is not None:
+        z = z * g.reshape(bshape)
+    if b is not None:
+        z = z + b.reshape(bshape)
+    with torch.no_grad():
+        v = xg.detach()
+        own = torch.rsqrt(v.var(dim=2, unbiased=False) + eps)
+        if not bool(((rstd / own - 1.0).abs() > 0.05).all()):
+            raise SystemExit("%s: a given rstd is within 5%% of its group's own" % c["name"])
+        bn = F.batch_norm(v.reshape(1, N * G, -1), mean.reshape(N * G),
+                          1.0 / (rstd.reshape(N * G) ** 2) - eps, training=False, eps=eps)
+        check_close(c, "xhat vs batch_norm with running statistics", xhat.detach(),
+                    bn.reshape(x.shape))
+        if c.get("eval_instance"):
+            if G != C:
+                raise SystemExit("%s: eval_instance needs G = C" % c["name"])
+            # rstd went through float32: torch's running_var that gives it
+            rv = 1.0 / rstd[0] ** 2 - eps
+            if not torch.allclose(rv, f64(running_var), rtol=1e-6):
+                raise SystemExit("%s: rstd is not the running variance's" % c["name"])
+            check_close(c, "vs instance_norm(use_input_stats=False)", z.detach(),
+                        F.instance_norm(x.detach(), mean[0], rv, g, b, use_input_stats=False,
+                                        eps=eps))
+    u = modulate_group(c, z, sc, sh)
+    y = F.silu(u) if c["silu"] else u
+    loss = (y * f64(inp["dy"])).sum()
+    loss.backward()
+    if not c["silu"]:
+        view = [N, C] + [1] * (x.dim() - 2)
+        dz = f64(inp["dy"])
+        if sc is not None:
+            dz = dz * (1.0 + sc.detach().repeat_interleave(N // c["samples"], 0).reshape(view))
+        want = (rstd.unsqueeze(2) * dz.reshape(N, G, -1)).reshape(x.shape)
+        if g is not None:
+            want = want * g.detach().reshape(bshape)
+        check_close(c, "dx vs rstd * dy * gamma", x.grad, want)
+    out = {"y": y, "dx": x.grad}
+    for k, t in (("dgamma", g), ("dbeta", b), ("dscale", sc), ("dshift", sh)):
+        if t is not None:
+            out[k] = t.grad
     out = {k: v.detach().numpy().astype(np.float64) for k, v in out.items()}
     if c["layout"] == "nhwc":
         for k in ("y", "dx"):
@@ -479,6 +581,8 @@ def manifest_entry(c):
             e["samples"] = c["samples"]
             e["scale"] = bool(c.get("scale"))
             e["shift"] = bool(c.get("shift"))
+        if c.get("global_stats"):
+            e["global_stats"] = True
         return e
     e = {"name": c["name"], "shape": c["shape"], "normalized_dims": c["nd"], "eps": c["eps"],
          "norm": c["norm"], "gamma": c["gamma"], "beta": c["beta"]}

@@ -25,6 +25,24 @@ def to64(a):
     return torch.from_numpy(np.asarray(a, dtype=np.float64))
 
 
+def make(kind, dtype, shape, seed, offset=0.0, spread=1.0):
+    """offset + spread * N(0, 1) of a seeded torch generator, as a "numpy" array or a torch
+    tensor of dtype."""
+    g = torch.Generator().manual_seed(seed)
+    t = spread * torch.randn(shape, generator=g, dtype=torch.float64) + offset
+    if kind == "numpy":
+        return t.numpy().astype(dtype)
+    return t.to(dtype)
+
+
+def param_as(kind, p, like):
+    """A float64 tensor as a caller of that kind holds parameters: float32 beside 16-bit x."""
+    wide = like.dtype == (np.float64 if kind == "numpy" else torch.float64)
+    if kind == "numpy":
+        return p.numpy().astype(np.float64 if wide else np.float32)
+    return p.to(torch.float64 if wide else torch.float32)
+
+
 def assert_close(got, ref, dtype, what=""):
     got64, ref64 = to64(got), to64(ref)
     assert got64.shape == ref64.shape, (what, got64.shape, ref64.shape)

@@ -47,8 +47,10 @@ def test_instance_norm_errors_change_nothing():
         clnorm.instance_norm(x, rm, rv, np.ones(2, np.float32))
     with pytest.raises(TypeError, match="momentum must be a real number"):
         clnorm.instance_norm(x, rm, rv, momentum="0.1")
-    with pytest.raises(clnorm.UnsupportedError, match="use_input_stats=False"):
-        clnorm.instance_norm(x, rm, rv, use_input_stats=False)
+    with pytest.raises(ValueError, match="running_mean and running_var must be given"):
+        clnorm.instance_norm(x, rm, None, use_input_stats=False)
+    with pytest.raises(ValueError, match=r"running_mean must have shape \[3\]"):
+        clnorm.instance_norm(x, np.zeros(2, np.float32), rv, use_input_stats=False)
     # every refusal came before the running statistics were touched
     assert not rm.any() and (rv == 1).all()
 

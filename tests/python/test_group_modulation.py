@@ -12,25 +12,9 @@ import torch
 import torch.nn.functional as F
 
 import clnorm
-from conftest import NP_DTYPES, TORCH_DTYPES, assert_close, dtype_name, to64
+from conftest import NP_DTYPES, TORCH_DTYPES, assert_close, dtype_name, make, param_as, to64
 
 N, C, H, W, G = 4, 8, 3, 5, 4
-
-
-def make(kind, dtype, shape, seed, offset=0.0, spread=1.0):
-    g = torch.Generator().manual_seed(seed)
-    t = spread * torch.randn(shape, generator=g, dtype=torch.float64) + offset
-    if kind == "numpy":
-        return t.numpy().astype(dtype)
-    return t.to(dtype)
-
-
-def param_as(kind, p, like):
-    """A float64 tensor as a caller of that kind holds parameters: float32 beside 16-bit x."""
-    wide = like.dtype == (np.float64 if kind == "numpy" else torch.float64)
-    if kind == "numpy":
-        return p.numpy().astype(np.float64 if wide else np.float32)
-    return p.to(torch.float64 if wide else torch.float32)
 
 
 def params(c, seed=7):
