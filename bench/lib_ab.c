@@ -13,10 +13,12 @@
  * the other build's pool workers spin that long after its last call (CLNORM_HOST_SPIN_US).
  * The tensors rotate through sets larger than the last-level cache (--rotate-mib, default
  * 512), as clnorm-bench's do. Float32, gamma and beta given; --silu: GroupNorm's fused SiLU
- * (the rows have none).
+ * (the rows have none); --global-stats: precomputed statistics (CLNORM_USE_GLOBAL_STATS, mean
+ * 0 and rstd 1 given to both directions); --dx-only: the backward asked for dx alone.
  *
  *   clnorm-lib-ab --lib-a A.so --lib-b B.so --shape S [--shape S ...] [--layout nchw|nhwc]
- *                 [--silu] [--backward] [--rounds N] [--block N] [--block-ms N] [--rotate-mib N]
+ *                 [--silu] [--backward] [--global-stats] [--dx-only] [--rounds N] [--block N]
+ *                 [--block-ms N] [--rotate-mib N]
  *   S: RxC (LayerNorm rows) or NxCxHxW[:G] (GroupNorm, 1 to 3 spatial dims, G default 32)
  *
  * Per shape: the median µs of each build over its timed calls, A/B (above 1: B is faster),
@@ -104,8 +106,9 @@ static int usage(const char *msg)
 {
     fprintf(stderr,
             "clnorm-lib-ab: %s\nusage: clnorm-lib-ab --lib-a A.so --lib-b B.so --shape S "
-            "[--shape S ...] [--layout nchw|nhwc] [--silu] [--backward] [--rounds N] [--block N] "
-            "[--block-ms N] [--rotate-mib N]\n  S: RxC or NxCxHxW[:G]\n",
+            "[--shape S ...] [--layout nchw|nhwc] [--silu] [--backward] [--global-stats] "
+            "[--dx-only] [--rounds N] [--block N] [--block-ms N] [--rotate-mib N]\n  S: RxC or "
+            "NxCxHxW[:G]\n",
             msg);
     return 2;
 }
@@ -161,10 +164,10 @@ static int load(lib *l)
 }
 
 /* The rotated tensors of one shape: sets of x, y (the backward: dy, dx), and gamma, beta,
- * dgamma, dbeta. */
+ * dgamma, dbeta, and the statistics (mean 0, then rstd 1: a row's or a group's each). */
 typedef struct {
     size_t elems, sets;
-    float *x, *y, *dy, *par;
+    float *x, *y, *dy, *par, *stats;
 } tensors;
 
 static int tensors_make(tensors *t, const shape *s, int bwd, size_t rotate_mib)
@@ -176,8 +179,12 @@ static int tensors_make(tensors *t, const shape *s, int bwd, size_t rotate_mib)
     t->y = malloc(t->sets * t->elems * sizeof(float));
     t->dy = bwd ? malloc(t->sets * t->elems * sizeof(float)) : NULL;
     t->par = malloc(4 * s->c * sizeof(float));
-    if (!t->x || !t->y || (bwd && !t->dy) || !t->par)
+    const size_t ns = s->g ? s->n * s->g : s->n;
+    t->stats = calloc(2 * ns + 1, sizeof(float));
+    if (!t->x || !t->y || (bwd && !t->dy) || !t->par || !t->stats)
         return -1;
+    for (size_t i = 0; i < ns; i++)
+        t->stats[ns + i] = 1.0f;
     unsigned long long r = 88172645463325252ull; /* xorshift: N(0,1)-ish is not needed */
     for (size_t i = 0; i < t->sets * t->elems; i++) {
         r ^= r << 13;
@@ -201,29 +208,43 @@ static void tensors_free(tensors *t)
     free(t->y);
     free(t->dy);
     free(t->par);
+    free(t->stats);
 }
+
+/* What a call passes beyond x, y / dy, dx, gamma and beta. */
+typedef struct {
+    int bwd, silu, global, dx_only;
+} call_mode;
 
 /* The backward with SiLU also reads beta (z = xhat * gamma + beta); without it beta is not
  * one of its slots, and giving it is an error. */
 static clnorm_status call(const lib *l, clnorm_plan *p, const shape *s, const tensors *t,
-                          size_t set, int bwd, int silu)
+                          size_t set, const call_mode *m)
 {
     float *x = t->x + set * t->elems, *y = t->y + set * t->elems;
-    if (!bwd) {
-        const clnorm_host_arg a[] = {{CLNORM_ARG_X, x},
-                                     {CLNORM_ARG_Y, y},
-                                     {CLNORM_ARG_GAMMA, t->par},
-                                     {CLNORM_ARG_BETA, t->par + s->c}};
-        return l->exec(p, CLNORM_FORWARD, a, 4);
+    const size_t ns = s->g ? s->n * s->g : s->n;
+    clnorm_host_arg a[9];
+    size_t n = 0;
+    a[n++] = (clnorm_host_arg){CLNORM_ARG_X, x};
+    a[n++] = (clnorm_host_arg){CLNORM_ARG_GAMMA, t->par};
+    if (m->global) {
+        a[n++] = (clnorm_host_arg){CLNORM_ARG_MEAN, t->stats};
+        a[n++] = (clnorm_host_arg){CLNORM_ARG_RSTD, t->stats + ns};
     }
-    const clnorm_host_arg a[] = {{CLNORM_ARG_X, x},
-                                 {CLNORM_ARG_DY, t->dy + set * t->elems},
-                                 {CLNORM_ARG_DX, y},
-                                 {CLNORM_ARG_GAMMA, t->par},
-                                 {CLNORM_ARG_DGAMMA, t->par + 2 * s->c},
-                                 {CLNORM_ARG_DBETA, t->par + 3 * s->c},
-                                 {CLNORM_ARG_BETA, t->par + s->c}};
-    return l->exec(p, CLNORM_BACKWARD, a, silu && s->g ? 7 : 6);
+    if (!m->bwd) {
+        a[n++] = (clnorm_host_arg){CLNORM_ARG_Y, y};
+        a[n++] = (clnorm_host_arg){CLNORM_ARG_BETA, t->par + s->c};
+        return l->exec(p, CLNORM_FORWARD, a, n);
+    }
+    a[n++] = (clnorm_host_arg){CLNORM_ARG_DY, t->dy + set * t->elems};
+    a[n++] = (clnorm_host_arg){CLNORM_ARG_DX, y};
+    if (!m->dx_only) {
+        a[n++] = (clnorm_host_arg){CLNORM_ARG_DGAMMA, t->par + 2 * s->c};
+        a[n++] = (clnorm_host_arg){CLNORM_ARG_DBETA, t->par + 3 * s->c};
+    }
+    if (m->silu && s->g)
+        a[n++] = (clnorm_host_arg){CLNORM_ARG_BETA, t->par + s->c};
+    return l->exec(p, CLNORM_BACKWARD, a, n);
 }
 
 int main(int argc, char **argv)
@@ -231,7 +252,7 @@ int main(int argc, char **argv)
     lib L[2] = {{0}, {0}};
     shape shapes[MAX_SHAPES];
     size_t nshapes = 0, rounds = 100, block = 10, block_ms = 2, rotate_mib = 512;
-    int bwd = 0, nhwc = 0, silu = 0;
+    int bwd = 0, nhwc = 0, silu = 0, global = 0, dx_only = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--backward")) {
@@ -240,6 +261,14 @@ int main(int argc, char **argv)
         }
         if (!strcmp(a, "--silu")) {
             silu = 1;
+            continue;
+        }
+        if (!strcmp(a, "--global-stats")) {
+            global = 1;
+            continue;
+        }
+        if (!strcmp(a, "--dx-only")) {
+            dx_only = 1;
             continue;
         }
         if (!v)
@@ -274,6 +303,9 @@ int main(int argc, char **argv)
     }
     if (!L[0].path || !L[1].path || !nshapes)
         return usage("--lib-a, --lib-b and a --shape are needed");
+    if (dx_only && !bwd)
+        return usage("--dx-only is a backward's: give --backward too");
+    const call_mode mode = {bwd, silu, global, dx_only};
     if (load(&L[0]) || load(&L[1]))
         return 1;
     int rc = 0;
@@ -300,6 +332,8 @@ int main(int argc, char **argv)
             }
             if (bwd)
                 d.flags |= CLNORM_WITH_BACKWARD;
+            if (global)
+                d.flags |= CLNORM_USE_GLOBAL_STATS;
             if (L[b].plan_create(L[b].ctx, &d, &p[b]) != CLNORM_OK) {
                 fprintf(stderr, "clnorm-lib-ab: %s: no plan for %s\n", L[b].path, s->text);
                 rc = 1;
@@ -313,7 +347,7 @@ int main(int argc, char **argv)
                 for (size_t c = 0; c < block || now_us() - start < block_ms * 1e3; c++) {
                     set = (set + 1) % ts.sets;
                     const double t0 = now_us();
-                    const clnorm_status st = call(&L[b], p[b], s, &ts, set, bwd, silu);
+                    const clnorm_status st = call(&L[b], p[b], s, &ts, set, &mode);
                     const double t1 = now_us();
                     if (st != CLNORM_OK) {
                         fprintf(stderr, "clnorm-lib-ab: %s: call failed (%d)\n", L[b].path,

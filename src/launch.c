@@ -256,6 +256,9 @@ static unsigned run_conditions(const clnorm_geometry *g, unsigned flags)
         run |= RUN_PARAM_GRADS;
     if ((flags & CLNORM_KF_GRAD_X) && !(flags & CLNORM_KF_GLOBAL_STATS))
         run |= RUN_DX_SUMS;
+    if ((run & RUN_DX_SUMS) || (flags & (CLNORM_KF_GRAD_GAMMA | CLNORM_KF_GRAD_BETA |
+                                         CLNORM_KF_GRAD_SCALE | CLNORM_KF_GRAD_SHIFT)))
+        run |= RUN_GRAD_SUMS;
     if (g->bwd_slices)
         run |= RUN_SLICED;
     run |= g->samples ? RUN_SAMPLES : RUN_TILES;

@@ -33,7 +33,8 @@
  *     InstanceNorm, a tiled decode's whole-image statistics): the forward is the apply alone
  *     in any strategy (nchw_apply_stats: norm_apply.cl over the group rows; nhwc_apply_stats:
  *     gn_nhwc_stats_table, then gn_nhwc_apply); the backward runs its chains with dx = rstd
- *     * g (gn_coef_of gives 0 for the group means, and gn_bwd_coef does not run).
+ *     * g (gn_coef_of gives 0 for the group means, and gn_bwd_coef does not run), and for dx
+ *     alone without its sums pass either (RUN_GRAD_SUMS).
  * The CPU reference is ref/ref_group_norm.c.
  */
 #include "op.h"
@@ -567,7 +568,9 @@ static const clnorm_karg dx_nhwc_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 2}
                                            {KA_CHUNKS, 0}, {KA_FLAGS, 0}, {KA_FIRST_BLOCK, 0},
                                            {KA_END, 0}};
 
-/* dx's group means: not with precomputed statistics, whose dx is rstd * g (RUN_DX_SUMS) */
+/* dx's group means: not with precomputed statistics, whose dx is rstd * g (RUN_DX_SUMS); the
+ * sums before them run for these or a parameter gradient (RUN_GRAD_SUMS), not for such a dx
+ * alone, which the dx kernels make from the statistics (the NHWC CPU tables too) */
 #define COEF_STEP {"gn_bwd_coef", B(GAMMA) | B(SCALE), coef_args, GEOM_ITEMS, RUN_DX_SUMS}
 /* the parameter pass, in slices of work-groups or in lanes of one item (geometry) */
 #define PARAMS_T (B(DGAMMA) | B(DBETA) | B(SCALE))
@@ -586,8 +589,8 @@ static const clnorm_karg dx_nhwc_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 2}
 #define NCHW_BWD_FILES "common.cl", "op_group_norm.cl", "row_stats.cl", "group_backward.cl", NULL
 #define NCHW_BWD_STEPS                                                                      \
     {"gn_nchw_stats", B(X), stats_args, GEOM_BWD_STATS, RUN_RECOMPUTE},                     \
-        {"gn_nchw_bwd_sums", BWD_IN, sums_nchw_args, GEOM_BWD_STATS, 0}, COEF_STEP,          \
-        PARAMS_STEPS,                                                                       \
+        {"gn_nchw_bwd_sums", BWD_IN, sums_nchw_args, GEOM_BWD_STATS, RUN_GRAD_SUMS},        \
+        COEF_STEP, PARAMS_STEPS,                                                            \
         {"gn_nchw_bwd_dx", BWD_IN | B(DX), dx_nchw_args, GEOM_BWD_STATS, RUN_GRAD_X}
 static const clnorm_chain nchw_backward = {{NCHW_BWD_FILES}, {NCHW_BWD_STEPS}, 6};
 static const clnorm_chain nchw_backward_mod = {{NCHW_BWD_FILES},
@@ -597,8 +600,8 @@ static const clnorm_chain nchw_backward_mod = {{NCHW_BWD_FILES},
 #define NHWC_BWD_STEPS                                                                      \
     {"gn_nhwc_moments", B(X), bpart_args, GEOM_SPLIT, RUN_RECOMPUTE},                       \
         {"gn_nhwc_merge", MERGE_T, bmerge_args, GEOM_ITEMS, RUN_RECOMPUTE},                 \
-        {"gn_nhwc_bwd_sums", BWD_IN, sums_nhwc_args, GEOM_SPLIT, 0}, COEF_STEP,             \
-        PARAMS_STEPS,                                                                       \
+        {"gn_nhwc_bwd_sums", BWD_IN, sums_nhwc_args, GEOM_SPLIT, RUN_GRAD_SUMS},            \
+        COEF_STEP, PARAMS_STEPS,                                                            \
         {"gn_nhwc_bwd_dx", BWD_IN | B(DX), dx_nhwc_args, GEOM_SPLIT, RUN_GRAD_X}
 static const clnorm_chain nhwc_backward = {{NHWC_BWD_FILES}, {NHWC_BWD_STEPS}, 7};
 static const clnorm_chain nhwc_backward_mod = {{NHWC_BWD_FILES},

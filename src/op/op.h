@@ -77,7 +77,11 @@ enum {
     RUN_SAMPLES = 1u << 6,     /* clnorm_geometry.samples is non-zero: a kernel per sample */
     RUN_TILES = 1u << 7,       /* it is zero: the steps the sample kernel stands in for */
     RUN_PARAM_LANES = 1u << 8, /* clnorm_geometry.param_lanes is non-zero */
-    RUN_PARAM_GROUPS = 1u << 9 /* it is zero */
+    RUN_PARAM_GROUPS = 1u << 9, /* it is zero */
+    /* The backward's reductions are read: a parameter gradient is asked for (written by the
+     * rows kernel or not), or dx needs its row sums (RUN_DX_SUMS). Not with precomputed
+     * statistics' dx alone: GroupNorm's sums pass then does not run. */
+    RUN_GRAD_SUMS = 1u << 10
 };
 /* The bits that choose between alternative steps (a warm-up runs only the chosen ones). */
 #define RUN_CHOICES (RUN_SAMPLES | RUN_TILES | RUN_PARAM_LANES | RUN_PARAM_GROUPS)
