@@ -91,6 +91,18 @@ def test_group_norm_modulation_on_device(queue):
     assert_close(y.get(), ref, "float32", "(B, C, 1, 1) on the device")
 
 
+def test_instance_norm_eval_on_device(queue):
+    # eval-mode InstanceNorm: the running statistics on the device too (read back to form
+    # the precomputed statistics, which go up again), the result on the device
+    xh, rm, rv = host(13, (2, 6, 4, 5)), host(14, (6,)), 1.0 + np.abs(host(15, (6,)))
+    x, rmd, rvd = (cla.to_device(queue, a) for a in (xh, rm, rv))
+    y = clnorm.instance_norm(x, rmd, rvd, use_input_stats=False)
+    assert isinstance(y, cla.Array) and y.queue is queue
+    ref = F.instance_norm(to64(xh), to64(rm), to64(rv), use_input_stats=False)
+    assert_close(y.get(), ref, "float32", "eval-mode instance_norm")
+    assert (rmd.get() == rm).all() and (rvd.get() == rv).all()
+
+
 def test_context_adopts_the_arrays_queue(queue):
     x = cla.to_device(queue, host(7, (3, 16)))
     clnorm.layer_norm(x, 16)
