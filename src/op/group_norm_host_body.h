@@ -1184,28 +1184,24 @@ clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir, const clnorm_h
 
     for (size_t i = 0; job.global && i < NG; i++)
         job.mg[i] = job.mgx[i] = 0; /* HN(group_means) */
-    if (given) { /* the saved statistics: K = 0, m = mean, as the kernels take them */
+    if (given) {
+        /* The saved statistics: K = 0, m = mean, as the kernels take them. Precomputed ones
+         * in the forward (the apply alone): K = mean, m = 0, the same xhat bits, so that
+         * NHWC's table takes x - mean first as the kernels' does (gn_nhwc_stats_table). */
+        HA *mean = fwd ? job.K : job.m, *zero = fwd ? job.m : job.K;
         HN(load)(job.r, pt, a->p[CLNORM_ARG_RSTD], 0, NG);
         if (a->p[CLNORM_ARG_MEAN])
-            HN(load)(job.m, pt, a->p[CLNORM_ARG_MEAN], 0, NG);
+            HN(load)(mean, pt, a->p[CLNORM_ARG_MEAN], 0, NG);
         for (size_t i = 0; i < NG; i++) {
             if (!a->p[CLNORM_ARG_MEAN])
-                job.m[i] = 0;
-            job.K[i] = 0;
+                mean[i] = 0;
+            zero[i] = 0;
             job.sc[i] = 1;
         }
         if (fwd) {
-            /* precomputed statistics: the apply alone. K = mean and m = 0, the same xhat
-             * bits, so that NHWC's table takes x - mean first as the kernels' does
-             * (gn_nhwc_stats_table) */
-            for (size_t i = 0; i < NG; i++) {
-                job.K[i] = job.m[i];
-                job.m[i] = 0;
-            }
             for (size_t n = 0; job.tk && n < q->n; n++)
                 HN(nhwc_table)(&job, n);
             job.phase = GN_APPLY;
-            job.fwd = 1;
             clnorm_pool_run(pool, q->nchunks, HN(chunk), &job);
         }
     } else {
