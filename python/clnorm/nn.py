@@ -5,7 +5,7 @@ parameters, buffers, state_dict keys, repr; isinstance checks keep working) and 
 forward. RMSNorm subclasses
 torch.nn.RMSNorm where torch has it (2.4 and later); on older torch (Debian 12's 1.13) it is a
 Module with the same constructor and state_dict. Gradients come from the library's backward
-through one autograd Function (first order: no double backward).
+through one autograd Function (second derivatives through torch: _torch_graph).
 """
 import inspect
 
