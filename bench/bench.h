@@ -40,9 +40,9 @@
  * direction, plain or, for an operation whose forward takes CLNORM_ARG_SCALE, modulated
  * (CLNORM_SCALE | CLNORM_SHIFT: "layer-mod"). The table is built from the library's op table,
  * so a newly registered operation is benchmarked by every generic contender without new code
- * here. A bench_op indexes it; --op keeps a set of them in an unsigned. */
+ * here. A bench_op indexes it; --op keeps a set of them in an unsigned long long. */
 typedef unsigned bench_op;
-enum { BENCH_MAX_OPS = 24 }; /* --op keeps its set in an unsigned: at most 32 */
+enum { BENCH_MAX_OPS = 40 }; /* --op keeps its set in an unsigned long long: at most 64 */
 
 /* The form of an op's data, and so of its shapes: rows x cols (LayerNorm and its relatives),
  * a batch of channels x spatial positions in groups, in a layout (GroupNorm), or B samples of
@@ -86,8 +86,9 @@ typedef struct {
                              takes it ("group-silu", and "group-mod": the SiLU after the
                              modulation), else 0: desc.flags of its cases too */
     unsigned stats_flags; /* CLNORM_USE_GLOBAL_STATS for the precomputed-statistics variant
-                             of the groups form ("group-stats": mean and rstd (N, G) inputs,
-                             the forward an elementwise apply), else 0: desc.flags too */
+                             ("layer-stats": mean and rstd per row; "group-stats": (N, G);
+                             inputs, the forward an elementwise apply), else 0: desc.flags
+                             too */
     int has_mean;         /* LayerNorm statistics (clnorm_op_info.has_mean) */
     unsigned given;       /* BENCH_SLOT of every slot the bench passes: each one the op takes,
                              required or optional, except DSUM, for which it has no data */

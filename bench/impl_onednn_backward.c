@@ -6,9 +6,10 @@
  * f64); statistics, scale and the parameter gradients float32.
  *
  * oneDNN takes the variance, not rstd: it is computed once here from the same saved rstd
- * every contender uses, var = 1 / rstd^2 - eps (in double, stored as float), so oneDNN's own
- * 1 / sqrt(var + eps) gives back that rstd to float rounding. For RMS (oneDNN 3.3+, flag
- * dnnl_rms_norm) the same formula gives the mean square and there is no mean.
+ * every contender uses (bench_dnnl_variance). For RMS (oneDNN 3.3+, flag dnnl_rms_norm) the
+ * same formula gives the mean square and there is no mean. The -stats ops (layer-stats-
+ * backward: precomputed statistics) add dnnl_use_global_stats: the statistics are constants,
+ * dx = rstd * gamma * dy, as clnorm's CLNORM_USE_GLOBAL_STATS.
  *
  * Each run points src, diff_dst and diff_src at the next host buffer set, executes and waits
  * on the stream. The shift a use_shift primitive takes is zeros of its own: the backward
@@ -136,9 +137,12 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
     int rc = bench_dnnl_begin(env, &dt, &flags, &omp, msg, msg_size);
     if (rc != BENCH_OK)
         return rc;
+    if (p->info->stats_flags & CLNORM_USE_GLOBAL_STATS)
+        flags |= (unsigned)dnnl_use_global_stats;
     dnnl_bwd_state *s = calloc(1, sizeof *s);
+    /* oneDNN runs only f32/f16/bf16 here: the saved statistics are float. */
     if (s) {
-        s->variance = malloc(p->rows * sizeof *s->variance);
+        s->variance = bench_dnnl_variance(env->host->vec[CLNORM_ARG_RSTD], p->rows, p->eps);
         s->zeros = calloc(p->cols, sizeof *s->zeros);
     }
     if (!s || !s->variance || !s->zeros) {
@@ -147,12 +151,6 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
         return BENCH_FAIL;
     }
     s->env = env;
-    /* oneDNN runs only f32/f16/bf16 here: the saved statistics are float. */
-    const float *rstd = env->host->vec[CLNORM_ARG_RSTD];
-    for (size_t r = 0; r < p->rows; r++) {
-        const double v = 1.0 / ((double)rstd[r] * rstd[r]) - (double)p->eps;
-        s->variance[r] = (float)(v > 0.0 ? v : 0.0);
-    }
 
     const char *what = "dnnl_memory_desc";
     bench_dnnl_md data_md, stat_md, param_md;
@@ -174,6 +172,7 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
         destroy(s);
         return rc;
     }
+    bench_dnnl_note_global(p, note, note_size);
     *out = s;
     return BENCH_OK;
 }

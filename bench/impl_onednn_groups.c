@@ -150,18 +150,13 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
     s->backward = p->dir == CLNORM_BACKWARD;
     s->global = (p->info->stats_flags & CLNORM_USE_GLOBAL_STATS) != 0;
     if (s->backward || s->global) {
-        const void *rstd = env->host->vec[CLNORM_ARG_RSTD];
+        /* f32/f16/bf16 only here: the statistics are float */
+        const float *rstd = env->host->vec[CLNORM_ARG_RSTD];
         if (!env->host->vec[CLNORM_ARG_MEAN] || !rstd ||
-            !(s->variance = malloc((rows ? rows : 1) * sizeof *s->variance))) {
+            !(s->variance = bench_dnnl_variance(rstd, rows, p->eps))) {
             destroy(s);
             snprintf(msg, msg_size, rstd ? "out of host memory" : "no saved mean/rstd");
             return rstd ? BENCH_FAIL : BENCH_SKIP;
-        }
-        /* f32/f16/bf16 only here: the statistics are float */
-        for (size_t r = 0; r < rows; r++) {
-            const double q = ((const float *)rstd)[r];
-            const double v = 1.0 / (q * q) - (double)p->eps;
-            s->variance[r] = (float)(v > 0.0 ? v : 0.0);
         }
     }
     const char *what = "dnnl_memory_desc";

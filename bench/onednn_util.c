@@ -8,6 +8,7 @@
 
 #include <dlfcn.h>
 #include <oneapi/dnnl/dnnl_debug.h>
+#include <stdlib.h>
 #include <string.h>
 
 int bench_dnnl_fail(dnnl_status_t st, const char *what, char *msg, size_t msg_size)
@@ -170,6 +171,25 @@ dnnl_status_t bench_dnnl_params(dnnl_engine_t engine, const bench_dnnl_md *param
     if (st == dnnl_success)
         st = dnnl_memory_create(shift, BENCH_MD(*param_md), engine, beta);
     return st;
+}
+
+void bench_dnnl_note_global(const bench_problem *p, char *note, size_t note_size)
+{
+    if (!(p->info->stats_flags & CLNORM_USE_GLOBAL_STATS) || note_size == 0)
+        return;
+    char impl[256];
+    snprintf(impl, sizeof impl, "%s", note);
+    snprintf(note, note_size, "global stats; %s", impl);
+}
+
+float *bench_dnnl_variance(const float *rstd, size_t n, float eps)
+{
+    float *var = malloc((n ? n : 1) * sizeof *var);
+    for (size_t r = 0; var && r < n; r++) {
+        const double v = 1.0 / ((double)rstd[r] * rstd[r]) - (double)eps;
+        var[r] = (float)(v > 0.0 ? v : 0.0);
+    }
+    return var;
 }
 
 dnnl_status_t bench_dnnl_lnorm_fwd_pd(dnnl_engine_t engine, const bench_problem *p,

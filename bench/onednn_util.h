@@ -70,7 +70,14 @@ dnnl_status_t bench_dnnl_lnorm_fwd_pd(dnnl_engine_t engine, const bench_problem 
 int bench_dnnl_end(const bench_problem *p, dnnl_status_t st, int pd_failed, const char *what,
                    const_dnnl_primitive_desc_t pd, int omp, char *note, size_t note_size,
                    char *msg, size_t msg_size);
+/* oneDNN takes the variance, not rstd: var = 1 / rstd^2 - eps (in double, stored as float,
+ * at least 0) for each of the n float rstd values the case's statistics hold, so that
+ * oneDNN's own 1 / sqrt(var + eps) gives back that rstd to float rounding (for RMS the mean
+ * square). A new array of n floats (at least one), or NULL when the host has no memory. */
+float *bench_dnnl_variance(const float *rstd, size_t n, float eps);
 /* "implementation, N omp threads" for the table. */
+/* For a -stats op, "global stats; " put before the note. */
+void bench_dnnl_note_global(const bench_problem *p, char *note, size_t note_size);
 void bench_dnnl_note(const_dnnl_primitive_desc_t pd, int omp, char *note, size_t note_size);
 
 #endif

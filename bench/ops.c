@@ -10,7 +10,10 @@
  * silu(gn(x) * (1 + scale[n]) + shift[n]) with B = N: "group-mod", "group-mod-backward", the
  * SiLU included, on GroupNorm's shapes. An operation whose descriptor takes CLNORM_SILU
  * (GroupNorm's fused SiLU, as diffusion UNets' resnet blocks use it) is also benchmarked with
- * it: "group-silu", "group-silu-backward", on the plain op's shapes. Each form has its table
+ * it: "group-silu", "group-silu-backward", on the plain op's shapes. Every operation that
+ * takes CLNORM_USE_GLOBAL_STATS is also benchmarked with precomputed statistics, those of the
+ * data (data.c): "layer-stats", "group-stats-backward", ..., on the plain op's shapes; the
+ * forward is then an elementwise apply. Each form has its table
  * of shapes (the standard ones and the --quick ones) and an op takes its form's. A new
  * operation in the library shows up here with no code; only a name kept for compatibility
  * needs a line in `renamed`. */
@@ -122,7 +125,8 @@ static void set_shapes(bench_op_info *o)
     for (size_t i = 0; i < N_OF(targets); i++)
         if (targets[i].form == o->form && targets[i].dir == o->dir &&
             (targets[i].residual == residual || targets[i].fused == 0.0) &&
-            !(targets[i].plain && (o->act_flags || o->mod_flags))) {
+            !(targets[i].plain && (o->act_flags || o->mod_flags)) &&
+            !(o->stats_flags && targets[i].fused > 0.0)) { /* a -stats op has no pair */
             o->ref_cores_target = targets[i].ref_cores;
             o->fused_target = targets[i].fused;
             o->copy_target = targets[i].copy;
@@ -274,12 +278,14 @@ static void add_op(clnorm_kind kind, const clnorm_op_info *info, clnorm_directio
 }
 
 /* Per direction: the plain ops, then the modulated ones, then those with the fused SiLU
- * (where the descriptor takes it: probe), then, for the groups form, with precomputed
- * statistics, in the library's order. A modulated op of the groups form (GroupNorm) has the
- * SiLU too: the UNet ResBlock's silu(gn(x) * (1 + scale) + shift); the row kinds' have none
- * (DiT's adaLN). The statistics variant is GroupNorm's alone (eval-mode InstanceNorm, the
- * statistics of an image decoded in tiles): the row kinds' would take the table past the 32
- * ops --op can name. */
+ * (where the descriptor takes it: probe), then those with precomputed statistics, in the
+ * library's order. A modulated op of the groups form (GroupNorm) has the SiLU too: the UNet
+ * ResBlock's silu(gn(x) * (1 + scale) + shift); the row kinds' have none (DiT's adaLN). The
+ * statistics variant: GroupNorm's for eval-mode InstanceNorm and an image decoded in tiles,
+ * the row kinds' for statistics gathered elsewhere (oneDNN's use_global_stats, a
+ * sequence-parallel LayerNorm whose rows' moments were reduced across devices). */
+_Static_assert(BENCH_MAX_OPS <= 64, "--op keeps its set in an unsigned long long");
+
 static void build(void)
 {
     if (built)
@@ -297,8 +303,6 @@ static void build(void)
                 if (variant == 1 && !(info.forward_slots & BENCH_SLOT(CLNORM_ARG_SCALE)))
                     continue;
                 const int grouped = form_of((clnorm_kind)k) == BENCH_FORM_GROUPS;
-                if (variant == 3 && !grouped)
-                    continue;
                 add_op((clnorm_kind)k, &info, dirs[di], variant == 1 ? MOD_FLAGS : 0u,
                        variant == 2 || (variant == 1 && grouped) ? CLNORM_SILU : 0u,
                        variant == 3 ? CLNORM_USE_GLOBAL_STATS : 0u);

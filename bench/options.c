@@ -38,7 +38,7 @@ static const struct {
 static void usage(FILE *out)
 {
     /* The op names, wrapped to the help's width. */
-    char names[512], ops[600];
+    char names[1024], ops[1200];
     bench_op_names(names, sizeof names);
     size_t used = 0, line = 0;
     for (const char *c = names; *c && used + 32 < sizeof ops; c++) {
@@ -100,13 +100,17 @@ static void usage(FILE *out)
         "                      statistics (mean and rstd (N, G) inputs, those of the data:\n"
         "                      eval-mode InstanceNorm, a tiled decode), the forward an\n"
         "                      elementwise apply; onednn_groups then takes the same mean\n"
-        "                      and variance (use_global_stats)\n"
+        "                      and variance (use_global_stats). layer-stats, rms-stats,\n"
+        "                      add-layer-stats, add-rms-stats and their -backward: the row\n"
+        "                      ops with precomputed statistics (mean and rstd per row, those\n"
+        "                      of the data), the backward holding them constant; onednn\n"
+        "                      takes the same mean and variance (use_global_stats)\n",
+        ops);
+    fputs( /* in parts: C's 4095 characters per literal */
         "  --dtype LIST        comma-separated storage types: f32 (default), f16, bf16, f64;\n"
         "                      parameters are float32 (float64 for f64). The naive and CLBlast\n"
         "                      baselines are f32 only; oneDNN runs f32, and f16/bf16 where the\n"
-        "                      installed oneDNN supports them on this CPU; f64 needs cl_khr_fp64\n",
-        ops);
-    fputs(
+        "                      installed oneDNN supports them on this CPU; f64 needs cl_khr_fp64\n"
         "  --quick             small shapes, 5 reps, 1 warm-up, 256 MiB rotation; without\n"
         "                      --op, --dtype and --shape: layer f32 on 1x768, 257x768 and\n"
         "                      1000x1000, then backward f32, layer f16 and add-layer f32 on\n"
@@ -125,7 +129,9 @@ static void usage(FILE *out)
         "                      and host, one contender after the other, each slice after a\n"
         "                      5 ms pause and one untimed run, so that a machine's slow\n"
         "                      stretches fall on every contender alike; 1: sequential, all\n"
-        "                      of a contender's reps, then the next contender's\n"
+        "                      of a contender's reps, then the next contender's\n",
+        out);
+    fputs(
         "  --device SPEC       OpenCL device as CLNORM_DEVICE takes it: cpu, gpu, P:D, name\n"
         "  --only a,b,...      run only these contenders (--list names them); the copy rows\n"
         "                      of the sides involved always run (frac_of_copy needs them)\n"
@@ -215,9 +221,9 @@ static int parse_only(const char *list, unsigned long long *mask)
 }
 
 /* A comma-separated list of ops or dtypes into a bit set; -1 after a bad name. */
-static int parse_set(const char *flag, const char *list, int is_op, unsigned *set)
+static int parse_set(const char *flag, const char *list, int is_op, unsigned long long *set)
 {
-    char buf[256];
+    char buf[1024]; /* every op's name fits */
     if (strlen(list) >= sizeof buf)
         return bad("%s: list too long", flag);
     strcpy(buf, list);
@@ -231,13 +237,13 @@ static int parse_set(const char *flag, const char *list, int is_op, unsigned *se
         bench_op op;
         clnorm_dtype t;
         if (is_op && bench_op_parse(tok, &op) != 0) {
-            char names[512];
+            char names[1024];
             bench_op_names(names, sizeof names);
             return bad("--op '%s': expected one of %s", tok, names);
         }
         if (!is_op && bench_dtype_parse(tok, &t) != 0)
             return bad("--dtype '%s': expected f32, f16, bf16 or f64", tok);
-        *set |= 1u << (is_op ? (unsigned)op : (unsigned)t);
+        *set |= 1ull << (is_op ? (unsigned)op : (unsigned)t);
     }
     if (!*set)
         return bad("%s: nothing named", flag);
@@ -295,7 +301,7 @@ static void list_contenders(void)
             seen |= strcmp(c[j]->name, c[i]->name) == 0;
         if (seen)
             continue;
-        char ops[512] = "";
+        char ops[1024] = "";
         size_t used = 0, count = 0;
         for (bench_op o = 0; o < bench_op_count(); o++) {
             int runs = 0;
@@ -339,7 +345,8 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
     opt->tol = -1.0;
     bench_shape shapes[BENCH_MAX_SHAPES];
     size_t n_shapes = 0;
-    unsigned ops = 0, dtypes = 0, layouts = 0; /* bit sets; 0: not given */
+    unsigned long long ops = 0, dtypes = 0; /* bit sets; 0: not given */
+    unsigned layouts = 0;
     int rc;
 
     for (int i = 1; i < argc; i++) {
@@ -457,9 +464,9 @@ int bench_parse_options(int argc, char **argv, bench_options *opt)
     const int mix = opt->quick && !ops && !dtypes && !n_shapes;
     bench_op layer;
     if (!ops && bench_op_find(CLNORM_LAYER, CLNORM_FORWARD, 0, &layer) == 0)
-        ops = 1u << layer;
+        ops = 1ull << layer;
     if (!dtypes)
-        dtypes = 1u << CLNORM_F32;
+        dtypes = 1ull << CLNORM_F32;
     if (!layouts)
         layouts = 1u << CLNORM_NCHW | 1u << CLNORM_NHWC;
     int used[BENCH_MAX_SHAPES] = {0};
