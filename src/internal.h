@@ -437,7 +437,8 @@ clnorm_status clnorm_wait_release(clnorm_ctx *ctx, cl_event event);
  * CLNORM_HOST_BACKWARD_BYTES say otherwise (CLNORM_HOST_BYTES=0: never): up to where the loop,
  * on as many threads as the device has, beat the host layer's device path on the CI machine
  * (bench/RESULTS.md, "The host loop on the device's threads"). The backward's default is the
- * row family's; an op may set its own per description (clnorm_op.host_bytes: GroupNorm's). */
+ * row family's; an op may set its own per description (clnorm_op.host_bytes: GroupNorm's, and
+ * the row family's forward with precomputed statistics). */
 #define CLNORM_HOST_DEFAULT_BYTES ((size_t)16 << 20)
 #define CLNORM_HOST_BACKWARD_DEFAULT_BYTES ((size_t)1 << 20)
 /* PoCL's in-thread device (`basic`)? */

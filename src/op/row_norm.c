@@ -399,6 +399,20 @@ static size_t bwd_partials_per_sample(const clnorm_desc *d, const clnorm_geometr
     return T >= rpg ? clnorm_div_up(T, rpg) : 1;
 }
 
+/* The host loop's thresholds: the defaults (internal.h), but for a forward with precomputed
+ * statistics. That forward is one elementwise pass on both sides, and on the 2-core EPYC VM
+ * the device path on the arrays caught up with the loop at 1 MiB of float32 x (1024-column
+ * rows: 121-128 against 132-134 µs) and passed it from 2 MiB (260-262 against 200-209 µs; 16
+ * MiB 1227 against 908), while the loop led below (256 KiB: 32-37 against 88-96 µs; bench's
+ * layer-stats, bench/RESULTS.md). Its backward kept the default: the loop led at 512 KiB and
+ * was even at 1 MiB. */
+size_t clnorm_row_norm_host_bytes(const clnorm_desc *d, clnorm_direction dir)
+{
+    if (dir == CLNORM_FORWARD)
+        return d->flags & CLNORM_USE_GLOBAL_STATS ? (size_t)1 << 20 : CLNORM_HOST_DEFAULT_BYTES;
+    return CLNORM_HOST_BACKWARD_DEFAULT_BYTES;
+}
+
 /* Slices the partials are added in first (flags.h, CLNORM_PARAM_SLICE), or 0: the same rule
  * as norm_bwd_params'. */
 static size_t bwd_slices(const clnorm_desc *d, const clnorm_geometry *g)

@@ -65,6 +65,9 @@ clnorm_status clnorm_row_norm_host(const clnorm_op *op, const clnorm_desc *d,
                                    clnorm_direction dir, const clnorm_host_ptrs *a,
                                    clnorm_ctx *ctx);
 
+/* The host loop's threshold in bytes of x (op.h host_bytes). */
+size_t clnorm_row_norm_host_bytes(const clnorm_desc *d, clnorm_direction dir);
+
 /* The entry of a member: only its name, summary and two facts differ. */
 #define ROW_NORM_OP(kind_, base_, name_, summary_, has_mean_, residual_, chain_)            \
     {                                                                                       \
@@ -81,7 +84,8 @@ clnorm_status clnorm_row_norm_host(const clnorm_op *op, const clnorm_desc *d,
         .chain = (chain_), .scratch_bytes = clnorm_row_norm_scratch,                        \
         .scalar = clnorm_row_norm_scalar, .geometry = clnorm_row_norm_geometry,             \
         .part_units = clnorm_row_norm_part_units, .part_desc = clnorm_row_norm_part_desc,   \
-        .ref = clnorm_row_norm_ref, .host = clnorm_row_norm_host                            \
+        .ref = clnorm_row_norm_ref, .host = clnorm_row_norm_host,                           \
+        .host_bytes = clnorm_row_norm_host_bytes                                            \
     }
 
 #endif
