@@ -90,8 +90,7 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
         return BENCH_FAIL;
     }
     s->env = env;
-    if (p->info->stats_flags & CLNORM_USE_GLOBAL_STATS) {
-        flags |= (unsigned)dnnl_use_global_stats;
+    if (flags & (unsigned)dnnl_use_global_stats) { /* bench_dnnl_begin: a -stats op */
         /* oneDNN runs only f32/f16/bf16 here: the statistics are float */
         if (!(s->variance = bench_dnnl_variance(env->host->vec[CLNORM_ARG_RSTD], p->rows,
                                                 p->eps))) {

@@ -137,8 +137,6 @@ static int create(const bench_env *env, void **out, char *note, size_t note_size
     int rc = bench_dnnl_begin(env, &dt, &flags, &omp, msg, msg_size);
     if (rc != BENCH_OK)
         return rc;
-    if (p->info->stats_flags & CLNORM_USE_GLOBAL_STATS)
-        flags |= (unsigned)dnnl_use_global_stats;
     dnnl_bwd_state *s = calloc(1, sizeof *s);
     /* oneDNN runs only f32/f16/bf16 here: the saved statistics are float. */
     if (s) {

@@ -140,6 +140,8 @@ int bench_dnnl_begin(const bench_env *env, dnnl_data_type_t *dt, unsigned *flags
                      char *msg, size_t msg_size)
 {
     *flags = dnnl_use_scale | dnnl_use_shift;
+    if (env->p->info->stats_flags & CLNORM_USE_GLOBAL_STATS)
+        *flags |= (unsigned)dnnl_use_global_stats; /* the case's statistics, as clnorm's */
     *dt = dnnl_f32;
     int rc = bench_dnnl_case(env->p, dt, flags, msg, msg_size);
     if (rc == BENCH_OK)

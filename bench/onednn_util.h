@@ -45,7 +45,7 @@ void bench_dnnl_md_free(bench_dnnl_md *md);
 /* A CPU engine and its stream; *what names the call that failed. */
 dnnl_status_t bench_dnnl_engine(dnnl_engine_t *engine, dnnl_stream_t *stream, const char **what);
 /* The start of every oneDNN contender's create: flags use_scale | use_shift (and what
- * bench_dnnl_case adds), the data type, then the OpenMP thread count for the note. BENCH_OK,
+ * bench_dnnl_case adds, and use_global_stats for a -stats op), the data type, then the OpenMP thread count for the note. BENCH_OK,
  * or bench_dnnl_case's BENCH_SKIP (msg). */
 int bench_dnnl_begin(const bench_env *env, dnnl_data_type_t *dt, unsigned *flags, int *omp,
                      char *msg, size_t msg_size);
@@ -75,9 +75,9 @@ int bench_dnnl_end(const bench_problem *p, dnnl_status_t st, int pd_failed, cons
  * oneDNN's own 1 / sqrt(var + eps) gives back that rstd to float rounding (for RMS the mean
  * square). A new array of n floats (at least one), or NULL when the host has no memory. */
 float *bench_dnnl_variance(const float *rstd, size_t n, float eps);
-/* "implementation, N omp threads" for the table. */
 /* For a -stats op, "global stats; " put before the note. */
 void bench_dnnl_note_global(const bench_problem *p, char *note, size_t note_size);
+/* "implementation, N omp threads" for the table. */
 void bench_dnnl_note(const_dnnl_primitive_desc_t pd, int omp, char *note, size_t note_size);
 
 #endif
