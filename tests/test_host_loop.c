@@ -330,9 +330,12 @@ static void test_overflow(void **state)
  * reference and has the same bits as with one thread, since the chunks and the order of the
  * sums depend on the shape alone. The shapes have samples that cross chunks (T = 25 and 26
  * against chunks of 55 and 64 rows), chunks in which no sample ends (T = 100), many whole
- * samples in a chunk (T = 1), strides, and long rows. */
+ * samples in a chunk (T = 1), strides, long rows, and a few long rows. */
 static const shape chunk_shapes[] = {
     {200, 300, 0, 8}, {200, 300, 0, 2}, {1000, 40, 0, 1000}, {130, 1000, 1003, 5}, {97, 2048, 0, 1},
+    /* a few long rows: the backward's chunks of fewer than HROWS rows (row_norm_host.c), 4
+     * and 2 rows, which samples of 5 and 3 rows cross */
+    {30, 2048, 0, 6}, {12, 4100, 4111, 4},
 };
 
 /* Runs d in both directions on each context of ctx (one per width) and checks every output

@@ -29,17 +29,35 @@
  * added into double (the kernels' backward row blocks). */
 #define HROWS 32
 
-/* Rows of one chunk: about HCHUNK elements, whole HROWS blocks in the backward (so that its
- * float partials are the blocks one thread would form), and at most HMAX_CHUNKS chunks (the
- * backward keeps a few rows of double sums per chunk). A function of the shape only. */
+/* Rows of one chunk: about HCHUNK elements and at most HMAX_CHUNKS chunks (the backward keeps
+ * a few rows of double sums per chunk). The backward's chunks are whole HROWS blocks (so that
+ * its float partials are the blocks one thread would form) unless that makes one chunk of
+ * rows that would have been several: a few long rows (32 x 4096 was one chunk, so one
+ * thread, at 0.45x oneDNN) are cut into HFEW_CHUNKS chunks then, each at least a quarter of
+ * HCHUNK, each flushing its partials at its end. Four, not eight: each chunk adds its rows of
+ * double sums in the calling thread at the end, and 16 x 4096 in eight chunks ran 0.86-1.27x
+ * the single chunk, in four 1.27-1.63x. (Cutting every call of fewer than eight whole
+ * chunks, 64 x 768's two chunks of 32 rows became eight of 8 and ran 0.92-0.95x on two
+ * cores: bench/RESULTS.md.) A function of the shape only, so the sums' order, and the bits,
+ * do not depend on the number of threads. */
+#define HFEW_CHUNKS 4
 static size_t host_chunk_rows(const clnorm_desc *d, clnorm_direction dir)
 {
     size_t r = d->cols ? clnorm_div_up(HCHUNK, d->cols) : 1;
     const size_t least = clnorm_div_up(d->rows, HMAX_CHUNKS);
     if (r < least)
         r = least;
-    if (dir == CLNORM_BACKWARD)
-        r = clnorm_div_up(r, HROWS) * HROWS;
+    if (dir == CLNORM_BACKWARD) {
+        const size_t whole = clnorm_div_up(r, HROWS) * HROWS;
+        if (d->rows <= whole && d->rows > r) {
+            const size_t floor = d->cols ? clnorm_div_up(HCHUNK / 4, d->cols) : 1;
+            r = clnorm_div_up(d->rows, HFEW_CHUNKS);
+            if (r < floor)
+                r = floor;
+        } else {
+            r = whole;
+        }
+    }
     return r ? r : 1;
 }
 

@@ -337,9 +337,10 @@ HPHASE static void HN(backward)(const HN(job) *job, HN(bufs) *b, HA *part, doubl
         if (acc) {
             HN(accumulate)(b, cols, part, mod);
             const int sample_end = (row + 1) % T == 0;
-            /* Chunks are whole HROWS blocks but the last, which ends a sample: the same
-             * blocks as one thread running every row. */
-            if (sample_end || (row + 1) % HROWS == 0) {
+            /* Blocks of HROWS rows (a chunk's last block ends with it: chunks of whole
+             * blocks give the blocks one thread running every row would form) or to a
+             * sample's end. */
+            if (sample_end || (row + 1) % HROWS == 0 || row + 1 == r1) {
                 HN(flush)(acc, part, 2 * cols);
                 if (mod)
                     HN(flush)(cur, part + 2 * cols, 2 * cols);
