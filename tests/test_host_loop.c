@@ -187,6 +187,25 @@ static void test_policy(void **state)
         g.flags = CLNORM_SAVE_STATS | CLNORM_WITH_BACKWARD;
         assert_int_equal(uses_loop(&g, CLNORM_STRATEGY_AUTO), single[i].uses);
     }
+    /* precomputed statistics: the NCHW backward stops at 2 MiB (samples of 1 MiB: two in,
+     * three out), the forward keeps 16 MiB, and NHWC keeps its thresholds both ways */
+    static const struct {
+        clnorm_layout layout;
+        size_t n;
+        int uses;
+    } stats_cases[] = {
+        {CLNORM_NCHW, 2, 3}, {CLNORM_NCHW, 3, 1}, {CLNORM_NCHW, 16, 1}, {CLNORM_NCHW, 17, 0},
+        {CLNORM_NHWC, 3, 2}, {CLNORM_NHWC, 16, 2},
+    };
+    for (size_t i = 0; i < TU_COUNT(stats_cases); i++) {
+        clnorm_desc g;
+        clnorm_desc_init(&g, CLNORM_GROUP, stats_cases[i].n, 256);
+        g.groups = 32;
+        g.spatial = 1024;
+        g.layout = stats_cases[i].layout;
+        g.flags = CLNORM_USE_GLOBAL_STATS | CLNORM_WITH_BACKWARD;
+        assert_int_equal(uses_loop(&g, CLNORM_STRATEGY_AUTO), stats_cases[i].uses);
+    }
 }
 
 /* The problems of the sweep: rows, cols, stride of every row tensor (0: dense), samples. */
