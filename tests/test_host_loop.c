@@ -118,21 +118,23 @@ static void test_policy(void **state)
             assert_non_null(strstr(clnorm_last_error(g_ctx), names[k]));
             unsetenv(names[k]);
         }
-        /* the default thresholds: 16 MiB of x, the backward 1 MiB (GroupNorm 16 MiB) */
+        /* the default thresholds: 16 MiB of x, the backward 1 MiB (GroupNorm 2 MiB) */
         const clnorm_desc big = small_desc(op, 16384, 256);
-        assert_int_equal(uses_loop(&big, CLNORM_STRATEGY_AUTO), op == CLNORM_GROUP ? 3 : 1);
+        assert_int_equal(uses_loop(&big, CLNORM_STRATEGY_AUTO), 1);
         const clnorm_desc bigger = small_desc(op, 16385, 256);
         assert_int_equal(uses_loop(&bigger, CLNORM_STRATEGY_AUTO), 0);
         const clnorm_desc mid = small_desc(op, 1024, 256);
         assert_int_equal(uses_loop(&mid, CLNORM_STRATEGY_AUTO), 3);
         const clnorm_desc mid1 = small_desc(op, 1025, 256);
-        /* GroupNorm's backward has the forward's threshold (its kernels' chain is longer) */
         assert_int_equal(uses_loop(&mid1, CLNORM_STRATEGY_AUTO), op == CLNORM_GROUP ? 3 : 1);
+        const clnorm_desc mid2 = small_desc(op, 2048, 256), mid3 = small_desc(op, 2049, 256);
+        assert_int_equal(uses_loop(&mid2, CLNORM_STRATEGY_AUTO), op == CLNORM_GROUP ? 3 : 1);
+        assert_int_equal(uses_loop(&mid3, CLNORM_STRATEGY_AUTO), 1);
     }
     assert_true(with_loop >= 5); /* LayerNorm, RMSNorm, their fused residual adds, GroupNorm */
     /* GroupNorm with its fused SiLU has its own defaults: forward 1 MiB in NCHW and 1 MiB in
-     * NHWC, backward 2 MiB in NCHW and 512 KiB in NHWC; without SiLU 16 MiB but the NHWC
-     * forward's 2 MiB. Samples of 1 MiB (C = 256 by 1024 positions, float32): exactly at a
+     * NHWC, backward 2 MiB in NCHW and 512 KiB in NHWC; without SiLU the forward 16 MiB but
+     * in NHWC 2 MiB, the backward 2 MiB. Samples of 1 MiB (C = 256 by 1024 positions, float32): exactly at a
      * threshold is in, one sample more is out. */
     static const struct {
         clnorm_layout layout;
@@ -157,25 +159,29 @@ static void test_policy(void **state)
             g.spatial = 513;
             assert_int_equal(uses_loop(&g, CLNORM_STRATEGY_AUTO), 1);
         }
-        g.flags &= ~(unsigned)CLNORM_SILU; /* without SiLU: 16 MiB both ways */
-        assert_int_equal(uses_loop(&g, CLNORM_STRATEGY_AUTO), 3);
-        if (g.layout == CLNORM_NHWC) { /* but the NHWC forward's 2 MiB (the backward's own) */
+        /* without SiLU: the forward 16 MiB (NHWC 2 MiB), the backward 2 MiB */
+        g.flags &= ~(unsigned)CLNORM_SILU;
+        const int fwd = g.layout == CLNORM_NCHW || g.rows * g.spatial <= 2048;
+        const int bwd = g.rows * g.spatial <= 2048;
+        assert_int_equal(uses_loop(&g, CLNORM_STRATEGY_AUTO), fwd | bwd << 1);
+        if (g.layout == CLNORM_NHWC) { /* both 2 MiB: 2 samples in, 3 out */
             g.rows = 2;
             g.spatial = 1024;
             assert_int_equal(uses_loop(&g, CLNORM_STRATEGY_AUTO), 3);
             g.rows = 3;
-            assert_int_equal(uses_loop(&g, CLNORM_STRATEGY_AUTO), 2);
+            assert_int_equal(uses_loop(&g, CLNORM_STRATEGY_AUTO), 0);
         }
     }
-    /* ... and a single float32 NHWC sample without SiLU up to 6 MiB (its y streamed): C = 256
-     * by 6144 positions is exactly 6 MiB; a float16 sample keeps 2 MiB (4096 positions) */
+    /* ... and a single float32 NHWC sample's forward without SiLU up to 6 MiB (its y
+     * streamed): C = 256 by 6144 positions is exactly 6 MiB; a float16 sample keeps 2 MiB
+     * (4096 positions), as every backward does */
     static const struct {
         size_t spatial;
         clnorm_dtype dtype;
         int uses;
     } single[] = {
-        {6144, CLNORM_F32, 3}, {6145, CLNORM_F32, 2}, {4096, CLNORM_F16, 3},
-        {4097, CLNORM_F16, 2},
+        {6144, CLNORM_F32, 1}, {6145, CLNORM_F32, 0}, {4096, CLNORM_F16, 3},
+        {4097, CLNORM_F16, 0},
     };
     for (size_t i = 0; i < TU_COUNT(single); i++) {
         clnorm_desc g;
@@ -187,8 +193,8 @@ static void test_policy(void **state)
         g.flags = CLNORM_SAVE_STATS | CLNORM_WITH_BACKWARD;
         assert_int_equal(uses_loop(&g, CLNORM_STRATEGY_AUTO), single[i].uses);
     }
-    /* precomputed statistics: the NCHW backward stops at 2 MiB (samples of 1 MiB: two in,
-     * three out), the forward keeps 16 MiB, and NHWC keeps its thresholds both ways */
+    /* precomputed statistics: the NCHW backward stops at 2 MiB as without them (samples of
+     * 1 MiB: two in, three out), the forward keeps 16 MiB, and the NHWC backward 16 MiB */
     static const struct {
         clnorm_layout layout;
         size_t n;

@@ -651,7 +651,8 @@ static const clnorm_chain *chain(const clnorm_desc *d, clnorm_strategy s, clnorm
 
 /* The host loop's default thresholds (bench/RESULTS.md, "GroupNorm's host loop" and "SiLU in
  * GroupNorm's host loop"). Without SiLU the loop beat the kernels at every size measured up
- * to 10 MiB, both directions (the backward chain launches three to five kernels): 16 MiB.
+ * to 10 MiB, both directions (the backward chain launches three to five kernels): 16 MiB,
+ * which the forward keeps (the backward: below).
  * With it, each element also takes an exponential and a division, which the kernels
  * vectorize as the loop does, so the loop's lead ends sooner: forward between 0.66 and 1.3 MB
  * in NCHW (1 MiB; it was 4 MiB until 2026-12-03, when the kernels ran 1x320x32x32 1.58x and
@@ -673,12 +674,14 @@ static const clnorm_chain *chain(const clnorm_desc *d, clnorm_strategy s, clnorm
  * into each sample's gamma and beta), and modulated calls take the same thresholds: with SiLU
  * the loop led the kernels at 320 KiB in every layout and direction and lost the forward at
  * 1.25 MiB, the NHWC backward was even at 720 KiB and 1.25 MiB and lost at 2.5 MiB, the NCHW
- * backward led at 2.5 MiB ("GroupNorm's host loop takes the scale-shift norm"). With
- * precomputed statistics the NCHW backward is dx = rstd * dy * gamma and the parameter
- * gradients, whose kernels (no statistics chain) ran 1.26-1.69x faster than the loop in
- * one run of two at 2.6 MB and 1.41-1.50x at 5.2 MB, while the loop led at 1.3 MB
- * (1.04-1.38x): 2 MiB ("The GroupNorm thresholds with precomputed statistics"); their
- * forward and their NHWC backward kept up with the kernels to the plain thresholds. */
+ * backward led at 2.5 MiB ("GroupNorm's host loop takes the scale-shift norm").
+ * The backward without SiLU, measured again on 2026-12-04 with the loop and the kernels in
+ * one process ("The GroupNorm thresholds with precomputed statistics, and the backward's"):
+ * the kernels led from 2.6 MB or 4 MiB on (1.15-1.71x at 4-10.5 MB in NCHW, 1.17-1.64x in
+ * NHWC; even or mixed at 2.6 MB; the loop led or was even at 1.3 MB): 2 MiB, no longer 16
+ * (the kernels have gained since the loop beat them at every size). With precomputed
+ * statistics the same in NCHW (the kernels 1.1-1.7x from 2.6 MB), but the NHWC backward's
+ * loop kept up to 10.5 MB (led or even in 7 of 8 cells): 16 MiB there. */
 
 static size_t host_bytes(const clnorm_desc *d, clnorm_direction dir)
 {
@@ -687,8 +690,9 @@ static size_t host_bytes(const clnorm_desc *d, clnorm_direction dir)
             return (size_t)1 << 20;
         return d->rows == 1 && d->dtype == CLNORM_F32 ? (size_t)6 << 20 : (size_t)2 << 20;
     }
-    if (dir == CLNORM_BACKWARD && !is_nhwc(d) && (d->flags & CLNORM_USE_GLOBAL_STATS))
-        return (size_t)2 << 20;
+    if (dir == CLNORM_BACKWARD && !(d->flags & CLNORM_SILU))
+        return is_nhwc(d) && (d->flags & CLNORM_USE_GLOBAL_STATS) ? (size_t)16 << 20
+                                                                   : (size_t)2 << 20;
     if (!(d->flags & CLNORM_SILU))
         return (size_t)16 << 20;
     if (dir == CLNORM_FORWARD)
