@@ -51,6 +51,26 @@ static inline void clnorm_host_prefetch_out(const void *base, size_t esize, size
 #endif
 }
 
+/* Asks for the lines of elements [off, off + n) of base (esize bytes each) in L2 ahead of
+ * the loads of a later pass: the backward's next row of x and dy (and the residual), asked
+ * for once the current row's are in L1, so that memory works while that row's sums and dx
+ * run from the cache (1.06-1.11x at 64x768-257x768, bench/RESULTS.md, "The row host loop's
+ * backward: a few long rows on every thread"). */
+static inline void clnorm_host_prefetch_in(const void *base, size_t esize, size_t off,
+                                           size_t n)
+{
+#if defined(__GNUC__)
+    const char *p = (const char *)base + off * esize;
+    for (size_t i = 0; i < n * esize; i += 64)
+        __builtin_prefetch(p + i, 0, 2);
+#else
+    (void)base;
+    (void)esize;
+    (void)off;
+    (void)n;
+#endif
+}
+
 /* A phase's loops are inlined into one function (HPHASE), which GCC compiles three times on
  * x86-64 with glibc: for AVX-512 (x86-64-v4), AVX2 (x86-64-v3) and the baseline, chosen once
  * by the loader (an ifunc). All compute the same bits: the lanes are the source's (HLANES),

@@ -334,6 +334,14 @@ HPHASE static void HN(backward)(const HN(job) *job, HN(bufs) *b, HA *part, doubl
                 g[j] = dyr[j] * ops[j] * gam[j];
             }
         }
+        if (row + 1 < r1) { /* the next row's inputs into L2 while this one's run from L1 */
+            const size_t es = clnorm_elem_size(t);
+            clnorm_host_prefetch_in(a->p[CLNORM_ARG_X], es, (row + 1) * d->x_stride, cols);
+            clnorm_host_prefetch_in(a->p[CLNORM_ARG_DY], es, (row + 1) * d->y_stride, cols);
+            if (residual)
+                clnorm_host_prefetch_in(a->p[CLNORM_ARG_RESIDUAL], clnorm_elem_size(rt),
+                                        (row + 1) * d->residual_stride, cols);
+        }
         if (acc) {
             HN(accumulate)(b, cols, part, mod);
             const int sample_end = (row + 1) % T == 0;
