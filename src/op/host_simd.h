@@ -28,47 +28,50 @@
 #define HCHUNK 16384
 #define HMAX_CHUNKS 256
 
-/* Asks for the lines of elements [off, off + n) of base (esize bytes each) in the cache
- * ahead of plain stores to them: an output (a row's y, sum or dx, a GroupNorm NCHW unit's y
- * or dx) before the pass that reads the inputs it comes from. A plain store to a line not in the cache reads the line first, and
- * the stores waited on those reads one after another; asked for here (prefetchw where the
- * target has it, else prefetcht0, which brings a line no other core holds in exclusive), the
- * reads overlap the pass's. A row or a unit at a time: a batch of small groups' 32 KB at once
- * held up the reads of x (bench/RESULTS.md, "The host loops' outputs asked for before the
- * statistics"). */
-static inline void clnorm_host_prefetch_out(const void *base, size_t esize, size_t off,
-                                            size_t n)
+/* Asks for the lines of elements [off, off + n) of base (esize bytes each) in the cache, a
+ * prefetch per 64-byte line: for a store (write) or for a load into L2 (the two wrappers
+ * below; write is a constant there, so the branch folds away). */
+static inline void clnorm_host_prefetch_lines(const void *base, size_t esize, size_t off,
+                                              size_t n, int write)
 {
 #if defined(__GNUC__)
     const char *p = (const char *)base + off * esize;
-    for (size_t i = 0; i < n * esize; i += 64)
-        __builtin_prefetch(p + i, 1, 3);
+    for (size_t i = 0; i < n * esize; i += 64) {
+        if (write)
+            __builtin_prefetch(p + i, 1, 3);
+        else
+            __builtin_prefetch(p + i, 0, 2);
+    }
 #else
     (void)base;
     (void)esize;
     (void)off;
     (void)n;
+    (void)write;
 #endif
 }
 
-/* Asks for the lines of elements [off, off + n) of base (esize bytes each) in L2 ahead of
- * the loads of a later pass: the backward's next row of x and dy (and the residual), asked
- * for once the current row's are in L1, so that memory works while that row's sums and dx
- * run from the cache (1.06-1.11x at 64x768-257x768, bench/RESULTS.md, "The row host loop's
- * backward: a few long rows on every thread"). */
+/* Ahead of plain stores: an output (a row's y, sum or dx, a GroupNorm NCHW unit's y or dx)
+ * before the pass that reads the inputs it comes from. A plain store to a line not in the
+ * cache reads the line first, and the stores waited on those reads one after another; asked
+ * for here (prefetchw where the target has it, else prefetcht0, which brings a line no other
+ * core holds in exclusive), the reads overlap the pass's. A row or a unit at a time: a batch
+ * of small groups' 32 KB at once held up the reads of x (bench/RESULTS.md, "The host loops'
+ * outputs asked for before the statistics"). */
+static inline void clnorm_host_prefetch_out(const void *base, size_t esize, size_t off,
+                                            size_t n)
+{
+    clnorm_host_prefetch_lines(base, esize, off, n, 1);
+}
+
+/* Into L2 ahead of the loads of a later pass: the backward's next row of x and dy (and the
+ * residual), asked for once the current row's are in L1, so that memory works while that
+ * row's sums and dx run from the cache (1.06-1.13x at 8x768-257x768, bench/RESULTS.md, "The
+ * row host loop's backward: a few long rows on every thread"). */
 static inline void clnorm_host_prefetch_in(const void *base, size_t esize, size_t off,
                                            size_t n)
 {
-#if defined(__GNUC__)
-    const char *p = (const char *)base + off * esize;
-    for (size_t i = 0; i < n * esize; i += 64)
-        __builtin_prefetch(p + i, 0, 2);
-#else
-    (void)base;
-    (void)esize;
-    (void)off;
-    (void)n;
-#endif
+    clnorm_host_prefetch_lines(base, esize, off, n, 0);
 }
 
 /* A phase's loops are inlined into one function (HPHASE), which GCC compiles three times on
