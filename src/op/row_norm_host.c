@@ -50,10 +50,10 @@ static size_t host_chunk_rows(const clnorm_desc *d, clnorm_direction dir)
     if (dir == CLNORM_BACKWARD) {
         const size_t whole = clnorm_div_up(r, HROWS) * HROWS;
         if (d->rows <= whole && d->rows > r) {
-            const size_t floor = d->cols ? clnorm_div_up(HCHUNK / 4, d->cols) : 1;
+            const size_t fewest = d->cols ? clnorm_div_up(HCHUNK / 4, d->cols) : 1;
             r = clnorm_div_up(d->rows, HFEW_CHUNKS);
-            if (r < floor)
-                r = floor;
+            if (r < fewest)
+                r = fewest;
         } else {
             r = whole;
         }

@@ -306,13 +306,14 @@ HPHASE static void HN(backward)(const HN(job) *job, HN(bufs) *b, HA *part, doubl
     double *head = acc ? acc + 2 * cols : NULL, *tail = acc ? acc + 4 * cols : NULL;
     int ended = 0;
     const HA eps = (HA)clnorm_arith_eps(d);
+    const size_t esize = clnorm_elem_size(t), rsize = clnorm_elem_size(rt);
     for (size_t j = 0; j < cols; j++)
         b->ops[j] = 1;
     for (size_t row = r0; row < r1; row++) {
         if (a->p[CLNORM_ARG_SCALE] && (row == r0 || row % T == 0))
             HN(sample_mod)(d, a, b, row / T);
         if (dx) /* dx's lines asked for before the row's reads */
-            clnorm_host_prefetch_out(dx, clnorm_elem_size(t), row * d->x_stride, cols);
+            clnorm_host_prefetch_out(dx, esize, row * d->x_stride, cols);
         HN(stage_row)(d, a, b, row, residual);
         b->dyr = HN(row_in)(b->dya, t, a->p[CLNORM_ARG_DY], row * d->y_stride, cols);
         HA K[2], m, r, sc = 1, kd = 0;
@@ -335,11 +336,10 @@ HPHASE static void HN(backward)(const HN(job) *job, HN(bufs) *b, HA *part, doubl
             }
         }
         if (row + 1 < r1) { /* the next row's inputs into L2 while this one's run from L1 */
-            const size_t es = clnorm_elem_size(t);
-            clnorm_host_prefetch_in(a->p[CLNORM_ARG_X], es, (row + 1) * d->x_stride, cols);
-            clnorm_host_prefetch_in(a->p[CLNORM_ARG_DY], es, (row + 1) * d->y_stride, cols);
+            clnorm_host_prefetch_in(a->p[CLNORM_ARG_X], esize, (row + 1) * d->x_stride, cols);
+            clnorm_host_prefetch_in(a->p[CLNORM_ARG_DY], esize, (row + 1) * d->y_stride, cols);
             if (residual)
-                clnorm_host_prefetch_in(a->p[CLNORM_ARG_RESIDUAL], clnorm_elem_size(rt),
+                clnorm_host_prefetch_in(a->p[CLNORM_ARG_RESIDUAL], rsize,
                                         (row + 1) * d->residual_stride, cols);
         }
         if (acc) {
