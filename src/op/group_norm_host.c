@@ -11,7 +11,9 @@
  *     whole channels of at most HCHUNK elements, or HCHUNK positions of one channel when a
  *     channel is longer; in the forward a group of at most GN_FWD_FUSE_ELEMS is one unit.
  *   NHWC: a unit is a block of positions of one sample, every channel (rows of C contiguous
- *     values), about HCHUNK elements and at least 32 positions.
+ *     values), about HCHUNK elements and at least 32 positions; the statistics and the
+ *     backward's sums run chunks of a few units, each unit asking for the next one's x (and
+ *     dy) as its sums go (gn_nhwc_chunks).
  * Where every group lies within one unit ("fused": an NCHW group of one run, an NHWC sample of
  * one block) the unit gets its statistics and its y in one pass, with x still in the cache.
  * The phases, each a job on the pool, the calling thread merging between them:

@@ -362,12 +362,19 @@ static HINLINE void HN(rows_moment)(size_t C, size_t np, const HA *restrict x,
  * the sum of x - kc, mc = s1 / np, s2 = the sum of (x - kc - mc)^2; each register block of
  * channels takes its second pass while its rows' lines are still in L1 (two passes over the
  * whole block read it from L2 the second time). The same sums as the two passes of
- * HN(rows_moment) with the Kahan steps from zero (exact) between them. */
+ * HN(rows_moment) with the Kahan steps from zero (exact) between them. Meanwhile the lines
+ * of pf's first pfn elements, the x of the unit the thread runs next, are asked for in L2, one per row
+ * of a register block in each pass (np * C / 16 lines for float32 when GN_CB divides C, the
+ * next unit's size), the rest at the end: so memory brings the next unit while this one's
+ * sums run from the caches, where asking for the whole unit just before its sums left the
+ * core waiting for it (HN(nhwc_moments); gn_nhwc_chunks says how much that gained). */
 static HINLINE void HN(rows_moments_block)(size_t C, size_t np, const HA *restrict x,
                                            const HA *restrict kc, HA *restrict s1,
-                                           HA *restrict s2, HA *restrict mc)
+                                           HA *restrict s2, HA *restrict mc,
+                                           const HA *pf, size_t pfn)
 {
-    size_t c0 = 0;
+    const size_t line = 64 / sizeof(HA);
+    size_t c0 = 0, pi = 0;
     for (; c0 + GN_CB <= C; c0 += GN_CB) {
         HA acc[GN_CB] = {0}, k[GN_CB], m[GN_CB];
         for (size_t j = 0; j < GN_CB; j++)
@@ -376,6 +383,10 @@ static HINLINE void HN(rows_moments_block)(size_t C, size_t np, const HA *restri
             const HA *xp = x + p * C + c0;
             for (size_t j = 0; j < GN_CB; j++)
                 acc[j] += xp[j] - k[j];
+            if (pi < pfn) {
+                clnorm_host_prefetch_in(pf, sizeof(HA), pi, 1);
+                pi += line;
+            }
         }
         for (size_t j = 0; j < GN_CB; j++) {
             s1[c0 + j] = acc[j];
@@ -387,6 +398,10 @@ static HINLINE void HN(rows_moments_block)(size_t C, size_t np, const HA *restri
             for (size_t j = 0; j < GN_CB; j++) {
                 const HA v = (xp[j] - k[j]) - m[j];
                 acc[j] += v * v;
+            }
+            if (pi < pfn) {
+                clnorm_host_prefetch_in(pf, sizeof(HA), pi, 1);
+                pi += line;
             }
         }
         for (size_t j = 0; j < GN_CB; j++)
@@ -404,6 +419,8 @@ static HINLINE void HN(rows_moments_block)(size_t C, size_t np, const HA *restri
         s1[c] = a;
         s2[c] = a2;
     }
+    if (pi < pfn)
+        clnorm_host_prefetch_in(pf, sizeof(HA), pi, pfn - pi);
 }
 
 /* y = xhat * gamma + beta of one row, xhat from x. x and o are not restrict: in place, y is
@@ -622,7 +639,7 @@ static HINLINE double HN(spread_d)(const HA *restrict s1, const HA *restrict s2,
  * of the deviations from the group's shift (s1), then of their squares about the channel's
  * mean (s2); each group's channels merged with Chan's update into the unit's entries. */
 static HINLINE void HN(nhwc_moments)(const HN(job) *job, HN(bufs) *b, const gn_unit *u,
-                                     size_t unit)
+                                     size_t unit, size_t start, size_t end)
 {
     const gn_geom *q = &job->q;
     const clnorm_desc *d = job->d;
@@ -636,9 +653,20 @@ static HINLINE void HN(nhwc_moments)(const HN(job) *job, HN(bufs) *b, const gn_u
     }
     for (size_t c = 0; c < C; c++)
         b->s1[c] = b->c1[c] = b->s2[c] = b->c2[c] = 0;
-    HN(touch)(x, P * C);
+    /* One block: the next unit of the chunk prefetched through its sums (the first unit of a
+     * chunk asked for whole here); otherwise the whole unit asked for up front. */
+    const HA *pf = NULL;
+    size_t pfn = 0;
+    if (P <= HBLOCK && d->dtype == HNATIVE && unit + 1 < end) {
+        gn_unit v;
+        gn_unit_of(q, unit + 1, &v);
+        pf = (const HA *)job->a->p[CLNORM_ARG_X] + v.n * d->x_stride + v.p0 * C;
+        pfn = (v.p1 - v.p0) * C;
+    }
+    if (P > HBLOCK || d->dtype != HNATIVE || unit == start)
+        HN(touch)(x, P * C);
     if (P <= HBLOCK) /* one block: both passes per channel block (the same sums) */
-        HN(rows_moments_block)(C, P, x, b->kc, b->s1, b->s2, b->mc);
+        HN(rows_moments_block)(C, P, x, b->kc, b->s1, b->s2, b->mc, pf, pfn);
     for (int pass = 0; pass < 2 && P > HBLOCK; pass++) {
         for (size_t p0 = 0; p0 < P; p0 += HBLOCK) {
             const size_t pe = P - p0 < HBLOCK ? P : p0 + HBLOCK;
@@ -716,9 +744,13 @@ static HINLINE void HN(bwd_stage)(const HN(job) *job, HN(bufs) *b, const gn_unit
             b->dz[i] = HN(silu_grad)(dy[i], b->dev[i] * gam[c] + bet[c]);
 }
 
-/* The unit's per-channel sums of dz and dz * xhat into the tables, at (n, position block). */
+/* The unit's per-channel sums of dz and dz * xhat into the tables, at (n, position block).
+ * NHWC: the unit's x and dz asked for whole first when `whole`, the first unit of a chunk;
+ * meanwhile nlen elements of nx and ndy, the next unit's x and dy, asked for in L2 a block at
+ * a time (HN(rows_moments_block) says why; gn_nhwc_chunks, what it gained). */
 static HINLINE void HN(bwd_sums)(const HN(job) *job, HN(bufs) *b, const gn_unit *u,
-                                 const HA *x, const HA *dz)
+                                 const HA *x, const HA *dz, int whole, const HA *nx,
+                                 const HA *ndy, size_t nlen)
 {
     const gn_geom *q = &job->q;
     const size_t C = q->C, P = u->p1 - u->p0, row = (u->n * q->npb + u->pb) * C;
@@ -732,13 +764,20 @@ static HINLINE void HN(bwd_sums)(const HN(job) *job, HN(bufs) *b, const gn_unit 
     }
     for (size_t c = 0; c < C; c++)
         b->s1[c] = b->c1[c] = b->s2[c] = b->c2[c] = 0;
-    HN(touch)(x, P * C);
-    HN(touch)(dz, P * C);
+    if (whole) {
+        HN(touch)(x, P * C);
+        HN(touch)(dz, P * C);
+    }
     /* blocks of GN_SUM_BLOCK positions, each then Kahan-added (the kernels' blocks,
      * group_backward.cl: plain sums over 128 positions put dgamma up to 1.6e-5 from
      * float64) */
     for (size_t p0 = 0; p0 < P; p0 += GN_SUM_BLOCK) {
         const size_t pe = P - p0 < GN_SUM_BLOCK ? P : p0 + GN_SUM_BLOCK;
+        if (p0 * C < nlen) {
+            const size_t n = pe == P ? nlen - p0 * C : min_size((pe - p0) * C, nlen - p0 * C);
+            clnorm_host_prefetch_in(nx, sizeof(HA), p0 * C, n);
+            clnorm_host_prefetch_in(ndy, sizeof(HA), p0 * C, n);
+        }
         HN(rows_grad_sums)(C, pe - p0, x + p0 * C, b->scc, b->kc, b->mc, b->rc, dz + p0 * C,
                            b->b1, b->b2);
         for (size_t c = 0; c < C; c++) {
@@ -811,7 +850,8 @@ static HINLINE void HN(group_means)(const HN(job) *job, size_t n, size_t g)
     job->mgx[n * q->G + g] = (HA)(sgx / (double)q->L);
 }
 
-static HINLINE void HN(backward_unit)(const HN(job) *job, HN(bufs) *b, const gn_unit *u)
+static HINLINE void HN(backward_unit)(const HN(job) *job, HN(bufs) *b, const gn_unit *u,
+                                      size_t unit, size_t start, size_t end)
 {
     const gn_geom *q = &job->q;
     const clnorm_desc *d = job->d;
@@ -836,8 +876,19 @@ static HINLINE void HN(backward_unit)(const HN(job) *job, HN(bufs) *b, const gn_
         HN(bwd_dx)(job, b, u, len, xoff, x, dz);
         return;
     }
-    if (job->sums)
-        HN(bwd_sums)(job, b, u, x, dz);
+    if (job->sums) {
+        /* NHWC: the chunk's next unit's x and dy, where the tensors are read in place */
+        const HA *nx = NULL, *ndy = NULL;
+        size_t nlen = 0;
+        if (q->nhwc && d->dtype == HNATIVE && unit + 1 < end) {
+            gn_unit v;
+            gn_unit_of(q, unit + 1, &v);
+            nx = (const HA *)job->a->p[CLNORM_ARG_X] + v.n * d->x_stride + v.p0 * q->C;
+            ndy = (const HA *)job->a->p[CLNORM_ARG_DY] + v.n * d->y_stride + v.p0 * q->C;
+            nlen = (v.p1 - v.p0) * q->C;
+        }
+        HN(bwd_sums)(job, b, u, x, dz, unit == start, nx, ndy, nlen);
+    }
     if (!q->fused || !job->a->p[CLNORM_ARG_DX])
         return;
     /* every group of the unit is whole in it: its means, then dx, from what is staged */
@@ -897,7 +948,7 @@ HPHASE static void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0, 
                 HN(nchw_apply)(job, b, &u, i, i1);
             } else if (job->bwd) { /* a whole group is a fused unit of the backward */
                 const gn_unit u = gn_whole_group(q, n, g);
-                HN(backward_unit)(job, b, &u);
+                HN(backward_unit)(job, b, &u, i, i, i + 1);
             }
             if (++g == G) {
                 g = 0;
@@ -922,10 +973,10 @@ HPHASE static void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0, 
         }                                                                                   \
     }
 GN_UNITS_PHASE(nchw_moments_loop, HN(nchw_moments)(job, b, &u, i, i1))
-GN_UNITS_PHASE(nhwc_moments_loop, HN(nhwc_moments)(job, b, &u, i))
+GN_UNITS_PHASE(nhwc_moments_loop, HN(nhwc_moments)(job, b, &u, i, i0, i1))
 GN_UNITS_PHASE(nchw_apply_loop, HN(nchw_apply)(job, b, &u, i, i1))
 GN_UNITS_PHASE(nhwc_apply_loop, HN(nhwc_apply)(job, b, &u))
-GN_UNITS_PHASE(backward_loop, HN(backward_unit)(job, b, &u))
+GN_UNITS_PHASE(backward_loop, HN(backward_unit)(job, b, &u, i, i0, i1))
 #undef GN_UNITS_PHASE
 
 /* Chunk c of the job's phase: its units, with the scratch of thread `worker`. */
@@ -1131,6 +1182,8 @@ clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir, const clnorm_h
     job.sums = grads || !job.global;
     clnorm_pool *pool = q->nchunks > 1 ? clnorm_host_pool(ctx) : NULL;
     const size_t width = clnorm_pool_width(pool);
+    if ((moments || !fwd) && q->nhwc && !q->fused)
+        gn_nhwc_chunks(&job.q, width);
     gn_balance(&job.q, width);
     job.per_worker = 5 * q->ulen + 10 * C;
     /* HA: gamma, beta, group statistics (4) and sums (2), tables, scratch; double: moment

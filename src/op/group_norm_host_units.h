@@ -119,6 +119,29 @@ static inline void gn_stream_chunks(gn_geom *q)
 }
 #endif
 
+/* NHWC's statistics and the backward's sums take chunks of units of about this many elements
+ * in all, 256 KiB of float32, each unit asking for the next unit's x (and dy) in L2 as its
+ * sums go (group_norm_host_body.h, HN(rows_moments_block), HN(bwd_sums)), so that memory
+ * works while the unit's sums run from the caches. With a unit a chunk, each asked for whole
+ * just before its sums, a single 1x320x64x64 sample's statistics took longer than its apply,
+ * which also writes y; chunks of four units with the prefetch ran single samples' forward
+ * 1.01-1.27x faster and their backward 1.0-1.13x (bench/RESULTS.md, "GroupNorm's NHWC host
+ * loop: the next unit asked for during the sums"). At most nunits / width units a chunk, so
+ * that every thread has one. Which thread runs a unit never changes its bits. */
+#define GN_NHWC_CHUNK_ELEMS ((size_t)65536)
+
+static inline void gn_nhwc_chunks(gn_geom *q, size_t width)
+{
+    size_t upc = clnorm_div_up(GN_NHWC_CHUNK_ELEMS, q->ulen);
+    const size_t most = q->nunits / (width ? width : 1);
+    if (upc > most)
+        upc = most;
+    if (upc > q->upc) {
+        q->upc = upc;
+        q->nchunks = clnorm_div_up(q->nunits, upc);
+    }
+}
+
 /* The first unit of chunk c (c = nchunks: the end). The units are cut into nchunks runs whose
  * lengths differ by one at most: in runs of upc units and a shorter last one, the two threads
  * of a single 1x320x16x16 sample's forward (32 groups of 2560 elements, 6 a chunk) ran 18 and
