@@ -4,7 +4,8 @@
  * Format (numpy/lib/format.py): the magic "\x93NUMPY", a major and a minor version byte, the
  * header length (2 bytes little-endian for 1.0, 4 bytes for 2.0 and 3.0), then the header: a
  * Python dict literal {'descr': ..., 'fortran_order': ..., 'shape': (...), } padded with spaces
- * and ended by '\n'; the data follows.
+ * and ended by '\n'; the data follows, in C order or, with 'fortran_order': True, in Fortran
+ * order (read into C order here; the writer writes C order).
  */
 #if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L
@@ -419,6 +420,36 @@ static int descr_to_dtype(const char *path, const npy_header *h, npy_dtype *t, c
     return 1;
 }
 
+/* The count elements (esize bytes each) of a Fortran-order array of this shape (its first
+ * index varying fastest) in C order (the last fastest), malloc'ed; NULL when out of memory.
+ * Walks the output in order, an odometer over the C index carrying the input offset. */
+static void *fortran_to_c(const void *src, int ndim, const size_t *shape, size_t count,
+                          size_t esize)
+{
+    const unsigned char *in = src;
+    unsigned char *dst = malloc(count * esize);
+    size_t idx[NPY_MAX_DIMS] = {0}, fstride[NPY_MAX_DIMS], s = 1, off = 0, i;
+    int k;
+    if (dst == NULL)
+        return NULL;
+    for (k = 0; k < ndim; k++) {
+        fstride[k] = s;
+        s *= shape[k];
+    }
+    for (i = 0; i < count; i++) {
+        memcpy(dst + i * esize, in + off * esize, esize);
+        for (k = ndim - 1; k >= 0; k--) {
+            if (++idx[k] < shape[k]) {
+                off += fstride[k];
+                break;
+            }
+            off -= fstride[k] * (shape[k] - 1);
+            idx[k] = 0;
+        }
+    }
+    return dst;
+}
+
 static unsigned long read_le(const unsigned char *b, int n)
 {
     unsigned long v = 0;
@@ -500,12 +531,6 @@ int npy_load(const char *path, npy_array *out, char *err, size_t err_size)
     header = NULL;
     if (descr_to_dtype(path, &h, &dtype, err, err_size))
         goto fail;
-    if (h.fortran_order && h.ndim > 1) {
-        /* A Fortran-order array of at most one dimension is laid out as a C-order one. */
-        set_err(err, err_size, "%s: Fortran-order arrays are not supported; save with "
-                "np.ascontiguousarray", path);
-        goto fail;
-    }
     esize = npy_dtype_size(dtype);
     if (!shape_count(h.ndim, h.shape, esize, &count)) {
         set_err(err, err_size, "%s: the .npy shape is too large: %zu-byte elements times its "
@@ -547,8 +572,20 @@ int npy_load(const char *path, npy_array *out, char *err, size_t err_size)
         goto fail;
     }
     fclose(f);
+    f = NULL;
     if (!host_is_little_endian())
         swap_elements(data, count, esize);
+    /* A Fortran-order file (np.save of a transposed or F-contiguous array) is read into C
+     * order, as np.load gives it; one of at most one dimension is laid out as a C-order one. */
+    if (h.fortran_order && h.ndim > 1 && count > 1) {
+        void *c_order = fortran_to_c(data, h.ndim, h.shape, count, esize);
+        if (c_order == NULL) {
+            set_err(err, err_size, "%s: out of memory (%zu bytes)", path, bytes);
+            goto fail;
+        }
+        free(data);
+        data = c_order;
+    }
     out->dtype = dtype;
     out->ndim = h.ndim;
     memcpy(out->shape, h.shape, sizeof h.shape);

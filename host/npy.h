@@ -1,9 +1,10 @@
 /*
  * npy.h - read and write NumPy .npy files (format versions 1.0, 2.0 and 3.0).
  *
- * Only what clnorm needs: C-order, little-endian float32 / float64 / float16 arrays, and
- * uint16 arrays (raw bfloat16 bits). Every error message is one line, names the file and has
- * no trailing newline. Nothing here prints, exits or keeps global state.
+ * Only what clnorm needs: little-endian float32 / float64 / float16 arrays, and uint16 arrays
+ * (raw bfloat16 bits), in C order (Fortran-order files are read into C order, as np.load
+ * reads them; files are written in C order). Every error message is one line, names the
+ * file and has no trailing newline. Nothing here prints, exits or keeps global state.
  */
 #ifndef CLNORM_NPY_H
 #define CLNORM_NPY_H

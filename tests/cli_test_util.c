@@ -392,6 +392,11 @@ void save_f32(const char *path, int ndim, const size_t *shape, const float *data
 
 void write_npy_by_hand(const char *path, const char *dict, size_t bytes)
 {
+    write_npy_raw(path, dict, NULL, bytes);
+}
+
+void write_npy_raw(const char *path, const char *dict, const void *data, size_t bytes)
+{
     size_t dlen = strlen(dict), total = (10 + dlen + 1 + 63) / 64 * 64, hlen = total - 10;
     unsigned char *buf = calloc(total + bytes, 1);
     FILE *f;
@@ -402,6 +407,8 @@ void write_npy_by_hand(const char *path, const char *dict, size_t bytes)
     memcpy(buf + 10, dict, dlen);
     memset(buf + 10 + dlen, ' ', hlen - dlen - 1);
     buf[total - 1] = '\n';
+    if (data != NULL && bytes > 0)
+        memcpy(buf + total, data, bytes);
     f = fopen(path, "wb");
     assert_non_null(f);
     assert_int_equal(fwrite(buf, 1, total + bytes, f), total + bytes);

@@ -92,6 +92,8 @@ void save_as(const char *path, npy_dtype dtype, int ndim, const size_t *shape,
              const void *data);
 /* A .npy file written by hand with the given header dict and `bytes` zero bytes of data. */
 void write_npy_by_hand(const char *path, const char *dict, size_t bytes);
+/* The same with `bytes` bytes of data (NULL: zeros). */
+void write_npy_raw(const char *path, const char *dict, const void *data, size_t bytes);
 /* Loads an output that must have the given type and shape; its values decoded as doubles
  * (malloc'ed, at least one element). */
 double *load_values(const char *path, npy_dtype dtype, int ndim, const size_t *shape);

@@ -279,6 +279,57 @@ static void test_run_1d_gives_scalar_stats(void **state)
     free(x);
 }
 
+/* A Fortran-order input (np.save writes one for an F-contiguous array: a transposed matrix,
+ * or np.moveaxis(x, 1, -1) of a single sample with one spatial dimension) is read as np.load
+ * reads it: the same outputs, byte for byte, as from its C-order copy. LayerNorm over 2-D
+ * rows, and GroupNorm in NHWC of shape (1, L, C). */
+static void test_run_fortran_order_input(void **state)
+{
+    size_t shape[2] = {5, 7}, g3[3] = {1, 6, 4}, i, j, k;
+    float *x = make_rows(5, 7), xf[35], xg[24], xgf[24];
+    const char *xc = P("fo_xc.npy"), *xfp = P("fo_xf.npy"), *yc = P("fo_yc.npy"),
+               *yf = P("fo_yf.npy"), *mc = P("fo_mc.npy"), *mf = P("fo_mf.npy");
+    double *a, *b;
+    (void)state;
+    for (i = 0; i < 5; i++) /* column-major: element (i, j) at i + 5 j */
+        for (j = 0; j < 7; j++)
+            xf[i + 5 * j] = x[i * 7 + j];
+    save_f32(xc, 2, shape, x);
+    write_npy_raw(xfp, "{'descr': '<f4', 'fortran_order': True, 'shape': (5, 7), }", xf,
+                  sizeof xf);
+    expect_ok(cli("run", "--input", xc, "--output", yc, "--mean", mc, NULL));
+    expect_ok(cli("run", "--input", xfp, "--output", yf, "--mean", mf, NULL));
+    a = load_values(yc, NPY_F32, 2, shape);
+    b = load_values(yf, NPY_F32, 2, shape);
+    assert_memory_equal(a, b, 35 * sizeof(double));
+    free(a);
+    free(b);
+    a = load_values(mc, NPY_F32, 1, shape);
+    b = load_values(mf, NPY_F32, 1, shape);
+    assert_memory_equal(a, b, 5 * sizeof(double));
+    free(a);
+    free(b);
+    /* (1, 6, 4): positions l, channels c; Fortran order puts (0, l, c) at l + 6 c */
+    for (k = 0; k < 24; k++)
+        xg[k] = (float)(k % 5) * 0.75f - (float)(k / 6);
+    for (j = 0; j < 6; j++)
+        for (k = 0; k < 4; k++)
+            xgf[j + 6 * k] = xg[j * 4 + k];
+    save_f32(xc, 3, g3, xg);
+    write_npy_raw(xfp, "{'descr': '<f4', 'fortran_order': True, 'shape': (1, 6, 4), }", xgf,
+                  sizeof xgf);
+    expect_ok(cli("run", "--groups", "2", "--layout", "nhwc", "--input", xc, "--output", yc,
+                  NULL));
+    expect_ok(cli("run", "--groups", "2", "--layout", "nhwc", "--input", xfp, "--output", yf,
+                  NULL));
+    a = load_values(yc, NPY_F32, 3, g3);
+    b = load_values(yf, NPY_F32, 3, g3);
+    assert_memory_equal(a, b, 24 * sizeof(double));
+    free(a);
+    free(b);
+    free(x);
+}
+
 static void test_run_zero_rows(void **state)
 {
     size_t shape[3] = {2, 0, 5}, sshape[2] = {2, 0}, pshape[1] = {5};
@@ -391,7 +442,7 @@ static void test_bad_flags(void **state)
 static void test_bad_files(void **state)
 {
     bad_files f = prepare_bad_inputs();
-    const char *txt = P("bad_text.npy"), *fort = P("bad_fortran.npy"), *i4 = P("bad_i4.npy"),
+    const char *txt = P("bad_text.npy"), *i4 = P("bad_i4.npy"),
                *u2 = P("bad_u2.npy"), *be = P("bad_be.npy"), *scalar = P("bad_scalar.npy"),
                *trunc = P("bad_trunc.npy"), *nocols = P("bad_nocols.npy");
     size_t s2[2] = {3, 0}, su[1] = {2};
@@ -399,7 +450,6 @@ static void test_bad_files(void **state)
     float one = 1.0f;
     (void)state;
     write_text(txt, "just,some,csv\n1,2,3\n");
-    write_npy_by_hand(fort, "{'descr': '<f4', 'fortran_order': True, 'shape': (4, 3), }", 48);
     write_npy_by_hand(i4, "{'descr': '<i4', 'fortran_order': False, 'shape': (4, 3), }", 48);
     write_npy_by_hand(be, "{'descr': '>f4', 'fortran_order': False, 'shape': (4, 3), }", 48);
     write_npy_by_hand(trunc, "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 3), }", 40);
@@ -408,8 +458,6 @@ static void test_bad_files(void **state)
     save_f32(nocols, 2, s2, NULL);
 
     EXPECT_FAIL("not a .npy file", "run", "--input", txt, "--output", f.y);
-    EXPECT_FAIL("Fortran-order arrays are not supported", "run", "--input", fort, "--output",
-                f.y);
     EXPECT_FAIL("'<i4'", "run", "--input", i4, "--output", f.y);
     EXPECT_FAIL("'>f4'", "run", "--input", be, "--output", f.y);
     EXPECT_FAIL("truncated", "run", "--input", trunc, "--output", f.y);
@@ -530,6 +578,7 @@ int cli_run_tests(void)
         cmocka_unit_test(test_run_rms),
         cmocka_unit_test(test_run_axes2_3d),
         cmocka_unit_test(test_run_1d_gives_scalar_stats),
+        cmocka_unit_test(test_run_fortran_order_input),
         cmocka_unit_test(test_run_zero_rows),
         cmocka_unit_test(test_run_replaces_existing_output),
         cmocka_unit_test(test_bad_flags),

@@ -59,6 +59,9 @@ VALID = {
     "f4_inf_nan": npy(dict_text(shape=(3,)), f32(INF, -INF, NAN)),
     "f8_fortran_1d": npy(dict_text("<f8", "True", (2,)), f64(1, 2)),
     "f4_fortran_scalar": npy(dict_text("<f4", "True", ()), f32(7)),
+    "f4_fortran_2x3": npy(dict_text(fortran="True"), f32(1, 4, 2, 5, 3, 6)),
+    "f8_fortran_2x3x2": npy(dict_text("<f8", "True", (2, 3, 2)), f64(*range(12))),
+    "f4_fortran_empty_2x0": npy(dict_text(fortran="True", shape=(2, 0))),
     "f4_16_dims": npy(dict_text(shape=(1,) * 15 + (2,)), f32(1, 2)),
     "v2_f4": npy(dict_text(shape=(2,)), f32(1, 2), major=2),
     "v3_f4": npy(dict_text(shape=(2,)), f32(1, 2), major=3),
@@ -91,7 +94,7 @@ INVALID = {
     "int32": npy(dict_text("<i4", shape=(1,)), f32(1)),
     "native_order": npy(dict_text("=f4", shape=(1,)), f32(1)),
     "structured": npy(dict_text("[('a', '<f4'), ('b', [('c', '<f4')])]", shape=(1,)), f32(1, 2)),
-    "fortran_2d": npy(dict_text(fortran="True"), f32(1, 2, 3, 4, 5, 6)),
+    "fortran_2d_truncated": npy(dict_text(fortran="True"), f32(1, 2, 3, 4, 5)),
     "fortran_maybe": npy(dict_text(fortran="Maybe", shape=(1,)), f32(1)),
     "duplicate_key": npy("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, "
                          "'shape': (1,)}", f32(1)),
