@@ -363,11 +363,11 @@ static HINLINE void HN(rows_moment)(size_t C, size_t np, const HA *restrict x,
  * channels takes its second pass while its rows' lines are still in L1 (two passes over the
  * whole block read it from L2 the second time). The same sums as the two passes of
  * HN(rows_moment) with the Kahan steps from zero (exact) between them. Meanwhile the lines
- * of pf's first pfn elements, the x of the unit the thread runs next, are asked for in L2, one per row
- * of a register block in each pass (np * C / 16 lines for float32 when GN_CB divides C, the
- * next unit's size), the rest at the end: so memory brings the next unit while this one's
- * sums run from the caches, where asking for the whole unit just before its sums left the
- * core waiting for it (HN(nhwc_moments); gn_nhwc_chunks says how much that gained). */
+ * of pf's first pfn elements, the x of the unit the thread runs next, are asked for in L2:
+ * one per row of a register block in each pass (np * C / 16 lines for float32 when GN_CB
+ * divides C, the next unit's size), the rest at the end. So memory brings the next unit
+ * while this one's sums run from the caches, where asking for the whole unit just before its
+ * sums left the core waiting for it (HN(nhwc_moments); gn_nhwc_chunks says what it gained). */
 static HINLINE void HN(rows_moments_block)(size_t C, size_t np, const HA *restrict x,
                                            const HA *restrict kc, HA *restrict s1,
                                            HA *restrict s2, HA *restrict mc,
@@ -657,12 +657,9 @@ static HINLINE void HN(nhwc_moments)(const HN(job) *job, HN(bufs) *b, const gn_u
      * chunk asked for whole here); otherwise the whole unit asked for up front. */
     const HA *pf = NULL;
     size_t pfn = 0;
-    if (P <= HBLOCK && d->dtype == HNATIVE && unit + 1 < end) {
-        gn_unit v;
-        gn_unit_of(q, unit + 1, &v);
-        pf = (const HA *)job->a->p[CLNORM_ARG_X] + v.n * d->x_stride + v.p0 * C;
-        pfn = (v.p1 - v.p0) * C;
-    }
+    if (P <= HBLOCK && d->dtype == HNATIVE && unit + 1 < end)
+        pf = (const HA *)job->a->p[CLNORM_ARG_X] +
+             gn_nhwc_unit_span(q, unit + 1, d->x_stride, &pfn);
     if (P > HBLOCK || d->dtype != HNATIVE || unit == start)
         HN(touch)(x, P * C);
     if (P <= HBLOCK) /* one block: both passes per channel block (the same sums) */
@@ -881,11 +878,10 @@ static HINLINE void HN(backward_unit)(const HN(job) *job, HN(bufs) *b, const gn_
         const HA *nx = NULL, *ndy = NULL;
         size_t nlen = 0;
         if (q->nhwc && d->dtype == HNATIVE && unit + 1 < end) {
-            gn_unit v;
-            gn_unit_of(q, unit + 1, &v);
-            nx = (const HA *)job->a->p[CLNORM_ARG_X] + v.n * d->x_stride + v.p0 * q->C;
-            ndy = (const HA *)job->a->p[CLNORM_ARG_DY] + v.n * d->y_stride + v.p0 * q->C;
-            nlen = (v.p1 - v.p0) * q->C;
+            nx = (const HA *)job->a->p[CLNORM_ARG_X] +
+                 gn_nhwc_unit_span(q, unit + 1, d->x_stride, &nlen);
+            ndy = (const HA *)job->a->p[CLNORM_ARG_DY] +
+                  gn_nhwc_unit_span(q, unit + 1, d->y_stride, &nlen);
         }
         HN(bwd_sums)(job, b, u, x, dz, unit == start, nx, ndy, nlen);
     }
@@ -1182,6 +1178,8 @@ clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir, const clnorm_h
     job.sums = grads || !job.global;
     clnorm_pool *pool = q->nchunks > 1 ? clnorm_host_pool(ctx) : NULL;
     const size_t width = clnorm_pool_width(pool);
+    /* NHWC's statistics and the backward's sums: chunks of a few units, each unit asking for
+     * the next one (a forward from precomputed statistics is the apply alone) */
     if ((moments || !fwd) && q->nhwc && !q->fused)
         gn_nhwc_chunks(&job.q, width);
     gn_balance(&job.q, width);

@@ -211,6 +211,16 @@ static inline size_t gn_at(const gn_geom *q, size_t stride, size_t n, size_t c, 
     return n * stride + (q->nhwc ? p * q->C + c : c * q->hw + p);
 }
 
+/* NHWC unit i's rows in a tensor whose samples are `stride` apart: the offset of its first
+ * element, and in *len its element count (the x and dy a unit asks for ahead of the next). */
+static inline size_t gn_nhwc_unit_span(const gn_geom *q, size_t i, size_t stride, size_t *len)
+{
+    gn_unit v;
+    gn_unit_of(q, i, &v);
+    *len = (v.p1 - v.p0) * q->C;
+    return gn_at(q, stride, v.n, 0, v.p0);
+}
+
 /* Chan's merge of (nb, mb, M2b) into the running count, mean and M2. */
 static inline void gn_merge(double *cnt, double *mean, double *M2, double nb, double mb,
                             double M2b)
