@@ -116,7 +116,7 @@ static int host_is_little_endian(void)
     return b == 1;
 }
 
-/* Reverses the bytes of each element in place (big-endian hosts only). */
+/* Reverses the bytes of each element in place: data whose byte order is not the host's. */
 static void swap_elements(void *data, size_t count, size_t size)
 {
     unsigned char *p = data;
@@ -388,35 +388,32 @@ malformed:
     return 1;
 }
 
-static int descr_to_dtype(const char *path, const npy_header *h, npy_dtype *t, char *err,
-                          size_t err_size)
+static int descr_to_dtype(const char *path, const npy_header *h, npy_dtype *t, int *big,
+                          char *err, size_t err_size)
 {
     static const struct {
-        const char *descr;
+        const char *code;
         npy_dtype t;
-    } table[] = {{"<f4", NPY_F32}, {"<f8", NPY_F64}, {"<f2", NPY_F16}, {"<u2", NPY_U16}};
+    } table[] = {{"f4", NPY_F32}, {"f8", NPY_F64}, {"f2", NPY_F16}, {"u2", NPY_U16}};
     char shown[4 * sizeof h->descr + 1];
     size_t i;
     if (!h->descr_is_string) {
         set_err(err, err_size, "%s: structured dtypes are not supported (supported: float32 "
-                "'<f4', float64 '<f8', float16 '<f2', uint16 '<u2')", path);
+                "'<f4', float64 '<f8', float16 '<f2', uint16 '<u2', or big-endian '>')", path);
         return 1;
     }
+    /* Either byte order, as np.load reads both ('<' little-endian, '>' big-endian); numpy
+     * writes '<' on little-endian machines, '>' for an array of a big-endian dtype. */
     for (i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (strcmp(h->descr, table[i].descr) == 0) {
+        if ((h->descr[0] == '<' || h->descr[0] == '>') &&
+            strcmp(h->descr + 1, table[i].code) == 0) {
             *t = table[i].t;
+            *big = h->descr[0] == '>';
             return 0;
         }
     escape_bytes(h->descr, shown, sizeof shown);
-    if (h->descr[0] == '>' &&
-        (strcmp(h->descr + 1, "f4") == 0 || strcmp(h->descr + 1, "f8") == 0 ||
-         strcmp(h->descr + 1, "f2") == 0 || strcmp(h->descr + 1, "u2") == 0)) {
-        set_err(err, err_size, "%s: big-endian dtype '%s' is not supported; save with "
-                "arr.astype(arr.dtype.newbyteorder('<'))", path, shown);
-        return 1;
-    }
     set_err(err, err_size, "%s: unsupported dtype '%s' (supported: float32 '<f4', float64 "
-            "'<f8', float16 '<f2', uint16 '<u2')", path, shown);
+            "'<f8', float16 '<f2', uint16 '<u2', or big-endian '>')", path, shown);
     return 1;
 }
 
@@ -470,6 +467,7 @@ int npy_load(const char *path, npy_array *out, char *err, size_t err_size)
     npy_dtype dtype = NPY_F32;
     size_t count, esize, bytes, got;
     void *data = NULL;
+    int big = 0;
 
     if (out == NULL) {
         set_err(err, err_size, "%s: npy_load: no output array", path ? path : "(null)");
@@ -529,7 +527,7 @@ int npy_load(const char *path, npy_array *out, char *err, size_t err_size)
         goto fail;
     free(header);
     header = NULL;
-    if (descr_to_dtype(path, &h, &dtype, err, err_size))
+    if (descr_to_dtype(path, &h, &dtype, &big, err, err_size))
         goto fail;
     esize = npy_dtype_size(dtype);
     if (!shape_count(h.ndim, h.shape, esize, &count)) {
@@ -573,7 +571,7 @@ int npy_load(const char *path, npy_array *out, char *err, size_t err_size)
     }
     fclose(f);
     f = NULL;
-    if (!host_is_little_endian())
+    if (big == host_is_little_endian()) /* the file's byte order is not the host's */
         swap_elements(data, count, esize);
     /* A Fortran-order file (np.save of a transposed or F-contiguous array) is read into C
      * order, as np.load gives it; one of at most one dimension is laid out as a C-order one. */

@@ -1,10 +1,11 @@
 /*
  * npy.h - read and write NumPy .npy files (format versions 1.0, 2.0 and 3.0).
  *
- * Only what clnorm needs: little-endian float32 / float64 / float16 arrays, and uint16 arrays
- * (raw bfloat16 bits), in C order (Fortran-order files are read into C order, as np.load
- * reads them; files are written in C order). Every error message is one line, names the
- * file and has no trailing newline. Nothing here prints, exits or keeps global state.
+ * Only what clnorm needs: float32 / float64 / float16 arrays, and uint16 arrays (raw bfloat16
+ * bits). Files of either byte order and either order of elements are read into the host's
+ * byte order and C order, as np.load reads them; files are written little-endian in C order.
+ * Every error message is one line, names the file and has no trailing newline. Nothing here
+ * prints, exits or keeps global state.
  */
 #ifndef CLNORM_NPY_H
 #define CLNORM_NPY_H

@@ -280,10 +280,11 @@ static void test_run_1d_gives_scalar_stats(void **state)
 }
 
 /* A Fortran-order input (np.save writes one for an F-contiguous array: a transposed matrix,
- * or np.moveaxis(x, 1, -1) of a single sample with one spatial dimension) is read as np.load
- * reads it: the same outputs, byte for byte, as from its C-order copy. LayerNorm over 2-D
- * rows, and GroupNorm in NHWC of shape (1, L, C). */
-static void test_run_fortran_order_input(void **state)
+ * or np.moveaxis(x, 1, -1) of a single sample with one spatial dimension) and a big-endian
+ * one ('>f4') are read as np.load reads them: the same outputs, byte for byte, as from the
+ * C-order little-endian copy. LayerNorm over 2-D rows, and GroupNorm in NHWC of shape
+ * (1, L, C). */
+static void test_run_fortran_and_big_endian_input(void **state)
 {
     size_t shape[2] = {5, 7}, g3[3] = {1, 6, 4}, i, j, k;
     float *x = make_rows(5, 7), xf[35], xg[24], xgf[24];
@@ -309,6 +310,23 @@ static void test_run_fortran_order_input(void **state)
     assert_memory_equal(a, b, 5 * sizeof(double));
     free(a);
     free(b);
+    { /* the same x big-endian, in C order */
+        unsigned char be[35 * 4];
+        for (i = 0; i < 35; i++) {
+            uint32_t bits;
+            memcpy(&bits, &x[i], 4);
+            for (k = 0; k < 4; k++) /* most significant byte first */
+                be[4 * i + k] = (unsigned char)(bits >> (24 - 8 * k));
+        }
+        write_npy_raw(xfp, "{'descr': '>f4', 'fortran_order': False, 'shape': (5, 7), }", be,
+                      sizeof be);
+        expect_ok(cli("run", "--input", xfp, "--output", yf, NULL));
+        a = load_values(yc, NPY_F32, 2, shape);
+        b = load_values(yf, NPY_F32, 2, shape);
+        assert_memory_equal(a, b, 35 * sizeof(double));
+        free(a);
+        free(b);
+    }
     /* (1, 6, 4): positions l, channels c; Fortran order puts (0, l, c) at l + 6 c */
     for (k = 0; k < 24; k++)
         xg[k] = (float)(k % 5) * 0.75f - (float)(k / 6);
@@ -451,7 +469,7 @@ static void test_bad_files(void **state)
     (void)state;
     write_text(txt, "just,some,csv\n1,2,3\n");
     write_npy_by_hand(i4, "{'descr': '<i4', 'fortran_order': False, 'shape': (4, 3), }", 48);
-    write_npy_by_hand(be, "{'descr': '>f4', 'fortran_order': False, 'shape': (4, 3), }", 48);
+    write_npy_by_hand(be, "{'descr': '>i8', 'fortran_order': False, 'shape': (4, 3), }", 96);
     write_npy_by_hand(trunc, "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 3), }", 40);
     assert_int_equal(npy_save(u2, NPY_U16, 1, su, u, NULL, 0), 0);
     save_f32(scalar, 0, NULL, &one);
@@ -459,7 +477,7 @@ static void test_bad_files(void **state)
 
     EXPECT_FAIL("not a .npy file", "run", "--input", txt, "--output", f.y);
     EXPECT_FAIL("'<i4'", "run", "--input", i4, "--output", f.y);
-    EXPECT_FAIL("'>f4'", "run", "--input", be, "--output", f.y);
+    EXPECT_FAIL("'>i8'", "run", "--input", be, "--output", f.y);
     EXPECT_FAIL("truncated", "run", "--input", trunc, "--output", f.y);
     EXPECT_FAIL("--dtype bf16", "run", "--input", u2, "--output", f.y);
     EXPECT_FAIL("0-d", "run", "--input", scalar, "--output", f.y);
@@ -578,7 +596,7 @@ int cli_run_tests(void)
         cmocka_unit_test(test_run_rms),
         cmocka_unit_test(test_run_axes2_3d),
         cmocka_unit_test(test_run_1d_gives_scalar_stats),
-        cmocka_unit_test(test_run_fortran_order_input),
+        cmocka_unit_test(test_run_fortran_and_big_endian_input),
         cmocka_unit_test(test_run_zero_rows),
         cmocka_unit_test(test_run_replaces_existing_output),
         cmocka_unit_test(test_bad_flags),
