@@ -401,6 +401,21 @@ static void test_fortran_nd_read_in_c_order(void **state)
     expect_load_error(path, "truncated");
 }
 
+/* Writes a file with this header dict and data, loads it, and checks its type and its
+ * elements' bytes against want. */
+static void expect_loaded(const char *path, const char *dict, const void *data, size_t len,
+                          npy_dtype dtype, const void *want)
+{
+    char err[256];
+    npy_array a;
+    write_npy_by_hand(path, 1, dict, data, len);
+    if (npy_load(path, &a, err, sizeof err))
+        fail_msg("%s", err);
+    assert_int_equal(a.dtype, dtype);
+    assert_memory_equal(a.data, want, len);
+    npy_free(&a);
+}
+
 /* Big-endian files ('>' descr: np.save of an array of a big-endian dtype) are read into the
  * host's byte order, as np.load reads them: each of the four types, Fortran order too. */
 static void test_big_endian_read(void **state)
@@ -415,44 +430,19 @@ static void test_big_endian_read(void **state)
     const float w4[2] = {1.0f, -2.5f}, w22[4] = {1, 2, 3, 4};
     const double w8 = 1.5;
     const uint16_t wh[2] = {0x3c00, 0xc000}, wu[2] = {0x3f80, 0x1234};
-    char path[512], err[256];
-    npy_array a;
+    char path[512];
     (void)state;
     path_in_dir(path, sizeof path, "be.npy");
-    write_npy_by_hand(path, 1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", f4,
-                      sizeof f4);
-    if (npy_load(path, &a, err, sizeof err))
-        fail_msg("%s", err);
-    assert_int_equal(a.dtype, NPY_F32);
-    assert_memory_equal(a.data, w4, sizeof w4);
-    npy_free(&a);
-    write_npy_by_hand(path, 1, "{'descr': '>f8', 'fortran_order': False, 'shape': (), }", f8,
-                      sizeof f8);
-    if (npy_load(path, &a, err, sizeof err))
-        fail_msg("%s", err);
-    assert_int_equal(a.dtype, NPY_F64);
-    assert_memory_equal(a.data, &w8, sizeof w8);
-    npy_free(&a);
-    write_npy_by_hand(path, 1, "{'descr': '>f2', 'fortran_order': False, 'shape': (2,), }", h2,
-                      sizeof h2);
-    if (npy_load(path, &a, err, sizeof err))
-        fail_msg("%s", err);
-    assert_int_equal(a.dtype, NPY_F16);
-    assert_memory_equal(a.data, wh, sizeof wh);
-    npy_free(&a);
-    write_npy_by_hand(path, 1, "{'descr': '>u2', 'fortran_order': False, 'shape': (2,), }", u2,
-                      sizeof u2);
-    if (npy_load(path, &a, err, sizeof err))
-        fail_msg("%s", err);
-    assert_int_equal(a.dtype, NPY_U16);
-    assert_memory_equal(a.data, wu, sizeof wu);
-    npy_free(&a);
-    write_npy_by_hand(path, 1, "{'descr': '>f4', 'fortran_order': True, 'shape': (2, 2), }", f22,
-                      sizeof f22);
-    if (npy_load(path, &a, err, sizeof err))
-        fail_msg("%s", err);
-    assert_memory_equal(a.data, w22, sizeof w22);
-    npy_free(&a);
+    expect_loaded(path, "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", f4,
+                  sizeof f4, NPY_F32, w4);
+    expect_loaded(path, "{'descr': '>f8', 'fortran_order': False, 'shape': (), }", f8, sizeof f8,
+                  NPY_F64, &w8);
+    expect_loaded(path, "{'descr': '>f2', 'fortran_order': False, 'shape': (2,), }", h2,
+                  sizeof h2, NPY_F16, wh);
+    expect_loaded(path, "{'descr': '>u2', 'fortran_order': False, 'shape': (2,), }", u2,
+                  sizeof u2, NPY_U16, wu);
+    expect_loaded(path, "{'descr': '>f4', 'fortran_order': True, 'shape': (2, 2), }", f22,
+                  sizeof f22, NPY_F32, w22);
 }
 
 static void test_bad_files(void **state)
