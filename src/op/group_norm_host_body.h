@@ -373,7 +373,6 @@ static HINLINE void HN(rows_moments_block)(size_t C, size_t np, const HA *restri
                                            HA *restrict s2, HA *restrict mc,
                                            const HA *pf, size_t pfn)
 {
-    const size_t line = 64 / sizeof(HA);
     size_t c0 = 0, pi = 0;
     for (; c0 + GN_CB <= C; c0 += GN_CB) {
         HA acc[GN_CB] = {0}, k[GN_CB], m[GN_CB];
@@ -383,10 +382,7 @@ static HINLINE void HN(rows_moments_block)(size_t C, size_t np, const HA *restri
             const HA *xp = x + p * C + c0;
             for (size_t j = 0; j < GN_CB; j++)
                 acc[j] += xp[j] - k[j];
-            if (pi < pfn) {
-                clnorm_host_prefetch_in(pf, sizeof(HA), pi, 1);
-                pi += line;
-            }
+            clnorm_host_prefetch_step(pf, sizeof(HA), &pi, pfn);
         }
         for (size_t j = 0; j < GN_CB; j++) {
             s1[c0 + j] = acc[j];
@@ -399,10 +395,7 @@ static HINLINE void HN(rows_moments_block)(size_t C, size_t np, const HA *restri
                 const HA v = (xp[j] - k[j]) - m[j];
                 acc[j] += v * v;
             }
-            if (pi < pfn) {
-                clnorm_host_prefetch_in(pf, sizeof(HA), pi, 1);
-                pi += line;
-            }
+            clnorm_host_prefetch_step(pf, sizeof(HA), &pi, pfn);
         }
         for (size_t j = 0; j < GN_CB; j++)
             s2[c0 + j] = acc[j];

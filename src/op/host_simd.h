@@ -74,6 +74,18 @@ static inline void clnorm_host_prefetch_in(const void *base, size_t esize, size_
     clnorm_host_prefetch_lines(base, esize, off, n, 0);
 }
 
+/* One line of a prefetch spread through a loop (GroupNorm's NHWC statistics ask for the next
+ * unit's x a line per row, HN(rows_moments_block)): the line at element *next of base, while
+ * *next < n, then *next moves on a line. */
+static inline void clnorm_host_prefetch_step(const void *base, size_t esize, size_t *next,
+                                             size_t n)
+{
+    if (*next < n) {
+        clnorm_host_prefetch_lines(base, esize, *next, 1, 0);
+        *next += 64 / esize;
+    }
+}
+
 /* A phase's loops are inlined into one function (HPHASE), which GCC compiles three times on
  * x86-64 with glibc: for AVX-512 (x86-64-v4), AVX2 (x86-64-v3) and the baseline, chosen once
  * by the loader (an ifunc). All compute the same bits: the lanes are the source's (HLANES),
