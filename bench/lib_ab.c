@@ -12,13 +12,15 @@
  * stream of calls runs; a block's calls that start in its first 300 µs are not timed, since
  * the other build's pool workers spin that long after its last call (CLNORM_HOST_SPIN_US).
  * The tensors rotate through sets larger than the last-level cache (--rotate-mib, default
- * 512), as clnorm-bench's do. Float32, gamma and beta given; --silu: GroupNorm's fused SiLU
+ * 512), as clnorm-bench's do. Float32 unless --dtype says f16, bf16 or f64 (the parameters and
+ * statistics then float32, or float64 for f64, as the library takes them), gamma and beta
+ * given; --silu: GroupNorm's fused SiLU
  * (the rows have none); --global-stats: precomputed statistics (CLNORM_USE_GLOBAL_STATS, mean
  * 0 and rstd 1 given to both directions); --dx-only: the backward asked for dx alone.
  *
  *   clnorm-lib-ab --lib-a A.so --lib-b B.so --shape S [--shape S ...] [--layout nchw|nhwc]
- *                 [--silu] [--backward] [--global-stats] [--dx-only] [--rounds N] [--block N]
- *                 [--block-ms N] [--rotate-mib N]
+ *                 [--dtype f32|f16|bf16|f64] [--silu] [--backward] [--global-stats]
+ *                 [--dx-only] [--rounds N] [--block N] [--block-ms N] [--rotate-mib N]
  *   S: RxC (LayerNorm rows) or NxCxHxW[:G] (GroupNorm, 1 to 3 spatial dims, G default 32)
  *
  * Per shape: the median µs of each build over its timed calls, A/B (above 1: B is faster),
@@ -51,6 +53,7 @@ typedef struct {
     clnorm_status (*plan_create)(clnorm_ctx *, const clnorm_desc *, clnorm_plan **);
     void (*plan_free)(clnorm_plan *);
     clnorm_status (*exec)(clnorm_plan *, clnorm_direction, const clnorm_host_arg *, size_t);
+    unsigned short (*to_f16)(float), (*to_bf16)(float); /* the data's conversions (build A's) */
     clnorm_ctx *ctx;
 } lib;
 
@@ -106,7 +109,8 @@ static int usage(const char *msg)
 {
     fprintf(stderr,
             "clnorm-lib-ab: %s\nusage: clnorm-lib-ab --lib-a A.so --lib-b B.so --shape S "
-            "[--shape S ...] [--layout nchw|nhwc] [--silu] [--backward] [--global-stats] "
+            "[--shape S ...] [--layout nchw|nhwc] [--dtype f32|f16|bf16|f64] [--silu] "
+            "[--backward] [--global-stats] "
             "[--dx-only] [--rounds N] [--block N] [--block-ms N] [--rotate-mib N]\n  S: RxC or "
             "NxCxHxW[:G]\n",
             msg);
@@ -151,8 +155,10 @@ static int load(lib *l)
     *(void **)&l->plan_create = dlsym(l->h, "clnorm_plan_create");
     *(void **)&l->plan_free = dlsym(l->h, "clnorm_plan_free");
     *(void **)&l->exec = dlsym(l->h, "clnorm_execute_host");
+    *(void **)&l->to_f16 = dlsym(l->h, "clnorm_f32_to_f16");
+    *(void **)&l->to_bf16 = dlsym(l->h, "clnorm_f32_to_bf16");
     if (!l->create || !l->free_ctx || !l->desc_init || !l->plan_create || !l->plan_free ||
-        !l->exec) {
+        !l->exec || !l->to_f16 || !l->to_bf16) {
         fprintf(stderr, "clnorm-lib-ab: %s is not a clnorm library\n", l->path);
         return -1;
     }
@@ -163,41 +169,68 @@ static int load(lib *l)
     return 0;
 }
 
-/* The rotated tensors of one shape: sets of x, y (the backward: dy, dx), and gamma, beta,
- * dgamma, dbeta, and the statistics (mean 0, then rstd 1: a row's or a group's each). */
+/* The rotated tensors of one shape, in storage type dt: sets of x, y (the backward: dy, dx),
+ * and gamma, beta, dgamma, dbeta, and the statistics (mean 0, then rstd 1: a row's or a
+ * group's each) in the parameters' type. */
 typedef struct {
-    size_t elems, sets;
-    float *x, *y, *dy, *par, *stats;
+    clnorm_dtype dt;
+    size_t elems, sets, es, ps; /* es, ps: bytes of an element and of a parameter */
+    char *x, *y, *dy, *par, *stats;
 } tensors;
 
-static int tensors_make(tensors *t, const shape *s, int bwd, size_t rotate_mib)
+/* Element i of a tensor of storage type t (the library's own rounding: `conv`'s), and of a
+ * parameter vector (float64 for f64, else float32). The tool links no build, so not
+ * dtype.c's. */
+static void put(const lib *conv, clnorm_dtype t, void *base, size_t i, double v)
 {
+    switch (t) {
+    case CLNORM_F16: ((unsigned short *)base)[i] = conv->to_f16((float)v); return;
+    case CLNORM_BF16: ((unsigned short *)base)[i] = conv->to_bf16((float)v); return;
+    case CLNORM_F64: ((double *)base)[i] = v; return;
+    case CLNORM_F32: break;
+    }
+    ((float *)base)[i] = (float)v;
+}
+
+static void param_put(clnorm_dtype t, void *base, size_t i, double v)
+{
+    if (t == CLNORM_F64)
+        ((double *)base)[i] = v;
+    else
+        ((float *)base)[i] = (float)v;
+}
+
+static int tensors_make(tensors *t, const shape *s, clnorm_dtype dt, const lib *conv, int bwd,
+                        size_t rotate_mib)
+{
+    t->dt = dt;
+    t->es = dt == CLNORM_F64 ? 8 : dt == CLNORM_F32 ? 4 : 2;
+    t->ps = dt == CLNORM_F64 ? 8 : 4;
     t->elems = s->n * s->c * s->hw;
-    const size_t per_set = (bwd ? 3 : 2) * t->elems * sizeof(float);
+    const size_t per_set = (bwd ? 3 : 2) * t->elems * t->es;
     t->sets = (rotate_mib << 20) / per_set + 2;
-    t->x = malloc(t->sets * t->elems * sizeof(float));
-    t->y = malloc(t->sets * t->elems * sizeof(float));
-    t->dy = bwd ? malloc(t->sets * t->elems * sizeof(float)) : NULL;
-    t->par = malloc(4 * s->c * sizeof(float));
+    t->x = malloc(t->sets * t->elems * t->es);
+    t->y = calloc(t->sets * t->elems, t->es);
+    t->dy = bwd ? malloc(t->sets * t->elems * t->es) : NULL;
+    t->par = malloc(4 * s->c * t->ps);
     const size_t ns = s->g ? s->n * s->g : s->n;
-    t->stats = calloc(2 * ns + 1, sizeof(float));
+    t->stats = calloc(2 * ns + 1, t->ps);
     if (!t->x || !t->y || (bwd && !t->dy) || !t->par || !t->stats)
         return -1;
     for (size_t i = 0; i < ns; i++)
-        t->stats[ns + i] = 1.0f;
+        param_put(dt, t->stats, ns + i, 1.0);
     unsigned long long r = 88172645463325252ull; /* xorshift: N(0,1)-ish is not needed */
     for (size_t i = 0; i < t->sets * t->elems; i++) {
         r ^= r << 13;
         r ^= r >> 7;
         r ^= r << 17;
-        t->x[i] = (float)(r % 20000) / 1000.0f - 10.0f;
-        t->y[i] = 0;
+        put(conv, dt, t->x, i, (double)(r % 20000) / 1000.0 - 10.0);
         if (t->dy)
-            t->dy[i] = (float)((r >> 20) % 2000) / 1000.0f - 1.0f;
+            put(conv, dt, t->dy, i, (double)((r >> 20) % 2000) / 1000.0 - 1.0);
     }
     for (size_t c = 0; c < s->c; c++) {
-        t->par[c] = 1.0f + (float)c * 1e-3f;
-        t->par[s->c + c] = (float)c * 1e-3f;
+        param_put(dt, t->par, c, 1.0 + (double)c * 1e-3);
+        param_put(dt, t->par, s->c + c, (double)c * 1e-3);
     }
     return 0;
 }
@@ -221,29 +254,29 @@ typedef struct {
 static clnorm_status call(const lib *l, clnorm_plan *p, const shape *s, const tensors *t,
                           size_t set, const call_mode *m)
 {
-    float *x = t->x + set * t->elems, *y = t->y + set * t->elems;
-    const size_t ns = s->g ? s->n * s->g : s->n;
+    char *x = t->x + set * t->elems * t->es, *y = t->y + set * t->elems * t->es;
+    const size_t ns = s->g ? s->n * s->g : s->n, c = s->c * t->ps;
     clnorm_host_arg a[9];
     size_t n = 0;
     a[n++] = (clnorm_host_arg){CLNORM_ARG_X, x};
     a[n++] = (clnorm_host_arg){CLNORM_ARG_GAMMA, t->par};
     if (m->global) {
         a[n++] = (clnorm_host_arg){CLNORM_ARG_MEAN, t->stats};
-        a[n++] = (clnorm_host_arg){CLNORM_ARG_RSTD, t->stats + ns};
+        a[n++] = (clnorm_host_arg){CLNORM_ARG_RSTD, t->stats + ns * t->ps};
     }
     if (!m->bwd) {
         a[n++] = (clnorm_host_arg){CLNORM_ARG_Y, y};
-        a[n++] = (clnorm_host_arg){CLNORM_ARG_BETA, t->par + s->c};
+        a[n++] = (clnorm_host_arg){CLNORM_ARG_BETA, t->par + c};
         return l->exec(p, CLNORM_FORWARD, a, n);
     }
-    a[n++] = (clnorm_host_arg){CLNORM_ARG_DY, t->dy + set * t->elems};
+    a[n++] = (clnorm_host_arg){CLNORM_ARG_DY, t->dy + set * t->elems * t->es};
     a[n++] = (clnorm_host_arg){CLNORM_ARG_DX, y};
     if (!m->dx_only) {
-        a[n++] = (clnorm_host_arg){CLNORM_ARG_DGAMMA, t->par + 2 * s->c};
-        a[n++] = (clnorm_host_arg){CLNORM_ARG_DBETA, t->par + 3 * s->c};
+        a[n++] = (clnorm_host_arg){CLNORM_ARG_DGAMMA, t->par + 2 * c};
+        a[n++] = (clnorm_host_arg){CLNORM_ARG_DBETA, t->par + 3 * c};
     }
     if (m->silu && s->g)
-        a[n++] = (clnorm_host_arg){CLNORM_ARG_BETA, t->par + s->c};
+        a[n++] = (clnorm_host_arg){CLNORM_ARG_BETA, t->par + c};
     return l->exec(p, CLNORM_BACKWARD, a, n);
 }
 
@@ -253,6 +286,7 @@ int main(int argc, char **argv)
     shape shapes[MAX_SHAPES];
     size_t nshapes = 0, rounds = 100, block = 10, block_ms = 2, rotate_mib = 512;
     int bwd = 0, nhwc = 0, silu = 0, global = 0, dx_only = 0;
+    clnorm_dtype dtype = CLNORM_F32;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--backward")) {
@@ -282,6 +316,17 @@ int main(int argc, char **argv)
             if (nshapes == MAX_SHAPES || parse_shape(v, &shapes[nshapes]) != 0)
                 return usage("a bad --shape (RxC or NxCxHxW[:G], G dividing C), or too many");
             nshapes++;
+        } else if (!strcmp(a, "--dtype")) {
+            if (!strcmp(v, "f32"))
+                dtype = CLNORM_F32;
+            else if (!strcmp(v, "f16"))
+                dtype = CLNORM_F16;
+            else if (!strcmp(v, "bf16"))
+                dtype = CLNORM_BF16;
+            else if (!strcmp(v, "f64"))
+                dtype = CLNORM_F64;
+            else
+                return usage("--dtype is f32, f16, bf16 or f64");
         } else if (!strcmp(a, "--layout")) {
             if (strcmp(v, "nchw") && strcmp(v, "nhwc"))
                 return usage("--layout is nchw or nhwc");
@@ -316,13 +361,14 @@ int main(int argc, char **argv)
         tensors ts = {0};
         clnorm_plan *p[2] = {NULL, NULL};
         times tm[2] = {{0}, {0}};
-        if (tensors_make(&ts, s, bwd, rotate_mib) != 0) {
+        if (tensors_make(&ts, s, dtype, &L[0], bwd, rotate_mib) != 0) {
             fprintf(stderr, "clnorm-lib-ab: out of memory\n");
             rc = 1;
         }
         for (int b = 0; b < 2 && rc == 0; b++) {
             clnorm_desc d;
             L[b].desc_init(&d, s->g ? CLNORM_GROUP : CLNORM_LAYER, s->n, s->c);
+            d.dtype = dtype;
             if (s->g) {
                 d.groups = s->g;
                 d.spatial = s->hw;
