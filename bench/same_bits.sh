@@ -73,7 +73,7 @@ for name, shape in (("rows", (257, 768)), ("short", (300, 24))):
     np.save(f"{d}/hg{name}.npy", rng.standard_normal(shape[1]).astype(np.float32))
     np.save(f"{d}/hb{name}.npy", rng.standard_normal(shape[1]).astype(np.float32))
 for name, shape in (("in", (2, 2048, 1, 1)), ("wide", (16, 512, 1, 2)), ("mid", (8, 64, 8, 8)),
-                    ("big", (8, 320, 32, 32))):
+                    ("long", (2, 64, 16, 16)), ("big", (8, 320, 32, 32))):
     xs = (rng.standard_normal(shape) * 2 + 0.5).astype(np.float32)
     dys = rng.standard_normal(shape).astype(np.float32)
     np.save(f"{d}/hx{name}-nchw.npy", xs)
@@ -154,7 +154,8 @@ run_all() {
     done
     # The host loop (no CLNORM_STRATEGY: the CLI's host arrays take it on a CPU device), each
     # storage type, forward and backward: rows, and GroupNorm's small groups, float32's
-    # double path (wide), the fused units (mid) and the streamed NCHW forward (big)
+    # double path (wide), the fused units (mid), groups beyond the small groups' 1024
+    # elements (long: the backward's unit loop) and the streamed NCHW forward (big)
     for dt in f32 f16 bf16 f64; do
         for sh in rows short; do
             for rms in "" --rms; do
@@ -162,7 +163,7 @@ run_all() {
                     "$in/hg$sh.npy" "$in/hb$sh.npy" --dtype $dt $rms
             done
         done
-        for sh in in wide mid big; do
+        for sh in in wide mid long big; do
             g=8
             [[ $sh == in ]] && g=2048
             [[ $sh == wide ]] && g=512

@@ -950,10 +950,14 @@ HPHASE static void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0, 
 }
 
 /* The other phases: a loop over units [i0, i1), `visit` on each unit u (index i) of the
- * call, one function each (HPHASE: compiled per ISA, the phase's code inlined into it;
- * host_simd.h says why not one function for all). */
-#define GN_UNITS_PHASE(name, visit)                                                         \
-    HPHASE static void HN(name)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)      \
+ * call, one function each (`phase`, HPHASE: compiled per ISA, the phase's code inlined into
+ * it; host_simd.h says why not one function for all). The NCHW backward without the SiLU
+ * has a function of its own without the AVX-512 clone (HPHASE_AVX2): there the AVX2 clone
+ * ran single samples' backward 1.19-1.27x faster (float64 0.95-1.02x), where with the SiLU
+ * the AVX-512 one is up to 1.22x faster and in NHWC up to 1.3x (bench/RESULTS.md, "The row
+ * host loop without its AVX-512 clone"). */
+#define GN_UNITS_PHASE(phase, name, visit)                                                  \
+    phase static void HN(name)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)       \
     {                                                                                       \
         for (size_t i = i0; i < i1; i++) {                                                  \
             gn_unit u;                                                                      \
@@ -961,11 +965,12 @@ HPHASE static void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0, 
             visit;                                                                          \
         }                                                                                   \
     }
-GN_UNITS_PHASE(nchw_moments_loop, HN(nchw_moments)(job, b, &u, i, i1))
-GN_UNITS_PHASE(nhwc_moments_loop, HN(nhwc_moments)(job, b, &u, i, i0, i1))
-GN_UNITS_PHASE(nchw_apply_loop, HN(nchw_apply)(job, b, &u, i, i1))
-GN_UNITS_PHASE(nhwc_apply_loop, HN(nhwc_apply)(job, b, &u))
-GN_UNITS_PHASE(backward_loop, HN(backward_unit)(job, b, &u, i, i0, i1))
+GN_UNITS_PHASE(HPHASE, nchw_moments_loop, HN(nchw_moments)(job, b, &u, i, i1))
+GN_UNITS_PHASE(HPHASE, nhwc_moments_loop, HN(nhwc_moments)(job, b, &u, i, i0, i1))
+GN_UNITS_PHASE(HPHASE, nchw_apply_loop, HN(nchw_apply)(job, b, &u, i, i1))
+GN_UNITS_PHASE(HPHASE, nhwc_apply_loop, HN(nhwc_apply)(job, b, &u))
+GN_UNITS_PHASE(HPHASE, backward_loop, HN(backward_unit)(job, b, &u, i, i0, i1))
+GN_UNITS_PHASE(HPHASE_AVX2, nchw_plain_backward_loop, HN(backward_unit)(job, b, &u, i, i0, i1))
 #undef GN_UNITS_PHASE
 
 /* Chunk c of the job's phase: its units, with the scratch of thread `worker`. */
@@ -995,7 +1000,12 @@ static void HN(chunk)(void *arg, size_t c, unsigned worker)
         else
             HN(nchw_apply_loop)(job, &b, u0, u1);
         break;
-    default: HN(backward_loop)(job, &b, u0, u1); break;
+    default:
+        if (!q->nhwc && !job->silu)
+            HN(nchw_plain_backward_loop)(job, &b, u0, u1);
+        else
+            HN(backward_loop)(job, &b, u0, u1);
+        break;
     }
 #if HSTREAM
     if (job->stream)

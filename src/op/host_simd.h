@@ -100,8 +100,10 @@ static inline void clnorm_host_prefetch_step(const void *base, size_t esize, siz
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__) && \
     !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define HCLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define HCLONES_AVX2 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define HCLONES
+#define HCLONES_AVX2
 #endif
 #if defined(__GNUC__)
 #define HINLINE inline __attribute__((always_inline))
@@ -113,6 +115,15 @@ static inline void clnorm_host_prefetch_step(const void *base, size_t esize, siz
 /* A phase of a host loop: its own function, cloned per ISA where HCLONES does, and never
  * inlined into its caller (where HCLONES is empty GCC would fold the phases back into one). */
 #define HPHASE HCLONES HNOINLINE
+
+/* A phase without the AVX-512 clone: the row loop's (row_norm_host_body.h) and GroupNorm's
+ * NCHW backward without SiLU. Their rows and channels of a few hundred to a few thousand
+ * elements run half a dozen short passes each, whose sums keep the kernels' eight lanes
+ * (HLANES), and on the AMD EPYC (Zen 4) VM the AVX2 clone ran them faster than the AVX-512
+ * one: the row backward 1.14-1.27x at 8x768-128x2048 (float32, float16, bfloat16; float64
+ * 0.98-1.02x), its forward 0.97-1.09x, the same on memory-bound calls (bench/RESULTS.md,
+ * "The row host loop without its AVX-512 clone"). */
+#define HPHASE_AVX2 HCLONES_AVX2 HNOINLINE
 
 /* e^x in float, for the GroupNorm loop's SiLU: libm's expf is a call, which keeps every loop
  * that holds it scalar (the fused SiLU cost the forward 8x its time: 0.94 against 0.11 ms at

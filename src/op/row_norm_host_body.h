@@ -178,9 +178,9 @@ typedef struct {
 
 enum { HN(NBUF) = 10 };
 
-/* Rows [r0, r1) of the forward: a phase function (HPHASE; host_simd.h says why each
- * direction is one function of its own). */
-HPHASE static void HN(forward)(const HN(job) *job, HN(bufs) *b, size_t r0, size_t r1)
+/* Rows [r0, r1) of the forward: a phase function (HPHASE_AVX2; host_simd.h says why each
+ * direction is one function of its own, and why no AVX-512 clone). */
+HPHASE_AVX2 static void HN(forward)(const HN(job) *job, HN(bufs) *b, size_t r0, size_t r1)
 {
     const clnorm_op *op = job->op;
     const clnorm_desc *d = job->d;
@@ -286,9 +286,9 @@ static HINLINE void HN(move_sums)(double *dst, double *src, size_t n, int add)
  * sums (job->sums + c * acc_rows * cols): dgamma and dbeta; with dscale/dshift also the
  * sample the chunk starts in, up to that sample's end or the chunk's ("head"), and the
  * sample it ends in when that one goes on past it ("tail"). Samples wholly inside the chunk
- * are stored here; HN(combine) adds the rest in chunk order. A phase function (HPHASE). */
-HPHASE static void HN(backward)(const HN(job) *job, HN(bufs) *b, HA *part, double *cur,
-                                size_t c, size_t r0, size_t r1)
+ * are stored here; HN(combine) adds the rest in chunk order. A phase function (HPHASE_AVX2). */
+HPHASE_AVX2 static void HN(backward)(const HN(job) *job, HN(bufs) *b, HA *part, double *cur,
+                                     size_t c, size_t r0, size_t r1)
 {
     const clnorm_op *op = job->op;
     const clnorm_desc *d = job->d;
