@@ -12,7 +12,8 @@
  *     residuals, strides, several blocks and a tail, an empty batch, in place, and rows whose
  *     squares overflow float32 (redone scaled, as the kernels do); GroupNorm's likewise,
  *     also with its per-sample modulation (dscale, dshift);
- *   - the same bits with 1, 2, 3 and 6 threads; the SiLU's exponential against e^x.
+ *   - the same bits with 1, 2, 3 and 6 threads, and the row backward's with a scale of zeros
+ *     as without a modulation; the SiLU's exponential against e^x.
  * Every check asserts that the loop really ran (clnorm_plan_uses_host_loop): the other suites
  * run it too wherever they call the host layer with clnorm's choice on small problems, and
  * their variants with CLNORM_HOST_BYTES=0 keep the device path of the host layer covered.
@@ -645,6 +646,91 @@ static void test_group_overflow(void **state)
     }
 }
 
+/* The row backward reads a sample's 1 + scale only when a scale is given (the modulated
+ * path); without one it skips that factor (row_norm_host_body.h: dy * 1 is dy). So a scale
+ * of zeros must give the same dx, dgamma and dbeta, bit for bit, as no modulation at all:
+ * LayerNorm and RMSNorm, float32 and float16, the statistics recomputed, one thread and three
+ * (each with its chunks of rows). One sample: the parameter gradients' partials go into
+ * double at each sample's end, so samples of fewer rows than HROWS round dgamma otherwise. */
+static void test_unit_scale_same_bits(void **state)
+{
+    (void)state;
+    require_cpu();
+    enum { R = 40, C = 300, B = 1 };
+    static const unsigned widths[] = {1, 3};
+    static const clnorm_kind kinds[] = {CLNORM_LAYER, CLNORM_RMS};
+    static const clnorm_dtype types[] = {CLNORM_F32, CLNORM_F16};
+    clnorm_ctx *ctx[2];
+    thread_contexts(widths, 2, ctx);
+    float *xf = malloc(R * C * sizeof *xf), *dyf = malloc(R * C * sizeof *dyf);
+    unsigned char *x = malloc(R * C * 4), *dy = malloc(R * C * 4);
+    unsigned char *dx[2] = {malloc(R * C * 4), malloc(R * C * 4)};
+    float g[C], bt[C], dg[2][C], db[2][C], zeros[B * C], dsh[B * C];
+    assert_non_null(xf);
+    assert_non_null(dyf);
+    assert_non_null(x);
+    assert_non_null(dy);
+    assert_non_null(dx[0]);
+    assert_non_null(dx[1]);
+    for (size_t i = 0; i < R * C; i++) {
+        xf[i] = (float)((i * 7919u) % 1000u) / 100.0f - 4.0f;
+        dyf[i] = (float)((i * 104729u) % 997u) / 500.0f - 1.0f;
+    }
+    for (size_t c = 0; c < C; c++) {
+        g[c] = 0.5f + (float)c / (float)C;
+        bt[c] = (float)c / 100.0f;
+    }
+    for (size_t i = 0; i < B * C; i++)
+        zeros[i] = 0.0f;
+    for (size_t w = 0; w < 2; w++)
+        for (size_t k = 0; k < TU_COUNT(kinds); k++)
+            for (size_t t = 0; t < TU_COUNT(types); t++) {
+                const clnorm_dtype dt = types[t];
+                const size_t es = clnorm_elem_size(dt);
+                for (size_t i = 0; i < R * C; i++) {
+                    if (dt == CLNORM_F16) {
+                        ((unsigned short *)(void *)x)[i] = clnorm_f32_to_f16(xf[i]);
+                        ((unsigned short *)(void *)dy)[i] = clnorm_f32_to_f16(dyf[i]);
+                    } else {
+                        ((float *)(void *)x)[i] = xf[i];
+                        ((float *)(void *)dy)[i] = dyf[i];
+                    }
+                }
+                for (int m = 0; m < 2; m++) {
+                    clnorm_desc d;
+                    clnorm_desc_init(&d, kinds[k], R, C);
+                    d.dtype = dt;
+                    d.flags = CLNORM_WITH_BACKWARD | (m ? CLNORM_SCALE | CLNORM_SHIFT : 0);
+                    d.samples = m ? B : 0;
+                    clnorm_plan *plan = tu_plan_if(ctx[w], &d, CLNORM_STRATEGY_AUTO);
+                    assert_non_null(plan);
+                    assert_int_equal(clnorm_plan_uses_host_loop(plan, CLNORM_BACKWARD), 1);
+                    clnorm_host_arg a[9] = {{CLNORM_ARG_X, x},        {CLNORM_ARG_DY, dy},
+                                            {CLNORM_ARG_GAMMA, g},    {CLNORM_ARG_BETA, bt},
+                                            {CLNORM_ARG_DX, dx[m]},   {CLNORM_ARG_DGAMMA, dg[m]},
+                                            {CLNORM_ARG_DBETA, db[m]}, {CLNORM_ARG_SCALE, zeros},
+                                            {CLNORM_ARG_DSHIFT, dsh}};
+                    /* the plain backward has no beta slot (no SiLU, no dscale) */
+                    clnorm_host_arg plain[6] = {a[0], a[1], a[2], a[4], a[5], a[6]};
+                    assert_int_equal(m ? clnorm_execute_host(plan, CLNORM_BACKWARD, a, 9)
+                                       : clnorm_execute_host(plan, CLNORM_BACKWARD, plain, 6),
+                                     CLNORM_OK);
+                    clnorm_plan_free(plan);
+                }
+                assert_memory_equal(dx[0], dx[1], R * C * es);
+                assert_memory_equal(dg[0], dg[1], sizeof dg[0]);
+                assert_memory_equal(db[0], db[1], sizeof db[0]);
+            }
+    for (size_t w = 0; w < 2; w++)
+        clnorm_free(ctx[w]);
+    free(xf);
+    free(dyf);
+    free(x);
+    free(dy);
+    free(dx[0]);
+    free(dx[1]);
+}
+
 /* Forward calls whose float32 y is large enough for the streaming stores (4 MiB): dense and
  * strided rows, from the offsets of tu_launch_offsets (so y's rows start off the stores'
  * 32-byte boundary) and in place. */
@@ -830,6 +916,7 @@ int main(void)
         cmocka_unit_test(test_sweep),
         cmocka_unit_test(test_overflow),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_unit_scale_same_bits),
         cmocka_unit_test(test_group_sweep),
         cmocka_unit_test(test_group_overflow),
         cmocka_unit_test(test_large_forward),

@@ -249,13 +249,21 @@ HPHASE_AVX2 static void HN(forward)(const HN(job) *job, HN(bufs) *b, size_t r0, 
 /* The parameter gradients' running sums: per row in HA partials (dgamma, dbeta, dscale,
  * dshift; part + 4 cols), added into double sums every HROWS rows and at each sample's end,
  * as the kernels add per-block partials; rounded once at the end. */
-static HINLINE void HN(accumulate)(const HN(bufs) *b, size_t cols, HA *part, int mod)
+static HINLINE void HN(accumulate)(const HN(bufs) *b, size_t cols, HA *part, int mod,
+                                   int scaled)
 {
     HA *dg = part, *db = part + cols, *dsc = part + 2 * cols, *dsh = part + 3 * cols;
-    for (size_t j = 0; j < cols; j++) {
-        const HA dz = b->dyr[j] * b->ops[j];
-        dg[j] += dz * b->xh[j];
-        db[j] += dz;
+    if (scaled) {
+        for (size_t j = 0; j < cols; j++) {
+            const HA dz = b->dyr[j] * b->ops[j];
+            dg[j] += dz * b->xh[j];
+            db[j] += dz;
+        }
+    } else { /* ops is 1: dy * 1 is dy, bit for bit, without reading ops */
+        for (size_t j = 0; j < cols; j++) {
+            dg[j] += b->dyr[j] * b->xh[j];
+            db[j] += b->dyr[j];
+        }
     }
     if (mod)
         for (size_t j = 0; j < cols; j++) {
@@ -301,7 +309,7 @@ HPHASE_AVX2 static void HN(backward)(const HN(job) *job, HN(bufs) *b, HA *part, 
     const void *ds = a->p[CLNORM_ARG_DSUM];
     void *dx = a->p[CLNORM_ARG_DX], *dscale = a->p[CLNORM_ARG_DSCALE];
     void *dshift = a->p[CLNORM_ARG_DSHIFT];
-    const int mod = dscale || dshift;
+    const int mod = dscale || dshift, scaled = a->p[CLNORM_ARG_SCALE] != NULL;
     double *acc = job->sums ? job->sums + c * job->acc_rows * cols : NULL;
     double *head = acc ? acc + 2 * cols : NULL, *tail = acc ? acc + 4 * cols : NULL;
     int ended = 0;
@@ -330,9 +338,16 @@ HPHASE_AVX2 static void HN(backward)(const HN(job) *job, HN(bufs) *b, HA *part, 
             const HA *restrict dev = devs, *restrict dyr = b->dyr, *restrict ops = b->ops,
                                *restrict gam = b->gam;
             const HA mv = m, rv = r, kv = kd;
-            for (size_t j = 0; j < cols; j++) {
-                xh[j] = ((dev[j] - kv) - mv) * rv;
-                g[j] = dyr[j] * ops[j] * gam[j];
+            if (scaled) {
+                for (size_t j = 0; j < cols; j++) {
+                    xh[j] = ((dev[j] - kv) - mv) * rv;
+                    g[j] = dyr[j] * ops[j] * gam[j];
+                }
+            } else { /* ops is 1 (HN(accumulate)) */
+                for (size_t j = 0; j < cols; j++) {
+                    xh[j] = ((dev[j] - kv) - mv) * rv;
+                    g[j] = dyr[j] * gam[j];
+                }
             }
         }
         if (row + 1 < r1) { /* the next row's inputs into L2 while this one's run from L1 */
@@ -343,7 +358,7 @@ HPHASE_AVX2 static void HN(backward)(const HN(job) *job, HN(bufs) *b, HA *part, 
                                         (row + 1) * d->residual_stride, cols);
         }
         if (acc) {
-            HN(accumulate)(b, cols, part, mod);
+            HN(accumulate)(b, cols, part, mod, scaled);
             const int sample_end = (row + 1) % T == 0;
             /* Blocks of HROWS rows (a chunk's last block ends with it: chunks of whole
              * blocks give the blocks one thread running every row would form) or to a
