@@ -662,16 +662,13 @@ static void test_unit_scale_same_bits(void **state)
     static const clnorm_dtype types[] = {CLNORM_F32, CLNORM_F16};
     clnorm_ctx *ctx[2];
     thread_contexts(widths, 2, ctx);
-    float *xf = malloc(R * C * sizeof *xf), *dyf = malloc(R * C * sizeof *dyf);
-    unsigned char *x = malloc(R * C * 4), *dy = malloc(R * C * 4);
-    unsigned char *dx[2] = {malloc(R * C * 4), malloc(R * C * 4)};
+    /* x and dy as float, then x, dy and the two dx in the storage type: R * C floats each */
+    float *mem = malloc(6 * R * C * sizeof *mem);
+    assert_non_null(mem);
+    float *xf = mem, *dyf = mem + R * C;
+    void *x = mem + 2 * R * C, *dy = mem + 3 * R * C;
+    void *dx[2] = {mem + 4 * R * C, mem + 5 * R * C};
     float g[C], bt[C], dg[2][C], db[2][C], zeros[B * C], dsh[B * C];
-    assert_non_null(xf);
-    assert_non_null(dyf);
-    assert_non_null(x);
-    assert_non_null(dy);
-    assert_non_null(dx[0]);
-    assert_non_null(dx[1]);
     for (size_t i = 0; i < R * C; i++) {
         xf[i] = (float)((i * 7919u) % 1000u) / 100.0f - 4.0f;
         dyf[i] = (float)((i * 104729u) % 997u) / 500.0f - 1.0f;
@@ -689,11 +686,11 @@ static void test_unit_scale_same_bits(void **state)
                 const size_t es = clnorm_elem_size(dt);
                 for (size_t i = 0; i < R * C; i++) {
                     if (dt == CLNORM_F16) {
-                        ((unsigned short *)(void *)x)[i] = clnorm_f32_to_f16(xf[i]);
-                        ((unsigned short *)(void *)dy)[i] = clnorm_f32_to_f16(dyf[i]);
+                        ((unsigned short *)x)[i] = clnorm_f32_to_f16(xf[i]);
+                        ((unsigned short *)dy)[i] = clnorm_f32_to_f16(dyf[i]);
                     } else {
-                        ((float *)(void *)x)[i] = xf[i];
-                        ((float *)(void *)dy)[i] = dyf[i];
+                        ((float *)x)[i] = xf[i];
+                        ((float *)dy)[i] = dyf[i];
                     }
                 }
                 for (int m = 0; m < 2; m++) {
@@ -723,12 +720,7 @@ static void test_unit_scale_same_bits(void **state)
             }
     for (size_t w = 0; w < 2; w++)
         clnorm_free(ctx[w]);
-    free(xf);
-    free(dyf);
-    free(x);
-    free(dy);
-    free(dx[0]);
-    free(dx[1]);
+    free(mem);
 }
 
 /* Forward calls whose float32 y is large enough for the streaming stores (4 MiB): dense and
