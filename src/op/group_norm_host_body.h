@@ -1,7 +1,8 @@
 /*
  * group_norm_host_body.h - GroupNorm's host loop in one arithmetic type, included by
  * group_norm_host_f32.c and group_norm_host_f64.c with HA, HNATIVE, HF16C and HN(n) as
- * host_elem_body.h describes them, and HEXP, the exponential of HA. The units, phases and
+ * host_elem_body.h describes them, HEXP, the exponential of HA, and HPHASE_PLAIN_BWD, how
+ * the NCHW backward without SiLU is compiled (HN(chunk)). The units, phases and
  * tables are group_norm_host_units.h's (gn_geom, gn_unit); this file is their loops, and
  * HN(run), the instance's entry (gn_run_f, gn_run_d).
  */
@@ -897,9 +898,9 @@ static HINLINE void HN(backward_unit)(const HN(job) *job, HN(bufs) *b, const gn_
  * in one loop (a division and a square root in double each, which a group at a time waited
  * for), then the forward's outputs, or the backward's sums and dx (HN(backward_unit); with
  * job->bwd unset, a backward that only needs the statistics stops there).
- * The statistics are HN(moments)' of one block and HN(set_stats)': the same bits. A phase
- * function (HPHASE; host_simd.h). */
-HPHASE static void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
+ * The statistics are HN(moments)' of one block and HN(set_stats)': the same bits. Inlined
+ * into two phase functions (HN(chunk)). */
+static HINLINE void HN(small_groups_run)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
 {
     const gn_geom *q = &job->q;
     const size_t L = q->L, G = q->G;
@@ -949,13 +950,20 @@ HPHASE static void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0, 
     }
 }
 
+HPHASE static void HN(small_groups)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)
+{
+    HN(small_groups_run)(job, b, i0, i1);
+}
+
+HPHASE_PLAIN_BWD static void HN(small_groups_plain_bwd)(const HN(job) *job, HN(bufs) *b,
+                                                        size_t i0, size_t i1)
+{
+    HN(small_groups_run)(job, b, i0, i1);
+}
+
 /* The other phases: a loop over units [i0, i1), `visit` on each unit u (index i) of the
  * call, one function each (`phase`, HPHASE: compiled per ISA, the phase's code inlined into
- * it; host_simd.h says why not one function for all). The NCHW backward without the SiLU
- * has a function of its own without the AVX-512 clone (HPHASE_AVX2): there the AVX2 clone
- * ran single samples' backward 1.19-1.27x faster (float64 0.95-1.02x), where with the SiLU
- * the AVX-512 one is up to 1.22x faster and in NHWC up to 1.3x (bench/RESULTS.md, "The row
- * host loop without its AVX-512 clone"). */
+ * it; host_simd.h says why not one function for all). */
 #define GN_UNITS_PHASE(phase, name, visit)                                                  \
     phase static void HN(name)(const HN(job) *job, HN(bufs) *b, size_t i0, size_t i1)       \
     {                                                                                       \
@@ -970,10 +978,17 @@ GN_UNITS_PHASE(HPHASE, nhwc_moments_loop, HN(nhwc_moments)(job, b, &u, i, i0, i1
 GN_UNITS_PHASE(HPHASE, nchw_apply_loop, HN(nchw_apply)(job, b, &u, i, i1))
 GN_UNITS_PHASE(HPHASE, nhwc_apply_loop, HN(nhwc_apply)(job, b, &u))
 GN_UNITS_PHASE(HPHASE, backward_loop, HN(backward_unit)(job, b, &u, i, i0, i1))
-GN_UNITS_PHASE(HPHASE_AVX2, nchw_plain_backward_loop, HN(backward_unit)(job, b, &u, i, i0, i1))
+GN_UNITS_PHASE(HPHASE_PLAIN_BWD, nchw_plain_backward_loop,
+               HN(backward_unit)(job, b, &u, i, i0, i1))
 #undef GN_UNITS_PHASE
 
-/* Chunk c of the job's phase: its units, with the scratch of thread `worker`. */
+/* Chunk c of the job's phase: its units, with the scratch of thread `worker`. The NCHW
+ * backward without SiLU, its small groups' (in the statistics phase) and its units', runs in
+ * phase functions of its own, compiled as HPHASE_PLAIN_BWD says: in float without the
+ * AVX-512 clone (HPHASE_AVX2), whose AVX2 clone ran that backward 1.08-1.27x faster on the
+ * AMD EPYC VM (groups of 512 to 10240 elements), where with the SiLU the AVX-512 clone is up
+ * to 1.22x faster and in NHWC up to 1.3x (bench/RESULTS.md, "The row host loop without its
+ * AVX-512 clone"). */
 static void HN(chunk)(void *arg, size_t c, unsigned worker)
 {
     const HN(job) *job = arg;
@@ -987,7 +1002,9 @@ static void HN(chunk)(void *arg, size_t c, unsigned worker)
     const size_t u0 = gn_chunk_start(q, c), u1 = gn_chunk_start(q, c + 1);
     switch (job->phase) {
     case GN_MOMENTS:
-        if (gn_small_path(q))
+        if (gn_small_path(q) && job->bwd && !job->silu)
+            HN(small_groups_plain_bwd)(job, &b, u0, u1);
+        else if (gn_small_path(q))
             HN(small_groups)(job, &b, u0, u1);
         else if (q->nhwc)
             HN(nhwc_moments_loop)(job, &b, u0, u1);

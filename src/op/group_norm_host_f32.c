@@ -16,5 +16,7 @@
 #define HSTREAM HAVE_STREAM_PATH
 #define HNATIVE CLNORM_F32
 #define HEXP clnorm_host_expf
+/* the NCHW backward without SiLU: AVX2 and the baseline (group_norm_host_body.h, HN(chunk)) */
+#define HPHASE_PLAIN_BWD HPHASE_AVX2
 #define HN(n) gn_##n##_f
 #include "group_norm_host_body.h"

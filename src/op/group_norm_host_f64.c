@@ -16,5 +16,8 @@
 #define HSTREAM 0
 #define HNATIVE CLNORM_F64
 #define HEXP clnorm_host_exp
+/* the NCHW backward without SiLU: as every phase (in double the AVX2 clone was no faster:
+ * 0.95-1.02x, group_norm_host_body.h, HN(chunk)) */
+#define HPHASE_PLAIN_BWD HPHASE
 #define HN(n) gn_##n##_d
 #include "group_norm_host_body.h"
