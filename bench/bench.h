@@ -10,7 +10,8 @@
  * op is named by clnorm's argument slots, so data, buffers, checks and the clnorm contenders
  * follow the table rather than a list of ops. Each file does one job:
  *   options.c   command line             threads.c   one thread count for everyone
- *   ops.c       the ops, from the table  dtype.c     storage formats
+ *   ops.c       the ops, from the table  dtype.c     storage formats' elements
+ *   dtype_info.c   their names and sizes, and the parameters' elements (no library call)
  *   data.c      inputs + reference       stats.c     backward's mean/rstd
  *   buffers.c   rotated buffer sets      timing.c    clock, median
  *   rounds.c    a case's contenders checked, then timed in interleaved rounds
@@ -125,7 +126,7 @@ int bench_op_is_backward(bench_op op);
 /* "layer, rms, ..., backward, ..." into buf: every name --op takes. */
 void bench_op_names(char *buf, size_t size);
 
-/* ---- storage formats (dtype.c) --------------------------------------------------------- */
+/* ---- storage formats (dtype_info.c; bench_get and bench_put: dtype.c) ------------------- */
 enum { BENCH_N_DTYPES = 4 };
 const char *bench_dtype_name(clnorm_dtype t); /* f32, f16, bf16, f64 (CSV, --dtype) */
 int bench_dtype_parse(const char *name, clnorm_dtype *t);

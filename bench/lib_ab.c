@@ -173,14 +173,13 @@ static int load(lib *l)
  * and gamma, beta, dgamma, dbeta, and the statistics (mean 0, then rstd 1: a row's or a
  * group's each) in the parameters' type. */
 typedef struct {
-    clnorm_dtype dt;
     size_t elems, sets, es, ps; /* es, ps: bytes of an element and of a parameter */
     char *x, *y, *dy, *par, *stats;
 } tensors;
 
-/* Element i of a tensor of storage type t (the library's own rounding: `conv`'s), and of a
- * parameter vector (float64 for f64, else float32). The tool links no build, so not
- * dtype.c's. */
+/* Element i of a tensor of storage type t, rounded by `conv`'s own conversions: the tool
+ * links no build, so not dtype.c's bench_put (the sizes and the parameters are
+ * dtype_info.c's). */
 static void put(const lib *conv, clnorm_dtype t, void *base, size_t i, double v)
 {
     switch (t) {
@@ -192,20 +191,11 @@ static void put(const lib *conv, clnorm_dtype t, void *base, size_t i, double v)
     ((float *)base)[i] = (float)v;
 }
 
-static void param_put(clnorm_dtype t, void *base, size_t i, double v)
-{
-    if (t == CLNORM_F64)
-        ((double *)base)[i] = v;
-    else
-        ((float *)base)[i] = (float)v;
-}
-
 static int tensors_make(tensors *t, const shape *s, clnorm_dtype dt, const lib *conv, int bwd,
                         size_t rotate_mib)
 {
-    t->dt = dt;
-    t->es = dt == CLNORM_F64 ? 8 : dt == CLNORM_F32 ? 4 : 2;
-    t->ps = dt == CLNORM_F64 ? 8 : 4;
+    t->es = bench_elem_size(dt);
+    t->ps = bench_param_size(dt);
     t->elems = s->n * s->c * s->hw;
     const size_t per_set = (bwd ? 3 : 2) * t->elems * t->es;
     t->sets = (rotate_mib << 20) / per_set + 2;
@@ -218,7 +208,7 @@ static int tensors_make(tensors *t, const shape *s, clnorm_dtype dt, const lib *
     if (!t->x || !t->y || (bwd && !t->dy) || !t->par || !t->stats)
         return -1;
     for (size_t i = 0; i < ns; i++)
-        param_put(dt, t->stats, ns + i, 1.0);
+        bench_param_put(dt, t->stats, ns + i, 1.0);
     unsigned long long r = 88172645463325252ull; /* xorshift: N(0,1)-ish is not needed */
     for (size_t i = 0; i < t->sets * t->elems; i++) {
         r ^= r << 13;
@@ -229,8 +219,8 @@ static int tensors_make(tensors *t, const shape *s, clnorm_dtype dt, const lib *
             put(conv, dt, t->dy, i, (double)((r >> 20) % 2000) / 1000.0 - 1.0);
     }
     for (size_t c = 0; c < s->c; c++) {
-        param_put(dt, t->par, c, 1.0 + (double)c * 1e-3);
-        param_put(dt, t->par, s->c + c, (double)c * 1e-3);
+        bench_param_put(dt, t->par, c, 1.0 + (double)c * 1e-3);
+        bench_param_put(dt, t->par, s->c + c, (double)c * 1e-3);
     }
     return 0;
 }
@@ -317,15 +307,7 @@ int main(int argc, char **argv)
                 return usage("a bad --shape (RxC or NxCxHxW[:G], G dividing C), or too many");
             nshapes++;
         } else if (!strcmp(a, "--dtype")) {
-            if (!strcmp(v, "f32"))
-                dtype = CLNORM_F32;
-            else if (!strcmp(v, "f16"))
-                dtype = CLNORM_F16;
-            else if (!strcmp(v, "bf16"))
-                dtype = CLNORM_BF16;
-            else if (!strcmp(v, "f64"))
-                dtype = CLNORM_F64;
-            else
+            if (bench_dtype_parse(v, &dtype) != 0)
                 return usage("--dtype is f32, f16, bf16 or f64");
         } else if (!strcmp(a, "--layout")) {
             if (strcmp(v, "nchw") && strcmp(v, "nhwc"))

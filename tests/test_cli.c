@@ -279,6 +279,16 @@ static void test_run_1d_gives_scalar_stats(void **state)
     free(x);
 }
 
+/* The float32 outputs at a and b, of n elements of this shape, are the same values. */
+static void expect_same_outputs(const char *a, const char *b, int ndim, const size_t *shape,
+                                size_t n)
+{
+    double *va = load_values(a, NPY_F32, ndim, shape), *vb = load_values(b, NPY_F32, ndim, shape);
+    assert_memory_equal(va, vb, n * sizeof(double));
+    free(va);
+    free(vb);
+}
+
 /* A Fortran-order input (np.save writes one for an F-contiguous array: a transposed matrix,
  * or np.moveaxis(x, 1, -1) of a single sample with one spatial dimension) and a big-endian
  * one ('>f4') are read as np.load reads them: the same outputs, byte for byte, as from the
@@ -290,7 +300,6 @@ static void test_run_fortran_and_big_endian_input(void **state)
     float *x = make_rows(5, 7), xf[35], xg[24], xgf[24];
     const char *xc = P("fo_xc.npy"), *xfp = P("fo_xf.npy"), *yc = P("fo_yc.npy"),
                *yf = P("fo_yf.npy"), *mc = P("fo_mc.npy"), *mf = P("fo_mf.npy");
-    double *a, *b;
     (void)state;
     for (i = 0; i < 5; i++) /* column-major: element (i, j) at i + 5 j */
         for (j = 0; j < 7; j++)
@@ -300,16 +309,8 @@ static void test_run_fortran_and_big_endian_input(void **state)
                   sizeof xf);
     expect_ok(cli("run", "--input", xc, "--output", yc, "--mean", mc, NULL));
     expect_ok(cli("run", "--input", xfp, "--output", yf, "--mean", mf, NULL));
-    a = load_values(yc, NPY_F32, 2, shape);
-    b = load_values(yf, NPY_F32, 2, shape);
-    assert_memory_equal(a, b, 35 * sizeof(double));
-    free(a);
-    free(b);
-    a = load_values(mc, NPY_F32, 1, shape);
-    b = load_values(mf, NPY_F32, 1, shape);
-    assert_memory_equal(a, b, 5 * sizeof(double));
-    free(a);
-    free(b);
+    expect_same_outputs(yc, yf, 2, shape, 35);
+    expect_same_outputs(mc, mf, 1, shape, 5);
     { /* the same x big-endian, in C order */
         unsigned char be[35 * 4];
         for (i = 0; i < 35; i++) {
@@ -321,11 +322,7 @@ static void test_run_fortran_and_big_endian_input(void **state)
         write_npy_raw(xfp, "{'descr': '>f4', 'fortran_order': False, 'shape': (5, 7), }", be,
                       sizeof be);
         expect_ok(cli("run", "--input", xfp, "--output", yf, NULL));
-        a = load_values(yc, NPY_F32, 2, shape);
-        b = load_values(yf, NPY_F32, 2, shape);
-        assert_memory_equal(a, b, 35 * sizeof(double));
-        free(a);
-        free(b);
+        expect_same_outputs(yc, yf, 2, shape, 35);
     }
     /* (1, 6, 4): positions l, channels c; Fortran order puts (0, l, c) at l + 6 c */
     for (k = 0; k < 24; k++)
@@ -340,11 +337,7 @@ static void test_run_fortran_and_big_endian_input(void **state)
                   NULL));
     expect_ok(cli("run", "--groups", "2", "--layout", "nhwc", "--input", xfp, "--output", yf,
                   NULL));
-    a = load_values(yc, NPY_F32, 3, g3);
-    b = load_values(yf, NPY_F32, 3, g3);
-    assert_memory_equal(a, b, 24 * sizeof(double));
-    free(a);
-    free(b);
+    expect_same_outputs(yc, yf, 3, g3, 24);
     free(x);
 }
 

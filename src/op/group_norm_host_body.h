@@ -647,14 +647,16 @@ static HINLINE void HN(nhwc_moments)(const HN(job) *job, HN(bufs) *b, const gn_u
     }
     for (size_t c = 0; c < C; c++)
         b->s1[c] = b->c1[c] = b->s2[c] = b->c2[c] = 0;
-    /* One block: the next unit of the chunk prefetched through its sums (the first unit of a
-     * chunk asked for whole here); otherwise the whole unit asked for up front. */
+    /* Chained (one block, x read in place): each unit asks for the chunk's next one through
+     * its sums, so only a chunk's first unit is asked for whole here; otherwise every unit
+     * is, up front. */
+    const int chained = P <= HBLOCK && d->dtype == HNATIVE;
     const HA *pf = NULL;
     size_t pfn = 0;
-    if (P <= HBLOCK && d->dtype == HNATIVE && unit + 1 < end)
+    if (chained && unit + 1 < end)
         pf = (const HA *)job->a->p[CLNORM_ARG_X] +
              gn_nhwc_unit_span(q, unit + 1, d->x_stride, &pfn);
-    if (P > HBLOCK || d->dtype != HNATIVE || unit == start)
+    if (!chained || unit == start)
         HN(touch)(x, P * C);
     if (P <= HBLOCK) /* one block: both passes per channel block (the same sums) */
         HN(rows_moments_block)(C, P, x, b->kc, b->s1, b->s2, b->mc, pf, pfn);
@@ -1000,9 +1002,10 @@ static void HN(chunk)(void *arg, size_t c, unsigned worker)
                   s + 5 * ul + 4 * C, s + 5 * ul + 5 * C, s + 5 * ul + 6 * C,
                   s + 5 * ul + 7 * C, s + 5 * ul + 8 * C, s + 5 * ul + 9 * C};
     const size_t u0 = gn_chunk_start(q, c), u1 = gn_chunk_start(q, c + 1);
+    const int plain_bwd = !q->nhwc && !job->silu; /* in a backward: HPHASE_PLAIN_BWD's */
     switch (job->phase) {
     case GN_MOMENTS:
-        if (gn_small_path(q) && job->bwd && !job->silu)
+        if (gn_small_path(q) && job->bwd && plain_bwd)
             HN(small_groups_plain_bwd)(job, &b, u0, u1);
         else if (gn_small_path(q))
             HN(small_groups)(job, &b, u0, u1);
@@ -1018,7 +1021,7 @@ static void HN(chunk)(void *arg, size_t c, unsigned worker)
             HN(nchw_apply_loop)(job, &b, u0, u1);
         break;
     default:
-        if (!q->nhwc && !job->silu)
+        if (plain_bwd)
             HN(nchw_plain_backward_loop)(job, &b, u0, u1);
         else
             HN(backward_loop)(job, &b, u0, u1);

@@ -117,12 +117,12 @@ static inline void clnorm_host_prefetch_step(const void *base, size_t esize, siz
 #define HPHASE HCLONES HNOINLINE
 
 /* A phase without the AVX-512 clone: the row loop's (row_norm_host_body.h) and GroupNorm's
- * NCHW backward without SiLU in float (HPHASE_PLAIN_BWD). Their rows and channels of a few hundred to a few thousand
- * elements run half a dozen short passes each, whose sums keep the kernels' eight lanes
- * (HLANES), and on the AMD EPYC (Zen 4) VM the AVX2 clone ran them faster than the AVX-512
- * one: the row backward 1.14-1.27x at 8x768-128x2048 (float32, float16, bfloat16; float64
- * 0.98-1.02x), its forward 0.97-1.09x, the same on memory-bound calls (bench/RESULTS.md,
- * "The row host loop without its AVX-512 clone"). */
+ * NCHW backward without SiLU in float (HPHASE_PLAIN_BWD). Their rows and channels of a few
+ * hundred to a few thousand elements run half a dozen short passes each, whose sums keep the
+ * kernels' eight lanes (HLANES), and on the AMD EPYC (Zen 4) VM the AVX2 clone ran them
+ * faster than the AVX-512 one: the row backward 1.14-1.27x at 8x768-128x2048 (float32,
+ * float16, bfloat16; float64 0.98-1.02x), its forward 0.97-1.09x, the same on memory-bound
+ * calls (bench/RESULTS.md, "The row host loop without its AVX-512 clone"). */
 #define HPHASE_AVX2 HCLONES_AVX2 HNOINLINE
 
 /* e^x in float, for the GroupNorm loop's SiLU: libm's expf is a call, which keeps every loop
