@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # group_nhwc_ab.sh - GroupNorm in NHWC, its two strategies side by side in one call: the tiles
-# ("split") and a work-group per group ("workgroup", the GPU default for groups of up to 64K
-# elements since 2026-12-01, not yet measured on a GPU). For a lent GPU's short session: the
+# ("split") and a work-group per group ("workgroup", on GPUs where src/op/group_nhwc_choice.h
+# says, from an H200's times on 2026-12-04). For a lent GPU's short session: the
 # forward and backward of issue #10's 19 shapes with clnorm's choice, both strategies and the
 # copy, then each strategy's kernels' device times at three shapes (kernel_times.sh).
 #

@@ -14,10 +14,13 @@
  *   - groups with one lone outlier at their first element, against float64 computed here;
  *   - NHWC groups of few channels over many positions (long tiles), within 1e-6 of float64;
  *   - the float32 gradients of groups of 2 to 16 elements within 2.5e-7 of float64;
+ *   - the NHWC strategy GPUs run when none is asked for, against an H200's times of both
+ *     (no device needed);
  *   - the error paths particular to GroupNorm (the generic ones are test_ops_errors').
  * The PyTorch golden cases are test_golden's and test_backward_golden's.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv, strdup */
+#include "op/group_nhwc_choice.h" /* gn_nhwc_gpu_runs_workgroups, checked directly */
 #include "tu_problem.h"
 
 #include <math.h>
@@ -27,13 +30,12 @@
 
 static clnorm_ctx *g_ctx;
 
-
 /* The strategies of a layout: NHWC (with a spatial extent) has its own two, the tiles
  * ("split", which AUTO chooses on CPU devices) and a work-group per group ("workgroup", which
- * AUTO chooses for groups of up to 64K elements on GPUs); NCHW runs the row strategies. On CPU devices types other than float32
- * run AUTO only: each program costs PoCL 10-20 s to build on the two-core CI machine, and the
- * strategies' code is the same in every type (float32 runs them all; GPUs run every type on
- * every strategy). */
+ * AUTO chooses on GPUs for most groups of up to 64K elements: test_nhwc_gpu_choice); NCHW
+ * runs the row strategies. On CPU devices types other than float32 run AUTO only: each
+ * program costs PoCL 10-20 s to build on the two-core CI machine, and the strategies' code is
+ * the same in every type (float32 runs them all; GPUs run every type on every strategy). */
 static size_t strategies_for(const clnorm_desc *d, clnorm_strategy out[5])
 {
     static const clnorm_strategy all[] = {CLNORM_STRATEGY_AUTO, CLNORM_STRATEGY_ROW,
@@ -493,6 +495,10 @@ static void test_small_group_grads(void **state)
 {
     (void)state;
     require_device();
+    if (!tu_device_is_cpu(g_ctx)) { /* the host loop is the CPU devices' path */
+        print_message("small group gradients: the host loop runs on CPU devices only\n");
+        skip();
+    }
     static const shape shapes[] = {{16, 64, 64, 2}, {8, 48, 48, 3}, {4, 64, 64, 4},
                                    {8, 96, 32, 1}, {4, 32, 32, 16}};
     tu_rng rng;
@@ -766,6 +772,62 @@ static int group_teardown(void **state)
     return 0;
 }
 
+/* The NHWC strategy GPUs run when none is asked for (src/op/group_nhwc_choice.h), on issue
+ * #10's 19 shapes at G = 32, against what both strategies took there on an NVIDIA H200 (132
+ * SMs; bench/RESULTS.md, "GroupNorm on a GPU: NVIDIA H200, both NHWC strategies", the
+ * bench's clnorm_workgroup and clnorm_split rows, float32, in microseconds): the choice's
+ * forward and backward together within 10% of the faster strategy's on every shape. The
+ * rule before (a work-group per group up to 64K elements) took 2.26x the tiles' time on
+ * 1x320x64x64. */
+static void test_nhwc_gpu_choice(void **state)
+{
+    (void)state;
+    static const struct {
+        size_t n, c, hw;
+        double fwd_wg, fwd_split, bwd_wg, bwd_split;
+    } h200[] = {
+        {1, 320, 16 * 16, 22.8, 41.6, 33.3, 59.2},
+        {1, 320, 32 * 32, 38.4, 44.0, 57.0, 60.4},
+        {1, 320, 64 * 64, 94.9, 45.8, 145.1, 60.3},
+        {1, 640, 16 * 16, 27.9, 64.5, 41.4, 73.4},
+        {1, 640, 32 * 32, 55.9, 61.8, 85.2, 72.5},
+        {1, 640, 64 * 64, 164.8, 64.8, 262.2, 84.6},
+        {1, 1280, 16 * 16, 31.4, 106.0, 53.5, 106.1},
+        {1, 1280, 32 * 32, 90.2, 108.5, 141.6, 110.7},
+        {1, 1280, 64 * 64, 316.4, 119.5, 663.8, 177.1},
+        {8, 320, 16 * 16, 27.0, 45.2, 35.0, 51.6},
+        {8, 320, 32 * 32, 39.0, 57.9, 62.0, 63.5},
+        {8, 320, 64 * 64, 155.7, 170.4, 214.4, 172.7},
+        {8, 640, 16 * 16, 29.1, 63.4, 44.3, 75.2},
+        {8, 640, 32 * 32, 65.4, 102.4, 117.8, 110.7},
+        {8, 640, 64 * 64, 296.6, 327.2, 391.7, 306.7},
+        {8, 1280, 16 * 16, 38.2, 110.7, 60.0, 110.0},
+        {8, 1280, 32 * 32, 139.1, 210.8, 210.7, 184.8},
+        {8, 1280, 64 * 64, 570.7, 650.6, 758.1, 566.6},
+        {32, 256, 56 * 56, 258.1, 342.4, 293.9, 423.1},
+    };
+    double worst = 0;
+    for (size_t i = 0; i < TU_COUNT(h200); i++) {
+        const double wg = h200[i].fwd_wg + h200[i].bwd_wg;
+        const double split = h200[i].fwd_split + h200[i].bwd_split;
+        const int runs_wg =
+            gn_nhwc_gpu_runs_workgroups(132, h200[i].n, h200[i].c, 32, h200[i].hw);
+        const double ratio = (runs_wg ? wg : split) / fmin(wg, split);
+        if (ratio > 1.10)
+            print_error("%zux%zu, %zu positions: %s takes %.2fx the faster strategy's time\n",
+                        h200[i].n, h200[i].c, h200[i].hw, runs_wg ? "workgroup" : "split",
+                        ratio);
+        worst = fmax(worst, ratio);
+    }
+    print_message("NHWC choice on the H200's shapes: at most %.3fx the faster strategy\n", worst);
+    assert_true(worst <= 1.10);
+    /* the bounds themselves: long groups keep the tiles, short ones never do */
+    assert_int_equal(gn_nhwc_gpu_runs_workgroups(132, 64, 32, 1, 65536 / 32 + 1), 0);
+    assert_int_equal(gn_nhwc_gpu_runs_workgroups(1, 1, 32, 32, 16384), 1);
+    /* a device of one compute unit: the work-groups always fill it */
+    assert_int_equal(gn_nhwc_gpu_runs_workgroups(1, 1, 320, 32, 64 * 64), 1);
+}
+
 int main(int argc, char **argv)
 {
     /* an argument: a pattern of tests to leave out (the GPU-geometry repeat runs float32) */
@@ -784,6 +846,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_sweep_more_f16),
         cmocka_unit_test(test_sweep_more_bf16),
         cmocka_unit_test(test_sweep_more_f64),
+        cmocka_unit_test(test_nhwc_gpu_choice),
     };
     return cmocka_run_group_tests_name("group norm", tests, group_setup, group_teardown);
 }

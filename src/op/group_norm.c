@@ -16,7 +16,7 @@
  *     moments, their merge per group into a per-channel table (K, scale, shift), the apply.
  *     On CPU devices with enough samples for the cores, or small ones, one work-item per
  *     sample does all three in one launch (gn_nhwc_sample).
- *   NHWC, strategy "workgroup" (GPUs, groups of up to 64K elements): a work-group per group,
+ *   NHWC, strategy "workgroup" (GPUs, where group_nhwc_choice.h says): a work-group per group,
  *     its items as channel lanes by position lanes, one launch forward
  *     (kernels/group_nhwc_wg.cl) and one plus the parameter pass backward
  *     (kernels/group_backward_wg.cl).
@@ -37,6 +37,7 @@
  *     alone without its sums pass either (RUN_GRAD_SUMS).
  * The CPU reference is ref/ref_group_norm.c.
  */
+#include "group_nhwc_choice.h"
 #include "op.h"
 #include "row_norm.h"
 
@@ -246,25 +247,18 @@ static unsigned strategies(const clnorm_desc *d)
     return is_nhwc(d) ? (1u << CLNORM_STRATEGY_SPLIT) | (1u << CLNORM_STRATEGY_WORKGROUP) : 0;
 }
 
-/* NHWC groups of at most this many elements run a work-group each on GPUs (strategy
- * workgroup): one launch where the tiles take three, whose launches alone cost an H100 more
- * than such a group takes to read (bench/RESULTS.md, "GroupNorm on a GPU"). Each item reads
- * its share of the group three times, the second and third meant to come from L1 or L2: up
- * to 256 KiB of float32 per work-group, a few of them per SM. Longer groups keep the tiles,
- * which spread a group over work-groups. Reasoned, not yet measured on a GPU:
- * CLNORM_STRATEGY=split or =workgroup runs either one, and the bench's clnorm_split and
- * clnorm_workgroup rows time both (bench/group_nhwc_ab.sh; bench/RESULTS.md, "GroupNorm's
- * NHWC forward and backward on GPUs: a work-group per group"). */
-#define NHWC_WG_GROUP_ELEMS ((size_t)65536)
-
 /* CPU devices keep the tiles everywhere: their one-item work-groups walk a tile in memory
- * order, where a group alone is C/G channels strided by C. */
+ * order, where a group alone is C/G channels strided by C. GPUs take a work-group per group
+ * where group_nhwc_choice.h says so, measured on an H200 (bench/RESULTS.md, "GroupNorm on a
+ * GPU: NVIDIA H200, both NHWC strategies"); CLNORM_STRATEGY=split or =workgroup runs either
+ * one, and the bench's clnorm_split and clnorm_workgroup rows time both. */
 static clnorm_strategy auto_strategy(const clnorm_device_profile *p, const clnorm_desc *d)
 {
     if (!is_nhwc(d))
         return CLNORM_STRATEGY_AUTO;
     const int cpu = (p->type & CL_DEVICE_TYPE_CPU) != 0;
-    return !cpu && (d->cols / d->groups) * d->spatial <= NHWC_WG_GROUP_ELEMS
+    return !cpu && gn_nhwc_gpu_runs_workgroups(p->compute_units, d->rows, d->cols, d->groups,
+                                               d->spatial)
                ? CLNORM_STRATEGY_WORKGROUP
                : CLNORM_STRATEGY_SPLIT;
 }
@@ -321,9 +315,8 @@ static void geometry(const clnorm_device_profile *p, const clnorm_desc *d, clnor
          * its C channel moments into group moments (and the backward lays out per-channel
          * tables), a cost per tile; 8K-element tiles made the moments 1.1-2x slower than 32K
          * ones on PoCL (bench/RESULTS.md, GroupNorm). */
-        const size_t min_len = cpu ? 32 : 16;
-        const size_t chunks = clnorm_clamp(clnorm_div_up(4 * cu, d->rows ? d->rows : 1), 1,
-                                           clnorm_div_up(hw, min_len));
+        const size_t min_len = cpu ? 32 : GN_NHWC_GPU_MIN_TILE;
+        const size_t chunks = gn_nhwc_tiles_per_sample(cu, d->rows, hw, min_len);
         g->chunk_len = clnorm_div_up(hw, chunks);
         g->chunks = clnorm_div_up(hw, g->chunk_len);
         g->local = local;
