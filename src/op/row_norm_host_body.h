@@ -315,10 +315,8 @@ HPHASE_AVX2 static void HN(backward)(const HN(job) *job, HN(bufs) *b, HA *part, 
     int ended = 0;
     const HA eps = (HA)clnorm_arith_eps(d);
     const size_t esize = clnorm_elem_size(t), rsize = clnorm_elem_size(rt);
-    for (size_t j = 0; j < cols; j++)
-        b->ops[j] = 1;
     for (size_t row = r0; row < r1; row++) {
-        if (a->p[CLNORM_ARG_SCALE] && (row == r0 || row % T == 0))
+        if (scaled && (row == r0 || row % T == 0)) /* ops: read only when scaled */
             HN(sample_mod)(d, a, b, row / T);
         if (dx) /* dx's lines asked for before the row's reads */
             clnorm_host_prefetch_out(dx, esize, row * d->x_stride, cols);
