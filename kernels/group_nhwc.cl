@@ -25,7 +25,8 @@
  * With precomputed statistics (CLNORM_USE_GLOBAL_STATS) gn_nhwc_stats_table makes the table
  * from them, and gn_nhwc_apply runs alone after it.
  * On GPUs the work-items of a group take consecutive channels (coalesced), each walking the
- * tile's positions; on CPU devices (one work-item per tile) the loops run position by
+ * tile's positions (the float32 apply: the tile's float4s over all items, gn_apply_tile4);
+ * on CPU devices (one work-item per tile) the loops run position by
  * position over the contiguous channels in vectors of VW, prefetching ahead.
  * On GPUs a work-group holds whole groups (cpg x groups-per-round items, group_norm.c), whose
  * channel moments meet in local memory, the group's first item adding them in channel order.
@@ -574,6 +575,50 @@ inline void gn_apply_positions(__global const T *xs, __global T *ys, __global co
     }
 }
 
+#if defined(CLNORM_X_F32) && !defined(CLNORM_F64)
+/* GPUs, float32 storage: positions [p0, p1) of one sample are one contiguous run of
+ * (p1 - p0) x C values, which the L items take as float4s i = lid, lid + L, ... (channels
+ * 4 * (i mod C/4) on, whose K, a and b are float4s of the table too), two at a time: every
+ * item busy whatever C, and 16-byte loads, two in flight, where an item per channel loaded
+ * one value per position. Each value gets gn_apply1's operations in the same order, so the
+ * same bits. In place is safe: an item writes the elements it has just read. Returns 0 (and
+ * does nothing) where C is not a multiple of 4 or x, y or the table is off a 16-byte
+ * boundary: the caller's loop over channels then. */
+inline float4 gn_apply4(float4 v, float4 K, float4 a, float4 b, int silu)
+{
+    float4 z = fma(v - K, a, b);
+    if (silu) /* per lane, as gn_apply1 */
+        z = (float4)(gn_silu1(z.s0), gn_silu1(z.s1), gn_silu1(z.s2), gn_silu1(z.s3));
+    return z;
+}
+
+inline int gn_apply_tile4(__global const float *xs, __global float *ys, __global const float *tk,
+                          ulong p0, ulong p1, ulong C, int silu, uint lid, uint L)
+{
+    __global const float *xt = xs + p0 * C;
+    __global float *yt = ys + p0 * C;
+    if (C % 4 != 0 || (ulong)xt % 16 != 0 || (ulong)yt % 16 != 0 || (ulong)tk % 16 != 0)
+        return 0;
+    const ulong CV = C / 4, nv = (p1 > p0 ? p1 - p0 : 0) * CV, step = (ulong)L % CV;
+    __global const float4 *xv = (__global const float4 *)xt;
+    __global float4 *yv = (__global float4 *)yt;
+    __global const float4 *kv = (__global const float4 *)tk, *av = kv + CV, *bv = av + CV;
+    ulong i = lid, c0 = (ulong)lid % CV; /* c0: float4 i's channels, advanced by step per i */
+    for (; i + L < nv; i += 2 * (ulong)L) {
+        ulong c1 = c0 + step;
+        c1 = c1 >= CV ? c1 - CV : c1;
+        const float4 v0 = xv[i], v1 = xv[i + L];
+        yv[i] = gn_apply4(v0, kv[c0], av[c0], bv[c0], silu);
+        yv[i + L] = gn_apply4(v1, kv[c1], av[c1], bv[c1], silu);
+        c0 = c1 + step;
+        c0 = c0 >= CV ? c0 - CV : c0;
+    }
+    if (i < nv)
+        yv[i] = gn_apply4(xv[i], kv[c0], av[c0], bv[c0], silu);
+    return 1;
+}
+#endif
+
 __kernel void gn_nhwc_apply(__global const T *x, __global T *y, __global const A *table,
                             KS_PARAM)
 {
@@ -604,6 +649,10 @@ __kernel void gn_nhwc_apply(__global const T *x, __global T *y, __global const A
                 gn_apply_positions(xs, ys, tk, p0, p1, C, 0);
             continue;
         }
+#if defined(CLNORM_X_F32) && !defined(CLNORM_F64)
+        if (gn_apply_tile4(xs, ys, tk, p0, p1, C, silu, lid, L))
+            continue;
+#endif
         for (ulong c = lid; c < C; c += L) {
             const A K = tk[c], a = ta[c], b = tb[c];
             ulong p = p0;
