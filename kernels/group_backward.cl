@@ -719,7 +719,17 @@ __kernel void gn_nchw_bwd_dx(GN_BWD_PTRS, __global const A *stats, __global cons
                 gn_chan_dx_cv(ch, cf, xc, dc, oc, hw, 0);
             continue;
         }
-        for (ulong p = lid; p < hw; p += L)
+        /* GPUs: two elements' x and dy before their stores (dx may be x or dy, so a
+         * compiler keeps each load behind the store before it: one pair in flight per item);
+         * the item's own elements, read before it writes them; the same bits */
+        ulong p = lid;
+        for (; p + L < hw; p += 2 * (ulong)L) {
+            const A x0 = LOAD1(xc + p), d0 = LOAD1(dc + p);
+            const A x1 = LOAD1(xc + p + L), d1 = LOAD1(dc + p + L);
+            STORE1(gn_dx(ch, cf, x0, d0), oc + p);
+            STORE1(gn_dx(ch, cf, x1, d1), oc + p + L);
+        }
+        if (p < hw)
             STORE1(gn_dx(ch, cf, LOAD1(xc + p), LOAD1(dc + p)), oc + p);
     }
 }
@@ -772,8 +782,17 @@ __kernel void gn_nhwc_bwd_dx(GN_BWD_PTRS, __global const A *stats, __global cons
         for (ulong c = lid; c < C; c += L) {
             const gn_chan ch = GN_CHAN(n, c);
             const A2 cf = gn_coef_of(coef, n * G + c / cpg, flags);
-            for (ulong p = p0; p < p1; p++)
-                STORE1(gn_dx(ch, cf, LOAD1(xs + p * C + c), LOAD1(ds + p * C + c)), os + p * C + c);
+            /* two positions' x and dy before their stores (gn_nchw_bwd_dx says why) */
+            ulong p = p0;
+            for (; p + 1 < p1; p += 2) {
+                const A x0 = LOAD1(xs + p * C + c), d0 = LOAD1(ds + p * C + c);
+                const A x1 = LOAD1(xs + (p + 1) * C + c), d1 = LOAD1(ds + (p + 1) * C + c);
+                STORE1(gn_dx(ch, cf, x0, d0), os + p * C + c);
+                STORE1(gn_dx(ch, cf, x1, d1), os + (p + 1) * C + c);
+            }
+            if (p < p1)
+                STORE1(gn_dx(ch, cf, LOAD1(xs + p * C + c), LOAD1(ds + p * C + c)),
+                       os + p * C + c);
         }
     }
 }

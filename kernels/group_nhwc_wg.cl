@@ -155,8 +155,23 @@ __kernel void gn_nhwc_group(FWD_PTRS, __local A *scratch, KS_PARAM)
             gn_fold_mod(&gam, &bet, sr, hr, c);
             const A a = rs * gam;
             const A b = fma(-mx, a, bet);
-            for (ulong p = w.q0; p < hw; p += w.PL)
-                STORE1(gn_apply1(LOAD1(xs + p * C + c), Kx, a, b, silu), yc + p * C + k);
+            __global const T *xk = xs + c;
+            __global T *yk = yc + k;
+            const ulong PL = w.PL;
+            ulong p = w.q0;
+            /* four positions' loads before their stores: y may be x, so a compiler keeps
+             * each load after the store before it, one load in flight per item; these four
+             * elements are the item's own, read before it writes them */
+            for (; p + 3 * PL < hw; p += 4 * PL) {
+                const A v0 = LOAD1(xk + p * C), v1 = LOAD1(xk + (p + PL) * C);
+                const A v2 = LOAD1(xk + (p + 2 * PL) * C), v3 = LOAD1(xk + (p + 3 * PL) * C);
+                STORE1(gn_apply1(v0, Kx, a, b, silu), yk + p * C);
+                STORE1(gn_apply1(v1, Kx, a, b, silu), yk + (p + PL) * C);
+                STORE1(gn_apply1(v2, Kx, a, b, silu), yk + (p + 2 * PL) * C);
+                STORE1(gn_apply1(v3, Kx, a, b, silu), yk + (p + 3 * PL) * C);
+            }
+            for (; p < hw; p += PL)
+                STORE1(gn_apply1(LOAD1(xk + p * C), Kx, a, b, silu), yk + p * C);
         }
     }
 }
