@@ -282,9 +282,15 @@ inline void out_sum1(row_out out, row_in in, ulong i) {}
 inline void out_sumv_stream(row_out out, row_in in, ulong i, const int stream) {}
 #endif
 
+/* y of the VW elements at i from their deviations d, already loaded (row_stats.cl's
+ * seg_apply loads two vectors' before it stores either). */
+inline void out_putv(row_out out, row_in in, ulong i, AV d, A m, A r)
+{
+    STOREV(out_yv(out, i, d, m, r), out.y + i);
+}
 inline void out_applyv(row_out out, row_in in, ulong i, A2 K, A m, A r, A sc)
 {
-    STOREV(out_yv(out, i, IN_DEVV(in, i, K, sc), m, r), out.y + i);
+    out_putv(out, in, i, IN_DEVV(in, i, K, sc), m, r);
 }
 inline void out_apply1(row_out out, row_in in, ulong i, A2 K, A m, A r, A sc)
 {

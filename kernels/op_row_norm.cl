@@ -272,11 +272,16 @@ inline void out_sumv_stream(row_out out, row_in in, ulong i, const int stream)
 /* Everything a row writes at column i, given its statistics. In place (y is x, s is the
  * residual) is safe: every element is read by the work-item that writes it, before it writes
  * it (the sum is formed before y is stored over x). */
-inline void out_applyv(row_out out, row_in in, ulong i, A2 K, A m, A r, A sc)
+/* The VW elements at i from their deviations d, already loaded: the sum, then y (row_stats.cl's
+ * seg_apply loads two vectors' before it stores either). */
+inline void out_putv(row_out out, row_in in, ulong i, AV d, A m, A r)
 {
-    const AV d = IN_DEVV(in, i, K, sc);
     out_sumv(out, in, i);
     STOREV(out_yv(out, i, d, m, r), out.y + i);
+}
+inline void out_applyv(row_out out, row_in in, ulong i, A2 K, A m, A r, A sc)
+{
+    out_putv(out, in, i, IN_DEVV(in, i, K, sc), m, r);
 }
 inline void out_apply1(row_out out, row_in in, ulong i, A2 K, A m, A r, A sc)
 {

@@ -322,7 +322,19 @@ inline void seg_apply(row_out out, row_in in, ulong b, ulong e, uint lid, uint L
     }
 #endif
     const ulong nv = (e - b) / VW;
-    for (ulong v = lid; v < nv; v += L)
+    /* Two vectors' inputs loaded before either is stored: y may be x (in place), so a
+     * compiler keeps each load behind the store before it, one vector in flight per item (on
+     * GPUs, with few items per compute unit, too few bytes in flight for the memory). They
+     * are the item's own elements, read before it writes them; the same operations per
+     * element, so the same bits. */
+    ulong v = lid;
+    for (; v + L < nv; v += 2 * (ulong)L) {
+        const ulong i0 = b + v * VW, i1 = b + (v + L) * VW;
+        const AV d0 = IN_DEVV(in, i0, K, sc), d1 = IN_DEVV(in, i1, K, sc);
+        out_putv(out, in, i0, d0, m, r);
+        out_putv(out, in, i1, d1, m, r);
+    }
+    if (v < nv)
         out_applyv(out, in, b + v * VW, K, m, r, sc);
     for (ulong i = b + nv * VW + lid; i < e; i += L)
         out_apply1(out, in, i, K, m, r, sc);
