@@ -183,6 +183,20 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
             pb[i] = first ? dyv : dyv + pb[i];                                              \
     } while (0)
 
+/* dx of the VW elements at i from their dy and xhat, already loaded, and their share of the
+ * parameter partials (norm_bwd_rows' two-vector loop on GPUs; its one-vector loop does the
+ * same, with streaming stores and prefetches on CPU devices). */
+#define BWD_VEC_PUT(i, dyv, xh)                                                             \
+    do {                                                                                    \
+        if (want_dx)                                                                        \
+            STOREV(bwd_dxv(bw, (i), bwd_gv(bw, (i), (dyv)), (xh), rs, mg, mgx), bw.dx + (i)); \
+        if (want_dg)                                                                        \
+            CAT(vstore, VW)(first ? (dyv) * (xh) : fma((dyv), (xh), CAT(vload, VW)(0, pg + (i))), \
+                            0, pg + (i));                                                   \
+        if (want_db)                                                                        \
+            CAT(vstore, VW)(first ? (dyv) : (dyv) + CAT(vload, VW)(0, pb + (i)), 0, pb + (i)); \
+    } while (0)
+
 /*
  * Row block grp = first_block + get_group_id(1), chunk c = get_group_id(0) (columns [b, e)):
  * for each row of the block, the sums (computed here when the row is one chunk, else merged in
@@ -262,7 +276,22 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global A *part,
                 BWD_ELEM(i0);
 #endif
         const ulong nv = (e - i0) / VW;
-        for (ulong v = lid; v < nv; v += L) {
+        ulong v = lid;
+        /* Work-groups of several items (GPUs): two of an item's vectors' dy and x loaded
+         * before the first's stores. dx may be x or dy, so a compiler keeps each load behind
+         * the store before it, one vector in flight per item; these are the item's own
+         * elements, read before it writes them, with the same operations each: the same
+         * bits. (One item, CPU devices: the loop below, with its prefetches.) */
+        if (L > 1)
+            for (; v + L < nv; v += 2 * (ulong)L) {
+                const ulong ia = i0 + v * VW, ib = i0 + (v + L) * VW;
+                const AV dya = LOADV(bw.dy + ia), dyb = LOADV(bw.dy + ib);
+                const AV xha = (IN_DEVV(bw.in, ia, K, sc) - m) * r;
+                const AV xhb = (IN_DEVV(bw.in, ib, K, sc) - m) * r;
+                BWD_VEC_PUT(ia, dya, xha);
+                BWD_VEC_PUT(ib, dyb, xhb);
+            }
+        for (; v < nv; v += L) {
             const ulong i = i0 + v * VW;
             const AV dyv = LOADV(bw.dy + i);
             const AV xh = (IN_DEVV(bw.in, i, K, sc) - m) * r;
