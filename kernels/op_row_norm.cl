@@ -269,11 +269,11 @@ inline void out_sumv_stream(row_out out, row_in in, ulong i, const int stream)
 }
 #endif
 
-/* Everything a row writes at column i, given its statistics. In place (y is x, s is the
- * residual) is safe: every element is read by the work-item that writes it, before it writes
- * it (the sum is formed before y is stored over x). */
-/* The VW elements at i from their deviations d, already loaded: the sum, then y (row_stats.cl's
- * seg_apply loads two vectors' before it stores either). */
+/* Everything a row writes at column i, given its statistics; out_putv from the VW elements'
+ * deviations d, already loaded (row_stats.cl's seg_apply loads two vectors' before it stores
+ * either). In place (y is x, s is the residual) is safe: every element is read by the
+ * work-item that writes it, before it writes it (the sum is formed before y is stored over
+ * x). */
 inline void out_putv(row_out out, row_in in, ulong i, AV d, A m, A r)
 {
     out_sumv(out, in, i);
