@@ -128,6 +128,25 @@ inline A gn_dx(gn_chan ch, A2 cf, A v, A dyv)
     return gn_dx_of(ch, cf.s0, cf.s1, v, dyv);
 }
 
+/* GPUs: dx of one channel's elements p * s (p = p0, p0 + step, ... below p1) of the tensors at
+ * xk, dk and ok, two elements' x and dy loaded before their stores. dx may be x or dy, so a
+ * compiler keeps each load behind the store before it, one pair in flight per item; these
+ * are the item's own elements, read before it writes them, each with gn_dx_of's operations:
+ * the same bits as one at a time. */
+inline void gn_dx_run(gn_chan ch, A mg, A mgx, __global const T *xk, __global const T *dk,
+                      __global T *ok, ulong p0, ulong p1, ulong step, ulong s)
+{
+    ulong p = p0;
+    for (; p + step < p1; p += 2 * step) {
+        const A x0 = LOAD1(xk + p * s), d0 = LOAD1(dk + p * s);
+        const A x1 = LOAD1(xk + (p + step) * s), d1 = LOAD1(dk + (p + step) * s);
+        STORE1(gn_dx_of(ch, mg, mgx, x0, d0), ok + p * s);
+        STORE1(gn_dx_of(ch, mg, mgx, x1, d1), ok + (p + step) * s);
+    }
+    if (p < p1)
+        STORE1(gn_dx_of(ch, mg, mgx, LOAD1(xk + p * s), LOAD1(dk + p * s)), ok + p * s);
+}
+
 /* ---- CPU devices (one-item work-groups): loops in VW lanes. gn_xhat, gn_dz and gn_dx lane
  * by lane, each lane's statistics and parameters given as vectors: a channel's broadcast
  * (NCHW, positions in the lanes) or a table's row (NHWC, channels in the lanes). */
@@ -719,18 +738,7 @@ __kernel void gn_nchw_bwd_dx(GN_BWD_PTRS, __global const A *stats, __global cons
                 gn_chan_dx_cv(ch, cf, xc, dc, oc, hw, 0);
             continue;
         }
-        /* GPUs: two elements' x and dy before their stores (dx may be x or dy, so a
-         * compiler keeps each load behind the store before it: one pair in flight per item);
-         * the item's own elements, read before it writes them; the same bits */
-        ulong p = lid;
-        for (; p + L < hw; p += 2 * (ulong)L) {
-            const A x0 = LOAD1(xc + p), d0 = LOAD1(dc + p);
-            const A x1 = LOAD1(xc + p + L), d1 = LOAD1(dc + p + L);
-            STORE1(gn_dx(ch, cf, x0, d0), oc + p);
-            STORE1(gn_dx(ch, cf, x1, d1), oc + p + L);
-        }
-        if (p < hw)
-            STORE1(gn_dx(ch, cf, LOAD1(xc + p), LOAD1(dc + p)), oc + p);
+        gn_dx_run(ch, cf.s0, cf.s1, xc, dc, oc, lid, hw, L, 1);
     }
 }
 
@@ -782,17 +790,7 @@ __kernel void gn_nhwc_bwd_dx(GN_BWD_PTRS, __global const A *stats, __global cons
         for (ulong c = lid; c < C; c += L) {
             const gn_chan ch = GN_CHAN(n, c);
             const A2 cf = gn_coef_of(coef, n * G + c / cpg, flags);
-            /* two positions' x and dy before their stores (gn_nchw_bwd_dx says why) */
-            ulong p = p0;
-            for (; p + 1 < p1; p += 2) {
-                const A x0 = LOAD1(xs + p * C + c), d0 = LOAD1(ds + p * C + c);
-                const A x1 = LOAD1(xs + (p + 1) * C + c), d1 = LOAD1(ds + (p + 1) * C + c);
-                STORE1(gn_dx(ch, cf, x0, d0), os + p * C + c);
-                STORE1(gn_dx(ch, cf, x1, d1), os + (p + 1) * C + c);
-            }
-            if (p < p1)
-                STORE1(gn_dx(ch, cf, LOAD1(xs + p * C + c), LOAD1(ds + p * C + c)),
-                       os + p * C + c);
+            gn_dx_run(ch, cf.s0, cf.s1, xs + c, ds + c, os + c, p0, p1, 1, C);
         }
     }
 }

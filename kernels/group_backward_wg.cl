@@ -86,22 +86,8 @@ __kernel void gn_nhwc_bwd_group(GN_BWD_PTRS, __global const A *stats, __global A
             __global T *os = dx + dx_off + n * dx_stride;
             for (ulong k = w.k0; k < cpg; k += w.cw) {
                 const ulong c = c0 + k;
-                const gn_chan cc = GN_CHAN_AT(ch, n, c);
-                __global const T *xk = xs + c, *dk = ds + c;
-                __global T *ok = os + c;
-                const ulong PL = w.PL;
-                ulong p = w.q0;
-                /* two positions' x and dy before their stores, as gn_nhwc_group's apply
-                 * does (dx may be x or dy) */
-                for (; p + PL < hw; p += 2 * PL) {
-                    const A x0 = LOAD1(xk + p * C), d0 = LOAD1(dk + p * C);
-                    const A x1 = LOAD1(xk + (p + PL) * C), d1 = LOAD1(dk + (p + PL) * C);
-                    STORE1(gn_dx_of(cc, mg, mgx, x0, d0), ok + p * C);
-                    STORE1(gn_dx_of(cc, mg, mgx, x1, d1), ok + (p + PL) * C);
-                }
-                if (p < hw)
-                    STORE1(gn_dx_of(cc, mg, mgx, LOAD1(xk + p * C), LOAD1(dk + p * C)),
-                           ok + p * C);
+                gn_dx_run(GN_CHAN_AT(ch, n, c), mg, mgx, xs + c, ds + c, os + c, w.q0, hw,
+                          w.PL, C);
             }
         }
     }
