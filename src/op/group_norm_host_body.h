@@ -35,18 +35,23 @@ typedef struct {
     double *ent;             /* per moment entry: count, mean, M2 (gn_entry) */
     HA *tk, *ta, *tb;        /* NHWC forward: per (n, channel) the apply's table
                                 (HN(nhwc_table)) */
-    HA *tdz, *tdzx;          /* backward: per (n, position block, channel) */
+    double *tdz, *tdzx;      /* backward: per (n, position block, channel), the sums of dz
+                                and dz * xhat (HN(bwd_sums)) */
     HA *mg, *mgx;            /* backward: per group, mean(g) and mean(g * xhat) */
     HA *scratch;
+    double *wscratch;        /* per worker: GN_WIDE_BUFS x C (HN(bufs)' double sums) */
     size_t per_worker;
 } HN(job);
 
 /* A worker's buffers: five of a unit's elements (staging of x and dy, xhat, dz, the output's
- * staging), ten of C (per-channel statistics and sums). */
+ * staging), ten of C (per-channel statistics and sums), and GN_WIDE_BUFS of C in double (the
+ * NHWC backward's channel sums: Kahan sums and compensations, and a block's sums). */
 typedef struct {
     HA *xa, *dya, *dev, *dz, *out;
     HA *kc, *mc, *rc, *scc, *s1, *c1, *s2, *c2, *b1, *b2;
+    double *w1, *wc1, *w2, *wc2, *wb1, *wb2;
 } HN(bufs);
+#define GN_WIDE_BUFS 6
 
 /* Batch entry n's gamma and beta, C each: gamma and beta themselves, or, modulated, folded
  * with the entry's sample's (1 + scale) and shift (no division when not: small groups take
@@ -443,26 +448,38 @@ static HINLINE void HN(row_apply_table)(size_t C, const HA *x, const HA *restric
 /* Positions per block of the backward's sums, as the kernels' (op_group_norm.cl). */
 #define GN_SUM_BLOCK 16
 
+/* Channels per register block of HN(rows_grad_sums): two double accumulators each, 16
+ * registers of AVX2 at 32 channels, which left none for the loads. */
+#define GN_CBW 16
+
+/* xhat of element v in double, with its group's (or channel's) sc, K, m and r: the sums of the
+ * backward take it unrounded (HN(bwd_sums) says why). */
+static HINLINE double HN(xhat_d)(HA v, HA sc, HA K, HA m, HA r)
+{
+    return (((double)v * (double)sc - (double)K) - (double)m) * (double)r;
+}
+
 /* Over np rows of C, per channel: b1 = the sum of dz, b2 of dz * xhat (xhat from x), in
- * position order; channels in register blocks of GN_CB as in HN(rows_moment). */
+ * position order, in double; channels in register blocks of GN_CBW. */
 static HINLINE void HN(rows_grad_sums)(size_t C, size_t np, const HA *restrict x,
                                        const HA *restrict scc, const HA *restrict kc,
                                        const HA *restrict mc, const HA *restrict rc,
-                                       const HA *restrict dz, HA *restrict b1, HA *restrict b2)
+                                       const HA *restrict dz, double *restrict b1,
+                                       double *restrict b2)
 {
     size_t c0 = 0;
-    for (; c0 + GN_CB <= C; c0 += GN_CB) {
-        HA a1[GN_CB] = {0}, a2[GN_CB] = {0};
+    for (; c0 + GN_CBW <= C; c0 += GN_CBW) {
+        double a1[GN_CBW] = {0}, a2[GN_CBW] = {0};
         for (size_t p = 0; p < np; p++) {
             const HA *xp = x + p * C + c0, *dp = dz + p * C + c0;
-            for (size_t j = 0; j < GN_CB; j++) {
+            for (size_t j = 0; j < GN_CBW; j++) {
                 const size_t c = c0 + j;
-                const HA xh = ((xp[j] * scc[c] - kc[c]) - mc[c]) * rc[c];
-                a1[j] += dp[j];
-                a2[j] += dp[j] * xh;
+                const double xh = HN(xhat_d)(xp[j], scc[c], kc[c], mc[c], rc[c]);
+                a1[j] += (double)dp[j];
+                a2[j] += (double)dp[j] * xh;
             }
         }
-        for (size_t j = 0; j < GN_CB; j++) {
+        for (size_t j = 0; j < GN_CBW; j++) {
             b1[c0 + j] = a1[j];
             b2[c0 + j] = a2[j];
         }
@@ -471,10 +488,50 @@ static HINLINE void HN(rows_grad_sums)(size_t C, size_t np, const HA *restrict x
         b1[c] = b2[c] = 0;
     for (size_t p = 0; c0 < C && p < np; p++)
         for (size_t c = c0; c < C; c++) {
-            const HA xh = ((x[p * C + c] * scc[c] - kc[c]) - mc[c]) * rc[c];
-            b1[c] += dz[p * C + c];
-            b2[c] += dz[p * C + c] * xh;
+            const double xh = HN(xhat_d)(x[p * C + c], scc[c], kc[c], mc[c], rc[c]);
+            b1[c] += (double)dz[p * C + c];
+            b2[c] += (double)dz[p * C + c] * xh;
         }
+}
+
+/* The sums of dz and dz * xhat over one NCHW channel's n elements, in double: HBLOCK
+ * elements at a time in HLANES lanes, the blocks Kahan-added (as HN(sum) and HN(dot) in HA).
+ * Fewer than HLANES elements are summed as a block's tail alone (HN(sum) says why). */
+static HINLINE void HN(chan_grad_sums)(const HA *restrict x, const HA *restrict dz, size_t n,
+                                       HA sc, HA K, HA m, HA r, double *sz, double *szx)
+{
+    if (n < HLANES) {
+        double t0 = 0, t1 = 0;
+        for (size_t i = 0; i < n; i++) {
+            t0 += (double)dz[i];
+            t1 += (double)dz[i] * HN(xhat_d)(x[i], sc, K, m, r);
+        }
+        *sz = t0;
+        *szx = t1;
+        return;
+    }
+    double s0 = 0, e0 = 0, s1 = 0, e1 = 0;
+    for (size_t b = 0; b < n; b += HBLOCK) {
+        const size_t len = n - b < HBLOCK ? n - b : HBLOCK;
+        const HA *xb = x + b, *db = dz + b;
+        double l0[HLANES] = {0}, l1[HLANES] = {0};
+        size_t i = 0;
+        for (; i + HLANES <= len; i += HLANES)
+            for (size_t k = 0; k < HLANES; k++) {
+                const double dd = (double)db[i + k];
+                l0[k] += dd;
+                l1[k] += dd * HN(xhat_d)(xb[i + k], sc, K, m, r);
+            }
+        double t0 = 0, t1 = 0;
+        for (; i < len; i++) {
+            t0 += (double)db[i];
+            t1 += (double)db[i] * HN(xhat_d)(xb[i], sc, K, m, r);
+        }
+        gn_kahan_wide(&s0, &e0, gn_lanes_sum_wide(l0) + t0);
+        gn_kahan_wide(&s1, &e1, gn_lanes_sum_wide(l1) + t1);
+    }
+    *sz = s0;
+    *szx = s1;
 }
 
 /* dx = rs * ((dz * gamma - mg) - xhat * mgx), xhat from x, per channel its group's rs, mg,
@@ -705,10 +762,12 @@ static HINLINE void HN(nhwc_moments)(const HN(job) *job, HN(bufs) *b, const gn_u
 /* ---- the backward: dz of a unit, then its channel sums or its dx ---- */
 
 /* The unit's x and dz (dy itself without the SiLU, else dy through it in b->dz); NCHW also
- * stores xhat in b->dev, NHWC recomputes it in each loop that needs it (a unit's worth of
- * stores and loads of it cost more than the arithmetic). */
+ * stores xhat in b->dev where dz or dx reads it (`dev`; the sums take theirs in double), NHWC
+ * recomputes it in each loop that needs it (a unit's worth of stores and loads of it cost
+ * more than the arithmetic). */
 static HINLINE void HN(bwd_stage)(const HN(job) *job, HN(bufs) *b, const gn_unit *u, size_t len,
-                                  size_t xoff, size_t yoff, const HA **xo, const HA **dzo)
+                                  size_t xoff, size_t yoff, int dev, const HA **xo,
+                                  const HA **dzo)
 {
     const gn_geom *q = &job->q;
     const clnorm_desc *d = job->d;
@@ -727,6 +786,8 @@ static HINLINE void HN(bwd_stage)(const HN(job) *job, HN(bufs) *b, const gn_unit
         }
         return;
     }
+    if (!dev)
+        return;
     const size_t gi = u->n * q->G + u->g, P = u->p1 - u->p0;
     const HA K = job->K[gi], m = job->m[gi], r = job->r[gi], sc = job->sc[gi];
     for (size_t i = 0; i < len; i++)
@@ -738,31 +799,46 @@ static HINLINE void HN(bwd_stage)(const HN(job) *job, HN(bufs) *b, const gn_unit
 }
 
 /* The unit's per-channel sums of dz and dz * xhat into the tables, at (n, position block).
+ * In double, xhat too (from x, unrounded): dgamma and dbeta are sums over every position of
+ * a channel in the batch, and in float their rounding, the lanes' and each xhat's, grew with
+ * the count, to 1.2-1.6x torch's float64 within 1e-5 + 1e-5 |ref| at 3,000-8,000 positions
+ * whose terms cancel (tests/torch_group_sweep.py, seed 1); dx's group means come from the
+ * same sums. dz keeps HA (dy itself, or through the SiLU).
  * NHWC: the unit's x and dz asked for whole first when `whole`, the first unit of a chunk;
  * meanwhile nlen elements of nx and ndy, the next unit's x and dy, asked for in L2 a block at
  * a time (HN(rows_moments_block) says why; gn_nhwc_chunks, what it gained). */
 static HINLINE void HN(bwd_sums)(const HN(job) *job, HN(bufs) *b, const gn_unit *u,
-                                 const HA *x, const HA *dz, int whole, const HA *nx,
+                                 const HA *x, const HA *dz, int dev, int whole, const HA *nx,
                                  const HA *ndy, size_t nlen)
 {
     const gn_geom *q = &job->q;
     const size_t C = q->C, P = u->p1 - u->p0, row = (u->n * q->npb + u->pb) * C;
-    if (!q->nhwc) {
+    if (!q->nhwc && HNATIVE == CLNORM_F64 && dev) {
+        /* in double, b->dev holds xhat_d's bits already (`dev`: staged for dz or dx) */
         for (size_t c = u->c0; c < u->c1; c++) {
             const size_t i0 = (c - u->c0) * P;
-            job->tdz[row + c] = HN(sum)(dz + i0, P);
-            job->tdzx[row + c] = HN(dot)(dz + i0, b->dev + i0, P);
+            job->tdz[row + c] = (double)HN(sum)(dz + i0, P);
+            job->tdzx[row + c] = (double)HN(dot)(dz + i0, b->dev + i0, P);
+        }
+        return;
+    }
+    if (!q->nhwc) {
+        const size_t gi = u->n * q->G + u->g;
+        for (size_t c = u->c0; c < u->c1; c++) {
+            const size_t i0 = (c - u->c0) * P;
+            HN(chan_grad_sums)(x + i0, dz + i0, P, job->sc[gi], job->K[gi], job->m[gi],
+                               job->r[gi], &job->tdz[row + c], &job->tdzx[row + c]);
         }
         return;
     }
     for (size_t c = 0; c < C; c++)
-        b->s1[c] = b->c1[c] = b->s2[c] = b->c2[c] = 0;
+        b->w1[c] = b->wc1[c] = b->w2[c] = b->wc2[c] = 0;
     if (whole) {
         HN(touch)(x, P * C);
         HN(touch)(dz, P * C);
     }
     /* blocks of GN_SUM_BLOCK positions, each then Kahan-added (the kernels' blocks,
-     * group_backward.cl: plain sums over 128 positions put dgamma up to 1.6e-5 from
+     * group_backward.cl: plain float sums over 128 positions put dgamma up to 1.6e-5 from
      * float64) */
     for (size_t p0 = 0; p0 < P; p0 += GN_SUM_BLOCK) {
         const size_t pe = P - p0 < GN_SUM_BLOCK ? P : p0 + GN_SUM_BLOCK;
@@ -772,15 +848,15 @@ static HINLINE void HN(bwd_sums)(const HN(job) *job, HN(bufs) *b, const gn_unit 
             clnorm_host_prefetch_in(ndy, sizeof(HA), p0 * C, n);
         }
         HN(rows_grad_sums)(C, pe - p0, x + p0 * C, b->scc, b->kc, b->mc, b->rc, dz + p0 * C,
-                           b->b1, b->b2);
+                           b->wb1, b->wb2);
         for (size_t c = 0; c < C; c++) {
-            HN(kahan)(&b->s1[c], &b->c1[c], b->b1[c]);
-            HN(kahan)(&b->s2[c], &b->c2[c], b->b2[c]);
+            gn_kahan_wide(&b->w1[c], &b->wc1[c], b->wb1[c]);
+            gn_kahan_wide(&b->w2[c], &b->wc2[c], b->wb2[c]);
         }
     }
     for (size_t c = 0; c < C; c++) {
-        job->tdz[row + c] = b->s1[c];
-        job->tdzx[row + c] = b->s2[c];
+        job->tdz[row + c] = b->w1[c];
+        job->tdzx[row + c] = b->w2[c];
     }
 }
 
@@ -833,8 +909,8 @@ static HINLINE void HN(group_means)(const HN(job) *job, size_t n, size_t g)
     for (size_t c = g * q->cpg; c < (g + 1) * q->cpg; c++) {
         double z = 0, zx = 0;
         for (size_t pb = 0; pb < q->npb; pb++) {
-            z += (double)job->tdz[(n * q->npb + pb) * q->C + c];
-            zx += (double)job->tdzx[(n * q->npb + pb) * q->C + c];
+            z += job->tdz[(n * q->npb + pb) * q->C + c];
+            zx += job->tdzx[(n * q->npb + pb) * q->C + c];
         }
         sg += (double)gam[c] * z;
         sgx += (double)gam[c] * zx;
@@ -864,7 +940,8 @@ static HINLINE void HN(backward_unit)(const HN(job) *job, HN(bufs) *b, const gn_
      * off 64x512x4x4 and 8x320x32x32; NHWC's units were 4-5% slower with it */
     if (dx && !q->nhwc && (job->phase == GN_DX || q->fused))
         clnorm_host_prefetch_out(dx, clnorm_elem_size(d->dtype), xoff, len);
-    HN(bwd_stage)(job, b, u, len, xoff, yoff, &x, &dz);
+    const int unit_dx = job->phase == GN_DX || (q->fused && dx);
+    HN(bwd_stage)(job, b, u, len, xoff, yoff, job->silu || unit_dx, &x, &dz);
     if (job->phase == GN_DX) {
         HN(bwd_dx)(job, b, u, len, xoff, x, dz);
         return;
@@ -879,7 +956,7 @@ static HINLINE void HN(backward_unit)(const HN(job) *job, HN(bufs) *b, const gn_
             ndy = (const HA *)job->a->p[CLNORM_ARG_DY] +
                   gn_nhwc_unit_span(q, unit + 1, d->y_stride, &nlen);
         }
-        HN(bwd_sums)(job, b, u, x, dz, unit == start, nx, ndy, nlen);
+        HN(bwd_sums)(job, b, u, x, dz, job->silu || unit_dx, unit == start, nx, ndy, nlen);
     }
     if (!q->fused || !job->a->p[CLNORM_ARG_DX])
         return;
@@ -1000,7 +1077,17 @@ static void HN(chunk)(void *arg, size_t c, unsigned worker)
     HN(bufs) b = {s, s + ul, s + 2 * ul, s + 3 * ul, s + 4 * ul,
                   s + 5 * ul, s + 5 * ul + C, s + 5 * ul + 2 * C, s + 5 * ul + 3 * C,
                   s + 5 * ul + 4 * C, s + 5 * ul + 5 * C, s + 5 * ul + 6 * C,
-                  s + 5 * ul + 7 * C, s + 5 * ul + 8 * C, s + 5 * ul + 9 * C};
+                  s + 5 * ul + 7 * C, s + 5 * ul + 8 * C, s + 5 * ul + 9 * C,
+                  NULL, NULL, NULL, NULL, NULL, NULL};
+    if (job->wscratch) { /* a backward's */
+        double *w = job->wscratch + (size_t)worker * GN_WIDE_BUFS * C;
+        b.w1 = w;
+        b.wc1 = w + C;
+        b.w2 = w + 2 * C;
+        b.wc2 = w + 3 * C;
+        b.wb1 = w + 4 * C;
+        b.wb2 = w + 5 * C;
+    }
     const size_t u0 = gn_chunk_start(q, c), u1 = gn_chunk_start(q, c + 1);
     const int plain_bwd = !q->nhwc && !job->silu; /* in a backward: HPHASE_PLAIN_BWD's */
     switch (job->phase) {
@@ -1093,11 +1180,11 @@ static void HN(reduce_grads)(const HN(job) *job, int means, int mod, double *tg,
         for (size_t c = 0; c < C; c++)
             sz[c] = sx[c] = 0;
         for (size_t pb = 0; pb < q->npb; pb++) {
-            const HA *tz = job->tdz + (n * q->npb + pb) * C;
-            const HA *tx = job->tdzx + (n * q->npb + pb) * C;
+            const double *tz = job->tdz + (n * q->npb + pb) * C;
+            const double *tx = job->tdzx + (n * q->npb + pb) * C;
             for (size_t c = 0; c < C; c++) {
-                sz[c] += (double)tz[c];
-                sx[c] += (double)tx[c];
+                sz[c] += tz[c];
+                sx[c] += tx[c];
             }
         }
         for (size_t g = 0; means && g < q->G; g++)
@@ -1207,13 +1294,14 @@ clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir, const clnorm_h
         gn_nhwc_chunks(&job.q, width);
     gn_balance(&job.q, width);
     job.per_worker = 5 * q->ulen + 10 * C;
-    /* HA: gamma, beta, group statistics (4) and sums (2), tables, scratch; double: moment
-     * entries, and reduce_grads' four rows of C */
+    /* HA: gamma, beta, group statistics (4) and means (2), the apply's tables, scratch;
+     * double: moment entries, reduce_grads' four (six) rows of C, the backward's sums tables
+     * (2) and its workers' sums */
     const size_t ntab = fwd ? 0 : q->n * q->npb * C;
     const size_t napply = fwd && q->nhwc ? q->n * C : 0; /* the apply's tables */
-    const size_t nha =
-        2 * C + 6 * NG + 2 * ntab + 3 * napply + width * job.per_worker + 3 * B * C;
-    const size_t ndbl = (separate ? 3 * NG * q->J : 0) + (mod ? 6 : 4) * C;
+    const size_t nwide = fwd ? 0 : width * GN_WIDE_BUFS * C;
+    const size_t nha = 2 * C + 6 * NG + 3 * napply + width * job.per_worker + 3 * B * C;
+    const size_t ndbl = (separate ? 3 * NG * q->J : 0) + (mod ? 6 : 4) * C + 2 * ntab + nwide;
     if (nha > SIZE_MAX / 4 / sizeof(HA) || ndbl > SIZE_MAX / 4 / sizeof(double))
         return CLNORM_OUT_OF_MEMORY;
     char *mem = malloc(ndbl * sizeof(double) + nha * sizeof(HA));
@@ -1223,6 +1311,9 @@ clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir, const clnorm_h
     HA *ha = (HA *)(void *)(mem + ndbl * sizeof(double));
     job.ent = dbl;
     double *tg = dbl + (separate ? 3 * NG * q->J : 0), *tb = tg + C;
+    job.tdz = tg + (mod ? 6 : 4) * C;
+    job.tdzx = job.tdz + ntab;
+    job.wscratch = nwide ? job.tdzx + ntab : NULL;
     job.gam = ha;
     job.bet = ha + C;
     job.K = ha + 2 * C;
@@ -1231,11 +1322,9 @@ clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir, const clnorm_h
     job.sc = job.r + NG;
     job.mg = job.sc + NG;
     job.mgx = job.mg + NG;
-    job.tdz = job.mgx + NG;
-    job.tdzx = job.tdz + ntab;
-    job.scratch = job.tdzx + ntab + 3 * napply;
+    job.scratch = job.mgx + NG + 3 * napply;
     if (napply) {
-        job.tk = job.tdzx + ntab;
+        job.tk = job.mgx + NG;
         job.ta = job.tk + napply;
         job.tb = job.ta + napply;
     }

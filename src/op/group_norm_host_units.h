@@ -240,6 +240,24 @@ static inline void gn_entry_set(double *ent, size_t e, double cnt, double mean, 
     ent[3 * e + 2] = M2;
 }
 
+/* The backward's channel sums are double in both loops (group_norm_host_body.h, HN(bwd_sums)):
+ * a Kahan step, and HLANES lanes added pairwise. */
+static inline void gn_kahan_wide(double *s, double *c, double v)
+{
+    const double y = v - *c;
+    const double t = *s + y;
+    *c = (t - *s) - y;
+    *s = t;
+}
+
+static inline double gn_lanes_sum_wide(double *l)
+{
+    for (size_t w = HLANES / 2; w > 0; w /= 2)
+        for (size_t k = 0; k < w; k++)
+            l[k] += l[k + w];
+    return l[0];
+}
+
 /* The loop in float (float32, float16 and bfloat16 storage) and in double (float64, and
  * float32's backward of small groups: group_norm_host.c's gn_wide). */
 clnorm_status gn_run_f(const clnorm_desc *d, clnorm_direction dir, const clnorm_host_ptrs *a,
