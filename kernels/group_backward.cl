@@ -27,11 +27,13 @@
  *   (gn_bwd_mod_params).
  * The sums are dgamma and dbeta themselves, of up to every position of every sample, and
  * their true values are often small against their terms (a sum of N x spatial values of
- * dy): every loop adds GN_SUM_BLOCK positions (op_group_norm.cl) plainly, then adds that
- * block into a compensated sum (Kahan). Plain sums over a whole tile (256 positions) put the
- * NHWC dgamma and dbeta up to 2.4e-5 away from torch's float64 (relative to 1 + |value|),
- * blocks at most 1.2e-5, torch's own float32 2.6e-5 (bench/RESULTS.md, "GroupNorm's
- * parameter gradients in compensated blocks").
+ * dy): every loop adds each term into a compensated sum (Kahan). Plain sums
+ * over a whole tile (256 positions) put the NHWC dgamma and dbeta up to 2.4e-5 away from
+ * torch's float64 (relative to 1 + |value|), torch's own float32 2.6e-5 (bench/RESULTS.md,
+ * "GroupNorm's parameter gradients in compensated blocks"); plain blocks of 16 positions,
+ * each then compensated, 1.3e-5 (1.18x the bound 1e-5 + 1e-5 |ref|) on 3x64x16x64 NHWC with
+ * SiLU, 3,072 positions a channel (tests/torch_group_sweep.py, seed 1, case 98), blocks of 2
+ * 0.66x, every term 0.14x. The SiLU backward on PoCL's CPU device paid ... for it.
  * Needs common.cl, op_group_norm.cl and row_stats.cl (and for NHWC group_nhwc.cl) before it.
  */
 
@@ -177,26 +179,56 @@ inline AV gn_dx_lanes(AV xh, AV g, AV rs, AV c0, AV c1)
 #define GN_CH_XHAT(ch, v) gn_xhat_lanes(v, (AV)(ch.K), (AV)(ch.m), (AV)(ch.r), (AV)(ch.sc))
 #define GN_CH_DZ(ch, dyv, xh, silu) gn_dz_lanes(dyv, xh, (AV)(ch.gam), (AV)(ch.bet), silu)
 
+/* kahan_add(s, c, a * b), the product unrounded: fma(a, b, -c) in one rounding. A rounded
+ * product in each term cost as much as the blocks' plain sums had: dgamma 1.06x the bound on
+ * 4x48x8x16x16 NHWC (8,192 terms a channel; tests/torch_group_sweep.py, seed 1, case 101),
+ * 0.55x with the block sums' fma. */
+inline void gn_kahan_fma(A *s, A *c, A a, A b)
+{
+    const A y = fma(a, b, -*c);
+    const A t = *s + y;
+    *c = isfinite(t) ? (t - *s) - y : (A)0;
+    *s = t;
+}
+
+inline void gn_kahan_fmav(AV *s, AV *c, AV a, AV b)
+{
+    const AV y = fma(a, b, -*c);
+    const AV t = *s + y;
+    *c = select((AV)0, (t - *s) - y, isfinite(t));
+    *s = t;
+}
+
 /* (sum of dz * xhat, sum of dz) over positions [0, hw) of one channel row: each lane's
- * blocks of GN_SUM_BLOCK vectors, compensated, then the lanes. */
+ * compensated sums (every term: this file's header), two of each, of the even and of the odd
+ * vectors (one chain of Kahan steps, four dependent additions a vector, held the SiLU
+ * backward to 0.31 of the copy bandwidth at 8x320x32x32 on PoCL's CPU device), then the
+ * lanes. */
 inline A2 gn_chan_sums_cv(gn_chan ch, __global const T *xc, __global const T *dc, ulong hw,
                           const int silu)
 {
     const ulong pv = hw / VW * VW;
     AV v1 = (AV)(0), v2 = (AV)(0), k1 = (AV)(0), k2 = (AV)(0);
-    for (ulong pb = 0; pb < pv; pb += GN_SUM_BLOCK * VW) {
-        const ulong pe = min(pv, pb + GN_SUM_BLOCK * VW);
-        AV b1 = (AV)(0), b2 = (AV)(0);
-        for (ulong p = pb; p < pe; p += VW) {
-            const AV xh = GN_CH_XHAT(ch, LOADV(xc + p));
-            const AV dz = GN_CH_DZ(ch, LOADV(dc + p), xh, silu);
-            b1 = fma(dz, xh, b1);
-            b2 += dz;
-        }
-        kahan_addv(&v1, &k1, b1);
-        kahan_addv(&v2, &k2, b2);
+    AV w1 = (AV)(0), w2 = (AV)(0), j1 = (AV)(0), j2 = (AV)(0);
+    ulong p = 0;
+    for (; p + 2 * VW <= pv; p += 2 * VW) {
+        const AV xh = GN_CH_XHAT(ch, LOADV(xc + p));
+        const AV dz = GN_CH_DZ(ch, LOADV(dc + p), xh, silu);
+        const AV xh2 = GN_CH_XHAT(ch, LOADV(xc + p + VW));
+        const AV dz2 = GN_CH_DZ(ch, LOADV(dc + p + VW), xh2, silu);
+        gn_kahan_fmav(&v1, &k1, dz, xh);
+        kahan_addv(&v2, &k2, dz);
+        gn_kahan_fmav(&w1, &j1, dz2, xh2);
+        kahan_addv(&w2, &j2, dz2);
     }
-    A s1 = HSUM(v1), s2 = HSUM(v2), t1 = 0, t2 = 0;
+    if (p < pv) {
+        const AV xh = GN_CH_XHAT(ch, LOADV(xc + p));
+        const AV dz = GN_CH_DZ(ch, LOADV(dc + p), xh, silu);
+        gn_kahan_fmav(&v1, &k1, dz, xh);
+        kahan_addv(&v2, &k2, dz);
+    }
+    /* each chain's total less its compensation; a lane no longer finite has none */
+    A s1 = HSUM((v1 - k1) + (w1 - j1)), s2 = HSUM((v2 - k2) + (w2 - j2)), t1 = 0, t2 = 0;
     for (ulong p = pv; p < hw; p++) {
         const A xh = gn_xhat(ch, LOAD1(xc + p));
         const A dz = gn_dz(ch, LOAD1(dc + p), xh);
@@ -245,9 +277,9 @@ inline void gn_chan_dx_cv(gn_chan ch, A2 cf, __global const T *xc,
  * two groups, so each (n, tile) item first lays out every channel's statistics and
  * parameters as rows of C values (tables, GN_BT_LEN(C) per item): K, m, r, sc, gamma, beta
  * (gn_bwd_table_put), then its group's mean(g) and mean(g * xhat) (the dx pass,
- * gn_bwd_table_coef), then the sums pass's block
- * sums of dz * xhat and dz and their compensations (four rows). */
-#define GN_BT_LEN(C) (12 * (C))
+ * gn_bwd_table_coef), then the compensations of the sums pass's sums of dz * xhat and dz
+ * (two rows). */
+#define GN_BT_LEN(C) (10 * (C))
 #define GN_TBV(tb, k, C, c) GN_LDV((tb) + (k) * (C) + (c))
 
 inline void gn_bwd_table_put(__global A *tb, ulong C, ulong c, gn_chan ch)
@@ -288,44 +320,33 @@ inline AV gn_dxv(__global const A *tb, ulong C, ulong c, AV v, AV dyv, const int
 
 /* Positions [p0, p1) of a sample: the sums of dz * xhat and dz of each whole vector of
  * channels into st (st[c], st[C + c]), position by position as the scalar loop adds them,
- * in blocks of GN_SUM_BLOCK positions (the table's rows 8 and 9), each block then added into
- * st with Kahan's step (the compensations in rows 10 and 11). st starts at zero. */
+ * compensated (every term, as this file's header says; the compensations in the table's rows 8 and 9). st starts at
+ * zero. */
 inline void gn_bwd_sums_vec(__global const T *xs, __global const T *ds, __global A *tb,
                             __global A *st, ulong p0, ulong p1, ulong C, const int silu)
 {
     const ulong cv = C / VW * VW;
-    __global A *b1 = tb + 8 * C, *b2 = tb + 9 * C, *k1 = tb + 10 * C, *k2 = tb + 11 * C;
+    __global A *k1 = tb + 8 * C, *k2 = tb + 9 * C;
     for (ulong c = 0; c < cv; c += VW) {
         GN_STV((AV)(0), k1 + c);
         GN_STV((AV)(0), k2 + c);
     }
-    for (ulong pb = p0; pb < p1; pb += GN_SUM_BLOCK) {
-        const ulong pe = min(p1, pb + GN_SUM_BLOCK);
+    for (ulong p = p0; p < p1; p++) {
+        __global const T *xp = xs + p * C, *dp = ds + p * C;
         for (ulong c = 0; c < cv; c += VW) {
-            GN_STV((AV)(0), b1 + c);
-            GN_STV((AV)(0), b2 + c);
-        }
-        for (ulong p = pb; p < pe; p++) {
-            __global const T *xp = xs + p * C, *dp = ds + p * C;
-            for (ulong c = 0; c < cv; c += VW) {
 #if defined(PREFETCH_NEXT)
-                PREFETCH_L2(xp + GN_PD + c);
-                PREFETCH_L2(dp + GN_PD + c);
+            PREFETCH_L2(xp + GN_PD + c);
+            PREFETCH_L2(dp + GN_PD + c);
 #endif
-                const AV xh = gn_xhatv(tb, C, c, GN_LDX(xp + c));
-                const AV dz = gn_dzv(tb, C, c, GN_LDX(dp + c), xh, silu);
-                GN_STV(fma(dz, xh, GN_LDV(b1 + c)), b1 + c);
-                GN_STV(GN_LDV(b2 + c) + dz, b2 + c);
-            }
-        }
-        for (ulong c = 0; c < cv; c += VW) {
+            const AV xh = gn_xhatv(tb, C, c, GN_LDX(xp + c));
+            const AV dz = gn_dzv(tb, C, c, GN_LDX(dp + c), xh, silu);
             AV s = GN_LDV(st + c), k = GN_LDV(k1 + c);
-            kahan_addv(&s, &k, GN_LDV(b1 + c));
+            gn_kahan_fmav(&s, &k, dz, xh);
             GN_STV(s, st + c);
             GN_STV(k, k1 + c);
             s = GN_LDV(st + C + c);
             k = GN_LDV(k2 + c);
-            kahan_addv(&s, &k, GN_LDV(b2 + c));
+            kahan_addv(&s, &k, dz);
             GN_STV(s, st + C + c);
             GN_STV(k, k2 + c);
         }
@@ -367,22 +388,16 @@ __kernel void gn_nchw_stats(IN_PTRS, __global A *stats, __local A *scratch, KS_P
 }
 
 /* (sum of dz * xhat, sum of dz) of one channel at positions p0, p0 + step, ... < p1 of the
- * channel's data xc, dc (position p at p * pstride): blocks of GN_SUM_BLOCK, compensated. */
+ * channel's data xc, dc (position p at p * pstride), each term compensated (this file's header). */
 inline A2 gn_channel_sums(gn_chan ch, __global const T *xc, __global const T *dc, ulong p0,
                           ulong p1, ulong step, ulong pstride)
 {
     A s1 = 0, s2 = 0, k1 = 0, k2 = 0;
-    for (ulong pb = p0; pb < p1; pb += GN_SUM_BLOCK * step) {
-        const ulong pe = min(p1, pb + GN_SUM_BLOCK * step);
-        A b1 = 0, b2 = 0;
-        for (ulong p = pb; p < pe; p += step) {
-            const A xh = gn_xhat(ch, LOAD1(xc + p * pstride));
-            const A dz = gn_dz(ch, LOAD1(dc + p * pstride), xh);
-            b1 = fma(dz, xh, b1);
-            b2 += dz;
-        }
-        kahan_add(&s1, &k1, b1);
-        kahan_add(&s2, &k2, b2);
+    for (ulong p = p0; p < p1; p += step) {
+        const A xh = gn_xhat(ch, LOAD1(xc + p * pstride));
+        const A dz = gn_dz(ch, LOAD1(dc + p * pstride), xh);
+        gn_kahan_fma(&s1, &k1, dz, xh);
+        kahan_add(&s2, &k2, dz);
     }
     return (A2)(s1, s2);
 }

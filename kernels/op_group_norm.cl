@@ -86,9 +86,10 @@ inline void gn_fold_mod(A *gam, A *bet, __global const P *sr, __global const P *
 #endif
 
 /* Positions a GroupNorm kernel adds plainly before a block joins its compensated sum (Kahan):
- * the backward's per-channel sums (group_backward.cl), a work-group item's share of a group
- * (group_nhwc_wg.cl), and the host loop's backward sums (group_norm_host_body.h). */
+ * a work-group item's share of a group (group_nhwc_wg.cl), a tile's moments (group_nhwc.cl),
+ * and the host loop's NHWC backward sums, in double there (group_norm_host_body.h). */
 #define GN_SUM_BLOCK 16
+
 
 /* Offset of group row `row` in a tensor whose samples are `stride` apart (NCHW). */
 inline ulong gn_row_offset(ulong row, ulong stride, ulong groups, ulong cpg, ulong hw)
