@@ -27,13 +27,15 @@
  *   (gn_bwd_mod_params).
  * The sums are dgamma and dbeta themselves, of up to every position of every sample, and
  * their true values are often small against their terms (a sum of N x spatial values of
- * dy): every loop adds each term into a compensated sum (Kahan). Plain sums
- * over a whole tile (256 positions) put the NHWC dgamma and dbeta up to 2.4e-5 away from
- * torch's float64 (relative to 1 + |value|), torch's own float32 2.6e-5 (bench/RESULTS.md,
- * "GroupNorm's parameter gradients in compensated blocks"); plain blocks of 16 positions,
- * each then compensated, 1.3e-5 (1.18x the bound 1e-5 + 1e-5 |ref|) on 3x64x16x64 NHWC with
- * SiLU, 3,072 positions a channel (tests/torch_group_sweep.py, seed 1, case 98), blocks of 2
- * 0.66x, every term 0.14x. The SiLU backward on PoCL's CPU device paid ... for it.
+ * dy): every loop adds each term into a compensated sum (Kahan; dz * xhat through
+ * gn_kahan_fma). Plain sums over a whole tile (256 positions) put the NHWC dgamma and dbeta
+ * up to 2.4e-5 away from torch's float64 (relative to 1 + |value|), torch's own float32
+ * 2.6e-5 (bench/RESULTS.md, "GroupNorm's parameter gradients in compensated blocks"). Plain
+ * blocks of 16 positions, each then compensated, left dbeta 1.3e-5 off, 1.18x the bound
+ * 1e-5 + 1e-5 |ref|, on 3x64x16x64 NHWC with SiLU, 3,072 positions a channel
+ * (tests/torch_group_sweep.py, seed 1, case 98); blocks of 2 left 0.66x, every term 0.14x.
+ * What is left is each term's float xhat (bench/RESULTS.md, "GroupNorm's parameter gradients
+ * in double on the host, every term compensated on the kernels").
  * Needs common.cl, op_group_norm.cl and row_stats.cl (and for NHWC group_nhwc.cl) before it.
  */
 

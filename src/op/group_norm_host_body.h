@@ -445,11 +445,11 @@ static HINLINE void HN(row_apply_table)(size_t C, const HA *x, const HA *restric
         o[c] = (x[c] - tk[c]) * ta[c] + tb[c];
 }
 
-/* Positions per block of the backward's sums, as the kernels' (op_group_norm.cl). */
+/* Positions per block of the NHWC backward's sums, each block then Kahan-added (in double). */
 #define GN_SUM_BLOCK 16
 
-/* Channels per register block of HN(rows_grad_sums): two double accumulators each, 16
- * registers of AVX2 at 32 channels, which left none for the loads. */
+/* Channels per register block of HN(rows_grad_sums): two double accumulators each, which
+ * at GN_CB's 32 channels would take all 16 of AVX2's vector registers. */
 #define GN_CBW 16
 
 /* xhat of element v in double, with its group's (or channel's) sc, K, m and r: the sums of the
@@ -837,9 +837,8 @@ static HINLINE void HN(bwd_sums)(const HN(job) *job, HN(bufs) *b, const gn_unit 
         HN(touch)(x, P * C);
         HN(touch)(dz, P * C);
     }
-    /* blocks of GN_SUM_BLOCK positions, each then Kahan-added (the kernels' blocks,
-     * group_backward.cl: plain float sums over 128 positions put dgamma up to 1.6e-5 from
-     * float64) */
+    /* blocks of GN_SUM_BLOCK positions, each then Kahan-added (plain float sums over 128
+     * positions had put dgamma up to 1.6e-5 from float64) */
     for (size_t p0 = 0; p0 < P; p0 += GN_SUM_BLOCK) {
         const size_t pe = P - p0 < GN_SUM_BLOCK ? P : p0 + GN_SUM_BLOCK;
         if (p0 * C < nlen) {
