@@ -34,8 +34,9 @@
  * blocks of 16 positions, each then compensated, left dbeta 1.3e-5 off, 1.18x the bound
  * 1e-5 + 1e-5 |ref|, on 3x64x16x64 NHWC with SiLU, 3,072 positions a channel
  * (tests/torch_group_sweep.py, seed 1, case 98); blocks of 2 left 0.66x, every term 0.14x.
- * What is left is each term's float xhat (bench/RESULTS.md, "GroupNorm's parameter gradients
- * in double on the host, every term compensated on the kernels").
+ * The work-group kernels' sums are double where the device has it (gn_channel_sums says why).
+ * (bench/RESULTS.md, "GroupNorm's parameter gradients in double on the host, every term
+ * compensated on the kernels".)
  * Needs common.cl, op_group_norm.cl and row_stats.cl (and for NHWC group_nhwc.cl) before it.
  */
 
@@ -389,19 +390,45 @@ __kernel void gn_nchw_stats(IN_PTRS, __global A *stats, __local A *scratch, KS_P
     }
 }
 
+/* The work-group kernels' sums (gn_channel_sums) in W: double where the device has it
+ * (cl_khr_fp64) and the storage is not float64 already, xhat in them too, from x unrounded
+ * (gn_xhat_w). In float each term's xhat carries its rounding into the sum, which Kahan's
+ * step cannot remove: over 8,192 terms a channel it put dgamma at 1.40x the bound on
+ * 4x48x8x16x16 NHWC in the GPU geometry (tests/torch_group_sweep.py, seed 1, case 101), 0.72x
+ * in double. Without double, W is A and each term goes into a Kahan sum (gn_kahan_fma). The
+ * CPU devices' vector loops (gn_chan_sums_cv, gn_bwd_sums_vec) keep A with Kahan: in double
+ * the SiLU backward on PoCL's CPU device ran at 0.22-0.30 of the copy bandwidth where it had
+ * 0.32-0.44 (2x640x32x32 and 8x320x32x32 NHWC), and that geometry's sweep was no better (0.81x
+ * at most against 0.71x). dz stays A (dy itself, or through the SiLU of the float xhat). */
+#if !defined(CLNORM_F64) && defined(cl_khr_fp64)
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+typedef double W;
+inline void gn_wsum_prod(W *s, W *c, W a, W b) { *s = fma(a, b, *s); } /* c: unused */
+inline void gn_wsum_add(W *s, W *c, W v) { *s += v; }
+#else
+typedef A W;
+#define gn_wsum_prod gn_kahan_fma
+#define gn_wsum_add kahan_add
+#endif
+
+inline W gn_xhat_w(gn_chan ch, A v)
+{
+    return (((W)v * (W)ch.sc - (W)ch.K) - (W)ch.m) * (W)ch.r;
+}
+
 /* (sum of dz * xhat, sum of dz) of one channel at positions p0, p0 + step, ... < p1 of the
- * channel's data xc, dc (position p at p * pstride), each term compensated (this file's header). */
+ * channel's data xc, dc (position p at p * pstride), in W. */
 inline A2 gn_channel_sums(gn_chan ch, __global const T *xc, __global const T *dc, ulong p0,
                           ulong p1, ulong step, ulong pstride)
 {
-    A s1 = 0, s2 = 0, k1 = 0, k2 = 0;
+    W s1 = 0, s2 = 0, k1 = 0, k2 = 0;
     for (ulong p = p0; p < p1; p += step) {
-        const A xh = gn_xhat(ch, LOAD1(xc + p * pstride));
-        const A dz = gn_dz(ch, LOAD1(dc + p * pstride), xh);
-        gn_kahan_fma(&s1, &k1, dz, xh);
-        kahan_add(&s2, &k2, dz);
+        const A v = LOAD1(xc + p * pstride);
+        const W dz = (W)gn_dz(ch, LOAD1(dc + p * pstride), gn_xhat(ch, v));
+        gn_wsum_prod(&s1, &k1, dz, gn_xhat_w(ch, v));
+        gn_wsum_add(&s2, &k2, dz);
     }
-    return (A2)(s1, s2);
+    return (A2)((A)s1, (A)s2);
 }
 
 /* A work-group per channel row (n, c) of hw contiguous positions. */
