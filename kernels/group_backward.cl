@@ -323,8 +323,8 @@ inline AV gn_dxv(__global const A *tb, ulong C, ulong c, AV v, AV dyv, const int
 
 /* Positions [p0, p1) of a sample: the sums of dz * xhat and dz of each whole vector of
  * channels into st (st[c], st[C + c]), position by position as the scalar loop adds them,
- * compensated (every term, as this file's header says; the compensations in the table's rows 8 and 9). st starts at
- * zero. */
+ * every term compensated (this file's header; the compensations in the table's rows 8 and
+ * 9). st starts at zero. */
 inline void gn_bwd_sums_vec(__global const T *xs, __global const T *ds, __global A *tb,
                             __global A *st, ulong p0, ulong p1, ulong C, const int silu)
 {
