@@ -90,7 +90,6 @@ inline void gn_fold_mod(A *gam, A *bet, __global const P *sr, __global const P *
  * and the host loop's NHWC backward sums, in double there (group_norm_host_body.h). */
 #define GN_SUM_BLOCK 16
 
-
 /* Offset of group row `row` in a tensor whose samples are `stride` apart (NCHW). */
 inline ulong gn_row_offset(ulong row, ulong stride, ulong groups, ulong cpg, ulong hw)
 {

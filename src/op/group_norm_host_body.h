@@ -939,8 +939,9 @@ static HINLINE void HN(backward_unit)(const HN(job) *job, HN(bufs) *b, const gn_
      * off 64x512x4x4 and 8x320x32x32; NHWC's units were 4-5% slower with it */
     if (dx && !q->nhwc && (job->phase == GN_DX || q->fused))
         clnorm_host_prefetch_out(dx, clnorm_elem_size(d->dtype), xoff, len);
-    const int unit_dx = job->phase == GN_DX || (q->fused && dx);
-    HN(bwd_stage)(job, b, u, len, xoff, yoff, job->silu || unit_dx, &x, &dz);
+    /* whether the unit stages its float xhat (b->dev): for dz through the SiLU, or dx */
+    const int dev = job->silu || job->phase == GN_DX || (q->fused && dx);
+    HN(bwd_stage)(job, b, u, len, xoff, yoff, dev, &x, &dz);
     if (job->phase == GN_DX) {
         HN(bwd_dx)(job, b, u, len, xoff, x, dz);
         return;
@@ -955,7 +956,7 @@ static HINLINE void HN(backward_unit)(const HN(job) *job, HN(bufs) *b, const gn_
             ndy = (const HA *)job->a->p[CLNORM_ARG_DY] +
                   gn_nhwc_unit_span(q, unit + 1, d->y_stride, &nlen);
         }
-        HN(bwd_sums)(job, b, u, x, dz, job->silu || unit_dx, unit == start, nx, ndy, nlen);
+        HN(bwd_sums)(job, b, u, x, dz, dev, unit == start, nx, ndy, nlen);
     }
     if (!q->fused || !job->a->p[CLNORM_ARG_DX])
         return;
