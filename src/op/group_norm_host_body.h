@@ -78,6 +78,30 @@ static HINLINE HA HN(silu_grad)(HA dy, HA z)
     return dy * (s * ((HA)1 + z * ((HA)1 - s)));
 }
 
+/* rstd * |gamma| from which a channel's SiLU backward takes dz in double (HN(silu_grad_wide));
+ * below it, the float terms' rounding stayed under 0.3x the bound at rstd * |gamma| near 23
+ * with dy of N(0, 1). */
+#define GN_SILU_WIDE 16
+
+static HINLINE int HN(silu_wide)(HA rs, HA gamma)
+{
+    return HNATIVE != CLNORM_F64 && (double)rs * fabs((double)gamma) >= GN_SILU_WIDE;
+}
+
+/* HN(silu_grad) in double from z in double, rounded once: the backward's dz of a channel whose
+ * rstd * |gamma| is at least GN_SILU_WIDE, z = xhat * gamma + beta from x in double
+ * (HN(xhat_d)). dx = rstd * (dz * gamma - ...) scales dz's error by rstd * |gamma|, and with
+ * xhat, z and the sigmoid each rounded to float a dx element near 0 of a group of spread 1e-2
+ * (rstd 100) was 1.3-2.1x from torch's float64 within 1e-5 + 1e-5 |ref| (float32 terms of
+ * rstd * |gamma| * |dy| cancelling; tests/torch_group_sweep.py, seed 4, case 122), 0.41-0.46x
+ * so. In double for every channel the float32 SiLU backward was 1.3-1.5x slower
+ * (clnorm-lib-ab), hence the threshold. In float64 (HA double) the two are the same arithmetic. */
+static HINLINE HA HN(silu_grad_wide)(HA dy, double z)
+{
+    const double s = 1.0 / (1.0 + clnorm_host_exp(-z));
+    return (HA)((double)dy * (s * (1.0 + z * (1.0 - s))));
+}
+
 /* The shift of group (n, g), as the kernels take it: in NCHW the median of its first three
  * elements (row_shift of its group row), in NHWC that of its first channel's values at
  * positions 0, 1 and 2 (gn_shift1). Never a lone outlier, whose rounding would reach every
@@ -534,6 +558,22 @@ static HINLINE void HN(chan_grad_sums)(const HA *restrict x, const HA *restrict 
     *szx = s1;
 }
 
+/* dz through the SiLU of np NHWC rows of C: HN(silu_grad_wide) of z = xhat * gamma + beta,
+ * from x in double. Out of line, as HN(chan_dz_wide). */
+HPHASE static void HN(rows_dz_wide)(size_t C, size_t np, const HA *restrict x,
+                                    const HA *restrict scc, const HA *restrict kc,
+                                    const HA *restrict mc, const HA *restrict rc,
+                                    const HA *restrict gam, const HA *restrict bet,
+                                    const HA *restrict dy, HA *restrict dz)
+{
+    for (size_t p = 0; p < np; p++)
+        for (size_t c = 0; c < C; c++) {
+            const double xh = HN(xhat_d)(x[p * C + c], scc[c], kc[c], mc[c], rc[c]);
+            dz[p * C + c] =
+                HN(silu_grad_wide)(dy[p * C + c], xh * (double)gam[c] + (double)bet[c]);
+        }
+}
+
 /* dx = rs * ((dz * gamma - mg) - xhat * mgx), xhat from x, per channel its group's rs, mg,
  * mgx. x, dz and o are not restrict: in place, dx is x or dy (element by element). */
 static HINLINE void HN(row_dx)(size_t C, const HA *x, const HA *restrict scc,
@@ -761,12 +801,26 @@ static HINLINE void HN(nhwc_moments)(const HN(job) *job, HN(bufs) *b, const gn_u
 
 /* ---- the backward: dz of a unit, then its channel sums or its dx ---- */
 
+/* One NCHW channel's xhat and dz through the SiLU from x in double (HN(silu_grad_wide)). Out
+ * of line (HPHASE): HN(bwd_stage) is inlined into every backward phase, where more code had
+ * cost the float path up to a tenth (HN(backward_unit_wide)). */
+HPHASE static void HN(chan_dz_wide)(const HA *restrict x, const HA *restrict dy, size_t n,
+                                    HA sc, HA K, HA m, HA r, HA gam, HA bet,
+                                    HA *restrict dev, HA *restrict dz)
+{
+    for (size_t i = 0; i < n; i++) {
+        const double xh = HN(xhat_d)(x[i], sc, K, m, r);
+        dev[i] = (HA)xh;
+        dz[i] = HN(silu_grad_wide)(dy[i], xh * (double)gam + (double)bet);
+    }
+}
+
 /* The unit's x and dz (dy itself without the SiLU, else dy through it in b->dz); NCHW also
  * stores xhat in b->dev where dz or dx reads it (`dev`; the sums take theirs in double), NHWC
  * recomputes it in each loop that needs it (a unit's worth of stores and loads of it cost
  * more than the arithmetic). */
 static HINLINE void HN(bwd_stage)(const HN(job) *job, HN(bufs) *b, const gn_unit *u, size_t len,
-                                  size_t xoff, size_t yoff, int dev, const HA **xo,
+                                  size_t xoff, size_t yoff, int dev, int wide, const HA **xo,
                                   const HA **dzo)
 {
     const gn_geom *q = &job->q;
@@ -778,9 +832,15 @@ static HINLINE void HN(bwd_stage)(const HN(job) *job, HN(bufs) *b, const gn_unit
     if (q->nhwc) {
         HN(nhwc_coeffs)(job, b, u->n);
         const size_t C = q->C;
-        for (size_t p = 0; job->silu && p < len / C; p++) {
-            HN(row_apply)(C, x + p * C, b->scc, b->kc, b->mc, b->rc, HN(gam_of)(job, u->n),
-                          HN(bet_of)(job, u->n), b->s2);
+        if (!job->silu)
+            return;
+        const HA *gam = HN(gam_of)(job, u->n), *bet = HN(bet_of)(job, u->n);
+        if (wide) {
+            HN(rows_dz_wide)(C, len / C, x, b->scc, b->kc, b->mc, b->rc, gam, bet, dy, b->dz);
+            return;
+        }
+        for (size_t p = 0; p < len / C; p++) {
+            HN(row_apply)(C, x + p * C, b->scc, b->kc, b->mc, b->rc, gam, bet, b->s2);
             for (size_t c = 0; c < C; c++)
                 b->dz[p * C + c] = HN(silu_grad)(dy[p * C + c], b->s2[c]);
         }
@@ -790,12 +850,18 @@ static HINLINE void HN(bwd_stage)(const HN(job) *job, HN(bufs) *b, const gn_unit
         return;
     const size_t gi = u->n * q->G + u->g, P = u->p1 - u->p0;
     const HA K = job->K[gi], m = job->m[gi], r = job->r[gi], sc = job->sc[gi];
-    for (size_t i = 0; i < len; i++)
-        b->dev[i] = ((x[i] * sc - K) - m) * r;
     const HA *gam = HN(gam_of)(job, u->n), *bet = HN(bet_of)(job, u->n);
-    for (size_t c = u->c0; job->silu && c < u->c1; c++)
-        for (size_t i = (c - u->c0) * P; i < (c - u->c0 + 1) * P; i++)
-            b->dz[i] = HN(silu_grad)(dy[i], b->dev[i] * gam[c] + bet[c]);
+    if (!wide) {
+        for (size_t i = 0; i < len; i++)
+            b->dev[i] = ((x[i] * sc - K) - m) * r;
+        for (size_t c = u->c0; job->silu && c < u->c1; c++)
+            for (size_t i = (c - u->c0) * P; i < (c - u->c0 + 1) * P; i++)
+                b->dz[i] = HN(silu_grad)(dy[i], b->dev[i] * gam[c] + bet[c]);
+        return;
+    }
+    for (size_t c = u->c0; c < u->c1; c++)
+        HN(chan_dz_wide)(x + (c - u->c0) * P, dy + (c - u->c0) * P, P, sc, K, m, r, gam[c],
+                         bet[c], b->dev + (c - u->c0) * P, b->dz + (c - u->c0) * P);
 }
 
 /* The unit's per-channel sums of dz and dz * xhat into the tables, at (n, position block).
@@ -919,7 +985,7 @@ static HINLINE void HN(group_means)(const HN(job) *job, size_t n, size_t g)
 }
 
 static HINLINE void HN(backward_unit)(const HN(job) *job, HN(bufs) *b, const gn_unit *u,
-                                      size_t unit, size_t start, size_t end)
+                                      size_t unit, size_t start, size_t end, int wide)
 {
     const gn_geom *q = &job->q;
     const clnorm_desc *d = job->d;
@@ -941,7 +1007,7 @@ static HINLINE void HN(backward_unit)(const HN(job) *job, HN(bufs) *b, const gn_
         clnorm_host_prefetch_out(dx, clnorm_elem_size(d->dtype), xoff, len);
     /* whether the unit stages its float xhat (b->dev): for dz through the SiLU, or dx */
     const int dev = job->silu || job->phase == GN_DX || (q->fused && dx);
-    HN(bwd_stage)(job, b, u, len, xoff, yoff, dev, &x, &dz);
+    HN(bwd_stage)(job, b, u, len, xoff, yoff, dev, wide, &x, &dz);
     if (job->phase == GN_DX) {
         HN(bwd_dx)(job, b, u, len, xoff, x, dz);
         return;
@@ -964,6 +1030,33 @@ static HINLINE void HN(backward_unit)(const HN(job) *job, HN(bufs) *b, const gn_
     for (size_t g = q->nhwc ? 0 : u->g; g < (q->nhwc ? q->G : u->g + 1); g++)
         HN(group_means)(job, u->n, g);
     HN(bwd_dx)(job, b, u, len, xoff, x, dz);
+}
+
+/* Whether unit u's SiLU backward takes its dz in double: one of its channels' rstd * |gamma|
+ * is at least GN_SILU_WIDE (HN(silu_wide)). An NHWC unit has every channel of its sample. */
+static HINLINE int HN(unit_wide)(const HN(job) *job, const gn_unit *u)
+{
+    const gn_geom *q = &job->q;
+    if (!job->silu)
+        return 0;
+    const HA *gam = HN(gam_of)(job, u->n);
+    const size_t c0 = q->nhwc ? 0 : u->c0, c1 = q->nhwc ? q->C : u->c1;
+    int wide = 0;
+    for (size_t c = c0; c < c1; c++) {
+        const size_t gi = u->n * q->G + c / q->cpg;
+        wide |= HN(silu_wide)(job->r[gi] * job->sc[gi], gam[c]);
+    }
+    return wide;
+}
+
+/* HN(backward_unit) of a small group whose dz is in double, out of HN(small_groups_run). The
+ * callers choose, per unit (HN(unit_wide)): with the choice and the double loops inside the
+ * inlined stage (HN(bwd_stage)), the small groups' SiLU backward ran 1.1x slower where no
+ * channel was wide (2x64x8x8 and 4x32x32x32 NCHW, clnorm-lib-ab); so, as before. */
+HPHASE static void HN(backward_unit_wide)(const HN(job) *job, HN(bufs) *b, const gn_unit *u,
+                                          size_t i)
+{
+    HN(backward_unit)(job, b, u, i, i, i + 1, 1);
 }
 
 /* Groups per batch of HN(small_groups). */
@@ -1017,7 +1110,10 @@ static HINLINE void HN(small_groups_run)(const HN(job) *job, HN(bufs) *b, size_t
                 HN(nchw_apply)(job, b, &u, i, i1);
             } else if (job->bwd) { /* a whole group is a fused unit of the backward */
                 const gn_unit u = gn_whole_group(q, n, g);
-                HN(backward_unit)(job, b, &u, i, i, i + 1);
+                if (HN(unit_wide)(job, &u))
+                    HN(backward_unit_wide)(job, b, &u, i);
+                else
+                    HN(backward_unit)(job, b, &u, i, i, i + 1, 0);
             }
             if (++g == G) {
                 g = 0;
@@ -1056,9 +1152,10 @@ GN_UNITS_PHASE(HPHASE, nchw_moments_loop, HN(nchw_moments)(job, b, &u, i, i1))
 GN_UNITS_PHASE(HPHASE, nhwc_moments_loop, HN(nhwc_moments)(job, b, &u, i, i0, i1))
 GN_UNITS_PHASE(HPHASE, nchw_apply_loop, HN(nchw_apply)(job, b, &u, i, i1))
 GN_UNITS_PHASE(HPHASE, nhwc_apply_loop, HN(nhwc_apply)(job, b, &u))
-GN_UNITS_PHASE(HPHASE, backward_loop, HN(backward_unit)(job, b, &u, i, i0, i1))
+GN_UNITS_PHASE(HPHASE, backward_loop,
+               HN(backward_unit)(job, b, &u, i, i0, i1, HN(unit_wide)(job, &u)))
 GN_UNITS_PHASE(HPHASE_PLAIN_BWD, nchw_plain_backward_loop,
-               HN(backward_unit)(job, b, &u, i, i0, i1))
+               HN(backward_unit)(job, b, &u, i, i0, i1, 0))
 #undef GN_UNITS_PHASE
 
 /* Chunk c of the job's phase: its units, with the scratch of thread `worker`. The NCHW
