@@ -38,6 +38,16 @@
  * compiler that does not know the pragma ignores it (C99 6.10.6). */
 #define UNROLL _Pragma("unroll")
 
+/* Inlining where it is a choice of speed, not of results: Clang's attributes (PoCL, and
+ * the LLVM-based GPU compilers), nothing elsewhere. */
+#if defined(__clang__)
+#define ALWAYS_INLINE __attribute__((always_inline))
+#define NOINLINE __attribute__((noinline))
+#else
+#define ALWAYS_INLINE
+#define NOINLINE
+#endif
+
 /* A: arithmetic and accumulation; P: parameters (gamma, beta, mean, rstd and gradients). */
 #if defined(CLNORM_F64)
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -53,6 +63,15 @@ typedef AVEC(VW) AV;
 typedef AVEC(2) A2; /* a row's shift: (K of x, K of the residual) */
 typedef CAT(ushort, VW) ushortv;
 typedef CAT(uint, VW) uintv;
+
+/* 1 / sqrt(var + eps) rounded once from double where the device has it (else rsqrt), for
+ * GroupNorm's statistics (op_group_norm.cl says why; the row kinds keep rsqrt). */
+#if !defined(CLNORM_F64) && defined(cl_khr_fp64)
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+inline A rstd_rounded(A var, A eps) { return (A)(1.0 / sqrt((double)var + (double)eps)); }
+#else
+inline A rstd_rounded(A var, A eps) { return rsqrt(var + eps); }
+#endif
 
 /*
  * A kernel's scalars: one struct, its last parameter (src/flags.h, CLNORM_KS_MAX; bound by

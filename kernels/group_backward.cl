@@ -54,11 +54,31 @@
 #define GN_BWD_PTRS GN_BWD_BASE_PTRS, __global T *dx GN_MOD_PTRS
 #define GN_BWD_UNPACK GN_BWD_BASE_UNPACK KS_TENSOR(dx); GN_MOD_UNPACK
 
+/* Double where the device has it (cl_khr_fp64) and the storage is not float64 already: W,
+ * the work-group kernels' sums (gn_channel_sums says why), and the SiLU's dz of a channel
+ * whose rstd * |gamma| is at least GN_SILU_WIDE (gn_dz says why). */
+#if !defined(CLNORM_F64) && defined(cl_khr_fp64)
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#define GN_WIDE 1
+typedef double W;
+typedef CAT(double, VW) WV;
+#define GN_TO_WV CAT(convert_double, VW)
+#define GN_FROM_WV CAT(convert_float, VW)
+#else
+#define GN_WIDE 0
+typedef A W;
+#endif
+
+/* rstd * |gamma| from which a channel's SiLU backward takes dz in double where W is double:
+ * the host loop's threshold (group_norm_host_body.h, GN_SILU_WIDE). */
+#define GN_SILU_WIDE 16
+
 /* The statistics and parameters of one channel of one sample. */
 typedef struct {
     A K, m, r, sc; /* xhat = ((x * sc - K) - m) * r */
     A gam, bet;
     int silu;
+    int wide; /* the SiLU's dz in double (gn_dz) */
 } gn_chan;
 
 /* ch with channel c's gamma and beta, folded with the modulation rows sr and hr of ch's
@@ -70,6 +90,7 @@ inline gn_chan gn_chan_at(gn_chan ch, __global const P *gamma, ulong gamma_off,
     ch.gam = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c] : (A)1;
     ch.bet = (flags & CLNORM_KF_BETA) ? beta[beta_off + c] : (A)0;
     gn_fold_mod(&ch.gam, &ch.bet, sr, hr, c);
+    ch.wide = GN_WIDE && ch.silu && fabs(ch.r * ch.sc * ch.gam) >= (A)GN_SILU_WIDE;
     return ch;
 }
 #define GN_CHAN_AT(ch, n, c)                                                                \
@@ -94,11 +115,35 @@ inline gn_chan gn_chan_of(__global const P *gamma, ulong gamma_off, __global con
 
 inline A gn_xhat(gn_chan ch, A v) { return ((v * ch.sc - ch.K) - ch.m) * ch.r; }
 
-/* dz of one element with its xhat. */
-inline A gn_dz(gn_chan ch, A dyv, A xh)
+/* xhat in W, from x unrounded. */
+inline W gn_xhat_w(gn_chan ch, A v)
+{
+    return (((W)v * (W)ch.sc - (W)ch.K) - (W)ch.m) * (W)ch.r;
+}
+
+/* dz of one element v with its xhat. A channel with ch.wide takes z = xhat * gamma + beta and
+ * the SiLU's gradient in double, from x, rounded once (gn_dz_w, out of line as the vector
+ * loops' double copies below): dx = rstd * (dz * gamma - ...) scales dz's error by rstd *
+ * |gamma|, and with xhat, z and the sigmoid each rounded to float a dx element near 0 was
+ * 1.4-1.9x from torch's float64 within 1e-5 + 1e-5 |ref| at spread 1e-2 (rstd 100;
+ * bench/RESULTS.md, "The SiLU's dz in double where rstd * |gamma| is large"). */
+#if GN_WIDE
+NOINLINE A gn_dz_w(gn_chan ch, A dyv, A v)
+{
+    const W zw = fma(gn_xhat_w(ch, v), (W)ch.gam, (W)ch.bet);
+    const W sw = (W)1 / ((W)1 + exp(-zw));
+    return (A)((W)dyv * sw * fma(zw, (W)1 - sw, (W)1));
+}
+#endif
+
+inline A gn_dz(gn_chan ch, A dyv, A v, A xh)
 {
     if (!ch.silu)
         return dyv;
+#if GN_WIDE
+    if (ch.wide)
+        return gn_dz_w(ch, dyv, v);
+#endif
     const A z = fma(xh, ch.gam, ch.bet);
     const A s = (A)1 / ((A)1 + exp(-z));
     return dyv * s * fma(z, (A)1 - s, (A)1);
@@ -112,7 +157,7 @@ inline A gn_dx_of(gn_chan ch, A mg, A mgx, A v, A dyv)
     /* g rounded on its own (a statement, so it is not contracted into an fma with - mean(g)):
      * a one-element group has g == mean(g) exactly, and dx must come out 0 there, not the
      * product's rounding error times rstd = 1 / sqrt(eps). */
-    const A g = gn_dz(ch, dyv, xh) * ch.gam;
+    const A g = gn_dz(ch, dyv, v, xh) * ch.gam;
     return (ch.r * ch.sc) * ((g - mg) - xh * mgx);
 }
 
@@ -157,10 +202,21 @@ inline void gn_dx_run(gn_chan ch, A mg, A mgx, __global const T *xk, __global co
  * (NCHW, positions in the lanes) or a table's row (NHWC, channels in the lanes). */
 inline AV gn_xhat_lanes(AV v, AV K, AV m, AV r, AV sc) { return ((v * sc - K) - m) * r; }
 
-inline AV gn_dz_lanes(AV dyv, AV xh, AV gam, AV bet, const int silu)
+/* silu: 0 none, 1 through the SiLU, 2 through it with dz in double from x (v), for a loop
+ * one of whose channels has gn_chan's wide (gn_dz). */
+ALWAYS_INLINE inline AV gn_dz_lanes(AV dyv, AV v, AV xh, AV K, AV m, AV r, AV sc, AV gam,
+                                    AV bet, const int silu)
 {
     if (!silu)
         return dyv;
+#if GN_WIDE
+    if (silu == 2) {
+        const WV xw = ((GN_TO_WV(v) * GN_TO_WV(sc) - GN_TO_WV(K)) - GN_TO_WV(m)) * GN_TO_WV(r);
+        const WV zw = fma(xw, GN_TO_WV(gam), GN_TO_WV(bet));
+        const WV sw = (WV)(1) / ((WV)(1) + exp(-zw));
+        return GN_FROM_WV(GN_TO_WV(dyv) * sw * fma(zw, (WV)(1) - sw, (WV)(1)));
+    }
+#endif
     const AV z = fma(xh, gam, bet);
     const AV s = (AV)(1) / ((AV)(1) + exp(-z));
     return dyv * s * fma(z, (AV)(1) - s, (AV)(1));
@@ -180,7 +236,9 @@ inline AV gn_dx_lanes(AV xh, AV g, AV rs, AV c0, AV c1)
  * the SiLU they took 3-8x the host loop's time. The sums add VW interleaved partial sums,
  * then the lanes (bench/RESULTS.md, "The NCHW backward on CPU devices, in vectors"). */
 #define GN_CH_XHAT(ch, v) gn_xhat_lanes(v, (AV)(ch.K), (AV)(ch.m), (AV)(ch.r), (AV)(ch.sc))
-#define GN_CH_DZ(ch, dyv, xh, silu) gn_dz_lanes(dyv, xh, (AV)(ch.gam), (AV)(ch.bet), silu)
+#define GN_CH_DZ(ch, dyv, v, xh, silu)                                                      \
+    gn_dz_lanes(dyv, v, xh, (AV)(ch.K), (AV)(ch.m), (AV)(ch.r), (AV)(ch.sc), (AV)(ch.gam),  \
+                (AV)(ch.bet), silu)
 
 /* kahan_add(s, c, a * b), the product unrounded: fma(a, b, -c) in one rounding. A rounded
  * product in each term cost as much as the blocks' plain sums had: dgamma 1.06x the bound on
@@ -207,34 +265,37 @@ inline void gn_kahan_fmav(AV *s, AV *c, AV a, AV b)
  * vectors (one chain of Kahan steps, four dependent additions a vector, held the SiLU
  * backward to 0.31 of the copy bandwidth at 8x320x32x32 on PoCL's CPU device), then the
  * lanes. */
-inline A2 gn_chan_sums_cv(gn_chan ch, __global const T *xc, __global const T *dc, ulong hw,
-                          const int silu)
+ALWAYS_INLINE inline A2 gn_chan_sums_cv(gn_chan ch, __global const T *xc,
+                                        __global const T *dc, ulong hw, const int silu)
 {
     const ulong pv = hw / VW * VW;
     AV v1 = (AV)(0), v2 = (AV)(0), k1 = (AV)(0), k2 = (AV)(0);
     AV w1 = (AV)(0), w2 = (AV)(0), j1 = (AV)(0), j2 = (AV)(0);
     ulong p = 0;
     for (; p + 2 * VW <= pv; p += 2 * VW) {
-        const AV xh = GN_CH_XHAT(ch, LOADV(xc + p));
-        const AV dz = GN_CH_DZ(ch, LOADV(dc + p), xh, silu);
-        const AV xh2 = GN_CH_XHAT(ch, LOADV(xc + p + VW));
-        const AV dz2 = GN_CH_DZ(ch, LOADV(dc + p + VW), xh2, silu);
+        const AV xv = LOADV(xc + p);
+        const AV xh = GN_CH_XHAT(ch, xv);
+        const AV dz = GN_CH_DZ(ch, LOADV(dc + p), xv, xh, silu);
+        const AV xv2 = LOADV(xc + p + VW);
+        const AV xh2 = GN_CH_XHAT(ch, xv2);
+        const AV dz2 = GN_CH_DZ(ch, LOADV(dc + p + VW), xv2, xh2, silu);
         gn_kahan_fmav(&v1, &k1, dz, xh);
         kahan_addv(&v2, &k2, dz);
         gn_kahan_fmav(&w1, &j1, dz2, xh2);
         kahan_addv(&w2, &j2, dz2);
     }
     if (p < pv) {
-        const AV xh = GN_CH_XHAT(ch, LOADV(xc + p));
-        const AV dz = GN_CH_DZ(ch, LOADV(dc + p), xh, silu);
+        const AV xv = LOADV(xc + p);
+        const AV xh = GN_CH_XHAT(ch, xv);
+        const AV dz = GN_CH_DZ(ch, LOADV(dc + p), xv, xh, silu);
         gn_kahan_fmav(&v1, &k1, dz, xh);
         kahan_addv(&v2, &k2, dz);
     }
     /* each chain's total less its compensation; a lane no longer finite has none */
     A s1 = HSUM((v1 - k1) + (w1 - j1)), s2 = HSUM((v2 - k2) + (w2 - j2)), t1 = 0, t2 = 0;
     for (ulong p = pv; p < hw; p++) {
-        const A xh = gn_xhat(ch, LOAD1(xc + p));
-        const A dz = gn_dz(ch, LOAD1(dc + p), xh);
+        const A v = LOAD1(xc + p), xh = gn_xhat(ch, v);
+        const A dz = gn_dz(ch, LOAD1(dc + p), v, xh);
         t1 = fma(dz, xh, t1);
         t2 += dz;
     }
@@ -261,15 +322,16 @@ inline void gn_chan_rows(ulong rows, uint L, ulong *b, ulong *e, ulong *step)
 }
 
 /* dx of positions [0, hw) of one channel row, given its group's coefficients in cf. */
-inline void gn_chan_dx_cv(gn_chan ch, A2 cf, __global const T *xc,
-                          __global const T *dc, __global T *oc, ulong hw, const int silu)
+ALWAYS_INLINE inline void gn_chan_dx_cv(gn_chan ch, A2 cf, __global const T *xc,
+                                        __global const T *dc, __global T *oc, ulong hw,
+                                        const int silu)
 {
 #pragma OPENCL FP_CONTRACT OFF
     const ulong pv = hw / VW * VW;
     const AV rs = (AV)(ch.r * ch.sc), c0 = (AV)(cf.s0), c1 = (AV)(cf.s1);
     for (ulong p = 0; p < pv; p += VW) {
-        const AV xh = GN_CH_XHAT(ch, LOADV(xc + p));
-        const AV g = GN_CH_DZ(ch, LOADV(dc + p), xh, silu) * ch.gam; /* as gn_dx */
+        const AV xv = LOADV(xc + p), xh = GN_CH_XHAT(ch, xv);
+        const AV g = GN_CH_DZ(ch, LOADV(dc + p), xv, xh, silu) * ch.gam; /* as gn_dx */
         STOREV(gn_dx_lanes(xh, g, rs, c0, c1), oc + p);
     }
     for (ulong p = pv; p < hw; p++)
@@ -307,16 +369,18 @@ inline AV gn_xhatv(__global const A *tb, ulong C, ulong c, AV v)
                          GN_TBV(tb, 3, C, c));
 }
 
-inline AV gn_dzv(__global const A *tb, ulong C, ulong c, AV dyv, AV xh, const int silu)
+inline AV gn_dzv(__global const A *tb, ulong C, ulong c, AV dyv, AV v, AV xh, const int silu)
 {
-    return gn_dz_lanes(dyv, xh, GN_TBV(tb, 4, C, c), GN_TBV(tb, 5, C, c), silu);
+    return gn_dz_lanes(dyv, v, xh, GN_TBV(tb, 0, C, c), GN_TBV(tb, 1, C, c),
+                       GN_TBV(tb, 2, C, c), GN_TBV(tb, 3, C, c), GN_TBV(tb, 4, C, c),
+                       GN_TBV(tb, 5, C, c), silu);
 }
 
 inline AV gn_dxv(__global const A *tb, ulong C, ulong c, AV v, AV dyv, const int silu)
 {
 #pragma OPENCL FP_CONTRACT OFF
     const AV xh = gn_xhatv(tb, C, c, v);
-    const AV g = gn_dzv(tb, C, c, dyv, xh, silu) * GN_TBV(tb, 4, C, c); /* as gn_dx */
+    const AV g = gn_dzv(tb, C, c, dyv, v, xh, silu) * GN_TBV(tb, 4, C, c); /* as gn_dx */
     return gn_dx_lanes(xh, g, GN_TBV(tb, 2, C, c) * GN_TBV(tb, 3, C, c), GN_TBV(tb, 6, C, c),
                        GN_TBV(tb, 7, C, c));
 }
@@ -325,8 +389,9 @@ inline AV gn_dxv(__global const A *tb, ulong C, ulong c, AV v, AV dyv, const int
  * channels into st (st[c], st[C + c]), position by position as the scalar loop adds them,
  * every term compensated (this file's header; the compensations in the table's rows 8 and
  * 9). st starts at zero. */
-inline void gn_bwd_sums_vec(__global const T *xs, __global const T *ds, __global A *tb,
-                            __global A *st, ulong p0, ulong p1, ulong C, const int silu)
+ALWAYS_INLINE inline void gn_bwd_sums_vec(__global const T *xs, __global const T *ds,
+                                          __global A *tb, __global A *st, ulong p0, ulong p1,
+                                          ulong C, const int silu)
 {
     const ulong cv = C / VW * VW;
     __global A *k1 = tb + 8 * C, *k2 = tb + 9 * C;
@@ -341,8 +406,8 @@ inline void gn_bwd_sums_vec(__global const T *xs, __global const T *ds, __global
             PREFETCH_L2(xp + GN_PD + c);
             PREFETCH_L2(dp + GN_PD + c);
 #endif
-            const AV xh = gn_xhatv(tb, C, c, GN_LDX(xp + c));
-            const AV dz = gn_dzv(tb, C, c, GN_LDX(dp + c), xh, silu);
+            const AV xv = GN_LDX(xp + c), xh = gn_xhatv(tb, C, c, xv);
+            const AV dz = gn_dzv(tb, C, c, GN_LDX(dp + c), xv, xh, silu);
             AV s = GN_LDV(st + c), k = GN_LDV(k1 + c);
             gn_kahan_fmav(&s, &k, dz, xh);
             GN_STV(s, st + c);
@@ -357,8 +422,9 @@ inline void gn_bwd_sums_vec(__global const T *xs, __global const T *ds, __global
 }
 
 /* dx of positions [p0, p1) of a sample, whole vectors of channels. */
-inline void gn_bwd_dx_vec(__global const T *xs, __global const T *ds, __global T *os,
-                          __global const A *tb, ulong p0, ulong p1, ulong C, const int silu)
+ALWAYS_INLINE inline void gn_bwd_dx_vec(__global const T *xs, __global const T *ds,
+                                        __global T *os, __global const A *tb, ulong p0,
+                                        ulong p1, ulong C, const int silu)
 {
     const ulong cv = C / VW * VW;
     for (ulong p = p0; p < p1; p++) {
@@ -372,6 +438,34 @@ inline void gn_bwd_dx_vec(__global const T *xs, __global const T *ds, __global T
             GN_STX(gn_dxv(tb, C, c, GN_LDX(xp + c), GN_LDX(dp + c), silu), op + c);
         }
     }
+}
+
+/* The vector loops with dz in double (silu 2), out of line. The loops above are always
+ * inlined, silu a constant in each copy: with a third caller PoCL stopped inlining
+ * gn_chan_sums_cv, and the NCHW SiLU backward's sums kernel took 15% longer where no channel
+ * is wide (2x640x32x32, bench/kernel_times.sh). */
+NOINLINE A2 gn_chan_sums_cv_wide(gn_chan ch, __global const T *xc, __global const T *dc,
+                                 ulong hw)
+{
+    return gn_chan_sums_cv(ch, xc, dc, hw, 2);
+}
+
+NOINLINE void gn_chan_dx_cv_wide(gn_chan ch, A2 cf, __global const T *xc,
+                                 __global const T *dc, __global T *oc, ulong hw)
+{
+    gn_chan_dx_cv(ch, cf, xc, dc, oc, hw, 2);
+}
+
+NOINLINE void gn_bwd_sums_vec_wide(__global const T *xs, __global const T *ds, __global A *tb,
+                                   __global A *st, ulong p0, ulong p1, ulong C)
+{
+    gn_bwd_sums_vec(xs, ds, tb, st, p0, p1, C, 2);
+}
+
+NOINLINE void gn_bwd_dx_vec_wide(__global const T *xs, __global const T *ds, __global T *os,
+                                 __global const A *tb, ulong p0, ulong p1, ulong C)
+{
+    gn_bwd_dx_vec(xs, ds, os, tb, p0, p1, C, 2);
 }
 
 /* Statistics of every group row, as the NCHW forward computes them. */
@@ -399,22 +493,14 @@ __kernel void gn_nchw_stats(IN_PTRS, __global A *stats, __local A *scratch, KS_P
  * CPU devices' vector loops (gn_chan_sums_cv, gn_bwd_sums_vec) keep A with Kahan: in double
  * the SiLU backward on PoCL's CPU device ran at 0.22-0.30 of the copy bandwidth where it had
  * 0.32-0.44 (2x640x32x32 and 8x320x32x32 NHWC), and that geometry's sweep was no better (0.81x
- * at most against 0.71x). dz stays A (dy itself, or through the SiLU of the float xhat). */
-#if !defined(CLNORM_F64) && defined(cl_khr_fp64)
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-typedef double W;
+ * at most against 0.71x). dz stays A (dy itself, or through the SiLU: gn_dz). */
+#if GN_WIDE
 inline void gn_wsum_prod(W *s, W *c, W a, W b) { *s = fma(a, b, *s); } /* c: unused */
 inline void gn_wsum_add(W *s, W *c, W v) { *s += v; }
 #else
-typedef A W;
 #define gn_wsum_prod gn_kahan_fma
 #define gn_wsum_add kahan_add
 #endif
-
-inline W gn_xhat_w(gn_chan ch, A v)
-{
-    return (((W)v * (W)ch.sc - (W)ch.K) - (W)ch.m) * (W)ch.r;
-}
 
 /* (sum of dz * xhat, sum of dz) of one channel at positions p0, p0 + step, ... < p1 of the
  * channel's data xc, dc (position p at p * pstride), in W. */
@@ -424,7 +510,7 @@ inline A2 gn_channel_sums(gn_chan ch, __global const T *xc, __global const T *dc
     W s1 = 0, s2 = 0, k1 = 0, k2 = 0;
     for (ulong p = p0; p < p1; p += step) {
         const A v = LOAD1(xc + p * pstride);
-        const W dz = (W)gn_dz(ch, LOAD1(dc + p * pstride), gn_xhat(ch, v));
+        const W dz = (W)gn_dz(ch, LOAD1(dc + p * pstride), v, gn_xhat(ch, v));
         gn_wsum_prod(&s1, &k1, dz, gn_xhat_w(ch, v));
         gn_wsum_add(&s2, &k2, dz);
     }
@@ -450,8 +536,9 @@ __kernel void gn_nchw_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global
         __global const T *xc = x + x_off + n * x_stride + c * hw;
         __global const T *dc = dy + dy_off + n * dy_stride + c * hw;
         if (L == 1) {
-            const A2 s = ch.silu ? gn_chan_sums_cv(ch, xc, dc, hw, 1)
-                                 : gn_chan_sums_cv(ch, xc, dc, hw, 0);
+            const A2 s = ch.wide   ? gn_chan_sums_cv_wide(ch, xc, dc, hw)
+                         : ch.silu ? gn_chan_sums_cv(ch, xc, dc, hw, 1)
+                                   : gn_chan_sums_cv(ch, xc, dc, hw, 0);
             sums[n * 2 * C + c] = s.s0;
             sums[n * 2 * C + C + c] = s.s1;
             continue;
@@ -492,14 +579,20 @@ __kernel void gn_nhwc_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global
         __global A *st = sums + (n * chunks + t) * 2 * C;
         if (L == 1) {
             __global A *tb = tables + (n * chunks + t) * GN_BT_LEN(C);
+            int wide = 0; /* a channel's dz in double: the vectors' in double */
             for (ulong c0 = 0; c0 < C; c0 += cpg) {
                 const gn_chan cg = GN_CHAN(n, c0); /* the group's statistics, once */
-                for (ulong c = c0; c < c0 + cpg; c++)
-                    gn_bwd_table_put(tb, C, c, GN_CHAN_AT(cg, n, c));
+                for (ulong c = c0; c < c0 + cpg; c++) {
+                    const gn_chan ch = GN_CHAN_AT(cg, n, c);
+                    wide |= ch.wide;
+                    gn_bwd_table_put(tb, C, c, ch);
+                }
             }
             for (ulong c = 0; c < 2 * C; c++)
                 st[c] = 0;
-            if ((flags & CLNORM_KF_SILU) != 0) /* decided once, not per vector */
+            if (wide) /* decided once, not per vector */
+                gn_bwd_sums_vec_wide(xs, ds, tb, st, p0, p1, C);
+            else if ((flags & CLNORM_KF_SILU) != 0)
                 gn_bwd_sums_vec(xs, ds, tb, st, p0, p1, C, 1);
             else
                 gn_bwd_sums_vec(xs, ds, tb, st, p0, p1, C, 0);
@@ -776,7 +869,9 @@ __kernel void gn_nchw_bwd_dx(GN_BWD_PTRS, __global const A *stats, __global cons
         __global const T *dc = dy + dy_off + n * dy_stride + c * hw;
         __global T *oc = dx + dx_off + n * dx_stride + c * hw;
         if (L == 1) {
-            if (ch.silu)
+            if (ch.wide)
+                gn_chan_dx_cv_wide(ch, cf, xc, dc, oc, hw);
+            else if (ch.silu)
                 gn_chan_dx_cv(ch, cf, xc, dc, oc, hw, 1);
             else
                 gn_chan_dx_cv(ch, cf, xc, dc, oc, hw, 0);
@@ -810,15 +905,20 @@ __kernel void gn_nhwc_bwd_dx(GN_BWD_PTRS, __global const A *stats, __global cons
         __global T *os = dx + dx_off + n * dx_stride;
         if (L == 1) {
             __global A *tb = tables + (n * chunks + t) * GN_BT_LEN(C);
+            int wide = 0; /* as gn_nhwc_bwd_sums */
             for (ulong c0 = 0; c0 < C; c0 += cpg) {
                 const gn_chan cg = GN_CHAN(n, c0); /* the group's statistics, once */
                 const A2 cf = gn_coef_of(coef, n * G + c0 / cpg, flags);
                 for (ulong c = c0; c < c0 + cpg; c++) {
-                    gn_bwd_table_put(tb, C, c, GN_CHAN_AT(cg, n, c));
+                    const gn_chan ch = GN_CHAN_AT(cg, n, c);
+                    wide |= ch.wide;
+                    gn_bwd_table_put(tb, C, c, ch);
                     gn_bwd_table_coef(tb, C, c, cf);
                 }
             }
-            if ((flags & CLNORM_KF_SILU) != 0)
+            if (wide)
+                gn_bwd_dx_vec_wide(xs, ds, os, tb, p0, p1, C);
+            else if ((flags & CLNORM_KF_SILU) != 0)
                 gn_bwd_dx_vec(xs, ds, os, tb, p0, p1, C, 1);
             else
                 gn_bwd_dx_vec(xs, ds, os, tb, p0, p1, C, 0);

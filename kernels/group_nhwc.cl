@@ -431,7 +431,7 @@ inline void gn_merge_row(__global const T *x, ulong x_off, ulong x_stride,
                                    lid, L));
         K = K * sc; /* the shift, scaled */
     }
-    const A r = rsqrt(var + eps * sc * sc);
+    const A r = rstd_rounded(var, eps * sc * sc);
     if (lid == 0) {
         gn_put_stats(stats, row, K, m, r, sc);
         if ((flags & CLNORM_KF_MEAN) != 0)

@@ -119,7 +119,7 @@ inline void gn_wg_stats(__global const T *xs, ulong c0, ulong C, ulong cpg, ulon
                                     lid, L));
         *K = *K * *sc; /* the shift, scaled */
     }
-    *r = rsqrt(var + eps * *sc * *sc);
+    *r = rstd_rounded(var, eps * *sc * *sc);
 }
 
 __kernel void gn_nhwc_group(FWD_PTRS, __local A *scratch, KS_PARAM)

@@ -58,6 +58,15 @@ inline void gn_fold_mod(A *gam, A *bet, __global const P *sr, __global const P *
         *bet += hr[c];
 }
 
+/* A group's rstd rounded once from double where the device has it (common.cl, rstd_rounded),
+ * in both layouts: OpenCL lets float rsqrt be 2 ulp off (PoCL's CPU device was up to 1.6),
+ * and where rstd * |gamma| is near 100 the SiLU backward's dx moves about 1.4x its bound,
+ * 1e-5 + 1e-5 |torch's|, per ulp of rstd: rstd scales every xhat, and the SiLU's curvature
+ * carries that into dz, whose terms in dx there nearly cancel (bench/RESULTS.md, "The SiLU's
+ * dz in double where rstd * |gamma| is large"). The row kinds keep rsqrt: a double division
+ * and square root a row cost 262144x64's forward a sixth on PoCL. */
+#define ROW_STATS_RSTD(var, eps) rstd_rounded(var, eps)
+
 /* Group rows keep the row kernels' L1 prefetch of the next row (row_stats.cl,
  * row_prefetch_hint): L2 ones made the NCHW forward 10-25% slower at rows of 20-160 KiB on
  * PoCL, where LayerNorm's rows of 20-160 KiB gained or held (bench/RESULTS.md). */

@@ -7,6 +7,11 @@
  * by element, also strided by L.
  */
 
+/* rstd from var and eps: rsqrt, unless the operation says otherwise (op_group_norm.cl). */
+#ifndef ROW_STATS_RSTD
+#define ROW_STATS_RSTD(var, eps) rsqrt((var) + (eps))
+#endif
+
 /* Sum of ((v * sc - K) - m)^2 over [b, e); with K = m = 0 and sc = 1 the sum of squares. */
 inline A seg_sum_sq(row_in in, ulong b, ulong e, uint lid, uint L, A2 K, A m, A sc)
 {
@@ -221,7 +226,7 @@ inline void row_stats(row_in in, ulong cols, uint lid, uint L, __local A *scratc
             break;
         *sc = rescale_factor(wg_max(seg_absmax(in, 0, cols, lid, L), scratch, lid, L));
     }
-    *r = rsqrt(var + eps * *sc * *sc);
+    *r = ROW_STATS_RSTD(var, eps * *sc * *sc);
 }
 
 /* What the row kernels prefetch of the next row while applying this one (CPU devices): into
