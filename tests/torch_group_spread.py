@@ -1,0 +1,88 @@
+#!/usr/bin/python3
+"""GroupNorm's SiLU backward on data of small spread, through the clnorm CLI, against torch.
+
+Groups whose spread is small against their offset have a large rstd, and dx = rstd * (dz *
+gamma - mean(g) - xhat * mean(g * xhat)) is then a difference of terms of rstd * |gamma| *
+|dy|: at rstd near 100 an element of dx near 0 moves about 1.4x its bound 1e-5 + 1e-5 |ref|
+per float32 ulp of rstd, and as much again with the SiLU's dz taken from a float32 xhat
+(README, Numerics). Each case here is N(offset, spread^2) data, offset 300 x N(0, 1), with
+SiLU, gamma and beta, in both layouts; y, mean, rstd, dx, dgamma and dbeta must lie within
+the bound of torch's float64 autograd (tests/torch_group_sweep.py's comparison).
+
+    /usr/bin/python3 tests/torch_group_spread.py --clnorm build/host/clnorm
+    CLNORM_HOST_BYTES=0 /usr/bin/python3 tests/torch_group_spread.py   # the kernels
+
+Exit status: 0 when every case agrees, 1 when one differs or the CLI fails, 2 for bad
+arguments, 77 (CTest's skip) without numpy and torch.
+"""
+import argparse
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+try:
+    import numpy as np
+    import torch
+    import torch_group_sweep as sweep
+except ImportError as e:  # pragma: no cover - depends on the machine
+    print(f"torch_group_spread.py: skipped, {e}", file=sys.stderr)
+    sys.exit(77)
+
+
+def make_case(rng, spread, layout, shape):
+    """One case in torch_group_sweep's form: NCHW data, SiLU, gamma and beta."""
+    n, c, g, sp = shape
+    full = [n, c] + sp
+    x = rng.standard_normal(full) * spread + 300 * rng.standard_normal()
+    return {
+        "n": n, "c": c, "g": g, "sp": sp, "layout": layout, "silu": True, "gamma": True,
+        "beta": True, "eps": 1e-5, "kind": 1, "x": x.astype(np.float32),
+        "w": (rng.standard_normal(c) * 0.5 + 1).astype(np.float32),
+        "b": rng.standard_normal(c).astype(np.float32),
+        "dy": rng.standard_normal(full).astype(np.float32),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--clnorm", default="build/host/clnorm", help="the CLI")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--device", default=None, help="the CLI's --device (default its own)")
+    ap.add_argument("--workdir", default=None, help="for the .npy files (default: a temporary one)")
+    args = ap.parse_args()
+    if not (os.path.isfile(args.clnorm) and os.access(args.clnorm, os.X_OK)):
+        print(f"torch_group_spread.py: no executable clnorm at {args.clnorm}", file=sys.stderr)
+        return 2
+    work = args.workdir or tempfile.mkdtemp(prefix="torch_group_spread_")
+    os.makedirs(work, exist_ok=True)
+    rng = np.random.default_rng(args.seed)
+    torch.set_default_dtype(torch.float64)
+    bad = 0
+    # 2x64x32x32, G = 4: 16,384 elements a group; the host loop takes it by default, and
+    # CLNORM_HOST_BYTES=0 the kernels. Spreads 1e-2 and 3e-3: rstd near 100 and 330.
+    for spread in (1e-2, 3e-3):
+        for layout in ("nchw", "nhwc"):
+            case = make_case(rng, spread, layout, (2, 64, 4, [32, 32]))
+            what = f"spread {spread} {layout}"
+            got, err = sweep.run_clnorm(args.clnorm, case, work, args.device)
+            if err:
+                print(f"FAILED {what}: {err}")
+                bad += 1
+                continue
+            ref = sweep.torch_reference(case)
+            ratios = {}
+            for k, r in ref.items():
+                bound = sweep.TOL + sweep.TOL * np.abs(r)
+                if k == "mean":
+                    bound = bound + 1e-6 * float(np.abs(case["x"]).max(initial=0))
+                ratios[k] = float((np.abs(got[k].astype(np.float64) - r) / bound).max(initial=0))
+            text = " ".join(f"{k} {v:.3f}" for k, v in sorted(ratios.items()))
+            ok = all(v <= 1 for v in ratios.values())  # NaN fails too
+            print(f"{'ok' if ok else 'FAILED'} {what}: the largest error / bound: {text}")
+            bad += 0 if ok else 1
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
