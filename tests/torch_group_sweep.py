@@ -158,21 +158,53 @@ def run_clnorm(clnorm, case, work, device):
     return out, None
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def common_arguments(ap, seed):
+    """The options of every script that runs cases through the CLI (torch_group_spread.py)."""
     ap.add_argument("--clnorm", default="build/host/clnorm", help="the CLI")
-    ap.add_argument("--cases", type=positive, default=100)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=seed)
     ap.add_argument("--device", default=None, help="the CLI's --device (default its own)")
     ap.add_argument("--workdir", default=None, help="for the .npy files (default: a temporary one)")
-    args = ap.parse_args()
+
+
+def prepare(args, name):
+    """The work directory, torch in float64; None (after a message) when the CLI is missing."""
     if not (os.path.isfile(args.clnorm) and os.access(args.clnorm, os.X_OK)):
-        print(f"torch_group_sweep.py: no executable clnorm at {args.clnorm}", file=sys.stderr)
-        return 2
-    work = args.workdir or tempfile.mkdtemp(prefix="torch_group_sweep_")
+        print(f"{name}.py: no executable clnorm at {args.clnorm}", file=sys.stderr)
+        return None
+    work = args.workdir or tempfile.mkdtemp(prefix=name + "_")
     os.makedirs(work, exist_ok=True)
-    rng = np.random.default_rng(args.seed)
     torch.set_default_dtype(torch.float64)
+    return work
+
+
+def compare(case, got, ref):
+    """Each output's largest error as a fraction of its bound, and a message for each output
+    off (past its bound, NaN, or of another shape)."""
+    ratios, msgs = {}, []
+    for k, r in ref.items():
+        a = got[k]
+        if a.shape != r.shape:
+            msgs.append(f"{k} of shape {a.shape}, torch's {r.shape}")
+            continue
+        bound = TOL + TOL * np.abs(r)
+        if k == "mean":
+            bound = bound + 1e-6 * float(np.abs(case["x"]).max(initial=0))
+        err = np.abs(a.astype(np.float64) - r)
+        ratios[k] = float((err / bound).max(initial=0))
+        if not ratios[k] <= 1:  # NaN fails too
+            msgs.append(f"{k} off by {float(err.max()):.3g} ({ratios[k]:.2f} of the bound)")
+    return ratios, msgs
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", type=positive, default=100)
+    common_arguments(ap, 1)
+    args = ap.parse_args()
+    work = prepare(args, "torch_group_sweep")
+    if work is None:
+        return 2
+    rng = np.random.default_rng(args.seed)
     worst, bad = {}, 0
     for i in range(args.cases):
         case = draw_case(rng)
@@ -184,21 +216,9 @@ def main():
             print(f"FAILED {what}: {err}")
             bad += 1
             continue
-        ref = torch_reference(case)
-        msgs = []
-        for k, r in ref.items():
-            a = got[k]
-            if a.shape != r.shape:
-                msgs.append(f"{k} of shape {a.shape}, torch's {r.shape}")
-                continue
-            bound = TOL + TOL * np.abs(r)
-            if k == "mean":
-                bound = bound + 1e-6 * float(np.abs(case["x"]).max(initial=0))
-            err = np.abs(a.astype(np.float64) - r)
-            ratio = float((err / bound).max(initial=0))
+        ratios, msgs = compare(case, got, torch_reference(case))
+        for k, ratio in ratios.items():
             worst[k] = max(worst.get(k, 0.0), ratio)
-            if not ratio <= 1:  # NaN fails too
-                msgs.append(f"{k} off by {float(err.max()):.3g} ({ratio:.2f} of the bound)")
         if msgs:
             print(f"MISMATCH {what}: " + "; ".join(msgs))
             bad += 1
