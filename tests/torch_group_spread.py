@@ -11,6 +11,10 @@ the bound of torch's float64 autograd (tests/torch_group_sweep.py's comparison).
 
     /usr/bin/python3 tests/torch_group_spread.py --clnorm build/host/clnorm
     CLNORM_HOST_BYTES=0 /usr/bin/python3 tests/torch_group_spread.py   # the kernels
+    /usr/bin/python3 tests/torch_group_spread.py --more   # and smaller groups, G = 3-32
+
+CTest runs the first two. --more adds four shapes whose groups hold 27-1,024 elements, two
+of which still miss in the host loop (README, "What is not there yet": rstd's last bits).
 
 Exit status: 0 when every case agrees, 1 when one differs or the CLI fails, 2 for bad
 arguments, 77 (CTest's skip) without numpy and torch.
@@ -46,6 +50,7 @@ def make_case(rng, spread, layout, shape):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sweep.common_arguments(ap, 7)
+    ap.add_argument("--more", action="store_true", help="also smaller groups (G = 3-32)")
     args = ap.parse_args()
     work = sweep.prepare(args, "torch_group_spread")
     if work is None:
@@ -54,10 +59,14 @@ def main():
     bad = 0
     # 2x64x32x32, G = 4: 16,384 elements a group; the host loop takes it by default, and
     # CLNORM_HOST_BYTES=0 the kernels. Spreads 1e-2 and 3e-3: rstd near 100 and 330.
-    for spread in (1e-2, 3e-3):
-        for layout in ("nchw", "nhwc"):
-            case = make_case(rng, spread, layout, (2, 64, 4, [32, 32]))
-            what = f"spread {spread} {layout}"
+    shapes = [(2, 64, 4, [32, 32])]
+    if args.more:
+        shapes += [(4, 64, 32, [8, 8]), (2, 32, 32, [5, 7]), (3, 96, 3, [9]),
+                   (2, 64, 16, [16, 16])]
+    for n, c, g, sp in shapes:
+        for layout, spread in [(lt, s) for s in (1e-2, 3e-3) for lt in ("nchw", "nhwc")]:
+            case = make_case(rng, spread, layout, (n, c, g, sp))
+            what = f"{n}x{c}x{'x'.join(map(str, sp))} G={g} spread {spread} {layout}"
             got, err = sweep.run_clnorm(args.clnorm, case, work, args.device)
             if err:
                 print(f"FAILED {what}: {err}")

@@ -352,7 +352,12 @@ static HINLINE void HN(touch)(const HA *p, size_t n)
 /* Over np rows of C from x, per channel: b1 = the sum of x - kc (sq = 0), or of
  * (x - kc - mc)^2 (sq = 1), summed in position order. Channels in blocks of GN_CB whose
  * accumulators stay in registers across the rows (the row-at-a-time loop loaded and stored
- * every accumulator for every element); the same sums, in the same order. */
+ * every accumulator for every element); the same sums, in the same order. The squares are
+ * summed in double (each exact), rounded once: float sums of up to HBLOCK of them put rstd
+ * up to 4 ulps off, and the SiLU backward's dx at rstd * |gamma| near 100 moves about 1.4x its
+ * bound per ulp of rstd (HN(silu_grad_wide); 1.1-1.6x on 4x64x8x8 and 2x64x16x16 NHWC at
+ * spread 1e-2 and 3e-3, tests/torch_group_spread.py --more). The forward took 0.96-1.03x as
+ * long (clnorm-lib-ab, NHWC, 2x64x8x8 to 1x640x64x16). */
 #define GN_CB 32
 static HINLINE void HN(rows_moment)(size_t C, size_t np, const HA *restrict x,
                                     const HA *restrict kc, const HA *restrict mc,
@@ -361,6 +366,7 @@ static HINLINE void HN(rows_moment)(size_t C, size_t np, const HA *restrict x,
     size_t c0 = 0;
     for (; c0 + GN_CB <= C; c0 += GN_CB) {
         HA acc[GN_CB] = {0}, k[GN_CB], m[GN_CB];
+        double a2[GN_CB] = {0};
         for (size_t j = 0; j < GN_CB; j++) {
             k[j] = kc[c0 + j];
             m[j] = mc[c0 + j];
@@ -370,26 +376,31 @@ static HINLINE void HN(rows_moment)(size_t C, size_t np, const HA *restrict x,
             if (sq)
                 for (size_t j = 0; j < GN_CB; j++) {
                     const HA v = (xp[j] - k[j]) - m[j];
-                    acc[j] += v * v;
+                    a2[j] += (double)v * (double)v;
                 }
             else
                 for (size_t j = 0; j < GN_CB; j++)
                     acc[j] += xp[j] - k[j];
         }
         for (size_t j = 0; j < GN_CB; j++)
-            b1[c0 + j] = acc[j];
+            b1[c0 + j] = sq ? (HA)a2[j] : acc[j];
     }
-    for (size_t c = c0; c < C; c++)
-        b1[c] = 0;
-    for (size_t p = 0; c0 < C && p < np; p++)
-        for (size_t c = c0; c < C; c++) {
+    for (size_t c = c0; c < C; c++) {
+        HA a = 0;
+        double a2 = 0;
+        for (size_t p = 0; p < np; p++) {
             const HA v = (x[p * C + c] - kc[c]) - (sq ? mc[c] : 0);
-            b1[c] += sq ? v * v : v;
+            if (sq)
+                a2 += (double)v * (double)v;
+            else
+                a += v;
         }
+        b1[c] = sq ? (HA)a2 : a;
+    }
 }
 
 /* HN(rows_moment)'s two passes over one block of np rows (np <= HBLOCK), per channel: s1 =
- * the sum of x - kc, mc = s1 / np, s2 = the sum of (x - kc - mc)^2; each register block of
+ * the sum of x - kc, mc = s1 / np, s2 = the sum of (x - kc - mc)^2 (in double, as there); each register block of
  * channels takes its second pass while its rows' lines are still in L1 (two passes over the
  * whole block read it from L2 the second time). The same sums as the two passes of
  * HN(rows_moment) with the Kahan steps from zero (exact) between them. Meanwhile the lines
@@ -414,33 +425,34 @@ static HINLINE void HN(rows_moments_block)(size_t C, size_t np, const HA *restri
                 acc[j] += xp[j] - k[j];
             clnorm_host_prefetch_step(pf, sizeof(HA), &pi, pfn);
         }
+        double a2[GN_CB] = {0};
         for (size_t j = 0; j < GN_CB; j++) {
             s1[c0 + j] = acc[j];
             m[j] = mc[c0 + j] = acc[j] / (HA)np;
-            acc[j] = 0;
         }
         for (size_t p = 0; p < np; p++) {
             const HA *xp = x + p * C + c0;
             for (size_t j = 0; j < GN_CB; j++) {
                 const HA v = (xp[j] - k[j]) - m[j];
-                acc[j] += v * v;
+                a2[j] += (double)v * (double)v;
             }
             clnorm_host_prefetch_step(pf, sizeof(HA), &pi, pfn);
         }
         for (size_t j = 0; j < GN_CB; j++)
-            s2[c0 + j] = acc[j];
+            s2[c0 + j] = (HA)a2[j];
     }
     for (size_t c = c0; c < C; c++) {
-        HA a = 0, a2 = 0;
+        HA a = 0;
+        double a2 = 0;
         for (size_t p = 0; p < np; p++)
             a += x[p * C + c] - kc[c];
         const HA m = mc[c] = a / (HA)np;
         for (size_t p = 0; p < np; p++) {
             const HA v = (x[p * C + c] - kc[c]) - m;
-            a2 += v * v;
+            a2 += (double)v * (double)v;
         }
         s1[c] = a;
-        s2[c] = a2;
+        s2[c] = (HA)a2;
     }
     if (pi < pfn)
         clnorm_host_prefetch_in(pf, sizeof(HA), pi, pfn - pi);
