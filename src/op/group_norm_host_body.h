@@ -356,8 +356,8 @@ static HINLINE void HN(touch)(const HA *p, size_t n)
  * summed in double (each exact), rounded once: float sums of up to HBLOCK of them put rstd
  * up to 4 ulps off, and the SiLU backward's dx at rstd * |gamma| near 100 moves about 1.4x its
  * bound per ulp of rstd (HN(silu_grad_wide); 1.1-1.6x on 4x64x8x8 and 2x64x16x16 NHWC at
- * spread 1e-2 and 3e-3, tests/torch_group_spread.py --more). The forward took 0.96-1.03x as
- * long (clnorm-lib-ab, NHWC, 2x64x8x8 to 1x640x64x16). */
+ * spread 1e-2 and 3e-3, tests/torch_group_spread.py --more). The NHWC forward's A/B
+ * against float sums: 0.96-1.03 (clnorm-lib-ab, 2x64x8x8 to 1x640x64x16). */
 #define GN_CB 32
 static HINLINE void HN(rows_moment)(size_t C, size_t np, const HA *restrict x,
                                     const HA *restrict kc, const HA *restrict mc,
