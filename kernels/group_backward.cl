@@ -122,13 +122,18 @@ inline W gn_xhat_w(gn_chan ch, A v)
 }
 
 /* dz of one element v with its xhat. A channel with ch.wide takes z = xhat * gamma + beta and
- * the SiLU's gradient in double, from x, rounded once (gn_dz_w, out of line as the vector
- * loops' double copies below): dx = rstd * (dz * gamma - ...) scales dz's error by rstd *
- * |gamma|, and with xhat, z and the sigmoid each rounded to float a dx element near 0 was
- * 1.4-1.9x from torch's float64 within 1e-5 + 1e-5 |ref| at spread 1e-2 (rstd 100;
- * bench/RESULTS.md, "The SiLU's dz in double where rstd * |gamma| is large"). */
+ * the SiLU's gradient in double, from x, rounded once (gn_dz_w, out of line on CPU devices
+ * as the vector loops' double copies below): dx = rstd * (dz * gamma - ...) scales dz's
+ * error by rstd * |gamma|, and with xhat, z and the sigmoid each rounded to float a dx
+ * element near 0 was 1.4-1.9x from torch's float64 within 1e-5 + 1e-5 |ref| at spread 1e-2
+ * (rstd 100; bench/RESULTS.md, "The SiLU's dz in double where rstd * |gamma| is large"). */
 #if GN_WIDE
-NOINLINE A gn_dz_w(gn_chan ch, A dyv, A v)
+#if defined(CLNORM_PARAMS_VEC) /* CPU devices (policy.c): as measured on PoCL; GPUs inline */
+NOINLINE
+#else
+inline
+#endif
+A gn_dz_w(gn_chan ch, A dyv, A v)
 {
     const W zw = fma(gn_xhat_w(ch, v), (W)ch.gam, (W)ch.bet);
     const W sw = (W)1 / ((W)1 + exp(-zw));
