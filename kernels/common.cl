@@ -64,11 +64,22 @@ typedef AVEC(2) A2; /* a row's shift: (K of x, K of the residual) */
 typedef CAT(ushort, VW) ushortv;
 typedef CAT(uint, VW) uintv;
 
-/* 1 / sqrt(var + eps) rounded once from double where the device has it (else rsqrt), for
- * GroupNorm's statistics (op_group_norm.cl says why; the row kinds keep rsqrt). */
+/* W: double where the device has it (cl_khr_fp64) and A is not double already (W_DOUBLE),
+ * else A. GroupNorm's backward sums and its SiLU's dz of large rstd * |gamma| take it
+ * (group_backward.cl), and rstd_rounded. */
 #if !defined(CLNORM_F64) && defined(cl_khr_fp64)
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
-inline A rstd_rounded(A var, A eps) { return (A)(1.0 / sqrt((double)var + (double)eps)); }
+#define W_DOUBLE 1
+typedef double W;
+#else
+#define W_DOUBLE 0
+typedef A W;
+#endif
+
+/* 1 / sqrt(var + eps) rounded once from W where that is double (else rsqrt), for GroupNorm's
+ * statistics (op_group_norm.cl says why; the row kinds keep rsqrt). */
+#if W_DOUBLE
+inline A rstd_rounded(A var, A eps) { return (A)((W)1 / sqrt((W)var + (W)eps)); }
 #else
 inline A rstd_rounded(A var, A eps) { return rsqrt(var + eps); }
 #endif

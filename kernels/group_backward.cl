@@ -54,24 +54,14 @@
 #define GN_BWD_PTRS GN_BWD_BASE_PTRS, __global T *dx GN_MOD_PTRS
 #define GN_BWD_UNPACK GN_BWD_BASE_UNPACK KS_TENSOR(dx); GN_MOD_UNPACK
 
-/* Double where the device has it (cl_khr_fp64) and the storage is not float64 already: W,
- * the work-group kernels' sums (gn_channel_sums says why), and the SiLU's dz of a channel
- * whose rstd * |gamma| is at least GN_SILU_WIDE (gn_dz says why). */
-#if !defined(CLNORM_F64) && defined(cl_khr_fp64)
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#define GN_WIDE 1
-typedef double W;
+/* W (common.cl), double where the device has it, serves the work-group kernels' sums
+ * (gn_channel_sums says why) and the SiLU's dz of a channel whose rstd * |gamma| is at least
+ * CLNORM_GN_SILU_WIDE (flags.h; gn_dz says why); WV is its vector for the CPU devices' loops. */
+#if W_DOUBLE
 typedef CAT(double, VW) WV;
 #define GN_TO_WV CAT(convert_double, VW)
 #define GN_FROM_WV CAT(convert_float, VW)
-#else
-#define GN_WIDE 0
-typedef A W;
 #endif
-
-/* rstd * |gamma| from which a channel's SiLU backward takes dz in double where W is double:
- * the host loop's threshold (group_norm_host_body.h, GN_SILU_WIDE). */
-#define GN_SILU_WIDE 16
 
 /* The statistics and parameters of one channel of one sample. */
 typedef struct {
@@ -90,7 +80,7 @@ inline gn_chan gn_chan_at(gn_chan ch, __global const P *gamma, ulong gamma_off,
     ch.gam = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c] : (A)1;
     ch.bet = (flags & CLNORM_KF_BETA) ? beta[beta_off + c] : (A)0;
     gn_fold_mod(&ch.gam, &ch.bet, sr, hr, c);
-    ch.wide = GN_WIDE && ch.silu && fabs(ch.r * ch.sc * ch.gam) >= (A)GN_SILU_WIDE;
+    ch.wide = W_DOUBLE && ch.silu && fabs(ch.r * ch.sc * ch.gam) >= (A)CLNORM_GN_SILU_WIDE;
     return ch;
 }
 #define GN_CHAN_AT(ch, n, c)                                                                \
@@ -127,7 +117,7 @@ inline W gn_xhat_w(gn_chan ch, A v)
  * error by rstd * |gamma|, and with xhat, z and the sigmoid each rounded to float a dx
  * element near 0 was 1.4-1.9x from torch's float64 within 1e-5 + 1e-5 |ref| at spread 1e-2
  * (rstd 100; bench/RESULTS.md, "The SiLU's dz in double where rstd * |gamma| is large"). */
-#if GN_WIDE
+#if W_DOUBLE
 #if defined(CLNORM_PARAMS_VEC) /* CPU devices (policy.c): as measured on PoCL; GPUs inline */
 NOINLINE
 #else
@@ -145,7 +135,7 @@ inline A gn_dz(gn_chan ch, A dyv, A v, A xh)
 {
     if (!ch.silu)
         return dyv;
-#if GN_WIDE
+#if W_DOUBLE
     if (ch.wide)
         return gn_dz_w(ch, dyv, v);
 #endif
@@ -214,7 +204,7 @@ ALWAYS_INLINE inline AV gn_dz_lanes(AV dyv, AV v, AV xh, AV K, AV m, AV r, AV sc
 {
     if (!silu)
         return dyv;
-#if GN_WIDE
+#if W_DOUBLE
     if (silu == 2) {
         const WV xw = ((GN_TO_WV(v) * GN_TO_WV(sc) - GN_TO_WV(K)) - GN_TO_WV(m)) * GN_TO_WV(r);
         const WV zw = fma(xw, GN_TO_WV(gam), GN_TO_WV(bet));
@@ -499,7 +489,7 @@ __kernel void gn_nchw_stats(IN_PTRS, __global A *stats, __local A *scratch, KS_P
  * the SiLU backward on PoCL's CPU device ran at 0.22-0.30 of the copy bandwidth where it had
  * 0.32-0.44 (2x640x32x32 and 8x320x32x32 NHWC), and that geometry's sweep was no better (0.81x
  * at most against 0.71x). dz stays A (dy itself, or through the SiLU: gn_dz). */
-#if GN_WIDE
+#if W_DOUBLE
 inline void gn_wsum_prod(W *s, W *c, W a, W b) { *s = fma(a, b, *s); } /* c: unused */
 inline void gn_wsum_add(W *s, W *c, W v) { *s += v; }
 #else

@@ -60,6 +60,15 @@
  * oneDNN with them against 1.08-1.33x without, in the same rounds (bench/RESULTS.md). */
 #define CLNORM_SHIFT_MEDIAN_COLS 1024
 
+/* GroupNorm's SiLU backward takes a channel's dz in double (xhat, z and the sigmoid's gradient
+ * from x, rounded once) where rstd * |gamma| is at least this: dx = rstd * (dz * gamma - ...)
+ * multiplies dz's float32 rounding by rstd * |gamma|. Below it the float terms stayed under
+ * 0.3x the bound 1e-5 + 1e-5 |ref| at rstd * |gamma| near 23 with dy of N(0, 1). The host
+ * loop (group_norm_host_body.h, HN(silu_wide)) and the kernels where the device has double
+ * (kernels/group_backward.cl, gn_chan_at) (bench/RESULTS.md, "The SiLU's dz in double where
+ * rstd * |gamma| is large"). */
+#define CLNORM_GN_SILU_WIDE 16
+
 /* Every kernel takes its scalars (each tensor's element offset and row stride, in slot
  * order, then the step's own scalars in their list order) as one struct of CLNORM_KS_MAX
  * ulongs, its last argument, after its pointers (src/launch.c, kernels/common.cl). One

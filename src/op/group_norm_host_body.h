@@ -78,18 +78,15 @@ static HINLINE HA HN(silu_grad)(HA dy, HA z)
     return dy * (s * ((HA)1 + z * ((HA)1 - s)));
 }
 
-/* rstd * |gamma| from which a channel's SiLU backward takes dz in double (HN(silu_grad_wide));
- * below it, the float terms' rounding stayed under 0.3x the bound at rstd * |gamma| near 23
- * with dy of N(0, 1). */
-#define GN_SILU_WIDE 16
-
+/* Whether a channel's SiLU backward takes dz in double (HN(silu_grad_wide)): rstd * |gamma| at
+ * least CLNORM_GN_SILU_WIDE (flags.h), in float (HA double is double already). */
 static HINLINE int HN(silu_wide)(HA rs, HA gamma)
 {
-    return HNATIVE != CLNORM_F64 && (double)rs * fabs((double)gamma) >= GN_SILU_WIDE;
+    return HNATIVE != CLNORM_F64 && (double)rs * fabs((double)gamma) >= CLNORM_GN_SILU_WIDE;
 }
 
 /* HN(silu_grad) in double from z in double, rounded once: the backward's dz of a channel whose
- * rstd * |gamma| is at least GN_SILU_WIDE, z = xhat * gamma + beta from x in double
+ * rstd * |gamma| is at least CLNORM_GN_SILU_WIDE, z = xhat * gamma + beta from x in double
  * (HN(xhat_d)). dx = rstd * (dz * gamma - ...) scales dz's error by rstd * |gamma|, and with
  * xhat, z and the sigmoid each rounded to float a dx element near 0 of a group of spread 1e-2
  * (rstd 100) was 1.3-2.1x from torch's float64 within 1e-5 + 1e-5 |ref| (float32 terms of
@@ -400,15 +397,16 @@ static HINLINE void HN(rows_moment)(size_t C, size_t np, const HA *restrict x,
 }
 
 /* HN(rows_moment)'s two passes over one block of np rows (np <= HBLOCK), per channel: s1 =
- * the sum of x - kc, mc = s1 / np, s2 = the sum of (x - kc - mc)^2 (in double, as there); each register block of
- * channels takes its second pass while its rows' lines are still in L1 (two passes over the
- * whole block read it from L2 the second time). The same sums as the two passes of
- * HN(rows_moment) with the Kahan steps from zero (exact) between them. Meanwhile the lines
- * of pf's first pfn elements, the x of the unit the thread runs next, are asked for in L2:
- * one per row of a register block in each pass (np * C / 16 lines for float32 when GN_CB
- * divides C, the next unit's size), the rest at the end. So memory brings the next unit
- * while this one's sums run from the caches, where asking for the whole unit just before its
- * sums left the core waiting for it (HN(nhwc_moments); gn_nhwc_chunks says what it gained). */
+ * the sum of x - kc, mc = s1 / np, s2 = the sum of (x - kc - mc)^2 (in double, as there);
+ * each register block of channels takes its second pass while its rows' lines are still in
+ * L1 (two passes over the whole block read it from L2 the second time). The same sums as the
+ * two passes of HN(rows_moment) with the Kahan steps from zero (exact) between them.
+ * Meanwhile the lines of pf's first pfn elements, the x of the unit the thread runs next, are
+ * asked for in L2: one per row of a register block in each pass (np * C / 16 lines for
+ * float32 when GN_CB divides C, the next unit's size), the rest at the end. So memory brings
+ * the next unit while this one's sums run from the caches, where asking for the whole unit
+ * just before its sums left the core waiting for it (HN(nhwc_moments); gn_nhwc_chunks says
+ * what it gained). */
 static HINLINE void HN(rows_moments_block)(size_t C, size_t np, const HA *restrict x,
                                            const HA *restrict kc, HA *restrict s1,
                                            HA *restrict s2, HA *restrict mc,
@@ -1045,18 +1043,20 @@ static HINLINE void HN(backward_unit)(const HN(job) *job, HN(bufs) *b, const gn_
 }
 
 /* Whether unit u's SiLU backward takes its dz in double: one of its channels' rstd * |gamma|
- * is at least GN_SILU_WIDE (HN(silu_wide)). An NHWC unit has every channel of its sample. */
+ * is at least CLNORM_GN_SILU_WIDE (HN(silu_wide)). An NHWC unit has every channel of its
+ * sample, an NCHW one channels [c0, c1) of group g. */
 static HINLINE int HN(unit_wide)(const HN(job) *job, const gn_unit *u)
 {
     const gn_geom *q = &job->q;
     if (!job->silu)
         return 0;
     const HA *gam = HN(gam_of)(job, u->n);
-    const size_t c0 = q->nhwc ? 0 : u->c0, c1 = q->nhwc ? q->C : u->c1;
     int wide = 0;
-    for (size_t c = c0; c < c1; c++) {
-        const size_t gi = u->n * q->G + c / q->cpg;
-        wide |= HN(silu_wide)(job->r[gi] * job->sc[gi], gam[c]);
+    for (size_t g = q->nhwc ? 0 : u->g; g < (q->nhwc ? q->G : u->g + 1); g++) {
+        const size_t gi = u->n * q->G + g;
+        const size_t c0 = q->nhwc ? g * q->cpg : u->c0, c1 = q->nhwc ? c0 + q->cpg : u->c1;
+        for (size_t c = c0; c < c1; c++)
+            wide |= HN(silu_wide)(job->r[gi] * job->sc[gi], gam[c]);
     }
     return wide;
 }
