@@ -69,6 +69,15 @@
  * rstd * |gamma| is large"). */
 #define CLNORM_GN_SILU_WIDE 16
 
+/* GroupNorm's backward of groups of at most this many elements runs in double: the host
+ * loop's in float32 (src/op/group_norm_host.c, gn_wide), and the kernels' of contiguous groups
+ * without the SiLU where the device has double, one work-item per group
+ * (kernels/group_backward_small.cl; src/op/group_norm.c, small_backward). dx = rstd * (g -
+ * mean(g) - xhat * mean(g * xhat)) nearly cancels in a small group, and float roundings on
+ * the way come out multiplied by rstd (bench/RESULTS.md, "The float32 backward of small
+ * groups in double", "Small groups' backward on the kernels, in one launch"). */
+#define CLNORM_GN_SMALL_BWD_ELEMS 64
+
 /* Every kernel takes its scalars (each tensor's element offset and row stride, in slot
  * order, then the step's own scalars in their list order) as one struct of CLNORM_KS_MAX
  * ulongs, its last argument, after its pointers (src/launch.c, kernels/common.cl). One

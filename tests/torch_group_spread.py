@@ -17,6 +17,12 @@ the bound of torch's float64 autograd (tests/torch_group_sweep.py's comparison).
 GPU geometry on PoCL (CLNORM_LOCAL_SIZE=32 CLNORM_VECTOR_WIDTH=4 CLNORM_MAX_GROUPS=2) still
 misses one case (README, "What is not there yet": rstd's last bits).
 
+--small runs other cases instead: groups of 2-64 elements without the SiLU (NCHW, no spatial
+extent, 1x1, 3x3, 4x4 and 8x8 positions), whose dx nearly cancels within the group; on the
+kernels their NCHW backward is one work-item per group in double
+(kernels/group_backward_small.cl). CTest runs it on the kernels in the CPU device's geometry
+and the GPUs'.
+
 Exit status: 0 when every case agrees, 1 when one differs or the CLI fails, 2 for bad
 arguments, 77 (CTest's skip) without numpy and torch.
 """
@@ -34,13 +40,13 @@ except ImportError as e:  # pragma: no cover - depends on the machine
     sys.exit(77)
 
 
-def make_case(rng, spread, layout, shape):
-    """One case in torch_group_sweep's form: NCHW data, SiLU, gamma and beta."""
+def make_case(rng, spread, layout, shape, silu=True):
+    """One case in torch_group_sweep's form: NCHW data, gamma and beta, SiLU or not."""
     n, c, g, sp = shape
     full = [n, c] + sp
     x = rng.standard_normal(full) * spread + 300 * rng.standard_normal()
     return {
-        "n": n, "c": c, "g": g, "sp": sp, "layout": layout, "silu": True, "gamma": True,
+        "n": n, "c": c, "g": g, "sp": sp, "layout": layout, "silu": silu, "gamma": True,
         "beta": True, "eps": 1e-5, "kind": 1, "x": x.astype(np.float32),
         "w": (rng.standard_normal(c) * 0.5 + 1).astype(np.float32),
         "b": rng.standard_normal(c).astype(np.float32),
@@ -52,6 +58,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sweep.common_arguments(ap, 7)
     ap.add_argument("--more", action="store_true", help="also smaller groups (G = 3-32)")
+    ap.add_argument("--small", action="store_true",
+                    help="instead: groups of 2-64 elements without the SiLU")
     args = ap.parse_args()
     work = sweep.prepare(args, "torch_group_spread")
     if work is None:
@@ -64,9 +72,12 @@ def main():
     if args.more:
         shapes += [(4, 64, 32, [8, 8]), (2, 32, 32, [5, 7]), (3, 96, 3, [9]),
                    (2, 64, 16, [16, 16])]
+    if args.small:  # groups of 4, 2, 9, 32 and 64 elements
+        shapes = [(16, 20, 5, []), (32, 16, 8, [1]), (8, 16, 16, [3, 3]), (4, 64, 32, [4, 4]),
+                  (2, 32, 32, [8, 8])]
     for n, c, g, sp in shapes:
         for layout, spread in [(lt, s) for s in (1e-2, 3e-3) for lt in ("nchw", "nhwc")]:
-            case = make_case(rng, spread, layout, (n, c, g, sp))
+            case = make_case(rng, spread, layout, (n, c, g, sp), not args.small)
             what = f"{n}x{c}x{'x'.join(map(str, sp))} G={g} spread {spread} {layout}"
             got, err = sweep.run_clnorm(args.clnorm, case, work, args.device)
             if err:

@@ -52,6 +52,20 @@ static int is_nhwc(const clnorm_desc *d)
     return d->layout == CLNORM_NHWC && d->spatial > 1;
 }
 
+/* The float32 and float64 backward of contiguous groups (NCHW, or no spatial extent) of at
+ * most CLNORM_GN_SMALL_BWD_ELEMS elements without the SiLU: one work-item per group in one
+ * launch, in double where the device has it, then the parameter pass, in every strategy
+ * (kernels/group_backward_small.cl says why, and why not NHWC, the SiLU, float16 or
+ * bfloat16). */
+static int small_backward(const clnorm_desc *d)
+{
+    const size_t hw = d->spatial ? d->spatial : 1;
+    return d->groups && (d->dtype == CLNORM_F32 || d->dtype == CLNORM_F64) &&
+           !(d->flags & CLNORM_SILU) &&
+           !(d->layout == CLNORM_NHWC && hw > 1) &&
+           (d->cols / d->groups) * hw <= CLNORM_GN_SMALL_BWD_ELEMS;
+}
+
 /* A per-sample modulation (scale-shift norm) is asked for. */
 static int modulated(const clnorm_desc *d)
 {
@@ -421,6 +435,10 @@ static void scratch_bytes(const clnorm_desc *d, const clnorm_geometry *g, clnorm
         }
         return;
     }
+    if (small_backward(d)) { /* sums per (n, c) alone (kernels/group_backward_small.cl) */
+        bytes[1] = clnorm_bytes3(d->rows, 2 * d->cols, acc);
+        return;
+    }
     if (g->whole_groups) { /* statistics per (n, g), sums per (n, c): no tiles */
         bytes[0] = clnorm_bytes3(ng, CLNORM_STATS_PER_ROW, acc);
         bytes[1] = clnorm_bytes3(d->rows, 2 * d->cols, acc);
@@ -617,9 +635,25 @@ static const clnorm_chain nhwc_backward_workgroup = {{WG_BWD_FILES}, {WG_BWD_STE
 static const clnorm_chain nhwc_backward_workgroup_mod = {{WG_BWD_FILES},
                                                          {WG_BWD_STEPS, MOD_PARAMS_STEP}, 5};
 
+/* Small contiguous groups without the SiLU (small_backward; kernels/group_backward_small.cl):
+ * one item per group row does the statistics, the sums (scratch 1, one tile per sample) and
+ * dx; then the parameter pass. */
+static const clnorm_karg small_args[] = {OPS, {KA_SCRATCH, 1}, {KA_ROWS, 0}, {KA_EPS, 0},
+                                         {KA_FLAGS, 0}, {KA_END, 0}};
+#define SMALL_BWD_FILES                                                                     \
+    "common.cl", "op_group_norm.cl", "row_stats.cl", "group_backward.cl",                   \
+        "group_backward_small.cl", NULL
+#define SMALL_BWD_STEPS                                                                     \
+    {"gn_small_bwd", BWD_IN | B(DX), small_args, GEOM_BWD_STATS, 0}, PARAMS_STEPS
+static const clnorm_chain small_backward_chain = {{SMALL_BWD_FILES}, {SMALL_BWD_STEPS}, 3};
+static const clnorm_chain small_backward_mod = {{SMALL_BWD_FILES},
+                                                {SMALL_BWD_STEPS, MOD_PARAMS_STEP}, 4};
+
 static const clnorm_chain *chain(const clnorm_desc *d, clnorm_strategy s, clnorm_direction dir)
 {
     const int mod = modulated(d);
+    if (dir == CLNORM_BACKWARD && small_backward(d))
+        return mod ? &small_backward_mod : &small_backward_chain;
     if (dir == CLNORM_BACKWARD && is_nhwc(d)) {
         if (s == CLNORM_STRATEGY_WORKGROUP)
             return mod ? &nhwc_backward_workgroup_mod : &nhwc_backward_workgroup;

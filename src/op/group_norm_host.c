@@ -31,7 +31,8 @@
  *     dbeta summed in double in (sample, block) order; then dx per unit (a fused unit, which
  *     holds its groups whole, computes their means and its dx in the sums pass; groups of at
  *     most GN_SMALL_ELEMS in NCHW, in the statistics pass, right after their statistics).
- *     A float32 backward of groups of at most GN_WIDE_ELEMS runs in double (gn_wide).
+ *     A float32 backward of groups of at most CLNORM_GN_SMALL_BWD_ELEMS (flags.h) runs in
+ *     double (gn_wide).
  * A per-sample modulation (CLNORM_SCALE / CLNORM_SHIFT, the scale-shift norm: u = z * (1 +
  * scale[b, c]) + shift[b, c], y = u or silu(u)) is folded into gamma and beta per modulation
  * sample, as the kernels fold it (gn_fold_mod): gamma_c * (1 + scale) and beta_c * (1 + scale)
@@ -46,12 +47,10 @@
  */
 #include "group_norm_host_units.h"
 
-/* The float32 backward of groups of at most this many elements computes in double (gn_wide). */
-#define GN_WIDE_ELEMS ((size_t)64)
-
 /* Whether a float32 backward computes in double (gn_run_d on the float32 tensors): that of
- * groups of at most GN_WIDE_ELEMS elements. There dx = rstd * (g - mean(g) - xhat * mean(g *
- * xhat)) is a difference of terms of up to rstd * |g| that nearly cancel (in a group of two
+ * groups of at most CLNORM_GN_SMALL_BWD_ELEMS elements (flags.h; the kernels' small-group
+ * chain takes the same). There dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) is a
+ * difference of terms of up to rstd * |g| that nearly cancel (in a group of two
  * elements, entirely), and float arithmetic left dx up to 1.25e-5 from torch's float64 on
  * InstanceNorm of 16x512x1x2 with N(0, 1) data, 3.5e-5 on 2x2 groups of a small spread
  * (torch's own float32: 5e-4 and 2.8e-3); in double it is within 6e-8, the float32 rounding
@@ -64,7 +63,7 @@
 static int gn_wide(const clnorm_desc *d, clnorm_direction dir)
 {
     return d->dtype == CLNORM_F32 && dir != CLNORM_FORWARD &&
-           d->cols / d->groups * (d->spatial ? d->spatial : 1) <= GN_WIDE_ELEMS;
+           d->cols / d->groups * (d->spatial ? d->spatial : 1) <= CLNORM_GN_SMALL_BWD_ELEMS;
 }
 
 clnorm_status clnorm_group_norm_host(const clnorm_op *op, const clnorm_desc *d,
