@@ -463,8 +463,49 @@ NOINLINE void gn_bwd_dx_vec_wide(__global const T *xs, __global const T *ds, __g
     gn_bwd_dx_vec(xs, ds, os, tb, p0, p1, C, 2);
 }
 
-/* Statistics of every group row, as the NCHW forward computes them. */
-__kernel void gn_nchw_stats(IN_PTRS, __global A *stats, __local A *scratch, KS_PARAM)
+#if W_DOUBLE
+/* Horizontal sum of a vector of W. */
+inline W gn_hsum_w(WV v)
+{
+    W t[VW];
+    CAT(vstore, VW)(v, 0, t);
+    W s = 0;
+    for (int i = 0; i < VW; i++)
+        s += t[i];
+    return s;
+}
+
+/* gn_stats_w (op_group_norm.cl) of an NCHW group row: its contiguous elements in W vectors. */
+inline void gn_row_stats_w(row_in in, ulong cols, uint lid, uint L, __local A *lo,
+                           __local A *hi, A *K, A *m, A *r, A sc, A eps, int wide)
+{
+    W S = 0, Q = 0;
+    const W Kw = *K, mw = *m, sw = sc;
+    if (wide) {
+        const ulong nv = cols / VW;
+        WV sv = (WV)(0), qv = (WV)(0);
+        for (ulong v = lid; v < nv; v += L) {
+            const WV d = (GN_TO_WV(LOADV(in.x + v * VW)) * (WV)(sw) - (WV)(Kw)) - (WV)(mw);
+            sv += d;
+            qv = fma(d, d, qv);
+        }
+        S = gn_hsum_w(sv);
+        Q = gn_hsum_w(qv);
+        for (ulong i = nv * VW + lid; i < cols; i += L) {
+            const W d = ((W)LOAD1(in.x + i) * sw - Kw) - mw;
+            S += d;
+            Q = fma(d, d, Q);
+        }
+    }
+    gn_stats_w(S, Q, cols, lid, L, lo, hi, K, m, r, sc, eps, wide);
+}
+#endif
+
+/* Statistics of every group row, as the NCHW forward computes them; where rstd is at least
+ * CLNORM_GN_VAR_WIDE and the device has double, again in double (gn_stats_w,
+ * op_group_norm.cl). */
+__kernel void gn_nchw_stats(IN_PTRS, __global A *stats, __local A *scratch, __local A *scratch2,
+                            KS_PARAM)
 {
     KS_BEGIN;
     IN_UNPACK
@@ -473,9 +514,15 @@ __kernel void gn_nchw_stats(IN_PTRS, __global A *stats, __local A *scratch, KS_P
     for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0)) {
         A2 K;
         A m, r, sc;
-        row_stats(make_row_in(IN_ARGS, row), cols, lid, L, scratch, 0, eps, &K, &m, &r, &sc);
+        const row_in in = make_row_in(IN_ARGS, row);
+        row_stats(in, cols, lid, L, scratch, 0, eps, &K, &m, &r, &sc);
+        A k = K.s0;
+#if W_DOUBLE
+        gn_row_stats_w(in, cols, lid, L, scratch, scratch2, &k, &m, &r, sc, eps,
+                       r * sc >= (A)CLNORM_GN_VAR_WIDE);
+#endif
         if (lid == 0)
-            gn_put_stats(stats, row, K.s0, m, r, sc);
+            gn_put_stats(stats, row, k, m, r, sc);
     }
 }
 

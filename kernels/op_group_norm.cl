@@ -343,3 +343,63 @@ inline void gn_put_stats(__global A *stats, ulong row, A K, A m, A r, A sc)
     st[3] = r;
     st[4] = sc;
 }
+
+/* ---- the backward's statistics again in double (both layouts' recompute) ---- */
+#if W_DOUBLE
+/* wg_sum (common.cl) of a double, its bits held in two local arrays of L floats' size (the
+ * low and the high words): the same order of additions, each in double. */
+inline W gn_wg_sum_w(W v, __local A *lo, __local A *hi, uint lid, uint L)
+{
+    if (L == 1)
+        return v;
+    __local uint *l = (__local uint *)lo, *h = (__local uint *)hi;
+    uint2 u = as_uint2(v);
+    l[lid] = u.s0;
+    h[lid] = u.s1;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint n = L; n > 1;) {
+        const uint k = (n + 1) / 2;
+        if (lid < n / 2) {
+            u = as_uint2(as_double((uint2)(l[lid], h[lid])) +
+                         as_double((uint2)(l[lid + k], h[lid + k])));
+            l[lid] = u.s0;
+            h[lid] = u.s1;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        n = k;
+    }
+    const W r = as_double((uint2)(l[0], h[0]));
+    barrier(CLK_LOCAL_MEM_FENCE); /* the arrays may be reused right after */
+    return r;
+}
+
+/* The statistics of a group of n elements again, where the float32 ones (*K, *m, *r, sc:
+ * xhat = ((x * sc - K) - m) * r) have r * sc at least CLNORM_GN_VAR_WIDE (`wide`; the
+ * work-group's items all agree), from the items' sums S of d = (x * sc - K) - m and Q of d^2
+ * in double (d exact in double): mean = K + m + S / n, var = Q / n - (S / n)^2; then K the
+ * float nearest that mean, m what is left of it (within an ulp of K: its own rounding is
+ * below 1e-12 of the spread), and r = 1 / sqrt(var + eps sc^2) rounded once. Every item calls
+ * it (barriers), `wide` or not; the statistics stay as they were where it is not.
+ * Why: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) at a large rstd moves by about
+ * rstd |mean(g * xhat)| per unit of a shift of xhat, and by about 2 rstd |xhat mean(g *
+ * xhat)| per unit of rstd's relative error: one float32 ulp of m (the mean's offset from an
+ * element, a fraction of the spread) or of r each put dx at 1.3-2x the bound 1e-5 + 1e-5
+ * |ref| on seed 4's case 122 of tests/torch_group_sweep.py (CLNORM_HOST_BYTES=0; numpy
+ * replays), and the float sums had left the kernels at 1.06x there and at 1.20x on seed 6's
+ * case 80 (InstanceNorm of 65 elements around 1e3 at spread 1e-2). Why not the mean as the
+ * shift everywhere: a lone outlier would take it along (common.cl); a group of rstd 16 or
+ * more has none, its values lie within sqrt(n) / 16 of the mean. */
+inline void gn_stats_w(W S, W Q, ulong n, uint lid, uint L, __local A *lo, __local A *hi,
+                       A *K, A *m, A *r, A sc, A eps, int wide)
+{
+    S = gn_wg_sum_w(S, lo, hi, lid, L);
+    Q = gn_wg_sum_w(Q, lo, hi, lid, L);
+    if (!wide)
+        return;
+    const W dm = S / (W)n, mean = ((W)*K + (W)*m) + dm;
+    const W var = fmax(Q / (W)n - dm * dm, (W)0);
+    *K = (A)mean;
+    *m = (A)(mean - (W)*K);
+    *r = (A)((W)1 / sqrt(var + (W)eps * (W)sc * (W)sc));
+}
+#endif

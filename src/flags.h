@@ -69,6 +69,14 @@
  * rstd * |gamma| is large"). */
 #define CLNORM_GN_SILU_WIDE 16
 
+/* GroupNorm's backward recomputing a group's statistics on the kernels (NCHW, and NHWC's
+ * workgroup strategy) takes them again in double where rstd is at least this and the device
+ * has double (kernels/op_group_norm.cl, gn_stats_w): dx multiplies a shift of xhat by about
+ * rstd |mean(g xhat)| and rstd's relative error by about 2 rstd |xhat mean(g xhat)|, and one
+ * float32 ulp of the mean or of rstd is enough to miss 1e-5 at rstd 100 (bench/RESULTS.md,
+ * "The backward's statistics again in double at a large rstd"). */
+#define CLNORM_GN_VAR_WIDE 16
+
 /* GroupNorm's backward of groups of at most this many elements runs in double: the host
  * loop's in float32 (src/op/group_norm_host.c, gn_wide), and the kernels' of contiguous groups
  * without the SiLU where the device has double, one work-item per group

@@ -545,9 +545,11 @@ static const clnorm_chain nhwc_workgroup = {
  * (n, tile, c) (first the recomputed moments in NHWC), 2 dx coefficients per (n, g), 4 (NHWC
  * on CPU devices) per-channel tables per (n, tile). */
 #define BWD_IN (B(X) | B(GAMMA) | B(BETA) | B(MEAN) | B(RSTD) | B(DY) | MOD_T)
+/* (two local arrays: gn_nchw_stats' statistics again in double use both, gn_stats_w in
+ * op_group_norm.cl) */
 static const clnorm_karg stats_args[] = {OPS, {KA_SCRATCH, 0}, {KA_ROWS, 0}, {KA_COLS, 0},
                                          {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
-                                         {KA_END, 0}};
+                                         {KA_LOCAL_ACC, 0}, {KA_END, 0}};
 static const clnorm_karg bpart_args[] = {OPS, {KA_SCRATCH, 1}, {KA_ROWS, 0}, {KA_CHUNK_LEN, 0},
                                          {KA_CHUNKS, 0}, {KA_FIRST_BLOCK, 0}, {KA_LOCAL_ACC, 0},
                                          {KA_END, 0}};
@@ -621,8 +623,9 @@ static const clnorm_chain nhwc_backward_mod = {{NHWC_BWD_FILES},
 /* NHWC, strategy workgroup (kernels/group_nhwc_wg.cl, group_backward_wg.cl): a work-group per
  * group row, first its statistics into scratch 0 when they are not given, then its
  * channels' sums (scratch 1, one tile per sample) and dx; then the parameter pass. */
+/* (two local arrays, as stats_args) */
 static const clnorm_karg gstats_args[] = {OPS, {KA_SCRATCH, 0}, {KA_ROWS, 0}, {KA_EPS, 0},
-                                          {KA_LOCAL_ACC, 0}, {KA_END, 0}};
+                                          {KA_LOCAL_ACC, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
 static const clnorm_karg bgroup_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1}, {KA_ROWS, 0},
                                           {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
 #define WG_BWD_FILES                                                                        \
