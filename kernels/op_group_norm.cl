@@ -344,7 +344,7 @@ inline void gn_put_stats(__global A *stats, ulong row, A K, A m, A r, A sc)
     st[4] = sc;
 }
 
-/* ---- the backward's statistics again in double (both layouts' recompute) ---- */
+/* ---- the backward's statistics again in double (NCHW, and NHWC's workgroup strategy) ---- */
 #if W_DOUBLE
 /* wg_sum (common.cl) of a double, its bits held in two local arrays of L floats' size (the
  * low and the high words): the same order of additions, each in double. */
