@@ -43,12 +43,6 @@ inline W gn_small_rstd(W v)
 #endif
 }
 
-/* rescale_factor (common.cl) in W. */
-inline W gn_small_rescale(W M)
-{
-    return (isfinite(M) && M > (W)0) ? ldexp((W)1, -ilogb(M)) : (W)1;
-}
-
 inline W gn_small_dev(__global const T *xg, ulong i, W sc, W K)
 {
     return (W)LOAD1(xg + i) * sc - K;
@@ -91,10 +85,10 @@ inline gn_small_stats gn_small_moments(__global const T *xg, ulong L, W eps)
             s.r = gn_small_rstd(var + eps * s.sc * s.sc);
             return s;
         }
-        W M = 0;
+        A M = 0; /* the largest magnitude, exact in A */
         for (i = 0; i < L; i++)
-            M = fmax(M, fabs((W)LOAD1(xg + i)));
-        s.sc = gn_small_rescale(M);
+            M = fmax(M, fabs(LOAD1(xg + i)));
+        s.sc = rescale_factor(M);
     }
 }
 
@@ -164,14 +158,12 @@ inline void gn_small_group(__global const T *xg, __global const T *dg, __global 
 }
 
 /* Group rows [b, e) by `step`: on CPU devices (one-item work-groups) a contiguous block per
- * work-group; on GPUs one row per item, neighbouring items neighbouring groups. */
+ * work-group, as gn_chan_rows (group_backward.cl) takes them; on GPUs one row per item,
+ * neighbouring items neighbouring groups. */
 inline void gn_small_rows(ulong rows, ulong *b, ulong *e, ulong *step)
 {
     if (get_local_size(0) == 1) {
-        const ulong g = get_group_id(0), ng = get_num_groups(0), per = (rows + ng - 1) / ng;
-        *b = min(rows, g * per);
-        *e = min(rows, *b + per);
-        *step = 1;
+        gn_chan_rows(rows, 1, b, e, step);
     } else {
         *b = get_global_id(0);
         *e = rows;

@@ -59,11 +59,9 @@ static int is_nhwc(const clnorm_desc *d)
  * bfloat16). */
 static int small_backward(const clnorm_desc *d)
 {
-    const size_t hw = d->spatial ? d->spatial : 1;
     return d->groups && (d->dtype == CLNORM_F32 || d->dtype == CLNORM_F64) &&
-           !(d->flags & CLNORM_SILU) &&
-           !(d->layout == CLNORM_NHWC && hw > 1) &&
-           (d->cols / d->groups) * hw <= CLNORM_GN_SMALL_BWD_ELEMS;
+           !(d->flags & CLNORM_SILU) && !is_nhwc(d) &&
+           (d->cols / d->groups) * (d->spatial ? d->spatial : 1) <= CLNORM_GN_SMALL_BWD_ELEMS;
 }
 
 /* A per-sample modulation (scale-shift norm) is asked for. */
