@@ -59,16 +59,28 @@
  * CLNORM_GN_SILU_WIDE (flags.h; gn_dz says why); WV is its vector for the CPU devices' loops. */
 #if W_DOUBLE
 typedef CAT(double, VW) WV;
+typedef double2 W2;
 #define GN_TO_WV CAT(convert_double, VW)
 #define GN_FROM_WV CAT(convert_float, VW)
+
+/* Horizontal sum of a vector of W, pairwise (as common.cl's HSUM). */
+inline W gn_whsum2(double2 v) { return v.s0 + v.s1; }
+inline W gn_whsum4(double4 v) { return gn_whsum2(v.lo + v.hi); }
+inline W gn_whsum8(double8 v) { return gn_whsum4(v.lo + v.hi); }
+inline W gn_whsum16(double16 v) { return gn_whsum8(v.lo + v.hi); }
+#define gn_hsum_w(v) CAT(gn_whsum, VW)(v)
+#else
+typedef A2 W2;
 #endif
+#define GN_A2(w) ((A2)((A)(w).s0, (A)(w).s1))
 
 /* The statistics and parameters of one channel of one sample. */
 typedef struct {
     A K, m, r, sc; /* xhat = ((x * sc - K) - m) * r */
+    A rlo;         /* what r's rounding left, for the double paths (gn_stats_rlo) */
     A gam, bet;
     int silu;
-    int wide; /* the SiLU's dz in double (gn_dz) */
+    int wide; /* rstd * |gamma| large: dz (gn_dz) and dx (gn_dx_of_w) in double */
 } gn_chan;
 
 /* ch with channel c's gamma and beta, folded with the modulation rows sr and hr of ch's
@@ -80,7 +92,7 @@ inline gn_chan gn_chan_at(gn_chan ch, __global const P *gamma, ulong gamma_off,
     ch.gam = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c] : (A)1;
     ch.bet = (flags & CLNORM_KF_BETA) ? beta[beta_off + c] : (A)0;
     gn_fold_mod(&ch.gam, &ch.bet, sr, hr, c);
-    ch.wide = W_DOUBLE && ch.silu && fabs(ch.r * ch.sc * ch.gam) >= (A)CLNORM_GN_SILU_WIDE;
+    ch.wide = W_DOUBLE && fabs(ch.r * ch.sc * ch.gam) >= (A)CLNORM_GN_SILU_WIDE;
     return ch;
 }
 #define GN_CHAN_AT(ch, n, c)                                                                \
@@ -96,6 +108,7 @@ inline gn_chan gn_chan_of(__global const P *gamma, ulong gamma_off, __global con
     gn_chan ch;
     gn_stats_of(mean, mean_off, rstd, rstd_off, stats, n * groups + c / cpg, flags, &ch.K,
                 &ch.m, &ch.r, &ch.sc);
+    ch.rlo = gn_stats_rlo(stats, n * groups + c / cpg, flags);
     ch.silu = (flags & CLNORM_KF_SILU) != 0;
     return gn_chan_at(ch, gamma, gamma_off, beta, beta_off, sr, hr, c, flags);
 }
@@ -105,10 +118,13 @@ inline gn_chan gn_chan_of(__global const P *gamma, ulong gamma_off, __global con
 
 inline A gn_xhat(gn_chan ch, A v) { return ((v * ch.sc - ch.K) - ch.m) * ch.r; }
 
+/* r in W: r and what its rounding left. */
+inline W gn_r_w(gn_chan ch) { return (W)ch.r + (W)ch.rlo; }
+
 /* xhat in W, from x unrounded. */
 inline W gn_xhat_w(gn_chan ch, A v)
 {
-    return (((W)v * (W)ch.sc - (W)ch.K) - (W)ch.m) * (W)ch.r;
+    return (((W)v * (W)ch.sc - (W)ch.K) - (W)ch.m) * gn_r_w(ch);
 }
 
 /* dz of one element v with its xhat. A channel with ch.wide takes z = xhat * gamma + beta and
@@ -156,15 +172,40 @@ inline A gn_dx_of(gn_chan ch, A mg, A mgx, A v, A dyv)
     return (ch.r * ch.sc) * ((g - mg) - xh * mgx);
 }
 
-/* Group row `row`'s mean(g) and mean(g * xhat) from gn_bwd_coef's coef; with precomputed
- * statistics (CLNORM_KF_GLOBAL_STATS) both 0, so that dx = rstd * g: the statistics are
- * constants, as in oneDNN's use_global_stats and the row kinds' backward (norm_backward.cl),
- * and gn_bwd_coef does not run (RUN_DX_SUMS). */
+/* dx of one element of a channel with ch.wide (rstd * |gamma| at least CLNORM_GN_SILU_WIDE,
+ * flags.h), given the group's mean(g) and mean(g * xhat) in W: xhat in W, g = dz * gamma_c
+ * with dz (the SiLU's in double, gn_dz) rounded to A as the sums took it, the formula in W,
+ * rounded once. Where rstd * |gamma| is 100 or more
+ * the terms rstd * mean(g) and rstd * xhat * mean(g * xhat) are often a hundred times dx and
+ * cancel: in float one ulp of either, or of xhat, moved dx by 0.3x the bound 1e-5 + 1e-5
+ * |ref| (bench/RESULTS.md, "dx of large rstd * |gamma| in double on the kernels"). */
+#if W_DOUBLE
+inline A gn_dx_of_w(gn_chan ch, W mg, W mgx, A v, A dyv)
+{
+    const W xw = gn_xhat_w(ch, v);
+    const W g = (W)gn_dz(ch, dyv, v, 0) * (W)ch.gam; /* (a wide dz takes no xhat) */
+    return (A)((gn_r_w(ch) * (W)ch.sc) * ((g - mg) - xw * mgx));
+}
+#endif
+
+/* Group row `row`'s mean(g) and mean(g * xhat) from gn_bwd_coef's coef (per row: the two
+ * rounded to A, then what each rounding left, for gn_dx_of_w); with precomputed statistics
+ * (CLNORM_KF_GLOBAL_STATS) both 0, so that dx = rstd * g: the statistics are constants, as in
+ * oneDNN's use_global_stats and the row kinds' backward (norm_backward.cl), and gn_bwd_coef
+ * does not run (RUN_DX_SUMS). gn_coef_lo_of gives the two remainders. */
+#define GN_COEF_PER_ROW 4 /* src/op/group_norm.c: the coefficients' scratch */
 inline A2 gn_coef_of(__global const A *coef, ulong row, uint flags)
 {
     if ((flags & CLNORM_KF_GLOBAL_STATS) != 0)
         return (A2)(0);
-    return (A2)(coef[row * 2], coef[row * 2 + 1]);
+    return (A2)(coef[row * GN_COEF_PER_ROW], coef[row * GN_COEF_PER_ROW + 1]);
+}
+
+inline A2 gn_coef_lo_of(__global const A *coef, ulong row, uint flags)
+{
+    if ((flags & CLNORM_KF_GLOBAL_STATS) != 0)
+        return (A2)(0);
+    return (A2)(coef[row * GN_COEF_PER_ROW + 2], coef[row * GN_COEF_PER_ROW + 3]);
 }
 
 /* The same with the two means in cf (gn_coef_of). */
@@ -178,10 +219,19 @@ inline A gn_dx(gn_chan ch, A2 cf, A v, A dyv)
  * compiler keeps each load behind the store before it, one pair in flight per item; these
  * are the item's own elements, read before it writes them, each with gn_dx_of's operations:
  * the same bits as one at a time. */
-inline void gn_dx_run(gn_chan ch, A mg, A mgx, __global const T *xk, __global const T *dk,
+inline void gn_dx_run(gn_chan ch, A2 cf, A2 lo, __global const T *xk, __global const T *dk,
                       __global T *ok, ulong p0, ulong p1, ulong step, ulong s)
 {
     ulong p = p0;
+    const A mg = cf.s0, mgx = cf.s1;
+#if W_DOUBLE
+    if (ch.wide) { /* gn_dx_of_w, the means from their two words */
+        const W mw = (W)cf.s0 + (W)lo.s0, mxw = (W)cf.s1 + (W)lo.s1;
+        for (; p < p1; p += step)
+            STORE1(gn_dx_of_w(ch, mw, mxw, LOAD1(xk + p * s), LOAD1(dk + p * s)), ok + p * s);
+        return;
+    }
+#endif
     for (; p + step < p1; p += 2 * step) {
         const A x0 = LOAD1(xk + p * s), d0 = LOAD1(dk + p * s);
         const A x1 = LOAD1(xk + (p + step) * s), d1 = LOAD1(dk + (p + step) * s);
@@ -197,21 +247,12 @@ inline void gn_dx_run(gn_chan ch, A mg, A mgx, __global const T *xk, __global co
  * (NCHW, positions in the lanes) or a table's row (NHWC, channels in the lanes). */
 inline AV gn_xhat_lanes(AV v, AV K, AV m, AV r, AV sc) { return ((v * sc - K) - m) * r; }
 
-/* silu: 0 none, 1 through the SiLU, 2 through it with dz in double from x (v), for a loop
- * one of whose channels has gn_chan's wide (gn_dz). */
+/* silu: 0 none, 1 through the SiLU (a loop with a wide channel runs the W loops below). */
 ALWAYS_INLINE inline AV gn_dz_lanes(AV dyv, AV v, AV xh, AV K, AV m, AV r, AV sc, AV gam,
                                     AV bet, const int silu)
 {
     if (!silu)
         return dyv;
-#if W_DOUBLE
-    if (silu == 2) {
-        const WV xw = ((GN_TO_WV(v) * GN_TO_WV(sc) - GN_TO_WV(K)) - GN_TO_WV(m)) * GN_TO_WV(r);
-        const WV zw = fma(xw, GN_TO_WV(gam), GN_TO_WV(bet));
-        const WV sw = (WV)(1) / ((WV)(1) + exp(-zw));
-        return GN_FROM_WV(GN_TO_WV(dyv) * sw * fma(zw, (WV)(1) - sw, (WV)(1)));
-    }
-#endif
     const AV z = fma(xh, gam, bet);
     const AV s = (AV)(1) / ((AV)(1) + exp(-z));
     return dyv * s * fma(z, (AV)(1) - s, (AV)(1));
@@ -286,7 +327,25 @@ ALWAYS_INLINE inline A2 gn_chan_sums_cv(gn_chan ch, __global const T *xc,
         gn_kahan_fmav(&v1, &k1, dz, xh);
         kahan_addv(&v2, &k2, dz);
     }
-    /* each chain's total less its compensation; a lane no longer finite has none */
+    /* each chain's total less its compensation (a lane no longer finite has none), then the
+     * lanes and the positions past the last vector: in W where that is double, rounded once
+     * (in float, the lanes' and the tail's roundings put mean(g * xhat) 6 ulps off at rstd
+     * 114, and dx 1.08x the bound: bench/RESULTS.md, "dx of large rstd * |gamma| in double
+     * on the kernels") */
+#if W_DOUBLE
+    W s1 = 0, s2 = 0;
+    if (pv > 0) {
+        s1 = gn_hsum_w((GN_TO_WV(v1) - GN_TO_WV(k1)) + (GN_TO_WV(w1) - GN_TO_WV(j1)));
+        s2 = gn_hsum_w((GN_TO_WV(v2) - GN_TO_WV(k2)) + (GN_TO_WV(w2) - GN_TO_WV(j2)));
+    }
+    for (ulong p = pv; p < hw; p++) {
+        const A v = LOAD1(xc + p), xh = gn_xhat(ch, v);
+        const W dz = gn_dz(ch, LOAD1(dc + p), v, xh);
+        s1 = fma(dz, (W)xh, s1);
+        s2 += dz;
+    }
+    return (A2)((A)s1, (A)s2);
+#else
     A s1 = HSUM((v1 - k1) + (w1 - j1)), s2 = HSUM((v2 - k2) + (w2 - j2)), t1 = 0, t2 = 0;
     for (ulong p = pv; p < hw; p++) {
         const A v = LOAD1(xc + p), xh = gn_xhat(ch, v);
@@ -295,6 +354,7 @@ ALWAYS_INLINE inline A2 gn_chan_sums_cv(gn_chan ch, __global const T *xc,
         t2 += dz;
     }
     return (A2)(s1 + t1, s2 + t2);
+#endif
 }
 
 /* The channel rows (n, c) of this work-group: on CPU devices (L == 1) a contiguous block of
@@ -338,8 +398,10 @@ ALWAYS_INLINE inline void gn_chan_dx_cv(gn_chan ch, A2 cf, __global const T *xc,
  * parameters as rows of C values (tables, GN_BT_LEN(C) per item): K, m, r, sc, gamma, beta
  * (gn_bwd_table_put), then its group's mean(g) and mean(g * xhat) (the dx pass,
  * gn_bwd_table_coef), then the compensations of the sums pass's sums of dz * xhat and dz
- * (two rows). */
-#define GN_BT_LEN(C) (10 * (C))
+ * (two rows; in the dx pass, what the two means' roundings left), then r's rest (rlo), and
+ * a twelfth row unused: an even count, so that every item's rows 6 to 9, where a tile with
+ * a wide channel sums in W instead (gn_bwd_sums_vec_wide), lie on 8 bytes. */
+#define GN_BT_LEN(C) (12 * (C))
 #define GN_TBV(tb, k, C, c) GN_LDV((tb) + (k) * (C) + (c))
 
 inline void gn_bwd_table_put(__global A *tb, ulong C, ulong c, gn_chan ch)
@@ -350,12 +412,15 @@ inline void gn_bwd_table_put(__global A *tb, ulong C, ulong c, gn_chan ch)
     tb[3 * C + c] = ch.sc;
     tb[4 * C + c] = ch.gam;
     tb[5 * C + c] = ch.bet;
+    tb[10 * C + c] = ch.rlo; /* (gn_xw_tab) */
 }
 
-inline void gn_bwd_table_coef(__global A *tb, ulong C, ulong c, A2 cf)
+inline void gn_bwd_table_coef(__global A *tb, ulong C, ulong c, A2 cf, A2 lo)
 {
     tb[6 * C + c] = cf.s0;
     tb[7 * C + c] = cf.s1;
+    tb[8 * C + c] = lo.s0; /* (gn_bwd_dx_vec_wide) */
+    tb[9 * C + c] = lo.s1;
 }
 
 inline AV gn_xhatv(__global const A *tb, ulong C, ulong c, AV v)
@@ -414,6 +479,10 @@ ALWAYS_INLINE inline void gn_bwd_sums_vec(__global const T *xs, __global const T
             GN_STV(k, k2 + c);
         }
     }
+    for (ulong c = 0; c < cv; c += VW) { /* each total less its compensation */
+        GN_STV(GN_LDV(st + c) - GN_LDV(k1 + c), st + c);
+        GN_STV(GN_LDV(st + C + c) - GN_LDV(k2 + c), st + C + c);
+    }
 }
 
 /* dx of positions [p0, p1) of a sample, whole vectors of channels. */
@@ -435,49 +504,168 @@ ALWAYS_INLINE inline void gn_bwd_dx_vec(__global const T *xs, __global const T *
     }
 }
 
-/* The vector loops with dz in double (silu 2), out of line. The loops above are always
- * inlined, silu a constant in each copy: with a third caller PoCL stopped inlining
+/* The vector loops of wide channels (gn_chan's wide), in W and out of line. The loops above
+ * are always inlined, silu a constant in each copy: with a third caller PoCL stopped inlining
  * gn_chan_sums_cv, and the NCHW SiLU backward's sums kernel took 15% longer where no channel
  * is wide (2x640x32x32, bench/kernel_times.sh). */
+#if W_DOUBLE
+/* NCHW, a wide channel: gn_channel_sums' sums and gn_dx_of_w's dx in W vectors. xhat in W,
+ * dz (through the SiLU in W) rounded to A, the sums of dz * xhat and dz in W, rounded once;
+ * dx's formula in W. */
+inline WV gn_dz_w_lanes(WV xw, AV dyv, WV gam, WV bet, int silu)
+{
+    if (!silu)
+        return GN_TO_WV(dyv);
+    const WV zw = fma(xw, gam, bet);
+    const WV sw = (WV)(1) / ((WV)(1) + exp(-zw));
+    return GN_TO_WV(GN_FROM_WV(GN_TO_WV(dyv) * sw * fma(zw, (WV)(1) - sw, (WV)(1))));
+}
+
+inline WV gn_dz_xw_lanes(gn_chan ch, AV xv, AV dyv, WV *xw)
+{
+    *xw = ((GN_TO_WV(xv) * (WV)(ch.sc) - (WV)(ch.K)) - (WV)(ch.m)) * (WV)(gn_r_w(ch));
+    return gn_dz_w_lanes(*xw, dyv, (WV)(ch.gam), (WV)(ch.bet), ch.silu);
+}
+
 NOINLINE A2 gn_chan_sums_cv_wide(gn_chan ch, __global const T *xc, __global const T *dc,
                                  ulong hw)
 {
-    return gn_chan_sums_cv(ch, xc, dc, hw, 2);
+    const ulong pv = hw / VW * VW;
+    WV s1 = (WV)(0), s2 = (WV)(0), xw;
+    for (ulong p = 0; p < pv; p += VW) {
+        const WV dz = gn_dz_xw_lanes(ch, LOADV(xc + p), LOADV(dc + p), &xw);
+        s1 = fma(dz, xw, s1);
+        s2 += dz;
+    }
+    W t1 = pv > 0 ? gn_hsum_w(s1) : 0, t2 = pv > 0 ? gn_hsum_w(s2) : 0;
+    for (ulong p = pv; p < hw; p++) {
+        const A v = LOAD1(xc + p);
+        const W dz = gn_dz(ch, LOAD1(dc + p), v, 0);
+        t1 = fma(dz, gn_xhat_w(ch, v), t1);
+        t2 += dz;
+    }
+    return (A2)((A)t1, (A)t2);
 }
 
-NOINLINE void gn_chan_dx_cv_wide(gn_chan ch, A2 cf, __global const T *xc,
+NOINLINE void gn_chan_dx_cv_wide(gn_chan ch, A2 cf, A2 lo, __global const T *xc,
                                  __global const T *dc, __global T *oc, ulong hw)
 {
-    gn_chan_dx_cv(ch, cf, xc, dc, oc, hw, 2);
+    const ulong pv = hw / VW * VW;
+    const W mw = (W)cf.s0 + (W)lo.s0, mxw = (W)cf.s1 + (W)lo.s1;
+    const WV rs = (WV)(gn_r_w(ch) * (W)ch.sc), gam = (WV)(ch.gam);
+    for (ulong p = 0; p < pv; p += VW) {
+        WV xw;
+        const WV dz = gn_dz_xw_lanes(ch, LOADV(xc + p), LOADV(dc + p), &xw);
+        STOREV(GN_FROM_WV(rs * ((dz * gam - (WV)(mw)) - xw * (WV)(mxw))), oc + p);
+    }
+    for (ulong p = pv; p < hw; p++)
+        STORE1(gn_dx_of_w(ch, mw, mxw, LOAD1(xc + p), LOAD1(dc + p)), oc + p);
+}
+#else /* (never called: no channel is wide without double) */
+NOINLINE A2 gn_chan_sums_cv_wide(gn_chan ch, __global const T *xc, __global const T *dc,
+                                 ulong hw)
+{
+    return ch.silu ? gn_chan_sums_cv(ch, xc, dc, hw, 1) : gn_chan_sums_cv(ch, xc, dc, hw, 0);
+}
+
+NOINLINE void gn_chan_dx_cv_wide(gn_chan ch, A2 cf, A2 lo, __global const T *xc,
+                                 __global const T *dc, __global T *oc, ulong hw)
+{
+    if (ch.silu)
+        gn_chan_dx_cv(ch, cf, xc, dc, oc, hw, 1);
+    else
+        gn_chan_dx_cv(ch, cf, xc, dc, oc, hw, 0);
+}
+#endif
+
+#if W_DOUBLE
+/* NHWC, a tile one of whose channels is wide: every channel's xhat, dz, sums and dx in W
+ * vectors, as gn_chan_sums_cv_wide and gn_chan_dx_cv_wide, the statistics and parameters
+ * from the table (gn_bwd_table_put). The sums of a tile run in the table's rows 6 to 9 (free
+ * in the sums pass), read as 2 C values of W, then rounded into st once; the dx pass finds
+ * the group means' remainders in rows 8 and 9 (gn_bwd_table_coef). */
+inline WV gn_rw_tab(__global const A *tb, ulong C, ulong c) /* r in W (gn_r_w) */
+{
+    return GN_TO_WV(GN_TBV(tb, 2, C, c)) + GN_TO_WV(GN_TBV(tb, 10, C, c));
+}
+
+inline WV gn_xw_tab(__global const A *tb, ulong C, ulong c, AV xv)
+{
+    return ((GN_TO_WV(xv) * GN_TO_WV(GN_TBV(tb, 3, C, c)) - GN_TO_WV(GN_TBV(tb, 0, C, c))) -
+            GN_TO_WV(GN_TBV(tb, 1, C, c))) *
+           gn_rw_tab(tb, C, c);
 }
 
 NOINLINE void gn_bwd_sums_vec_wide(__global const T *xs, __global const T *ds, __global A *tb,
-                                   __global A *st, ulong p0, ulong p1, ulong C)
+                                   __global A *st, ulong p0, ulong p1, ulong C, int silu)
 {
-    gn_bwd_sums_vec(xs, ds, tb, st, p0, p1, C, 2);
+    const ulong cv = C / VW * VW;
+    __global W *acc = (__global W *)(tb + 6 * C); /* 2 C values of W: rows 6 to 9 */
+    for (ulong c = 0; c < cv; c += VW) {
+        CAT(vstore, VW)((WV)(0), 0, acc + c);
+        CAT(vstore, VW)((WV)(0), 0, acc + C + c);
+    }
+    for (ulong p = p0; p < p1; p++) {
+        __global const T *xp = xs + p * C, *dp = ds + p * C;
+        for (ulong c = 0; c < cv; c += VW) {
+            const AV xv = GN_LDX(xp + c);
+            const WV xw = gn_xw_tab(tb, C, c, xv);
+            const WV dz = gn_dz_w_lanes(xw, GN_LDX(dp + c), GN_TO_WV(GN_TBV(tb, 4, C, c)),
+                                        GN_TO_WV(GN_TBV(tb, 5, C, c)), silu);
+            CAT(vstore, VW)(fma(dz, xw, CAT(vload, VW)(0, acc + c)), 0, acc + c);
+            CAT(vstore, VW)(CAT(vload, VW)(0, acc + C + c) + dz, 0, acc + C + c);
+        }
+    }
+    for (ulong c = 0; c < cv; c += VW) {
+        GN_STV(GN_FROM_WV(CAT(vload, VW)(0, acc + c)), st + c);
+        GN_STV(GN_FROM_WV(CAT(vload, VW)(0, acc + C + c)), st + C + c);
+    }
 }
 
 NOINLINE void gn_bwd_dx_vec_wide(__global const T *xs, __global const T *ds, __global T *os,
-                                 __global const A *tb, ulong p0, ulong p1, ulong C)
+                                 __global const A *tb, ulong p0, ulong p1, ulong C, int silu)
 {
-    gn_bwd_dx_vec(xs, ds, os, tb, p0, p1, C, 2);
+    const ulong cv = C / VW * VW;
+    for (ulong p = p0; p < p1; p++) {
+        __global const T *xp = xs + p * C, *dp = ds + p * C;
+        __global T *op = os + p * C;
+        for (ulong c = 0; c < cv; c += VW) {
+            const AV xv = GN_LDX(xp + c);
+            const WV xw = gn_xw_tab(tb, C, c, xv);
+            const WV gam = GN_TO_WV(GN_TBV(tb, 4, C, c));
+            const WV dz = gn_dz_w_lanes(xw, GN_LDX(dp + c), gam, GN_TO_WV(GN_TBV(tb, 5, C, c)),
+                                        silu);
+            const WV mg = GN_TO_WV(GN_TBV(tb, 6, C, c)) + GN_TO_WV(GN_TBV(tb, 8, C, c));
+            const WV mgx = GN_TO_WV(GN_TBV(tb, 7, C, c)) + GN_TO_WV(GN_TBV(tb, 9, C, c));
+            const WV rs = gn_rw_tab(tb, C, c) * GN_TO_WV(GN_TBV(tb, 3, C, c));
+            GN_STX(GN_FROM_WV(rs * ((dz * gam - mg) - xw * mgx)), op + c);
+        }
+    }
 }
+#else /* (never called: no channel is wide without double) */
+NOINLINE void gn_bwd_sums_vec_wide(__global const T *xs, __global const T *ds, __global A *tb,
+                                   __global A *st, ulong p0, ulong p1, ulong C, int silu)
+{
+    if (silu)
+        gn_bwd_sums_vec(xs, ds, tb, st, p0, p1, C, 1);
+    else
+        gn_bwd_sums_vec(xs, ds, tb, st, p0, p1, C, 0);
+}
+
+NOINLINE void gn_bwd_dx_vec_wide(__global const T *xs, __global const T *ds, __global T *os,
+                                 __global const A *tb, ulong p0, ulong p1, ulong C, int silu)
+{
+    if (silu)
+        gn_bwd_dx_vec(xs, ds, os, tb, p0, p1, C, 1);
+    else
+        gn_bwd_dx_vec(xs, ds, os, tb, p0, p1, C, 0);
+}
+#endif
 
 #if W_DOUBLE
-/* Horizontal sum of a vector of W. */
-inline W gn_hsum_w(WV v)
-{
-    W t[VW];
-    CAT(vstore, VW)(v, 0, t);
-    W s = 0;
-    for (int i = 0; i < VW; i++)
-        s += t[i];
-    return s;
-}
-
 /* gn_stats_w (op_group_norm.cl) of an NCHW group row: its contiguous elements in W vectors. */
 inline void gn_row_stats_w(row_in in, ulong cols, uint lid, uint L, __local A *lo,
-                           __local A *hi, A *K, A *m, A *r, A sc, A eps, int wide)
+                           __local A *hi, A *K, A *m, A *r, A *rlo, A sc, A eps, int wide)
 {
     W S = 0, Q = 0;
     const W Kw = *K, mw = *m, sw = sc;
@@ -497,7 +685,7 @@ inline void gn_row_stats_w(row_in in, ulong cols, uint lid, uint L, __local A *l
             Q = fma(d, d, Q);
         }
     }
-    gn_stats_w(S, Q, cols, lid, L, lo, hi, K, m, r, sc, eps, wide);
+    gn_stats_w(S, Q, cols, lid, L, lo, hi, K, m, r, rlo, sc, eps, wide);
 }
 #endif
 
@@ -516,13 +704,13 @@ __kernel void gn_nchw_stats(IN_PTRS, __global A *stats, __local A *scratch, __lo
         A m, r, sc;
         const row_in in = make_row_in(IN_ARGS, row);
         row_stats(in, cols, lid, L, scratch, 0, eps, &K, &m, &r, &sc);
-        A k = K.s0;
+        A k = K.s0, rlo = 0;
 #if W_DOUBLE
-        gn_row_stats_w(in, cols, lid, L, scratch, scratch2, &k, &m, &r, sc, eps,
+        gn_row_stats_w(in, cols, lid, L, scratch, scratch2, &k, &m, &r, &rlo, sc, eps,
                        r * sc >= (A)CLNORM_GN_VAR_WIDE);
 #endif
         if (lid == 0)
-            gn_put_stats(stats, row, k, m, r, sc);
+            gn_put_stats(stats, row, k, m, r, rlo, sc);
     }
 }
 
@@ -546,7 +734,7 @@ inline void gn_wsum_add(W *s, W *c, W v) { *s += v; }
 
 /* (sum of dz * xhat, sum of dz) of one channel at positions p0, p0 + step, ... < p1 of the
  * channel's data xc, dc (position p at p * pstride), in W. */
-inline A2 gn_channel_sums(gn_chan ch, __global const T *xc, __global const T *dc, ulong p0,
+inline W2 gn_channel_sums(gn_chan ch, __global const T *xc, __global const T *dc, ulong p0,
                           ulong p1, ulong step, ulong pstride)
 {
     W s1 = 0, s2 = 0, k1 = 0, k2 = 0;
@@ -556,12 +744,20 @@ inline A2 gn_channel_sums(gn_chan ch, __global const T *xc, __global const T *dc
         gn_wsum_prod(&s1, &k1, dz, gn_xhat_w(ch, v));
         gn_wsum_add(&s2, &k2, dz);
     }
-    return (A2)((A)s1, (A)s2);
+    return (W2)(s1, s2);
 }
+
+/* wg_sum of a W (two local arrays of L values of A; gn_wg_sum_w, op_group_norm.cl): the
+ * work-group sums of the backward's sums and of its group means, rounded to A once. */
+#if W_DOUBLE
+#define GN_WG_SUM_W(v, lo, hi, lid, L) gn_wg_sum_w(v, lo, hi, lid, L)
+#else
+#define GN_WG_SUM_W(v, lo, hi, lid, L) wg_sum(v, lo, lid, L)
+#endif
 
 /* A work-group per channel row (n, c) of hw contiguous positions. */
 __kernel void gn_nchw_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global A *sums,
-                               __local A *scratch, KS_PARAM)
+                               __local A *scratch, __local A *scratch2, KS_PARAM)
 {
     KS_BEGIN;
     GN_BWD_IN_UNPACK
@@ -585,12 +781,12 @@ __kernel void gn_nchw_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global
             sums[n * 2 * C + C + c] = s.s1;
             continue;
         }
-        const A2 s = gn_channel_sums(ch, xc, dc, lid, hw, L, 1);
-        const A s1 = wg_sum(s.s0, scratch, lid, L);
-        const A s2 = wg_sum(s.s1, scratch, lid, L);
+        const W2 s = gn_channel_sums(ch, xc, dc, lid, hw, L, 1);
+        const W s1 = GN_WG_SUM_W(s.s0, scratch, scratch2, lid, L);
+        const W s2 = GN_WG_SUM_W(s.s1, scratch, scratch2, lid, L);
         if (lid == 0) {
-            sums[n * 2 * C + c] = s1;
-            sums[n * 2 * C + C + c] = s2;
+            sums[n * 2 * C + c] = (A)s1;
+            sums[n * 2 * C + C + c] = (A)s2;
         }
     }
 }
@@ -633,21 +829,21 @@ __kernel void gn_nhwc_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global
             for (ulong c = 0; c < 2 * C; c++)
                 st[c] = 0;
             if (wide) /* decided once, not per vector */
-                gn_bwd_sums_vec_wide(xs, ds, tb, st, p0, p1, C);
+                gn_bwd_sums_vec_wide(xs, ds, tb, st, p0, p1, C, (flags & CLNORM_KF_SILU) != 0);
             else if ((flags & CLNORM_KF_SILU) != 0)
                 gn_bwd_sums_vec(xs, ds, tb, st, p0, p1, C, 1);
             else
                 gn_bwd_sums_vec(xs, ds, tb, st, p0, p1, C, 0);
             /* channels past the last whole vector */
             for (ulong c = C / VW * VW; c < C; c++) {
-                const A2 s = gn_channel_sums(GN_CHAN(n, c), xs + c, ds + c, p0, p1, 1, C);
+                const A2 s = GN_A2(gn_channel_sums(GN_CHAN(n, c), xs + c, ds + c, p0, p1, 1, C));
                 st[c] = s.s0;
                 st[C + c] = s.s1;
             }
             continue;
         }
         for (ulong c = lid; c < C; c += L) {
-            const A2 s = gn_channel_sums(GN_CHAN(n, c), xs + c, ds + c, p0, p1, 1, C);
+            const A2 s = GN_A2(gn_channel_sums(GN_CHAN(n, c), xs + c, ds + c, p0, p1, 1, C));
             st[c] = s.s0;
             st[C + c] = s.s1;
         }
@@ -658,7 +854,7 @@ __kernel void gn_nhwc_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global
  * gamma_c (* (1 + scale) with a modulation). */
 __kernel void gn_bwd_coef(__global const P *gamma, __global const P *scale,
                           __global const A *sums, __global A *coef, __local A *scratch,
-                          KS_PARAM)
+                          __local A *scratch2, KS_PARAM)
 {
     KS_BEGIN;
     KS_TENSOR(gamma);
@@ -675,21 +871,25 @@ __kernel void gn_bwd_coef(__global const P *gamma, __global const P *scale,
         const ulong n = row / G, c0 = (row % G) * cpg;
         __global const A *sn = sums + n * chunks * 2 * C + c0;
         __global const P *sr = GN_SCALE_ROW(n);
-        A sg = 0, cg = 0, sgx = 0, cgx = 0;
+        W sg = 0, cg = 0, sgx = 0, cgx = 0;
         for (ulong j = lid; j < entries; j += L) {
             const ulong k = j % cpg;
             __global const A *e = sn + (j / cpg) * 2 * C + k;
             A gam = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c0 + k] : (A)1;
             if (sr)
                 gam *= (A)1 + sr[c0 + k];
-            kahan_add(&sgx, &cgx, gam * e[0]);
-            kahan_add(&sg, &cg, gam * e[C]);
+            gn_wsum_prod(&sgx, &cgx, (W)gam, (W)e[0]);
+            gn_wsum_prod(&sg, &cg, (W)gam, (W)e[C]);
         }
-        sg = wg_sum(sg, scratch, lid, L);
-        sgx = wg_sum(sgx, scratch, lid, L);
-        if (lid == 0) {
-            coef[row * 2] = sg / total;
-            coef[row * 2 + 1] = sgx / total;
+        sg = GN_WG_SUM_W(sg, scratch, scratch2, lid, L);
+        sgx = GN_WG_SUM_W(sgx, scratch, scratch2, lid, L);
+        if (lid == 0) { /* rounded once (gn_chan_sums_cv says why), and the remainders */
+            const W mg = sg / (W)total, mgx = sgx / (W)total;
+            __global A *cr = coef + row * GN_COEF_PER_ROW;
+            cr[0] = (A)mg;
+            cr[1] = (A)mgx;
+            cr[2] = (A)(mg - (W)cr[0]);
+            cr[3] = (A)(mgx - (W)cr[1]);
         }
     }
 }
@@ -907,19 +1107,20 @@ __kernel void gn_nchw_bwd_dx(GN_BWD_PTRS, __global const A *stats, __global cons
         const ulong n = nc / C, c = nc % C;
         const gn_chan ch = GN_CHAN(n, c);
         const A2 cf = gn_coef_of(coef, n * G + c / cpg, flags);
+        const A2 lo = gn_coef_lo_of(coef, n * G + c / cpg, flags);
         __global const T *xc = x + x_off + n * x_stride + c * hw;
         __global const T *dc = dy + dy_off + n * dy_stride + c * hw;
         __global T *oc = dx + dx_off + n * dx_stride + c * hw;
         if (L == 1) {
             if (ch.wide)
-                gn_chan_dx_cv_wide(ch, cf, xc, dc, oc, hw);
+                gn_chan_dx_cv_wide(ch, cf, lo, xc, dc, oc, hw);
             else if (ch.silu)
                 gn_chan_dx_cv(ch, cf, xc, dc, oc, hw, 1);
             else
                 gn_chan_dx_cv(ch, cf, xc, dc, oc, hw, 0);
             continue;
         }
-        gn_dx_run(ch, cf.s0, cf.s1, xc, dc, oc, lid, hw, L, 1);
+        gn_dx_run(ch, cf, lo, xc, dc, oc, lid, hw, L, 1);
     }
 }
 
@@ -951,32 +1152,33 @@ __kernel void gn_nhwc_bwd_dx(GN_BWD_PTRS, __global const A *stats, __global cons
             for (ulong c0 = 0; c0 < C; c0 += cpg) {
                 const gn_chan cg = GN_CHAN(n, c0); /* the group's statistics, once */
                 const A2 cf = gn_coef_of(coef, n * G + c0 / cpg, flags);
+                const A2 lo = gn_coef_lo_of(coef, n * G + c0 / cpg, flags);
                 for (ulong c = c0; c < c0 + cpg; c++) {
                     const gn_chan ch = GN_CHAN_AT(cg, n, c);
                     wide |= ch.wide;
                     gn_bwd_table_put(tb, C, c, ch);
-                    gn_bwd_table_coef(tb, C, c, cf);
+                    gn_bwd_table_coef(tb, C, c, cf, lo);
                 }
             }
             if (wide)
-                gn_bwd_dx_vec_wide(xs, ds, os, tb, p0, p1, C);
+                gn_bwd_dx_vec_wide(xs, ds, os, tb, p0, p1, C, (flags & CLNORM_KF_SILU) != 0);
             else if ((flags & CLNORM_KF_SILU) != 0)
                 gn_bwd_dx_vec(xs, ds, os, tb, p0, p1, C, 1);
             else
                 gn_bwd_dx_vec(xs, ds, os, tb, p0, p1, C, 0);
-            for (ulong c = C / VW * VW; c < C; c++) {
-                const gn_chan ch = GN_CHAN(n, c);
-                const A2 cf = gn_coef_of(coef, n * G + c / cpg, flags);
-                for (ulong p = p0; p < p1; p++)
-                    STORE1(gn_dx(ch, cf, LOAD1(xs + p * C + c), LOAD1(ds + p * C + c)),
-                           os + p * C + c);
+            for (ulong c = C / VW * VW; c < C; c++) { /* as the GPUs' (gn_dx_run) */
+                const ulong row = n * G + c / cpg;
+                gn_dx_run(GN_CHAN(n, c), gn_coef_of(coef, row, flags),
+                          gn_coef_lo_of(coef, row, flags), xs + c, ds + c, os + c, p0, p1, 1,
+                          C);
             }
             continue;
         }
         for (ulong c = lid; c < C; c += L) {
             const gn_chan ch = GN_CHAN(n, c);
             const A2 cf = gn_coef_of(coef, n * G + c / cpg, flags);
-            gn_dx_run(ch, cf.s0, cf.s1, xs + c, ds + c, os + c, p0, p1, 1, C);
+            gn_dx_run(ch, cf, gn_coef_lo_of(coef, n * G + c / cpg, flags), xs + c, ds + c,
+                      os + c, p0, p1, 1, C);
         }
     }
 }

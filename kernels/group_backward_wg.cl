@@ -28,11 +28,33 @@ inline A gn_wg_lanes_add(A v, gn_wg_lanes w, __local A *scratch, uint lid)
     return v;
 }
 
+/* gn_wg_lanes_add of a W, its bits in two local arrays (as gn_wg_sum_w, op_group_norm.cl),
+ * the lanes added in lane order in W. */
+inline W gn_wg_lanes_add_w(W v, gn_wg_lanes w, __local A *lo, __local A *hi, uint lid)
+{
+#if W_DOUBLE
+    __local uint *l = (__local uint *)lo, *h = (__local uint *)hi;
+    const uint2 u = as_uint2(v);
+    l[lid] = u.s0;
+    h[lid] = u.s1;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (w.q0 == 0)
+        for (ulong q = 1; q < w.PL; q++) {
+            const ulong i = q * w.cw + w.k0;
+            v += as_double((uint2)(l[i], h[i]));
+        }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return v;
+#else
+    return gn_wg_lanes_add(v, w, lo, lid);
+#endif
+}
+
 /* The backward of one group row per work-group. sums: per sample (one tile), the dz * xhat
  * sums of every channel, then the dz sums (group_backward.cl's layout, which its parameter
  * pass adds over the samples). */
 __kernel void gn_nhwc_bwd_group(GN_BWD_PTRS, __global const A *stats, __global A *sums,
-                                __local A *scratch, KS_PARAM)
+                                __local A *scratch, __local A *scratch2, KS_PARAM)
 {
     KS_BEGIN;
     GN_BWD_UNPACK
@@ -51,14 +73,15 @@ __kernel void gn_nhwc_bwd_group(GN_BWD_PTRS, __global const A *stats, __global A
         ch.silu = (flags & CLNORM_KF_SILU) != 0;
         gn_stats_of(mean, mean_off, rstd, rstd_off, stats, row, flags, &ch.K, &ch.m, &ch.r,
                     &ch.sc);
+        ch.rlo = gn_stats_rlo(stats, row, flags);
         /* Round by round of cw channels: each item's sums over its positions, then the
          * position lanes' added in lane order by the channel's first item, which writes them
          * and keeps gamma_c times them for the group's sums. */
         __global A *sn = sums + n * 2 * C;
-        A sg = 0, sgx = 0; /* sum of gamma_c * (sum of dz), of gamma_c * (sum of dz * xhat) */
+        W sg = 0, sgx = 0; /* sum of gamma_c * (sum of dz), of gamma_c * (sum of dz * xhat) */
         for (ulong j = 0; j < w.rounds; j++) {
             const ulong k = w.k0 + j * w.cw, c = c0 + k;
-            A2 s = (A2)(0);
+            W2 s = (W2)(0);
             /* (channels past the group's last read nothing: k < cpg guards every use) */
             const gn_chan cc = GN_CHAN_AT(ch, n, k < cpg ? c : c0);
             if (k < cpg && w.npos > 0) /* positions q0, q0 + PL, ... (group_backward.cl) */
@@ -66,27 +89,30 @@ __kernel void gn_nhwc_bwd_group(GN_BWD_PTRS, __global const A *stats, __global A
             /* (no barrier under a branch: PoCL's work-group compiler replicates the code
              * between barriers per path, which a branch around these made run for tens of
              * minutes) */
-            const A s1 = gn_wg_lanes_add(s.s0, w, scratch, lid);
-            const A s2 = gn_wg_lanes_add(s.s1, w, scratch, lid);
+            const W s1 = gn_wg_lanes_add_w(s.s0, w, scratch, scratch2, lid);
+            const W s2 = gn_wg_lanes_add_w(s.s1, w, scratch, scratch2, lid);
             if (w.q0 == 0 && k < cpg) {
-                sn[c] = s1;
-                sn[C + c] = s2;
-                sgx = fma(cc.gam, s1, sgx); /* gamma_c, modulated */
-                sg = fma(cc.gam, s2, sg);
+                sn[c] = (A)s1;
+                sn[C + c] = (A)s2;
+                sgx = fma((W)cc.gam, s1, sgx); /* gamma_c, modulated */
+                sg = fma((W)cc.gam, s2, sg);
             }
         }
-        /* dx's coefficients, mean(g) and mean(g * xhat) (gn_bwd_coef's, for this group); 0
-         * with precomputed statistics (gn_coef_of). The sums run either way: a barrier under
-         * a branch is what PoCL's work-group compiler handles badly (above). */
-        A mg = wg_sum(sg, scratch, lid, L) / total;
-        A mgx = wg_sum(sgx, scratch, lid, L) / total;
+        /* dx's coefficients, mean(g) and mean(g * xhat) (gn_bwd_coef's, for this group),
+         * rounded once; 0 with precomputed statistics (gn_coef_of). The sums run either way:
+         * a barrier under a branch is what PoCL's work-group compiler handles badly (above). */
+        W mg = GN_WG_SUM_W(sg, scratch, scratch2, lid, L) / (W)total;
+        W mgx = GN_WG_SUM_W(sgx, scratch, scratch2, lid, L) / (W)total;
         if ((flags & CLNORM_KF_GLOBAL_STATS) != 0)
             mg = mgx = 0;
+        /* each rounded once, and what the rounding left (gn_dx_run: gn_dx_of_w) */
+        const A2 cf = (A2)((A)mg, (A)mgx);
+        const A2 lo = (A2)((A)(mg - (W)cf.s0), (A)(mgx - (W)cf.s1));
         if ((flags & CLNORM_KF_GRAD_X) != 0 && w.npos > 0) {
             __global T *os = dx + dx_off + n * dx_stride;
             for (ulong k = w.k0; k < cpg; k += w.cw) {
                 const ulong c = c0 + k;
-                gn_dx_run(GN_CHAN_AT(ch, n, c), mg, mgx, xs + c, ds + c, os + c, w.q0, hw,
+                gn_dx_run(GN_CHAN_AT(ch, n, c), cf, lo, xs + c, ds + c, os + c, w.q0, hw,
                           w.PL, C);
             }
         }

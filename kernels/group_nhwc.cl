@@ -383,6 +383,57 @@ inline void gn_table_group(__global A *tn, ulong C, ulong c0, ulong cpg, A K, A 
     }
 }
 
+#if W_DOUBLE
+/* gn_stats_w (op_group_norm.cl) of an NHWC group: its channels [c0, c0 + cpg) of every
+ * position, an item every L-th position (gn_nhwc_group_stats, group_nhwc_wg.cl, and the
+ * backward's merge of the tiles, gn_merge_row). In the merge it reads the group's channels
+ * strided by C, scalar: on PoCL's CPU device 2 ms more on 8x320x32x32 around 300 at spread
+ * 1e-2 (the merge had 12 us), about 40% of that backward, paid only where a group's float
+ * rstd * sc is at least CLNORM_GN_VAR_WIDE; without it the tiles' float statistics left dx
+ * 1.10x the bound there (bench/RESULTS.md, "dx of large rstd * |gamma| in double on the
+ * kernels"). */
+inline void gn_group_stats_w(__global const T *xs, ulong c0, ulong cpg, ulong C, ulong hw,
+                             uint lid, uint L, __local A *lo, __local A *hi, A *K, A *m, A *r,
+                             A *rlo, A sc, A eps, int wide)
+{
+    W S = 0, Q = 0;
+    const W Kw = *K, mw = *m, sw = sc;
+    if (wide) {
+        /* four positions a step, each its own sums: one chain of dependent double additions
+         * took 4.6 ms of the merge at 8x320x32x32 on PoCL's CPU device, four 2.6-3.2 */
+        W S1 = 0, S2 = 0, S3 = 0, Q1 = 0, Q2 = 0, Q3 = 0;
+        ulong p = lid;
+        for (; p + 3 * L < hw; p += 4 * L) {
+            __global const T *x0 = xs + p * C + c0, *x1 = x0 + L * C, *x2 = x1 + L * C,
+                             *x3 = x2 + L * C;
+            for (ulong k = 0; k < cpg; k++) {
+                const W d0 = ((W)LOAD1(x0 + k) * sw - Kw) - mw;
+                const W d1 = ((W)LOAD1(x1 + k) * sw - Kw) - mw;
+                const W d2 = ((W)LOAD1(x2 + k) * sw - Kw) - mw;
+                const W d3 = ((W)LOAD1(x3 + k) * sw - Kw) - mw;
+                S += d0;
+                S1 += d1;
+                S2 += d2;
+                S3 += d3;
+                Q = fma(d0, d0, Q);
+                Q1 = fma(d1, d1, Q1);
+                Q2 = fma(d2, d2, Q2);
+                Q3 = fma(d3, d3, Q3);
+            }
+        }
+        for (; p < hw; p += L)
+            for (ulong k = 0; k < cpg; k++) {
+                const W d = ((W)LOAD1(xs + p * C + c0 + k) * sw - Kw) - mw;
+                S += d;
+                Q = fma(d, d, Q);
+            }
+        S = (S + S1) + (S2 + S3);
+        Q = (Q + Q1) + (Q2 + Q3);
+    }
+    gn_stats_w(S, Q, cpg * hw, lid, L, lo, hi, K, m, r, rlo, sc, eps, wide);
+}
+#endif
+
 /* Group row `row` = n * G + g: its tiles' moments merged (the work-group's L items taking
  * every L-th tile, then adding), its statistics (K, m, r, sc) into the stats scratch and the
  * saved mean/rstd and, with a table (the forward), every channel's K, a = r * gamma_c and
@@ -396,8 +447,8 @@ inline void gn_merge_row(__global const T *x, ulong x_off, ulong x_stride,
                          ulong rstd_off, ulong G, ulong cpg, ulong hw,
                          __global const A *part, __global A *stats, __global A *table,
                          ulong row, ulong chunk_len, uint chunks, A eps, uint flags,
-                         __local A *scratch, uint lid, uint L, __global const P *sr,
-                         __global const P *hr)
+                         __local A *scratch, __local A *scratch2, uint lid, uint L,
+                         __global const P *sr, __global const P *hr)
 {
     const ulong C = G * cpg, n = row / G, c0 = (row % G) * cpg;
     const A total = (A)(cpg * hw);
@@ -431,9 +482,14 @@ inline void gn_merge_row(__global const T *x, ulong x_off, ulong x_stride,
                                    lid, L));
         K = K * sc; /* the shift, scaled */
     }
-    const A r = rstd_rounded(var, eps * sc * sc);
+    A r = rstd_rounded(var, eps * sc * sc), rlo = 0;
+#if W_DOUBLE /* the backward (no table): again in double where r * sc is large */
+    if (!table)
+        gn_group_stats_w(xs, c0, cpg, C, hw, lid, L, scratch, scratch2, &K, &m, &r, &rlo, sc,
+                         eps, r * sc >= (A)CLNORM_GN_VAR_WIDE);
+#endif
     if (lid == 0) {
-        gn_put_stats(stats, row, K, m, r, sc);
+        gn_put_stats(stats, row, K, m, r, rlo, sc);
         if ((flags & CLNORM_KF_MEAN) != 0)
             mean[mean_off + row] = (K + m) / sc;
         if ((flags & CLNORM_KF_RSTD) != 0)
@@ -448,7 +504,8 @@ inline void gn_merge_row(__global const T *x, ulong x_off, ulong x_stride,
 __kernel void gn_nhwc_merge(__global const T *x, __global const P *gamma,
                             __global const P *beta, __global P *mean, __global P *rstd
                             GN_MOD_PTRS, __global const A *part, __global A *stats,
-                            __global A *table, __local A *scratch, KS_PARAM)
+                            __global A *table, __local A *scratch, __local A *scratch2,
+                            KS_PARAM)
 {
     KS_BEGIN;
     KS_TENSOR(x);
@@ -467,7 +524,7 @@ __kernel void gn_nhwc_merge(__global const T *x, __global const P *gamma,
     for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0))
         gn_merge_row(x, x_off, x_stride, gamma, gamma_off, beta, beta_off, mean, mean_off, rstd,
                      rstd_off, gn_groups, gn_cpg, gn_hw, part, stats, table, row, chunk_len,
-                     chunks, eps, flags, scratch, lid, L, GN_SCALE_ROW(row / gn_groups),
+                     chunks, eps, flags, scratch, scratch2, lid, L, GN_SCALE_ROW(row / gn_groups),
                      GN_SHIFT_ROW(row / gn_groups));
 }
 
@@ -690,7 +747,7 @@ __kernel void gn_nhwc_sample(FWD_PTRS, __global A *part, __global A *stats,
         for (ulong g = 0; g < G; g++)
             gn_merge_row(x, x_off, x_stride, gamma, gamma_off, beta, beta_off, mean, mean_off,
                          rstd, rstd_off, G, cpg, hw, part, stats, table, n * G + g, hw, 1, eps,
-                         flags, scratch, 0, 1, GN_SCALE_ROW(n), GN_SHIFT_ROW(n));
+                         flags, scratch, scratch, 0, 1, GN_SCALE_ROW(n), GN_SHIFT_ROW(n));
         __global const A *tk = table + n * 3 * C;
         if ((flags & CLNORM_KF_SILU) != 0)
             gn_apply_positions(xs, ys, tk, 0, hw, C, 1);

@@ -176,30 +176,6 @@ __kernel void gn_nhwc_group(FWD_PTRS, __local A *scratch, KS_PARAM)
     }
 }
 
-#if W_DOUBLE
-/* gn_stats_w (op_group_norm.cl) of an NHWC group: its channels [c0, c0 + cpg) of every
- * position, an item every L-th position (gn_nhwc_group_stats). The tiles' merge
- * (group_nhwc.cl) does not take it: on PoCL's CPU device one item per group reading its
- * channels strided by C took 2 ms more (the merge had 12 us) on 8x320x32x32 around 300 at
- * spread 1e-2, about 40% of that backward, where the largest dx error was 0.93x the bound
- * (0.69x with it; tests/torch_group_spread.py --more). */
-inline void gn_group_stats_w(__global const T *xs, ulong c0, ulong cpg, ulong C, ulong hw,
-                             uint lid, uint L, __local A *lo, __local A *hi, A *K, A *m, A *r,
-                             A sc, A eps, int wide)
-{
-    W S = 0, Q = 0;
-    const W Kw = *K, mw = *m, sw = sc;
-    if (wide)
-        for (ulong p = lid; p < hw; p += L)
-            for (ulong k = 0; k < cpg; k++) {
-                const W d = ((W)LOAD1(xs + p * C + c0 + k) * sw - Kw) - mw;
-                S += d;
-                Q = fma(d, d, Q);
-            }
-    gn_stats_w(S, Q, cpg * hw, lid, L, lo, hi, K, m, r, sc, eps, wide);
-}
-#endif
-
 /* The backward's statistics when mean and rstd are not given (RUN_RECOMPUTE): a group's
  * (K, m, r, sc) as the forward computes them, into the stats scratch (gn_put_stats). A
  * kernel of its own rather than a branch of the backward's: barriers under a branch cost
@@ -217,14 +193,14 @@ __kernel void gn_nhwc_group_stats(__global const T *x, __global A *stats, __loca
     const gn_wg_lanes w = gn_wg_lanes_of(cpg, hw, lid, L);
     for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0)) {
         const ulong n = row / G, c0 = (row % G) * cpg;
-        A K, m, r, sc;
+        A K, m, r, sc, rlo = 0;
         __global const T *xs = x + x_off + n * x_stride;
         gn_wg_stats(xs, c0, C, cpg, hw, w, eps, scratch, lid, L, &K, &m, &r, &sc);
 #if W_DOUBLE /* again in double where r * sc is at least CLNORM_GN_VAR_WIDE */
-        gn_group_stats_w(xs, c0, cpg, C, hw, lid, L, scratch, scratch2, &K, &m, &r, sc, eps,
-                         r * sc >= (A)CLNORM_GN_VAR_WIDE);
+        gn_group_stats_w(xs, c0, cpg, C, hw, lid, L, scratch, scratch2, &K, &m, &r, &rlo, sc,
+                         eps, r * sc >= (A)CLNORM_GN_VAR_WIDE);
 #endif
         if (lid == 0)
-            gn_put_stats(stats, row, K, m, r, sc);
+            gn_put_stats(stats, row, K, m, r, rlo, sc);
     }
 }

@@ -333,12 +333,18 @@ inline void gn_stats_of(__global const P *mean, ulong m_off, __global const P *r
     }
 }
 
+/* The rest of group `row`'s r (gn_put_stats), 0 with statistics given. */
+inline A gn_stats_rlo(__global const A *stats, ulong row, uint flags)
+{
+    return (flags & CLNORM_KF_RECOMPUTE) != 0 ? stats[row * CLNORM_STATS_PER_ROW + 1] : (A)0;
+}
+
 /* The statistics of group `row` into the stats scratch. */
-inline void gn_put_stats(__global A *stats, ulong row, A K, A m, A r, A sc)
+inline void gn_put_stats(__global A *stats, ulong row, A K, A m, A r, A rlo, A sc)
 {
     __global A *st = stats + row * CLNORM_STATS_PER_ROW;
     st[0] = K;
-    st[1] = 0;
+    st[1] = rlo; /* what r's rounding left (gn_stats_w), 0 elsewhere: gn_stats_rlo */
     st[2] = m;
     st[3] = r;
     st[4] = sc;
@@ -378,7 +384,9 @@ inline W gn_wg_sum_w(W v, __local A *lo, __local A *hi, uint lid, uint L)
  * work-group's items all agree), from the items' sums S of d = (x * sc - K) - m and Q of d^2
  * in double (d exact in double): mean = K + m + S / n, var = Q / n - (S / n)^2; then K the
  * float nearest that mean, m what is left of it (within an ulp of K: its own rounding is
- * below 1e-12 of the spread), and r = 1 / sqrt(var + eps sc^2) rounded once. Every item calls
+ * below 1e-12 of the spread), r = 1 / sqrt(var + eps sc^2) rounded once and *rlo what that
+ * rounding left (the backward's double paths read r + rlo: gn_chan's rlo; one float ulp of r
+ * alone put dx 1.1x the bound through the SiLU at rstd 300). Every item calls
  * it (barriers), `wide` or not; the statistics stay as they were where it is not.
  * Why: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) at a large rstd moves by about
  * rstd |mean(g * xhat)| per unit of a shift of xhat, and by about 2 rstd |xhat mean(g *
@@ -390,7 +398,7 @@ inline W gn_wg_sum_w(W v, __local A *lo, __local A *hi, uint lid, uint L)
  * shift everywhere: a lone outlier would take it along (common.cl); a group of rstd 16 or
  * more has none, its values lie within sqrt(n) / 16 of the mean. */
 inline void gn_stats_w(W S, W Q, ulong n, uint lid, uint L, __local A *lo, __local A *hi,
-                       A *K, A *m, A *r, A sc, A eps, int wide)
+                       A *K, A *m, A *r, A *rlo, A sc, A eps, int wide)
 {
     S = gn_wg_sum_w(S, lo, hi, lid, L);
     Q = gn_wg_sum_w(Q, lo, hi, lid, L);
@@ -400,6 +408,8 @@ inline void gn_stats_w(W S, W Q, ulong n, uint lid, uint L, __local A *lo, __loc
     const W var = fmax(Q / (W)n - dm * dm, (W)0);
     *K = (A)mean;
     *m = (A)(mean - (W)*K);
-    *r = (A)((W)1 / sqrt(var + (W)eps * (W)sc * (W)sc));
+    const W rw = (W)1 / sqrt(var + (W)eps * (W)sc * (W)sc);
+    *r = (A)rw;
+    *rlo = (A)(rw - (W)*r);
 }
 #endif

@@ -66,15 +66,18 @@
  * 0.3x the bound 1e-5 + 1e-5 |ref| at rstd * |gamma| near 23 with dy of N(0, 1). The host
  * loop (group_norm_host_body.h, HN(silu_wide)) and the kernels where the device has double
  * (kernels/group_backward.cl, gn_chan_at) (bench/RESULTS.md, "The SiLU's dz in double where
- * rstd * |gamma| is large"). */
+ * rstd * |gamma| is large"). The kernels also form such a channel's sums and dx in double,
+ * with or without the SiLU (gn_dx_of_w; bench/RESULTS.md, "dx of large rstd * |gamma| in
+ * double on the kernels"). */
 #define CLNORM_GN_SILU_WIDE 16
 
-/* GroupNorm's backward recomputing a group's statistics on the kernels (NCHW, and NHWC's
- * workgroup strategy) takes them again in double where rstd is at least this and the device
- * has double (kernels/op_group_norm.cl, gn_stats_w): dx multiplies a shift of xhat by about
- * rstd |mean(g xhat)| and rstd's relative error by about 2 rstd |xhat mean(g xhat)|, and one
- * float32 ulp of the mean or of rstd is enough to miss 1e-5 at rstd 100 (bench/RESULTS.md,
- * "The backward's statistics again in double at a large rstd"). */
+/* GroupNorm's backward recomputing a group's statistics on the kernels (NCHW, NHWC's
+ * workgroup strategy and, since 2026-12-05, the NHWC tiles' merge) takes them again in double
+ * where rstd is at least this and the device has double (kernels/op_group_norm.cl,
+ * gn_stats_w, which also keeps what rstd's float rounding left): dx multiplies a shift of
+ * xhat by about rstd |mean(g xhat)| and rstd's relative error by about 2 rstd |xhat mean(g
+ * xhat)|, and one float32 ulp of the mean or of rstd is enough to miss 1e-5 at rstd 100
+ * (bench/RESULTS.md, "The backward's statistics again in double at a large rstd"). */
 #define CLNORM_GN_VAR_WIDE 16
 
 /* GroupNorm's backward of groups of at most this many elements runs in double: the host

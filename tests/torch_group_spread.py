@@ -25,6 +25,11 @@ kernels their NCHW backward is one work-item per group in double
 (kernels/group_backward_small.cl). CTest runs it on the kernels in the CPU device's geometry
 and the GPUs'.
 
+--wide runs groups of 52, 128 and 72 elements (7x96x13x2 at G = 48, 4x64x8x8 at G = 32,
+3x48x6x6 at G = 24), with and without the SiLU: there the float32 formula of dx, its group
+means, xhat and rstd each rounded to float32, missed by up to 2.4x on the kernels; their dx is
+now formed in double (kernels/group_backward.cl, gn_dx_of_w). CTest runs it in every path.
+
 Exit status: 0 when every case agrees, 1 when one differs or the CLI fails, 2 for bad
 arguments, 77 (CTest's skip) without numpy and torch.
 """
@@ -62,6 +67,8 @@ def main():
     ap.add_argument("--more", action="store_true", help="also smaller groups (G = 3-32)")
     ap.add_argument("--small", action="store_true",
                     help="instead: groups of 2-64 elements without the SiLU")
+    ap.add_argument("--wide", action="store_true",
+                    help="instead: groups of 36-128 elements, with and without the SiLU")
     args = ap.parse_args()
     work = sweep.prepare(args, "torch_group_spread")
     if work is None:
@@ -77,10 +84,15 @@ def main():
     if args.small:  # groups of 4, 2, 9, 32 and 64 elements
         shapes = [(16, 20, 5, []), (32, 16, 8, [1]), (8, 16, 16, [3, 3]), (4, 64, 32, [4, 4]),
                   (2, 32, 32, [8, 8])]
-    for n, c, g, sp in shapes:
+    silus = [False] if args.small else [True]
+    if args.wide:  # groups of 52, 128 and 72 elements
+        shapes = [(7, 96, 48, [13, 2]), (4, 64, 32, [8, 8]), (3, 48, 24, [6, 6])]
+        silus = [True, False]
+    for (n, c, g, sp), silu in [(s, f) for s in shapes for f in silus]:
         for layout, spread in [(lt, s) for s in (1e-2, 3e-3) for lt in ("nchw", "nhwc")]:
-            case = make_case(rng, spread, layout, (n, c, g, sp), not args.small)
-            what = f"{n}x{c}x{'x'.join(map(str, sp))} G={g} spread {spread} {layout}"
+            case = make_case(rng, spread, layout, (n, c, g, sp), silu)
+            what = (f"{n}x{c}x{'x'.join(map(str, sp))} G={g} spread {spread} {layout}"
+                    + (" silu" if silu and args.wide else ""))
             got, err = sweep.run_clnorm(args.clnorm, case, work, args.device)
             if err:
                 print(f"FAILED {what}: {err}")

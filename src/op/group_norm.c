@@ -446,11 +446,11 @@ static void scratch_bytes(const clnorm_desc *d, const clnorm_geometry *g, clnorm
      * coefficients per (n, g) */
     bytes[0] = clnorm_bytes3(ng, CLNORM_STATS_PER_ROW, acc);
     bytes[1] = clnorm_bytes3(d->rows * g->bwd_chunks, nhwc_tile_len(d), acc);
-    bytes[2] = clnorm_bytes3(ng, 2, acc);
+    bytes[2] = clnorm_bytes3(ng, 4, acc); /* (GN_COEF_PER_ROW, group_backward.cl) */
     /* NHWC on one-item work-groups (CPU devices): per-channel tables per (n, tile), which
-     * let the sums and dx loops run in vectors (group_backward.cl, GN_BT_LEN: 10 rows) */
+     * let the sums and dx loops run in vectors (group_backward.cl, GN_BT_LEN: 12 rows) */
     if (is_nhwc(d) && g->local == 1)
-        bytes[4] = clnorm_bytes3(d->rows * g->bwd_chunks, 10 * d->cols, acc);
+        bytes[4] = clnorm_bytes3(d->rows * g->bwd_chunks, 12 * d->cols, acc);
 }
 
 /* ---- kernel chains ---- */
@@ -494,7 +494,7 @@ static const clnorm_karg part_args[] = {OPS, {KA_SCRATCH, 0}, {KA_ROWS, 0}, {KA_
 static const clnorm_karg merge_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1}, {KA_SCRATCH, 2},
                                          {KA_ROWS, 0}, {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0},
                                          {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
-                                         {KA_END, 0}};
+                                         {KA_LOCAL_ACC, 0}, {KA_END, 0}};
 static const clnorm_karg apply_args[] = {OPS, {KA_SCRATCH, 2}, {KA_ROWS, 0}, {KA_CHUNK_LEN, 0},
                                          {KA_FLAGS, 0}, {KA_FIRST_BLOCK, 0}, {KA_END, 0}};
 static const clnorm_karg group_wg_args[] = {OPS, {KA_ROWS, 0}, {KA_EPS, 0}, {KA_FLAGS, 0},
@@ -555,17 +555,17 @@ static const clnorm_karg bpart_args[] = {OPS, {KA_SCRATCH, 1}, {KA_ROWS, 0}, {KA
 static const clnorm_karg bmerge_args[] = {OPS, {KA_SCRATCH, 1}, {KA_SCRATCH, 0}, {KA_SCRATCH, 3},
                                           {KA_ROWS, 0}, {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0},
                                           {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
-                                          {KA_END, 0}};
+                                          {KA_LOCAL_ACC, 0}, {KA_END, 0}};
 static const clnorm_karg sums_nchw_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1},
                                              {KA_ROWS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
-                                             {KA_END, 0}};
+                                             {KA_LOCAL_ACC, 0}, {KA_END, 0}};
 static const clnorm_karg sums_nhwc_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1},
                                              {KA_SCRATCH, 4}, {KA_ROWS, 0},
                                              {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0}, {KA_FLAGS, 0},
                                              {KA_FIRST_BLOCK, 0}, {KA_END, 0}};
 static const clnorm_karg coef_args[] = {OPS, {KA_SCRATCH, 1}, {KA_SCRATCH, 2}, {KA_ROWS, 0},
                                         {KA_CHUNKS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
-                                        {KA_END, 0}};
+                                        {KA_LOCAL_ACC, 0}, {KA_END, 0}};
 static const clnorm_karg params_args[] = {OPS, {KA_SCRATCH, 1}, {KA_ROWS, 0}, {KA_CHUNKS, 0},
                                           {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
 static const clnorm_karg lanes_args[] = {OPS, {KA_SCRATCH, 1}, {KA_ROWS, 0}, {KA_CHUNKS, 0},
@@ -625,7 +625,8 @@ static const clnorm_chain nhwc_backward_mod = {{NHWC_BWD_FILES},
 static const clnorm_karg gstats_args[] = {OPS, {KA_SCRATCH, 0}, {KA_ROWS, 0}, {KA_EPS, 0},
                                           {KA_LOCAL_ACC, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
 static const clnorm_karg bgroup_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1}, {KA_ROWS, 0},
-                                          {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
+                                          {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_LOCAL_ACC, 0},
+                                          {KA_END, 0}};
 #define WG_BWD_FILES                                                                        \
     "common.cl", "op_group_norm.cl", "row_stats.cl", "group_nhwc.cl", "group_backward.cl",     \
         "group_nhwc_wg.cl", "group_backward_wg.cl", NULL
