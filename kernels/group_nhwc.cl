@@ -387,8 +387,8 @@ inline void gn_table_group(__global A *tn, ulong C, ulong c0, ulong cpg, A K, A 
 /* gn_stats_w (op_group_norm.cl) of an NHWC group: its channels [c0, c0 + cpg) of every
  * position, an item every L-th position (gn_nhwc_group_stats, group_nhwc_wg.cl, and the
  * backward's merge of the tiles, gn_merge_row). In the merge it reads the group's channels
- * strided by C, scalar: on PoCL's CPU device 2 ms more on 8x320x32x32 around 300 at spread
- * 1e-2 (the merge had 12 us), about 40% of that backward, paid only where a group's float
+ * strided by C, scalar: on PoCL's CPU device 2-2.5 ms more on 8x320x32x32 around 300 at
+ * spread 1e-2 (the merge had 12 us), 18-70% of that backward, paid only where a group's float
  * rstd * sc is at least CLNORM_GN_VAR_WIDE; without it the tiles' float statistics left dx
  * 1.10x the bound there (bench/RESULTS.md, "dx of large rstd * |gamma| in double on the
  * kernels"). */
@@ -400,7 +400,7 @@ inline void gn_group_stats_w(__global const T *xs, ulong c0, ulong cpg, ulong C,
     const W Kw = *K, mw = *m, sw = sc;
     if (wide) {
         /* four positions a step, each its own sums: one chain of dependent double additions
-         * took 4.6 ms of the merge at 8x320x32x32 on PoCL's CPU device, four 2.6-3.2 */
+         * took 4.6 ms of the merge at 8x320x32x32 on PoCL's CPU device, four 2.0-2.5 */
         W S1 = 0, S2 = 0, S3 = 0, Q1 = 0, Q2 = 0, Q3 = 0;
         ulong p = lid;
         for (; p + 3 * L < hw; p += 4 * L) {
