@@ -486,6 +486,90 @@ static void test_nhwc_spatial1_is_nchw(void **state)
     tu_problem_free(&p);
 }
 
+/* One float32 backward case beside its float64 twin: x, dy, gamma and beta (C <= 96
+ * channels) in float, the same values widened, the argument lists of both (without beta where
+ * the backward takes none: no SiLU), and the gradients of each (dx, dgamma, dbeta). */
+typedef struct {
+    size_t len, C, nargs;
+    float *x, *dy, *dx, g[96], b[96], dg[96], db[96];
+    double *xw, *dyw, *dxw, gw[96], bw[96], dgw[96], dbw[96];
+    clnorm_host_arg f[7], w[7];
+} grad_case;
+
+static void grad_case_init(grad_case *gc, size_t len, size_t C)
+{
+    assert_true(C <= 96);
+    gc->len = len;
+    gc->C = C;
+    gc->x = malloc(len * sizeof *gc->x);
+    gc->dy = malloc(len * sizeof *gc->dy);
+    gc->dx = malloc(len * sizeof *gc->dx);
+    gc->xw = malloc(len * sizeof *gc->xw);
+    gc->dyw = malloc(len * sizeof *gc->dyw);
+    gc->dxw = malloc(len * sizeof *gc->dxw);
+    assert_non_null(gc->x);
+    assert_non_null(gc->dy);
+    assert_non_null(gc->dx);
+    assert_non_null(gc->xw);
+    assert_non_null(gc->dyw);
+    assert_non_null(gc->dxw);
+}
+
+/* After the float values are set: their widened copies, the argument lists, and the
+ * reference's float64 backward of dw (d's float64 twin) into dxw, dgw, dbw. */
+static void grad_case_reference(grad_case *gc, const clnorm_desc *dw, int silu)
+{
+    for (size_t i = 0; i < gc->len; i++) {
+        gc->xw[i] = gc->x[i];
+        gc->dyw[i] = gc->dy[i];
+    }
+    for (size_t c = 0; c < gc->C; c++) {
+        gc->gw[c] = gc->g[c];
+        gc->bw[c] = gc->b[c];
+    }
+    const clnorm_host_arg wa[] = {
+        {CLNORM_ARG_X, gc->xw},    {CLNORM_ARG_DY, gc->dyw},  {CLNORM_ARG_GAMMA, gc->gw},
+        {CLNORM_ARG_BETA, gc->bw}, {CLNORM_ARG_DX, gc->dxw},  {CLNORM_ARG_DGAMMA, gc->dgw},
+        {CLNORM_ARG_DBETA, gc->dbw}};
+    const clnorm_host_arg fa[] = {
+        {CLNORM_ARG_X, gc->x},     {CLNORM_ARG_DY, gc->dy},   {CLNORM_ARG_GAMMA, gc->g},
+        {CLNORM_ARG_BETA, gc->b},  {CLNORM_ARG_DX, gc->dx},   {CLNORM_ARG_DGAMMA, gc->dg},
+        {CLNORM_ARG_DBETA, gc->db}};
+    /* without the SiLU the backward takes no beta */
+    const size_t skip_k = silu ? 7 : 3;
+    gc->nargs = 0;
+    for (size_t k = 0; k < 7; k++)
+        if (k != skip_k) {
+            gc->w[gc->nargs] = wa[k];
+            gc->f[gc->nargs++] = fa[k];
+        }
+    assert_int_equal(clnorm_ref_execute(dw, CLNORM_BACKWARD, gc->w, gc->nargs), CLNORM_OK);
+}
+
+/* The largest error of the float gradients (dx, dgamma, dbeta) against the float64 ones,
+ * each |got - want| over abs + rel |want|. */
+static double grad_case_error(const grad_case *gc, double abs, double rel)
+{
+    double e = 0;
+    for (size_t i = 0; i < gc->len; i++)
+        e = fmax(e, fabs(gc->dx[i] - gc->dxw[i]) / (abs + rel * fabs(gc->dxw[i])));
+    for (size_t c = 0; c < gc->C; c++) {
+        e = fmax(e, fabs(gc->dg[c] - gc->dgw[c]) / (abs + rel * fabs(gc->dgw[c])));
+        e = fmax(e, fabs(gc->db[c] - gc->dbw[c]) / (abs + rel * fabs(gc->dbw[c])));
+    }
+    return e;
+}
+
+static void grad_case_free(grad_case *gc)
+{
+    free(gc->x);
+    free(gc->dy);
+    free(gc->dx);
+    free(gc->xw);
+    free(gc->dyw);
+    free(gc->dxw);
+}
+
 /* The float32 backward of small groups (2 to 16 elements: InstanceNorm of 1x2, 1x3, 2x2 and
  * 4x4, GroupNorm of three channels on 1x1) through the host loop, against the reference's
  * float64 backward of the same values (widened), within 2.5e-7 x (1 + |want|): dx there is a
@@ -515,70 +599,30 @@ static void test_small_group_grads(void **state)
                 d.flags &= ~(unsigned)CLNORM_SAVE_STATS;
                 clnorm_desc dw = d;
                 dw.dtype = CLNORM_F64;
-                const size_t len = s.n * s.c * s.hw, C = s.c;
-                float *x = malloc(len * sizeof *x), *dy = malloc(len * sizeof *dy);
-                float *dx = malloc(len * sizeof *dx), g[96], b[96], dg[96], db[96];
-                double *xw = malloc(len * sizeof *xw), *dyw = malloc(len * sizeof *dyw);
-                double *dxw = malloc(len * sizeof *dxw), gw[96], bw[96], dgw[96], dbw[96];
-                assert_non_null(x);
-                assert_non_null(dy);
-                assert_non_null(dx);
-                assert_non_null(xw);
-                assert_non_null(dyw);
-                assert_non_null(dxw);
+                grad_case gc;
+                grad_case_init(&gc, s.n * s.c * s.hw, s.c);
                 const double spread = (v & 2) ? 0.01 : 1.0;
-                for (size_t i = 0; i < len; i++) {
-                    x[i] = (float)(1.0 + spread * tu_rng_normal(&rng));
-                    dy[i] = (float)tu_rng_normal(&rng);
-                    xw[i] = x[i];
-                    dyw[i] = dy[i];
+                for (size_t i = 0; i < gc.len; i++) {
+                    gc.x[i] = (float)(1.0 + spread * tu_rng_normal(&rng));
+                    gc.dy[i] = (float)tu_rng_normal(&rng);
                 }
-                for (size_t c = 0; c < C; c++) {
-                    g[c] = (float)tu_rng_normal(&rng);
-                    b[c] = (float)tu_rng_normal(&rng);
-                    gw[c] = g[c];
-                    bw[c] = b[c];
+                for (size_t c = 0; c < gc.C; c++) {
+                    gc.g[c] = (float)tu_rng_normal(&rng);
+                    gc.b[c] = (float)tu_rng_normal(&rng);
                 }
-                const clnorm_host_arg wa[] = {
-                    {CLNORM_ARG_X, xw},      {CLNORM_ARG_DY, dyw},     {CLNORM_ARG_GAMMA, gw},
-                    {CLNORM_ARG_BETA, bw},   {CLNORM_ARG_DX, dxw},     {CLNORM_ARG_DGAMMA, dgw},
-                    {CLNORM_ARG_DBETA, dbw}};
-                const clnorm_host_arg fa[] = {
-                    {CLNORM_ARG_X, x},       {CLNORM_ARG_DY, dy},      {CLNORM_ARG_GAMMA, g},
-                    {CLNORM_ARG_BETA, b},    {CLNORM_ARG_DX, dx},      {CLNORM_ARG_DGAMMA, dg},
-                    {CLNORM_ARG_DBETA, db}};
-                /* without the SiLU the backward takes no beta */
-                const size_t skip = (v & 1) ? 7 : 3;
-                clnorm_host_arg w2[7], f2[7];
-                size_t n = 0;
-                for (size_t k = 0; k < 7; k++)
-                    if (k != skip) {
-                        w2[n] = wa[k];
-                        f2[n++] = fa[k];
-                    }
-                assert_int_equal(clnorm_ref_execute(&dw, CLNORM_BACKWARD, w2, n), CLNORM_OK);
+                grad_case_reference(&gc, &dw, v & 1);
                 clnorm_plan *plan = plan_on_path(&d, 0);
                 assert_true(clnorm_plan_uses_host_loop(plan, CLNORM_BACKWARD));
-                assert_int_equal(clnorm_execute_host(plan, CLNORM_BACKWARD, f2, n), CLNORM_OK);
+                assert_int_equal(clnorm_execute_host(plan, CLNORM_BACKWARD, gc.f, gc.nargs),
+                                 CLNORM_OK);
                 clnorm_plan_free(plan);
-                double e = 0;
-                for (size_t i = 0; i < len; i++)
-                    e = fmax(e, fabs(dx[i] - dxw[i]) / (1 + fabs(dxw[i])));
-                for (size_t c = 0; c < C; c++) {
-                    e = fmax(e, fabs(dg[c] - dgw[c]) / (1 + fabs(dgw[c])));
-                    e = fmax(e, fabs(db[c] - dbw[c]) / (1 + fabs(dbw[c])));
-                }
+                const double e = grad_case_error(&gc, 1, 1);
                 if (!(e <= 2.5e-7)) {
                     print_message("small groups %zux%zux%zu G=%zu %s SiLU %d spread %g: %.3g\n",
                                   s.n, s.c, s.hw, s.g, lay ? "nhwc" : "nchw", v & 1, spread, e);
                     failed++;
                 }
-                free(x);
-                free(dy);
-                free(dx);
-                free(xw);
-                free(dyw);
-                free(dxw);
+                grad_case_free(&gc);
             }
     all_passed(failed, "small-group gradients");
 }
@@ -614,47 +658,17 @@ static void test_wide_channel_grads(void **state)
                 d.flags &= ~(unsigned)CLNORM_SAVE_STATS;
                 clnorm_desc dw = d;
                 dw.dtype = CLNORM_F64;
-                const size_t len = s.n * s.c * s.hw, C = s.c;
-                float *x = malloc(len * sizeof *x), *dy = malloc(len * sizeof *dy);
-                float *dx = malloc(len * sizeof *dx), g[96], b[96], dg[96], db[96];
-                double *xw = malloc(len * sizeof *xw), *dyw = malloc(len * sizeof *dyw);
-                double *dxw = malloc(len * sizeof *dxw), gw[96], bw[96], dgw[96], dbw[96];
-                assert_non_null(x);
-                assert_non_null(dy);
-                assert_non_null(dx);
-                assert_non_null(xw);
-                assert_non_null(dyw);
-                assert_non_null(dxw);
-                for (size_t i = 0; i < len; i++) {
-                    x[i] = (float)(300.0 + 0.003 * tu_rng_normal(&rng));
-                    dy[i] = (float)tu_rng_normal(&rng);
-                    xw[i] = x[i];
-                    dyw[i] = dy[i];
+                grad_case gc;
+                grad_case_init(&gc, s.n * s.c * s.hw, s.c);
+                for (size_t i = 0; i < gc.len; i++) {
+                    gc.x[i] = (float)(300.0 + 0.003 * tu_rng_normal(&rng));
+                    gc.dy[i] = (float)tu_rng_normal(&rng);
                 }
-                for (size_t c = 0; c < C; c++) {
-                    g[c] = (float)(1.0 + 0.5 * tu_rng_normal(&rng));
-                    b[c] = (float)tu_rng_normal(&rng);
-                    gw[c] = g[c];
-                    bw[c] = b[c];
+                for (size_t c = 0; c < gc.C; c++) {
+                    gc.g[c] = (float)(1.0 + 0.5 * tu_rng_normal(&rng));
+                    gc.b[c] = (float)tu_rng_normal(&rng);
                 }
-                const clnorm_host_arg wa[] = {
-                    {CLNORM_ARG_X, xw},      {CLNORM_ARG_DY, dyw},     {CLNORM_ARG_GAMMA, gw},
-                    {CLNORM_ARG_BETA, bw},   {CLNORM_ARG_DX, dxw},     {CLNORM_ARG_DGAMMA, dgw},
-                    {CLNORM_ARG_DBETA, dbw}};
-                const clnorm_host_arg fa[] = {
-                    {CLNORM_ARG_X, x},       {CLNORM_ARG_DY, dy},      {CLNORM_ARG_GAMMA, g},
-                    {CLNORM_ARG_BETA, b},    {CLNORM_ARG_DX, dx},      {CLNORM_ARG_DGAMMA, dg},
-                    {CLNORM_ARG_DBETA, db}};
-                /* without the SiLU the backward takes no beta */
-                const size_t skip_k = silu ? 7 : 3;
-                clnorm_host_arg w2[7], f2[7];
-                size_t n = 0;
-                for (size_t k = 0; k < 7; k++)
-                    if (k != skip_k) {
-                        w2[n] = wa[k];
-                        f2[n++] = fa[k];
-                    }
-                assert_int_equal(clnorm_ref_execute(&dw, CLNORM_BACKWARD, w2, n), CLNORM_OK);
+                grad_case_reference(&gc, &dw, silu);
                 clnorm_strategy st[5];
                 const size_t ns = strategies_for(&d, st);
                 for (size_t i = 0; i < ns; i++) {
@@ -670,17 +684,11 @@ static void test_wide_channel_grads(void **state)
                     if (plan == NULL)
                         continue; /* subgroup: too long */
                     assert_false(clnorm_plan_uses_host_loop(plan, CLNORM_BACKWARD));
-                    assert_int_equal(clnorm_execute_host(plan, CLNORM_BACKWARD, f2, n), CLNORM_OK);
+                    assert_int_equal(clnorm_execute_host(plan, CLNORM_BACKWARD, gc.f, gc.nargs),
+                                     CLNORM_OK);
                     clnorm_plan_free(plan);
                     runs++;
-                    double e = 0;
-                    for (size_t k = 0; k < len; k++)
-                        e = fmax(e, fabs(dx[k] - dxw[k]) / (1e-5 + 1e-5 * fabs(dxw[k])));
-                    for (size_t c = 0; c < C; c++) {
-                        e = fmax(e, fabs(dg[c] - dgw[c]) / (1e-5 + 1e-5 * fabs(dgw[c])));
-                        if (silu)
-                            e = fmax(e, fabs(db[c] - dbw[c]) / (1e-5 + 1e-5 * fabs(dbw[c])));
-                    }
+                    const double e = grad_case_error(&gc, 1e-5, 1e-5);
                     worst = fmax(worst, e);
                     if (!(e <= 1)) {
                         print_message("FAILED CASE wide channels %zux%zux%zu G=%zu %s SiLU %d "
@@ -690,12 +698,7 @@ static void test_wide_channel_grads(void **state)
                         failed++;
                     }
                 }
-                free(x);
-                free(dy);
-                free(dx);
-                free(xw);
-                free(dyw);
-                free(dxw);
+                grad_case_free(&gc);
             }
     assert_true(runs > 0);
     print_message("wide channel gradients: %zu runs, the largest error %.3g of the bound\n", runs,
