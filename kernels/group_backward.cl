@@ -194,19 +194,14 @@ inline A gn_dx_of_w(gn_chan ch, W mg, W mgx, A v, A dyv)
  * oneDNN's use_global_stats and the row kinds' backward (norm_backward.cl), and gn_bwd_coef
  * does not run (RUN_DX_SUMS). gn_coef_lo_of gives the two remainders. */
 #define GN_COEF_PER_ROW 4 /* src/op/group_norm.c: the coefficients' scratch */
-inline A2 gn_coef_of(__global const A *coef, ulong row, uint flags)
+inline A2 gn_coef_pair(__global const A *coef, ulong row, uint flags, uint word)
 {
     if ((flags & CLNORM_KF_GLOBAL_STATS) != 0)
         return (A2)(0);
-    return (A2)(coef[row * GN_COEF_PER_ROW], coef[row * GN_COEF_PER_ROW + 1]);
+    return vload2(0, coef + row * GN_COEF_PER_ROW + word);
 }
-
-inline A2 gn_coef_lo_of(__global const A *coef, ulong row, uint flags)
-{
-    if ((flags & CLNORM_KF_GLOBAL_STATS) != 0)
-        return (A2)(0);
-    return (A2)(coef[row * GN_COEF_PER_ROW + 2], coef[row * GN_COEF_PER_ROW + 3]);
-}
+#define gn_coef_of(coef, row, flags) gn_coef_pair(coef, row, flags, 0)
+#define gn_coef_lo_of(coef, row, flags) gn_coef_pair(coef, row, flags, 2)
 
 /* The same with the two means in cf (gn_coef_of). */
 inline A gn_dx(gn_chan ch, A2 cf, A v, A dyv)
@@ -521,6 +516,13 @@ inline WV gn_dz_w_lanes(WV xw, AV dyv, WV gam, WV bet, int silu)
     return GN_TO_WV(GN_FROM_WV(GN_TO_WV(dyv) * sw * fma(zw, (WV)(1) - sw, (WV)(1))));
 }
 
+/* gn_dx_of_w's formula in lanes: dz as the sums took it, gamma, rs = r * sc and the means in
+ * W. */
+inline AV gn_dx_w_lanes(WV xw, WV dz, WV gam, WV rs, WV mg, WV mgx)
+{
+    return GN_FROM_WV(rs * ((dz * gam - mg) - xw * mgx));
+}
+
 inline WV gn_dz_xw_lanes(gn_chan ch, AV xv, AV dyv, WV *xw)
 {
     *xw = ((GN_TO_WV(xv) * (WV)(ch.sc) - (WV)(ch.K)) - (WV)(ch.m)) * (WV)(gn_r_w(ch));
@@ -556,7 +558,7 @@ NOINLINE void gn_chan_dx_cv_wide(gn_chan ch, A2 cf, A2 lo, __global const T *xc,
     for (ulong p = 0; p < pv; p += VW) {
         WV xw;
         const WV dz = gn_dz_xw_lanes(ch, LOADV(xc + p), LOADV(dc + p), &xw);
-        STOREV(GN_FROM_WV(rs * ((dz * gam - (WV)(mw)) - xw * (WV)(mxw))), oc + p);
+        STOREV(gn_dx_w_lanes(xw, dz, gam, rs, (WV)(mw), (WV)(mxw)), oc + p);
     }
     for (ulong p = pv; p < hw; p++)
         STORE1(gn_dx_of_w(ch, mw, mxw, LOAD1(xc + p), LOAD1(dc + p)), oc + p);
@@ -638,7 +640,7 @@ NOINLINE void gn_bwd_dx_vec_wide(__global const T *xs, __global const T *ds, __g
             const WV mg = GN_TO_WV(GN_TBV(tb, 6, C, c)) + GN_TO_WV(GN_TBV(tb, 8, C, c));
             const WV mgx = GN_TO_WV(GN_TBV(tb, 7, C, c)) + GN_TO_WV(GN_TBV(tb, 9, C, c));
             const WV rs = gn_rw_tab(tb, C, c) * GN_TO_WV(GN_TBV(tb, 3, C, c));
-            GN_STX(GN_FROM_WV(rs * ((dz * gam - mg) - xw * mgx)), op + c);
+            GN_STX(gn_dx_w_lanes(xw, dz, gam, rs, mg, mgx), op + c);
         }
     }
 }
@@ -680,7 +682,7 @@ inline void gn_row_stats_w(row_in in, ulong cols, uint lid, uint L, __local A *l
         S = gn_hsum_w(sv);
         Q = gn_hsum_w(qv);
         for (ulong i = nv * VW + lid; i < cols; i += L) {
-            const W d = ((W)LOAD1(in.x + i) * sw - Kw) - mw;
+            const W d = gn_dev_w(LOAD1(in.x + i), sw, Kw, mw);
             S += d;
             Q = fma(d, d, Q);
         }

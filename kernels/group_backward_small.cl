@@ -188,11 +188,13 @@ __kernel void gn_small_bwd(GN_BWD_PTRS, __global A *sums, KS_PARAM)
         gn_small_stats s;
         if ((flags & CLNORM_KF_RECOMPUTE) != 0) {
             s = gn_small_moments(xg, L, (W)eps);
-        } else { /* the saved or precomputed statistics, as gn_stats_of */
-            s.K = 0;
-            s.m = (W)mean[mean_off + row];
-            s.r = (W)rstd[rstd_off + row];
-            s.sc = 1;
+        } else { /* the saved or precomputed statistics (no stats scratch here) */
+            A K, m, r, sc;
+            gn_stats_of(mean, mean_off, rstd, rstd_off, 0, row, flags, &K, &m, &r, &sc);
+            s.K = K;
+            s.m = m;
+            s.r = r;
+            s.sc = sc;
         }
         /* dx only where it is asked for (no pointer arithmetic on an absent one) */
         __global T *og = (flags & CLNORM_KF_GRAD_X) ? dx + dx_off + n * dx_stride + c0 * hw : dx;

@@ -407,10 +407,10 @@ inline void gn_group_stats_w(__global const T *xs, ulong c0, ulong cpg, ulong C,
             __global const T *x0 = xs + p * C + c0, *x1 = x0 + L * C, *x2 = x1 + L * C,
                              *x3 = x2 + L * C;
             for (ulong k = 0; k < cpg; k++) {
-                const W d0 = ((W)LOAD1(x0 + k) * sw - Kw) - mw;
-                const W d1 = ((W)LOAD1(x1 + k) * sw - Kw) - mw;
-                const W d2 = ((W)LOAD1(x2 + k) * sw - Kw) - mw;
-                const W d3 = ((W)LOAD1(x3 + k) * sw - Kw) - mw;
+                const W d0 = gn_dev_w(LOAD1(x0 + k), sw, Kw, mw);
+                const W d1 = gn_dev_w(LOAD1(x1 + k), sw, Kw, mw);
+                const W d2 = gn_dev_w(LOAD1(x2 + k), sw, Kw, mw);
+                const W d3 = gn_dev_w(LOAD1(x3 + k), sw, Kw, mw);
                 S += d0;
                 S1 += d1;
                 S2 += d2;
@@ -423,7 +423,7 @@ inline void gn_group_stats_w(__global const T *xs, ulong c0, ulong cpg, ulong C,
         }
         for (; p < hw; p += L)
             for (ulong k = 0; k < cpg; k++) {
-                const W d = ((W)LOAD1(xs + p * C + c0 + k) * sw - Kw) - mw;
+                const W d = gn_dev_w(LOAD1(xs + p * C + c0 + k), sw, Kw, mw);
                 S += d;
                 Q = fma(d, d, Q);
             }

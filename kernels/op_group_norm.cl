@@ -397,6 +397,9 @@ inline W gn_wg_sum_w(W v, __local A *lo, __local A *hi, uint lid, uint L)
  * case 80 (InstanceNorm of 65 elements around 1e3 at spread 1e-2). Why not the mean as the
  * shift everywhere: a lone outlier would take it along (common.cl); a group of rstd 16 or
  * more has none, its values lie within sqrt(n) / 16 of the mean. */
+/* A deviation d = (v * sc - K) - m in W, exact there (the callers of gn_stats_w). */
+inline W gn_dev_w(A v, W sc, W K, W m) { return ((W)v * sc - K) - m; }
+
 inline void gn_stats_w(W S, W Q, ulong n, uint lid, uint L, __local A *lo, __local A *hi,
                        A *K, A *m, A *r, A *rlo, A sc, A eps, int wide)
 {

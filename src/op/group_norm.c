@@ -61,7 +61,7 @@ static int small_backward(const clnorm_desc *d)
 {
     return d->groups && (d->dtype == CLNORM_F32 || d->dtype == CLNORM_F64) &&
            !(d->flags & CLNORM_SILU) && !is_nhwc(d) &&
-           (d->cols / d->groups) * (d->spatial ? d->spatial : 1) <= CLNORM_GN_SMALL_BWD_ELEMS;
+           clnorm_row_len(d) / d->groups <= CLNORM_GN_SMALL_BWD_ELEMS;
 }
 
 /* A per-sample modulation (scale-shift norm) is asked for. */

@@ -63,7 +63,7 @@
 static int gn_wide(const clnorm_desc *d, clnorm_direction dir)
 {
     return d->dtype == CLNORM_F32 && dir != CLNORM_FORWARD &&
-           d->cols / d->groups * (d->spatial ? d->spatial : 1) <= CLNORM_GN_SMALL_BWD_ELEMS;
+           clnorm_row_len(d) / d->groups <= CLNORM_GN_SMALL_BWD_ELEMS;
 }
 
 clnorm_status clnorm_group_norm_host(const clnorm_op *op, const clnorm_desc *d,
