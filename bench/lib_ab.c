@@ -14,13 +14,16 @@
  * The tensors rotate through sets larger than the last-level cache (--rotate-mib, default
  * 512), as clnorm-bench's do. Float32 unless --dtype says f16, bf16 or f64 (the parameters and
  * statistics then float32, or float64 for f64, as the library takes them), gamma and beta
- * given; --silu: GroupNorm's fused SiLU
+ * given; x uniform on [-10, 10), or on --x-offset O plus --x-scale S times that (data of a
+ * small spread about a large offset: GroupNorm's backward then takes the host loop's double
+ * path, group_norm_host_body.h's HN(group_wide)); --silu: GroupNorm's fused SiLU
  * (the rows have none); --global-stats: precomputed statistics (CLNORM_USE_GLOBAL_STATS, mean
  * 0 and rstd 1 given to both directions); --dx-only: the backward asked for dx alone.
  *
  *   clnorm-lib-ab --lib-a A.so --lib-b B.so --shape S [--shape S ...] [--layout nchw|nhwc]
  *                 [--dtype f32|f16|bf16|f64] [--silu] [--backward] [--global-stats]
  *                 [--dx-only] [--rounds N] [--block N] [--block-ms N] [--rotate-mib N]
+ *                 [--x-offset O] [--x-scale S]
  *   S: RxC (LayerNorm rows) or NxCxHxW[:G] (GroupNorm, 1 to 3 spatial dims, G default 32)
  *
  * Per shape: the median µs of each build over its timed calls, A/B (above 1: B is faster),
@@ -33,6 +36,8 @@
 #include <clnorm.h>
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,7 +116,8 @@ static int usage(const char *msg)
             "clnorm-lib-ab: %s\nusage: clnorm-lib-ab --lib-a A.so --lib-b B.so --shape S "
             "[--shape S ...] [--layout nchw|nhwc] [--dtype f32|f16|bf16|f64] [--silu] "
             "[--backward] [--global-stats] "
-            "[--dx-only] [--rounds N] [--block N] [--block-ms N] [--rotate-mib N]\n  S: RxC or "
+            "[--dx-only] [--rounds N] [--block N] [--block-ms N] [--rotate-mib N] "
+            "[--x-offset O] [--x-scale S]\n  S: RxC or "
             "NxCxHxW[:G]\n",
             msg);
     return 2;
@@ -136,6 +142,15 @@ static int parse_shape(const char *text, shape *out)
 }
 
 /* A whole number in [lo, hi] from text, or 0. */
+/* A finite real number, or NAN. */
+static double parse_real(const char *s)
+{
+    char *end;
+    errno = 0;
+    const double v = strtod(s, &end);
+    return end == s || *end || errno || !isfinite(v) ? NAN : v;
+}
+
 static size_t parse_count(const char *s, size_t lo, size_t hi)
 {
     unsigned long long v;
@@ -191,8 +206,13 @@ static void put(const lib *conv, clnorm_dtype t, void *base, size_t i, double v)
     ((float *)base)[i] = (float)v;
 }
 
+/* x = offset + scale * u, u uniform on [-10, 10). */
+typedef struct {
+    double offset, scale;
+} x_form;
+
 static int tensors_make(tensors *t, const shape *s, clnorm_dtype dt, const lib *conv, int bwd,
-                        size_t rotate_mib)
+                        size_t rotate_mib, const x_form *xf)
 {
     t->es = bench_elem_size(dt);
     t->ps = bench_param_size(dt);
@@ -214,7 +234,7 @@ static int tensors_make(tensors *t, const shape *s, clnorm_dtype dt, const lib *
         r ^= r << 13;
         r ^= r >> 7;
         r ^= r << 17;
-        put(conv, dt, t->x, i, (double)(r % 20000) / 1000.0 - 10.0);
+        put(conv, dt, t->x, i, xf->offset + xf->scale * ((double)(r % 20000) / 1000.0 - 10.0));
         if (t->dy)
             put(conv, dt, t->dy, i, (double)((r >> 20) % 2000) / 1000.0 - 1.0);
     }
@@ -276,6 +296,7 @@ int main(int argc, char **argv)
     shape shapes[MAX_SHAPES];
     size_t nshapes = 0, rounds = 100, block = 10, block_ms = 2, rotate_mib = 512;
     int bwd = 0, nhwc = 0, silu = 0, global = 0, dx_only = 0;
+    x_form xf = {0.0, 1.0};
     clnorm_dtype dtype = CLNORM_F32;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -322,6 +343,12 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--block-ms")) {
             if (!(block_ms = parse_count(v, 1, 100000)))
                 return usage("--block-ms is a whole number from 1");
+        } else if (!strcmp(a, "--x-offset")) {
+            if (isnan(xf.offset = parse_real(v)))
+                return usage("--x-offset is a finite number");
+        } else if (!strcmp(a, "--x-scale")) {
+            if (isnan(xf.scale = parse_real(v)))
+                return usage("--x-scale is a finite number");
         } else if (!strcmp(a, "--rotate-mib")) {
             if (!(rotate_mib = parse_count(v, 1, 65536)))
                 return usage("--rotate-mib is a whole number from 1");
@@ -343,7 +370,7 @@ int main(int argc, char **argv)
         tensors ts = {0};
         clnorm_plan *p[2] = {NULL, NULL};
         times tm[2] = {{0}, {0}};
-        if (tensors_make(&ts, s, dtype, &L[0], bwd, rotate_mib) != 0) {
+        if (tensors_make(&ts, s, dtype, &L[0], bwd, rotate_mib, &xf) != 0) {
             fprintf(stderr, "clnorm-lib-ab: out of memory\n");
             rc = 1;
         }

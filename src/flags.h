@@ -68,7 +68,9 @@
  * (kernels/group_backward.cl, gn_chan_at) (bench/RESULTS.md, "The SiLU's dz in double where
  * rstd * |gamma| is large"). The kernels also form such a channel's sums and dx in double,
  * with or without the SiLU (gn_dx_of_w; bench/RESULTS.md, "dx of large rstd * |gamma| in
- * double on the kernels"). */
+ * double on the kernels"). The host loop's float32 backward with such a channel, or a group of
+ * rstd at least CLNORM_GN_VAR_WIDE, runs in double (group_norm_host_body.h, HN(group_wide));
+ * its float16 and bfloat16 keep the float loop with dz in double. */
 #define CLNORM_GN_SILU_WIDE 16
 
 /* GroupNorm's backward recomputing a group's statistics on the kernels (NCHW, NHWC's
@@ -77,7 +79,8 @@
  * gn_stats_w, which also keeps what rstd's float rounding left): dx multiplies a shift of
  * xhat by about rstd |mean(g xhat)| and rstd's relative error by about 2 rstd |xhat mean(g
  * xhat)|, and one float32 ulp of the mean or of rstd is enough to miss 1e-5 at rstd 100
- * (bench/RESULTS.md, "The backward's statistics again in double at a large rstd"). */
+ * (bench/RESULTS.md, "The backward's statistics again in double at a large rstd"). The host
+ * loop's float32 backward of such a group runs in double (HN(group_wide)). */
 #define CLNORM_GN_VAR_WIDE 16
 
 /* GroupNorm's backward of groups of at most this many elements runs in double: the host

@@ -30,6 +30,14 @@ and the GPUs'.
 means, xhat and rstd each rounded to float32, missed by up to 2.4x on the kernels; their dx is
 now formed in double (kernels/group_backward.cl, gn_dx_of_w). CTest runs it in every path.
 
+--large runs ten shapes whose groups hold 52 to 131,072 elements (the host loop's geometries:
+small NCHW groups, a group or a sample in one unit, groups over several units) at spreads
+1e-2, 3e-3 and 1e-3, with and without the SiLU, both layouts: 120 cases, a few minutes, not in
+CTest (test_group_norm's test_wide_host_grads checks the same paths without torch). Through
+the host loop, seed 11 missed one case at 1.21x (2x64x32x32 G = 4 NCHW, SiLU, spread 3e-3)
+and seed 13 one at 1.09x before its float32 backward of such groups ran in double
+(group_norm_host_body.h, HN(group_wide)).
+
 Exit status: 0 when every case agrees, 1 when one differs or the CLI fails, 2 for bad
 arguments, 77 (CTest's skip) without numpy and torch.
 """
@@ -69,6 +77,9 @@ def main():
                     help="instead: groups of 2-64 elements without the SiLU")
     ap.add_argument("--wide", action="store_true",
                     help="instead: groups of 36-128 elements, with and without the SiLU")
+    ap.add_argument("--large", action="store_true",
+                    help="instead: ten shapes, groups of 52-131,072 elements, spreads down to "
+                         "1e-3, with and without the SiLU")
     args = ap.parse_args()
     work = sweep.prepare(args, "torch_group_spread")
     if work is None:
@@ -88,11 +99,18 @@ def main():
     if args.wide:  # groups of 52, 128 and 72 elements
         shapes = [(7, 96, 48, [13, 2]), (4, 64, 32, [8, 8]), (3, 48, 24, [6, 6])]
         silus = [True, False]
+    spreads = (1e-2, 3e-3)
+    if args.large:
+        shapes = [(7, 96, 48, [13, 2]), (4, 64, 32, [8, 8]), (3, 48, 24, [6, 6]),
+                  (2, 64, 16, [16, 16]), (2, 32, 8, [9, 11]), (2, 64, 4, [32, 32]),
+                  (2, 40, 10, [7]), (3, 96, 3, [9]), (1, 64, 2, [64, 64]), (1, 96, 1, [20, 30])]
+        silus = [True, False]
+        spreads = (1e-2, 3e-3, 1e-3)
     for (n, c, g, sp), silu in [(s, f) for s in shapes for f in silus]:
-        for layout, spread in [(lt, s) for s in (1e-2, 3e-3) for lt in ("nchw", "nhwc")]:
+        for layout, spread in [(lt, s) for s in spreads for lt in ("nchw", "nhwc")]:
             case = make_case(rng, spread, layout, (n, c, g, sp), silu)
             what = (f"{n}x{c}x{'x'.join(map(str, sp))} G={g} spread {spread} {layout}"
-                    + (" silu" if silu and args.wide else ""))
+                    + (" silu" if silu and (args.wide or args.large) else ""))
             got, err = sweep.run_clnorm(args.clnorm, case, work, args.device)
             if err:
                 print(f"FAILED {what}: {err}")

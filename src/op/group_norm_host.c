@@ -32,7 +32,10 @@
  *     holds its groups whole, computes their means and its dx in the sums pass; groups of at
  *     most GN_SMALL_ELEMS in NCHW, in the statistics pass, right after their statistics).
  *     A float32 backward of groups of at most CLNORM_GN_SMALL_BWD_ELEMS (flags.h) runs in
- *     double (gn_wide).
+ *     double (gn_wide); so does one with a group of a large rstd * |gamma|, found once the
+ *     statistics are known: the call starts again in double before it has written anything
+ *     (a small NCHW group, whose dx follows its statistics, goes to double alone;
+ *     group_norm_host_body.h, HN(group_wide)).
  * A per-sample modulation (CLNORM_SCALE / CLNORM_SHIFT, the scale-shift norm: u = z * (1 +
  * scale[b, c]) + shift[b, c], y = u or silu(u)) is folded into gamma and beta per modulation
  * sample, as the kernels fold it (gn_fold_mod): gamma_c * (1 + scale) and beta_c * (1 + scale)

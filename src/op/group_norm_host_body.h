@@ -99,6 +99,43 @@ static HINLINE HA HN(silu_grad_wide)(HA dy, double z)
     return (HA)((double)dy * (s * (1.0 + z * (1.0 - s))));
 }
 
+/* Whether group (n, g)'s float32 backward goes to double, from its float statistics: rstd at
+ * least CLNORM_GN_VAR_WIDE, or rstd * |gamma_c| at least CLNORM_GN_SILU_WIDE for one of its
+ * channels (flags.h; the kernels' thresholds). dx = rstd * ((g - mean(g)) - xhat * mean(g *
+ * xhat)) is there a difference of terms of rstd * |gamma| * |dy| that nearly cancel, and each
+ * float rounding on the way (rstd's and the mean's, xhat's, z's through the SiLU, the group
+ * means', the formula's) comes out multiplied by rstd * |gamma|: the float loop's dx was up to
+ * 1.21x from torch's float64 within 1e-5 + 1e-5 |ref| (a 2x64x32x32 G = 4 NCHW case through
+ * the SiLU at spread 3e-3 around 300; bench/RESULTS.md, "GroupNorm's host loop: float32
+ * backward of a large rstd * |gamma| in double"). Such a backward runs in double: a small
+ * group's in HN(group_bwd_w) (HN(small_groups_run)), otherwise the whole call's through
+ * gn_run_d (HN(run)). float16 and bfloat16 storage keep the float loop, whose wide dz
+ * (HN(silu_wide)) is all they need: their own rounding (2^-11 and 2^-8 relative) is far
+ * above what float arithmetic leaves. Never in HA double. */
+static int HN(group_wide)(const HN(job) *job, size_t n, size_t g)
+{
+    if (HNATIVE == CLNORM_F64 || job->d->dtype != CLNORM_F32)
+        return 0;
+    const gn_geom *q = &job->q;
+    const size_t gi = n * q->G + g;
+    const double rs = (double)job->r[gi] * (double)job->sc[gi];
+    const HA *gam = HN(gam_of)(job, n);
+    double most = 0;
+    for (size_t c = g * q->cpg; c < (g + 1) * q->cpg; c++)
+        most = fmax(most, fabs((double)gam[c]));
+    return rs >= CLNORM_GN_VAR_WIDE || rs * most >= CLNORM_GN_SILU_WIDE;
+}
+
+/* Whether one group of the call is (HN(group_wide)). */
+static int HN(call_wide)(const HN(job) *job)
+{
+    for (size_t n = 0; n < job->q.n; n++)
+        for (size_t g = 0; g < job->q.G; g++)
+            if (HN(group_wide)(job, n, g))
+                return 1;
+    return 0;
+}
+
 /* The shift of group (n, g), as the kernels take it: in NCHW the median of its first three
  * elements (row_shift of its group row), in NHWC that of its first channel's values at
  * positions 0, 1 and 2 (gn_shift1). Never a lone outlier, whose rounding would reach every
@@ -1071,6 +1108,62 @@ HPHASE static void HN(backward_unit_wide)(const HN(job) *job, HN(bufs) *b, const
     HN(backward_unit)(job, b, u, i, i, i + 1, 1);
 }
 
+/* Small NCHW group u's float32 backward in double, rounded once into dx, where the group is
+ * wide (HN(group_wide)): its statistics again from x (two passes), dz (through the SiLU),
+ * each channel's sums of dz and dz * xhat into the tables, mean(g) and mean(g * xhat), then
+ * dx = rstd * ((dz * gamma - mean(g)) - xhat * mean(g * xhat)). Small groups take their
+ * backward right after their statistics (HN(small_groups_run)), so that by the time a wide
+ * one is found others may have written their dx over x or dy (in place): the call cannot
+ * start again in double as the other geometries' calls do (HN(run)). Sums in lanes
+ * (gn_lanes_dot_w). In place, the group is read whole before its dx is written. */
+HPHASE static void HN(group_bwd_w)(const HN(job) *job, HN(bufs) *b, const gn_unit *u)
+{
+    const gn_geom *q = &job->q;
+    const clnorm_desc *d = job->d;
+    const size_t L = q->L, P = q->hw, row = u->n * q->npb * q->C;
+    const size_t xoff = HN(run_off)(q, d->x_stride, u), yoff = HN(run_off)(q, d->y_stride, u);
+    const HA *x = HN(row_in)(b->xa, d->dtype, job->a->p[CLNORM_ARG_X], xoff, L);
+    const HA *dy = HN(row_in)(b->dya, d->dtype, job->a->p[CLNORM_ARG_DY], yoff, L);
+    const HA *gam = HN(gam_of)(job, u->n), *bet = HN(bet_of)(job, u->n);
+    double xh[GN_SMALL_ELEMS], dz[GN_SMALL_ELEMS]; /* x, then xhat; dz */
+    for (size_t i = 0; i < L; i++)
+        xh[i] = (double)x[i];
+    const double mean = gn_lanes_dot_w(xh, NULL, L) / (double)L;
+    for (size_t i = 0; i < L; i++)
+        xh[i] -= mean;
+    const double r = 1.0 / sqrt(gn_lanes_dot_w(xh, xh, L) / (double)L + d->eps);
+    for (size_t i = 0; i < L; i++)
+        xh[i] *= r;
+    double sg = 0, sgx = 0;
+    for (size_t c = u->c0; c < u->c1; c++) {
+        const size_t i0 = (c - u->c0) * P;
+        const double gm = (double)gam[c], bt = (double)bet[c];
+        if (job->silu)
+            for (size_t i = i0; i < i0 + P; i++)
+                dz[i] = gn_silu_grad_w((double)dy[i], xh[i] * gm + bt);
+        else
+            for (size_t i = i0; i < i0 + P; i++)
+                dz[i] = (double)dy[i];
+        const double sz = gn_lanes_dot_w(dz + i0, NULL, P);
+        const double szx = gn_lanes_dot_w(dz + i0, xh + i0, P);
+        job->tdz[row + c] = sz;
+        job->tdzx[row + c] = szx;
+        sg += gm * sz;
+        sgx += gm * szx;
+    }
+    void *dx = job->a->p[CLNORM_ARG_DX];
+    if (!dx)
+        return;
+    const double mg = sg / (double)L, mgx = sgx / (double)L;
+    HA *o = HN(row_out)(b->out, d->dtype, dx, xoff);
+    for (size_t c = u->c0; c < u->c1; c++) {
+        const double gm = (double)gam[c];
+        for (size_t i = (c - u->c0) * P; i < (c - u->c0 + 1) * P; i++)
+            o[i] = (HA)(r * ((dz[i] * gm - mg) - xh[i] * mgx));
+    }
+    HN(out_done)(o, d->dtype, dx, xoff, L);
+}
+
 /* Groups per batch of HN(small_groups). */
 #define GN_SMALL_BATCH 32
 
@@ -1122,7 +1215,9 @@ static HINLINE void HN(small_groups_run)(const HN(job) *job, HN(bufs) *b, size_t
                 HN(nchw_apply)(job, b, &u, i, i1);
             } else if (job->bwd) { /* a whole group is a fused unit of the backward */
                 const gn_unit u = gn_whole_group(q, n, g);
-                if (HN(unit_wide)(job, &u))
+                if (HN(group_wide)(job, n, g))
+                    HN(group_bwd_w)(job, b, &u);
+                else if (HN(unit_wide)(job, &u))
                     HN(backward_unit_wide)(job, b, &u, i);
                 else
                     HN(backward_unit)(job, b, &u, i, i, i + 1, 0);
@@ -1488,6 +1583,13 @@ clnorm_status HN(run)(const clnorm_desc *d, clnorm_direction dir, const clnorm_h
                 clnorm_pool_run(pool, q->nchunks, HN(chunk), &job);
             }
         }
+    }
+    /* A backward of a wide group (HN(group_wide)) in double whole, nothing written yet (the
+     * float loop's small groups took theirs, in double where wide, with their statistics:
+     * job.bwd). Not with precomputed statistics: dx = rstd * g has no difference to cancel. */
+    if (!fwd && !job.bwd && !job.global && (grads || dx) && HN(call_wide)(&job)) {
+        free(mem);
+        return gn_run_d(d, dir, a, ctx);
     }
     if (!fwd && (grads || dx)) {
         /* a fused geometry's units finish their dx in the sums phase; small NCHW groups

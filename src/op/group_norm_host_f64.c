@@ -1,6 +1,7 @@
 /*
  * group_norm_host_f64.c - GroupNorm's host loop in double: float64 storage, and float32's
- * backward of small groups (group_norm_host.c's gn_wide) (gn_run_d). The loop is
+ * backward of small groups (group_norm_host.c's gn_wide) and of a large rstd * |gamma|
+ * (group_norm_host_body.h's HN(group_wide)) (gn_run_d). The loop is
  * group_norm_host_body.h; its units group_norm_host_units.h.
  */
 #include "../half_bits.h"

@@ -258,8 +258,38 @@ static inline double gn_lanes_sum_wide(double *l)
     return l[0];
 }
 
+/* The sum of a[i] * b[i] over [0, n), or of a[i] where b is NULL, in HLANES lanes added
+ * pairwise (the float loop's wide small groups, group_norm_host_body.h's HN(group_bwd_w): a
+ * single chain of additions took that backward 3x the float one's time). */
+static inline double gn_lanes_dot_w(const double *a, const double *b, size_t n)
+{
+    double l[HLANES] = {0};
+    size_t i = 0;
+    if (b)
+        for (; i + HLANES <= n; i += HLANES)
+            for (size_t k = 0; k < HLANES; k++)
+                l[k] += a[i + k] * b[i + k];
+    else
+        for (; i + HLANES <= n; i += HLANES)
+            for (size_t k = 0; k < HLANES; k++)
+                l[k] += a[i + k];
+    for (size_t k = 0; i < n; i++, k++)
+        l[k] += b ? a[i] * b[i] : a[i];
+    return gn_lanes_sum_wide(l);
+}
+
+/* dy through the SiLU of z in double: dy * s(z) * (1 + z * (1 - s(z))), s the sigmoid (the
+ * float loop's wide small groups, group_norm_host_body.h's HN(group_bwd_w); the double loop's
+ * HN(silu_grad) is the same arithmetic). */
+static inline double gn_silu_grad_w(double dy, double z)
+{
+    const double s = 1.0 / (1.0 + clnorm_host_exp(-z));
+    return dy * (s * (1.0 + z * (1.0 - s)));
+}
+
 /* The loop in float (float32, float16 and bfloat16 storage) and in double (float64, and
- * float32's backward of small groups: group_norm_host.c's gn_wide). */
+ * float32's backward of small groups, group_norm_host.c's gn_wide, and of a large rstd *
+ * |gamma|, which gn_run_f hands to gn_run_d: group_norm_host_body.h's HN(group_wide)). */
 clnorm_status gn_run_f(const clnorm_desc *d, clnorm_direction dir, const clnorm_host_ptrs *a,
                        clnorm_ctx *ctx);
 clnorm_status gn_run_d(const clnorm_desc *d, clnorm_direction dir, const clnorm_host_ptrs *a,
