@@ -59,6 +59,16 @@ static void require_device(void)
         skip();
 }
 
+/* Skips, saying so, unless the device is a CPU device: the host loop is their path. */
+static void require_host_loop(const char *what)
+{
+    require_device();
+    if (!tu_device_is_cpu(g_ctx)) {
+        print_message("%s: the host loop runs on CPU devices only\n", what);
+        skip();
+    }
+}
+
 typedef struct {
     size_t n, c, g, hw;
 } shape;
@@ -572,6 +582,28 @@ static void grad_case_free(grad_case *gc)
     free(gc->dxw);
 }
 
+/* A float32 case of shape s, layout lay, SiLU or not, of a large rstd * |gamma| into gc: x = 300
+ * + N(0, 0.003^2) (rstd near 330), dy N(0, 1), gamma 1 + N(0, 0.5^2), beta N(0, 1), and the
+ * reference's float64 backward (grad_case_reference); its description. */
+static clnorm_desc grad_case_wide(grad_case *gc, tu_rng *rng, shape s, int lay, int silu)
+{
+    clnorm_desc d = make_desc(CLNORM_F32, s, (clnorm_layout)lay, silu ? CLNORM_SILU : 0u);
+    d.flags &= ~(unsigned)CLNORM_SAVE_STATS;
+    clnorm_desc dw = d;
+    dw.dtype = CLNORM_F64;
+    grad_case_init(gc, s.n * s.c * s.hw, s.c);
+    for (size_t i = 0; i < gc->len; i++) {
+        gc->x[i] = (float)(300.0 + 0.003 * tu_rng_normal(rng));
+        gc->dy[i] = (float)tu_rng_normal(rng);
+    }
+    for (size_t c = 0; c < gc->C; c++) {
+        gc->g[c] = (float)(1.0 + 0.5 * tu_rng_normal(rng));
+        gc->b[c] = (float)tu_rng_normal(rng);
+    }
+    grad_case_reference(gc, &dw, silu);
+    return d;
+}
+
 /* The float32 backward of small groups (2 to 16 elements: InstanceNorm of 1x2, 1x3, 2x2 and
  * 4x4, GroupNorm of three channels on 1x1) through the host loop, against the reference's
  * float64 backward of the same values (widened), within 2.5e-7 x (1 + |want|): dx there is a
@@ -582,11 +614,7 @@ static void grad_case_free(grad_case *gc)
 static void test_small_group_grads(void **state)
 {
     (void)state;
-    require_device();
-    if (!tu_device_is_cpu(g_ctx)) { /* the host loop is the CPU devices' path */
-        print_message("small group gradients: the host loop runs on CPU devices only\n");
-        skip();
-    }
+    require_host_loop("small group gradients");
     static const shape shapes[] = {{16, 64, 64, 2}, {8, 48, 48, 3}, {4, 64, 64, 4},
                                    {8, 96, 32, 1}, {4, 32, 32, 16}};
     tu_rng rng;
@@ -655,22 +683,8 @@ static void test_wide_channel_grads(void **state)
         for (int lay = 0; lay < 2; lay++)
             for (int silu = 0; silu < 2; silu++) {
                 const shape s = shapes[si];
-                clnorm_desc d = make_desc(CLNORM_F32, s, (clnorm_layout)lay,
-                                          silu ? CLNORM_SILU : 0u);
-                d.flags &= ~(unsigned)CLNORM_SAVE_STATS;
-                clnorm_desc dw = d;
-                dw.dtype = CLNORM_F64;
                 grad_case gc;
-                grad_case_init(&gc, s.n * s.c * s.hw, s.c);
-                for (size_t i = 0; i < gc.len; i++) {
-                    gc.x[i] = (float)(300.0 + 0.003 * tu_rng_normal(&rng));
-                    gc.dy[i] = (float)tu_rng_normal(&rng);
-                }
-                for (size_t c = 0; c < gc.C; c++) {
-                    gc.g[c] = (float)(1.0 + 0.5 * tu_rng_normal(&rng));
-                    gc.b[c] = (float)tu_rng_normal(&rng);
-                }
-                grad_case_reference(&gc, &dw, silu);
+                const clnorm_desc d = grad_case_wide(&gc, &rng, s, lay, silu);
                 clnorm_strategy st[5];
                 const size_t ns = strategies_for(&d, st);
                 for (size_t i = 0; i < ns; i++) {
@@ -721,11 +735,7 @@ static void test_wide_channel_grads(void **state)
 static void test_wide_host_grads(void **state)
 {
     (void)state;
-    require_device();
-    if (!tu_device_is_cpu(g_ctx)) { /* the host loop is the CPU devices' path */
-        print_message("wide host gradients: the host loop runs on CPU devices only\n");
-        skip();
-    }
+    require_host_loop("wide host gradients");
     static const shape shapes[] = {{4, 64, 32, 64}, {3, 48, 24, 36}, {2, 64, 4, 1024},
                                    {1, 64, 2, 4096}};
     tu_rng rng;
@@ -736,22 +746,8 @@ static void test_wide_host_grads(void **state)
         for (int lay = 0; lay < 2; lay++)
             for (int silu = 0; silu < 2; silu++) {
                 const shape s = shapes[si];
-                clnorm_desc d = make_desc(CLNORM_F32, s, (clnorm_layout)lay,
-                                          silu ? CLNORM_SILU : 0u);
-                d.flags &= ~(unsigned)CLNORM_SAVE_STATS;
-                clnorm_desc dw = d;
-                dw.dtype = CLNORM_F64;
                 grad_case gc;
-                grad_case_init(&gc, s.n * s.c * s.hw, s.c);
-                for (size_t i = 0; i < gc.len; i++) {
-                    gc.x[i] = (float)(300.0 + 0.003 * tu_rng_normal(&rng));
-                    gc.dy[i] = (float)tu_rng_normal(&rng);
-                }
-                for (size_t c = 0; c < gc.C; c++) {
-                    gc.g[c] = (float)(1.0 + 0.5 * tu_rng_normal(&rng));
-                    gc.b[c] = (float)tu_rng_normal(&rng);
-                }
-                grad_case_reference(&gc, &dw, silu);
+                const clnorm_desc d = grad_case_wide(&gc, &rng, s, lay, silu);
                 clnorm_plan *plan = plan_on_path(&d, 0);
                 assert_true(clnorm_plan_uses_host_loop(plan, CLNORM_BACKWARD));
                 assert_int_equal(clnorm_execute_host(plan, CLNORM_BACKWARD, gc.f, gc.nargs),
