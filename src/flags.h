@@ -73,6 +73,14 @@
  * its float16 and bfloat16 keep the float loop with dz in double. */
 #define CLNORM_GN_SILU_WIDE 16
 
+/* The row host loop's float32 LayerNorm backward (and the fused add's) takes a row in double
+ * where its rstd, or rstd times the largest |gamma| times its sample's largest |1 + scale|,
+ * is at least this
+ * (row_norm_host_body.h, HN(row_wide)): at rstd near 300 and |gamma| up to 3, x of spread 1e-3
+ * about 300, the float row had put dx at 1.43x torch's float64 bound 1e-5 + 1e-5 |ref|
+ * (bench/RESULTS.md, "LayerNorm's host loop: rows of a large rstd * |gamma| in double"). */
+#define CLNORM_ROW_WIDE 16
+
 /* GroupNorm's backward recomputing a group's statistics on the kernels (NCHW, NHWC's
  * workgroup strategy and, since 2026-12-05, the NHWC tiles' merge) takes them again in double
  * where rstd is at least this and the device has double (kernels/op_group_norm.cl,

@@ -12,6 +12,8 @@
  *     residuals, strides, several blocks and a tail, an empty batch, in place, and rows whose
  *     squares overflow float32 (redone scaled, as the kernels do); GroupNorm's likewise,
  *     also with its per-sample modulation (dscale, dshift);
+ *   - LayerNorm's float32 backward (plain, fused add, modulated) on rows of a large rstd *
+ *     |gamma|, in double: within 6e-8 of the float64 reference (test_wide_rows);
  *   - the same bits with 1, 2, 3 and 6 threads, and the row backward's with a scale of zeros
  *     as without a modulation; the SiLU's exponential against e^x.
  * Every check asserts that the loop really ran (clnorm_plan_uses_host_loop): the other suites
@@ -321,6 +323,94 @@ static void test_sweep(void **state)
     assert_true(runs > 100);
     if (failed)
         fail_msg("%zu host-loop runs mismatched (the FAILED CASE lines above)", failed);
+}
+
+/* LayerNorm's, the fused add's and the modulated LayerNorm's float32 backward on rows of a large
+ * rstd * |gamma|: s = x, or x + residual, = 300 + N(0, 0.001^2) (rstd near 300), gamma 1 + N(0,
+ * 1), 1 + scale of N(1, 0.5^2), against the reference's
+ * float64 backward of the same values: dx within 2.5e-7 x (1 + |want|), dgamma and dbeta
+ * within 1e-5 + 1e-5 |want|. The float row had put dx at up to 1.43x that bound against torch
+ * (float64); such rows now run in double (row_norm_host_body.h, HN(row_wide)): 6e-8, the
+ * float32 rounding of the result. */
+static void test_wide_rows(void **state)
+{
+    (void)state;
+    require_cpu();
+    static const size_t rc[][2] = {{256, 64}, {64, 1024}, {8, 4096}};
+    /* LayerNorm, the fused add, LayerNorm modulated (two samples) */
+    const clnorm_kind kinds[] = {CLNORM_LAYER, CLNORM_ADD_LAYER, CLNORM_LAYER};
+    tu_rng rng;
+    tu_rng_seed(&rng, 9944);
+    size_t failed = 0;
+    double worst = 0;
+    for (size_t k = 0; k < TU_COUNT(kinds); k++)
+        for (size_t si = 0; si < TU_COUNT(rc); si++) {
+            const size_t R = rc[si][0], C = rc[si][1], n = R * C;
+            const int add = kinds[k] == CLNORM_ADD_LAYER, mod = k == 2;
+            clnorm_desc d;
+            clnorm_desc_init(&d, kinds[k], R, C);
+            d.flags = CLNORM_WITH_BACKWARD | (mod ? CLNORM_SCALE : 0u);
+            d.samples = mod ? 2 : 0;
+            clnorm_desc dw = d;
+            dw.dtype = CLNORM_F64;
+            float *f = malloc((4 * n + 6 * C) * sizeof *f);
+            double *w = malloc((4 * n + 6 * C) * sizeof *w);
+            assert_non_null(f);
+            assert_non_null(w);
+            for (size_t i = 0; i < n; i++) { /* x, the residual (each half of s), dy */
+                f[i] = (float)(add ? 150.0 + 0.0007 * tu_rng_normal(&rng)
+                                   : 300.0 + 0.001 * tu_rng_normal(&rng));
+                f[n + i] = (float)(150.0 + 0.0007 * tu_rng_normal(&rng));
+                f[2 * n + i] = (float)tu_rng_normal(&rng);
+            }
+            for (size_t c = 0; c < C; c++) {
+                f[4 * n + c] = (float)(1.0 + tu_rng_normal(&rng)); /* gamma */
+                f[4 * n + C + c] = (float)tu_rng_normal(&rng);     /* beta */
+                f[4 * n + 4 * C + c] = (float)(0.5 * tu_rng_normal(&rng)); /* scale */
+                f[4 * n + 5 * C + c] = (float)(0.5 * tu_rng_normal(&rng));
+            }
+            for (size_t i = 0; i < 4 * n + 6 * C; i++)
+                w[i] = f[i];
+            /* x, residual, dy, dx (3n), gamma, beta, dgamma, dbeta, scale (2 C) */
+            clnorm_host_arg fa[9], wa[9];
+            size_t na = 0;
+            const clnorm_arg_slot sl[] = {
+                CLNORM_ARG_X,     CLNORM_ARG_RESIDUAL, CLNORM_ARG_DY,
+                CLNORM_ARG_DX,    CLNORM_ARG_GAMMA,    CLNORM_ARG_BETA,
+                CLNORM_ARG_DGAMMA, CLNORM_ARG_DBETA,   CLNORM_ARG_SCALE};
+            const size_t at[] = {0,         n,         2 * n,     3 * n,    4 * n,
+                                 4 * n + C, 4 * n + 2 * C, 4 * n + 3 * C, 4 * n + 4 * C};
+            for (size_t j = 0; j < 9; j++) {
+                if ((sl[j] == CLNORM_ARG_RESIDUAL && !add) ||
+                    (sl[j] == CLNORM_ARG_SCALE && !mod) || sl[j] == CLNORM_ARG_BETA)
+                    continue; /* the backward reads no beta */
+                fa[na] = (clnorm_host_arg){sl[j], f + at[j]};
+                wa[na++] = (clnorm_host_arg){sl[j], w + at[j]};
+            }
+            assert_int_equal(clnorm_ref_execute(&dw, CLNORM_BACKWARD, wa, na), CLNORM_OK);
+            clnorm_plan *plan = NULL;
+            assert_int_equal(clnorm_plan_create(g_ctx, &d, &plan), CLNORM_OK);
+            assert_true(clnorm_plan_uses_host_loop(plan, CLNORM_BACKWARD));
+            assert_int_equal(clnorm_execute_host(plan, CLNORM_BACKWARD, fa, na), CLNORM_OK);
+            clnorm_plan_free(plan);
+            double e = 0, ep = 0;
+            for (size_t i = 3 * n; i < 4 * n; i++)
+                e = fmax(e, fabs(f[i] - w[i]) / (1 + fabs(w[i])));
+            for (size_t i = 4 * n + 2 * C; i < 4 * n + 4 * C; i++)
+                ep = fmax(ep, fabs(f[i] - w[i]) / (1e-5 + 1e-5 * fabs(w[i])));
+            worst = fmax(worst, e);
+            if (!(e <= 2.5e-7) || !(ep <= 1)) {
+                print_message("FAILED CASE wide rows %s %zux%zu: dx %.3g x (1 + |want|), "
+                              "dgamma/dbeta %.3g of the bound\n",
+                              add ? "add-layer" : mod ? "layer-mod" : "layer", R, C, e, ep);
+                failed++;
+            }
+            free(f);
+            free(w);
+        }
+    print_message("wide rows: dx within %.3g x (1 + |want|)\n", worst);
+    if (failed)
+        fail_msg("%zu wide-row cases mismatched", failed);
 }
 
 /* Rows whose squares overflow float32 (|x| about 1e20, finite): the loop redoes them scaled
@@ -907,6 +997,7 @@ int main(void)
         cmocka_unit_test(test_policy),
         cmocka_unit_test(test_sweep),
         cmocka_unit_test(test_overflow),
+        cmocka_unit_test(test_wide_rows),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_unit_scale_same_bits),
         cmocka_unit_test(test_group_sweep),

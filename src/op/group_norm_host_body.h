@@ -120,9 +120,9 @@ static int HN(group_wide)(const HN(job) *job, size_t n, size_t g)
     const size_t gi = n * q->G + g;
     const double rs = (double)job->r[gi] * (double)job->sc[gi];
     const HA *gam = HN(gam_of)(job, n);
-    double most = 0;
+    double most = 0; /* by comparisons: fmax is a libm call per element */
     for (size_t c = g * q->cpg; c < (g + 1) * q->cpg; c++)
-        most = fmax(most, fabs((double)gam[c]));
+        most = fabs((double)gam[c]) > most ? fabs((double)gam[c]) : most;
     return rs >= CLNORM_GN_VAR_WIDE || rs * most >= CLNORM_GN_SILU_WIDE;
 }
 
@@ -1108,6 +1108,27 @@ HPHASE static void HN(backward_unit_wide)(const HN(job) *job, HN(bufs) *b, const
     HN(backward_unit)(job, b, u, i, i, i + 1, 1);
 }
 
+/* Channel c's gamma and beta for batch entry n in double: with a modulation, gamma (1 + scale)
+ * and beta (1 + scale) + shift folded in double from the arguments (HN(fold_mod)'s float fold
+ * rounds them, which the cancellation in dx multiplies as any other rounding). */
+static void HN(gam_bet_w)(const HN(job) *job, size_t n, size_t c, double *gm, double *bt)
+{
+    if (!job->mstr) {
+        *gm = (double)job->gam[c];
+        *bt = (double)job->bet[c];
+        return;
+    }
+    const clnorm_desc *d = job->d;
+    const clnorm_dtype pt = clnorm_param_dtype(d->dtype);
+    const void *scale = job->a->p[CLNORM_ARG_SCALE], *shift = job->a->p[CLNORM_ARG_SHIFT];
+    const size_t at = n / job->T * d->mod_stride + c;
+    const double m = scale && (d->flags & CLNORM_SCALE) ? 1.0 + clnorm_elem_load(pt, scale, at)
+                                                        : 1.0;
+    *gm = (double)job->gam0[c] * m;
+    *bt = (double)job->bet0[c] * m +
+          (shift && (d->flags & CLNORM_SHIFT) ? clnorm_elem_load(pt, shift, at) : 0.0);
+}
+
 /* Small NCHW group u's float32 backward in double, rounded once into dx, where the group is
  * wide (HN(group_wide)): its statistics again from x (two passes), dz (through the SiLU),
  * each channel's sums of dz and dz * xhat into the tables, mean(g) and mean(g * xhat), then
@@ -1124,7 +1145,6 @@ HPHASE static void HN(group_bwd_w)(const HN(job) *job, HN(bufs) *b, const gn_uni
     const size_t xoff = HN(run_off)(q, d->x_stride, u), yoff = HN(run_off)(q, d->y_stride, u);
     const HA *x = HN(row_in)(b->xa, d->dtype, job->a->p[CLNORM_ARG_X], xoff, L);
     const HA *dy = HN(row_in)(b->dya, d->dtype, job->a->p[CLNORM_ARG_DY], yoff, L);
-    const HA *gam = HN(gam_of)(job, u->n), *bet = HN(bet_of)(job, u->n);
     double xh[GN_SMALL_ELEMS], dz[GN_SMALL_ELEMS]; /* x, then xhat; dz */
     for (size_t i = 0; i < L; i++)
         xh[i] = (double)x[i];
@@ -1137,7 +1157,8 @@ HPHASE static void HN(group_bwd_w)(const HN(job) *job, HN(bufs) *b, const gn_uni
     double sg = 0, sgx = 0;
     for (size_t c = u->c0; c < u->c1; c++) {
         const size_t i0 = (c - u->c0) * P;
-        const double gm = (double)gam[c], bt = (double)bet[c];
+        double gm, bt;
+        HN(gam_bet_w)(job, u->n, c, &gm, &bt);
         if (job->silu)
             for (size_t i = i0; i < i0 + P; i++)
                 dz[i] = gn_silu_grad_w((double)dy[i], xh[i] * gm + bt);
@@ -1157,7 +1178,8 @@ HPHASE static void HN(group_bwd_w)(const HN(job) *job, HN(bufs) *b, const gn_uni
     const double mg = sg / (double)L, mgx = sgx / (double)L;
     HA *o = HN(row_out)(b->out, d->dtype, dx, xoff);
     for (size_t c = u->c0; c < u->c1; c++) {
-        const double gm = (double)gam[c];
+        double gm, bt;
+        HN(gam_bet_w)(job, u->n, c, &gm, &bt);
         for (size_t i = (c - u->c0) * P; i < (c - u->c0 + 1) * P; i++)
             o[i] = (HA)(r * ((dz[i] * gm - mg) - xh[i] * mgx));
     }

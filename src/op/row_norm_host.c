@@ -9,7 +9,9 @@
  * Not the reference (ref/ref_row_norm.c), which is the oracle of the tests: the reference
  * accumulates in double element by element, the host loop computes as the kernels do, in
  * float for f32/f16/bf16 storage (double for f64) with the kernels' blocked shifted two-pass
- * statistics (row_norm_host_body.h), and is tested against the reference like a strategy.
+ * statistics (row_norm_host_body.h), and is tested against the reference like a strategy;
+ * but a float32 LayerNorm row of a large rstd * |gamma| takes its backward in double
+ * (row_norm_host_body.h, HN(row_wide)).
  * Parameter gradients are summed in float over blocks of HROWS rows, then in double within
  * each chunk of rows, then over the chunks in order: deterministic, and the same whatever the
  * number of threads, since the chunks depend on the shape alone.

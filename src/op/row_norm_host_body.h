@@ -28,6 +28,7 @@ typedef struct {
     HA *ops, *sh;      /* the sample's 1 + scale and shift (1 and 0 when absent) */
     HA *g, *xh;        /* backward: dy (1 + scale) gamma, xhat; forward: g stages the sum */
     HA *dsa;           /* backward: staging of dsum */
+    HA omax;           /* the sample's largest |1 + scale| (read when scaled) */
 } HN(bufs);
 
 /* The deviations of the staged row at scale sc from the shift K. */
@@ -146,13 +147,18 @@ static HINLINE void HN(param)(HA *dst, const clnorm_desc *d, const void *p, size
         dst[j] = absent;
 }
 
-/* The modulation of sample s: b->ops = 1 + scale, b->sh = shift. */
+/* The modulation of sample s: b->ops = 1 + scale, b->sh = shift, b->omax the largest |1 +
+ * scale| (HN(row_wide)). */
 static HINLINE void HN(sample_mod)(const clnorm_desc *d, const clnorm_host_ptrs *a,
-                                   const HN(bufs) *b, size_t s)
+                                   HN(bufs) *b, size_t s)
 {
     HN(param)(b->ops, d, a->p[CLNORM_ARG_SCALE], s * d->mod_stride, 0);
-    for (size_t j = 0; j < d->cols; j++)
+    HA most = 0;
+    for (size_t j = 0; j < d->cols; j++) {
         b->ops[j] += 1;
+        most = fabs(b->ops[j]) > most ? fabs(b->ops[j]) : most;
+    }
+    b->omax = most;
     HN(param)(b->sh, d, a->p[CLNORM_ARG_SHIFT], s * d->mod_stride, 0);
 }
 
@@ -172,6 +178,7 @@ typedef struct {
     double *cur;   /* backward with dscale/dshift, per thread: the current sample's 2 rows */
     double *sums;  /* backward, per chunk: acc_rows rows of double sums (HN(backward)) */
     double *carry; /* backward with dscale/dshift: 2 rows of zeros (HN(combine)) */
+    HA gmax;       /* the largest |gamma| (HN(row_wide)) */
     unsigned char *ends; /* backward, per chunk: a sample ends within it */
     size_t acc_rows;
 } HN(job);
@@ -290,6 +297,116 @@ static HINLINE void HN(move_sums)(double *dst, double *src, size_t n, int add)
     }
 }
 
+/* Whether a LayerNorm row's float32 backward goes to double (HN(row_w_sums), HN(row_w_dx)),
+ * from its float statistics: rstd, or rstd times the largest |gamma * (1 + scale)| the row
+ * can have, at least CLNORM_ROW_WIDE (flags.h). dx = rstd * ((g - mean(g)) - xhat * mean(g *
+ * xhat)) is there a difference of terms of rstd * |gamma| * |dy| that nearly cancel, which
+ * multiplies every float rounding on the way (the mean's and rstd's, xhat's, the means', the
+ * formula's). Not RMSNorm, whose xhat is near 1 where rstd is small and which has no mean to
+ * cancel; not given statistics (saved ones are float already; precomputed ones have no
+ * means in dx); float16 and bfloat16 round far above it. */
+static HINLINE int HN(row_wide)(const HN(job) *job, const HN(bufs) *b, HA rs, int scaled)
+{
+    if (HNATIVE == CLNORM_F64 || job->d->dtype != CLNORM_F32)
+        return 0;
+    const double r = (double)rs;
+    return r >= CLNORM_ROW_WIDE ||
+           r * (double)job->gmax * (scaled ? (double)b->omax : 1.0) >= CLNORM_ROW_WIDE;
+}
+
+/* The sum of HLANES lanes, added pairwise. */
+static HINLINE double HN(lanes_w)(double *l)
+{
+    for (size_t w = HLANES / 2; w > 0; w /= 2)
+        for (size_t k = 0; k < w; k++)
+            l[k] += l[k + w];
+    return l[0];
+}
+
+/* The staged row's s_j = x_j (+ residual_j) in double: exact (two floats' sum). */
+static HINLINE double HN(s_w)(const HN(bufs) *b, int residual, size_t j)
+{
+    return residual ? (double)b->x[j] + (double)b->r[j] : (double)b->x[j];
+}
+
+/* g_j = dy_j (1 + scale_j) gamma_j of a wide row in double, 1 + scale exact from the
+ * sample's float32 scale (scl; NULL: not scaled): b->ops holds it rounded to float, whose
+ * rounding the cancellation in dx would multiply as any other. */
+static HINLINE double HN(g_w)(const HN(bufs) *b, const float *scl, size_t j)
+{
+    const double g = (double)b->dyr[j] * (double)b->gam[j];
+    return scl ? g * (1.0 + (double)scl[j]) : g;
+}
+
+/* A wide row's statistics in double from x (and the residual): two passes, in HLANES lanes
+ * (blocks of HLANES, the tail in the first lanes); xhat into b->xh rounded once (for the
+ * parameter gradients, HN(accumulate)); mean(g) and mean(g * xhat) in double (HN(g_w)). Into
+ * w: mean, rstd, mean(g), mean(g * xhat). */
+static HINLINE void HN(row_w_sums_at)(const HN(bufs) *b, size_t cols, const int residual,
+                                      const float *scl, double eps, double w[4])
+{
+    double l[HLANES] = {0}, lv[HLANES] = {0}, lg[HLANES] = {0}, lx[HLANES] = {0};
+    const size_t body = cols / HLANES * HLANES;
+    for (size_t j0 = 0; j0 < body; j0 += HLANES)
+        for (size_t k = 0; k < HLANES; k++)
+            l[k] += HN(s_w)(b, residual, j0 + k);
+    for (size_t j = body; j < cols; j++)
+        l[j - body] += HN(s_w)(b, residual, j);
+    const double mean = HN(lanes_w)(l) / (double)cols;
+    for (size_t j0 = 0; j0 < body; j0 += HLANES)
+        for (size_t k = 0; k < HLANES; k++) {
+            const double t = HN(s_w)(b, residual, j0 + k) - mean;
+            lv[k] += t * t;
+        }
+    for (size_t j = body; j < cols; j++) {
+        const double t = HN(s_w)(b, residual, j) - mean;
+        lv[j - body] += t * t;
+    }
+    const double r = 1.0 / sqrt(HN(lanes_w)(lv) / (double)cols + eps);
+    for (size_t j0 = 0; j0 < cols; j0 += HLANES)
+        for (size_t k = 0; k < HLANES && j0 + k < cols; k++) {
+            const double xh = (HN(s_w)(b, residual, j0 + k) - mean) * r;
+            const double g = HN(g_w)(b, scl, j0 + k);
+            b->xh[j0 + k] = (HA)xh;
+            lg[k] += g;
+            lx[k] += g * xh;
+        }
+    w[0] = mean;
+    w[1] = r;
+    w[2] = HN(lanes_w)(lg) / (double)cols;
+    w[3] = HN(lanes_w)(lx) / (double)cols;
+}
+
+/* HN(row_w_sums_at) compiled for each case of a residual and a scale (constants there), so
+ * that its loops vectorize: with both tested per element, a wide row took 2-4x the float
+ * row's time. */
+static HNOINLINE void HN(row_w_sums)(const HN(bufs) *b, size_t cols, int residual,
+                                     const float *scl, double eps, double w[4])
+{
+    if (residual && scl)
+        HN(row_w_sums_at)(b, cols, 1, scl, eps, w);
+    else if (residual)
+        HN(row_w_sums_at)(b, cols, 1, NULL, eps, w);
+    else if (scl)
+        HN(row_w_sums_at)(b, cols, 0, scl, eps, w);
+    else
+        HN(row_w_sums_at)(b, cols, 0, NULL, eps, w);
+}
+
+/* A wide row's dx = rstd * ((g - mean(g)) - xhat * mean(g * xhat)) (+ dsum) in double from x,
+ * the residual and dy again, rounded once into o. In place, each element's inputs are read
+ * before its dx is written. */
+static HNOINLINE void HN(row_w_dx)(const HN(bufs) *b, size_t cols, int residual,
+                                   const float *scl, const HA *dsr, const double w[4], HA *o)
+{
+    for (size_t j = 0; j < cols; j++) {
+        const double xh = (HN(s_w)(b, residual, j) - w[0]) * w[1];
+        const double g = HN(g_w)(b, scl, j);
+        const double v = w[1] * ((g - w[2]) - xh * w[3]);
+        o[j] = (HA)(dsr ? v + (double)dsr[j] : v);
+    }
+}
+
 /* Rows [r0, r1) of the backward, chunk c. Its parameter gradients go to the chunk's double
  * sums (job->sums + c * acc_rows * cols): dgamma and dbeta; with dscale/dshift also the
  * sample the chunk starts in, up to that sample's end or the chunk's ("head"), and the
@@ -348,6 +465,15 @@ HPHASE_AVX2 static void HN(backward)(const HN(job) *job, HN(bufs) *b, HA *part, 
                 }
             }
         }
+        /* a wide LayerNorm row (HN(row_wide)) again in double: xhat from it, its means (w) */
+        const int wide = !rms && !rstd && HN(row_wide)(job, b, r * sc, scaled);
+        double w[4];
+        /* the sample's scale, float32 where a row can be wide */
+        const float *scl = wide && scaled ? (const float *)a->p[CLNORM_ARG_SCALE] +
+                                                row / T * d->mod_stride
+                                          : NULL;
+        if (wide)
+            HN(row_w_sums)(b, cols, residual, scl, d->eps, w);
         if (row + 1 < r1) { /* the next row's inputs into L2 while this one's run from L1 */
             clnorm_host_prefetch_in(a->p[CLNORM_ARG_X], esize, (row + 1) * d->x_stride, cols);
             clnorm_host_prefetch_in(a->p[CLNORM_ARG_DY], esize, (row + 1) * d->y_stride, cols);
@@ -379,6 +505,13 @@ HPHASE_AVX2 static void HN(backward)(const HN(job) *job, HN(bufs) *b, HA *part, 
         }
         if (!dx)
             continue;
+        if (wide) {
+            HA *o = HN(row_out)(b->out, t, dx, row * d->x_stride);
+            const HA *dsr = ds ? HN(row_in)(b->dsa, rt, ds, row * d->sum_stride, cols) : NULL;
+            HN(row_w_dx)(b, cols, residual, scl, dsr, w, o);
+            HN(out_done)(o, t, dx, row * d->x_stride, cols);
+            continue;
+        }
         /* global statistics are constants: their terms are absent */
         const HA mg = rms || global ? 0 : HN(sum)(b->g, cols) / (HA)cols;
         const HA mgx = global ? 0 : HN(dot)(b->g, b->xh, cols) / (HA)cols;
@@ -518,6 +651,8 @@ static clnorm_status HN(run)(const clnorm_op *op, const clnorm_desc *d, clnorm_d
     job.ends = mod ? ends : NULL;
     HN(param)(job.params, d, a->p[CLNORM_ARG_GAMMA], 0, 1);
     HN(param)(job.params + cols, d, a->p[CLNORM_ARG_BETA], 0, 0);
+    for (size_t j = 0; dir == CLNORM_BACKWARD && j < cols; j++) /* fmax: a libm call each */
+        job.gmax = fabs(job.params[j]) > job.gmax ? fabs(job.params[j]) : job.gmax;
     clnorm_pool_run(pool, job.nchunks, HN(chunk), &job);
     if (grads)
         HN(combine)(&job);
