@@ -5,7 +5,8 @@ y = silu(group_norm(x) * (1 + scale[n, c]) + shift[n, c]) (or without the SiLU),
 3e-3 about 300 (rstd near 330), gamma 1 + N(0, 0.5^2), scale N(0, 0.5^2): dx, dgamma, dbeta,
 dscale and dshift through `clnorm grad --groups G --scale --shift` against torch's float64
 autograd, each within 1e-5 + 1e-5 |ref|, over three seeds, three shapes (groups of 72, 128 and
-16,384 elements), both layouts, SiLU or not (36 cases, about a minute; not in CTest).
+16,384 elements), both layouts, SiLU or not (36 cases, about a minute; CTest runs it through
+the host loop: cli_torch_group_mod_spread_host).
 
     /usr/bin/python3 tests/torch_group_mod_spread.py --clnorm build/host/clnorm
     CLNORM_HOST_BYTES=0 /usr/bin/python3 tests/torch_group_mod_spread.py   # the kernels

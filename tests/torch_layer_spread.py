@@ -4,7 +4,8 @@
 Rows of x = 300 + N(0, spread^2) with gamma 1 + N(0, gscale^2) and beta N(0, 1): dx, dgamma
 and dbeta through `clnorm grad` against torch's float64 `layer_norm` autograd, each within
 1e-5 + 1e-5 |ref|, on 64x1024, 16x128, 8x4096 and 256x64 for seeds 0-5 (24 cases, under a
-minute; not in CTest: test_host_loop's test_wide_rows checks the host loop without torch).
+minute; CTest runs it through the host loop, cli_torch_layer_spread_host, and test_host_loop's
+test_wide_rows checks the same without torch).
 At the defaults (spread 1e-3, gscale 1, rstd near 300) the host loop's float32 rows had put
 dx at 1.43x the bound before such rows ran in double (src/op/row_norm_host_body.h,
 HN(row_wide)); 0.24x after (dbeta).
