@@ -95,8 +95,7 @@ static HINLINE int HN(silu_wide)(HA rs, HA gamma)
  * (clnorm-lib-ab), hence the threshold. In float64 (HA double) the two are the same arithmetic. */
 static HINLINE HA HN(silu_grad_wide)(HA dy, double z)
 {
-    const double s = 1.0 / (1.0 + clnorm_host_exp(-z));
-    return (HA)((double)dy * (s * (1.0 + z * (1.0 - s))));
+    return (HA)gn_silu_grad_w((double)dy, z);
 }
 
 /* Whether group (n, g)'s float32 backward goes to double, from its float statistics: rstd at
@@ -598,8 +597,8 @@ static HINLINE void HN(chan_grad_sums)(const HA *restrict x, const HA *restrict 
             t0 += (double)db[i];
             t1 += (double)db[i] * HN(xhat_d)(xb[i], sc, K, m, r);
         }
-        gn_kahan_wide(&s0, &e0, gn_lanes_sum_wide(l0) + t0);
-        gn_kahan_wide(&s1, &e1, gn_lanes_sum_wide(l1) + t1);
+        gn_kahan_wide(&s0, &e0, clnorm_host_lanes_sum(l0) + t0);
+        gn_kahan_wide(&s1, &e1, clnorm_host_lanes_sum(l1) + t1);
     }
     *sz = s0;
     *szx = s1;
@@ -1146,6 +1145,7 @@ HPHASE static void HN(group_bwd_w)(const HN(job) *job, HN(bufs) *b, const gn_uni
     const HA *x = HN(row_in)(b->xa, d->dtype, job->a->p[CLNORM_ARG_X], xoff, L);
     const HA *dy = HN(row_in)(b->dya, d->dtype, job->a->p[CLNORM_ARG_DY], yoff, L);
     double xh[GN_SMALL_ELEMS], dz[GN_SMALL_ELEMS]; /* x, then xhat; dz */
+    double gw[GN_SMALL_ELEMS]; /* per channel of the group: its gamma (HN(gam_bet_w)) */
     for (size_t i = 0; i < L; i++)
         xh[i] = (double)x[i];
     const double mean = gn_lanes_dot_w(xh, NULL, L) / (double)L;
@@ -1157,8 +1157,9 @@ HPHASE static void HN(group_bwd_w)(const HN(job) *job, HN(bufs) *b, const gn_uni
     double sg = 0, sgx = 0;
     for (size_t c = u->c0; c < u->c1; c++) {
         const size_t i0 = (c - u->c0) * P;
-        double gm, bt;
-        HN(gam_bet_w)(job, u->n, c, &gm, &bt);
+        double bt;
+        HN(gam_bet_w)(job, u->n, c, &gw[c - u->c0], &bt);
+        const double gm = gw[c - u->c0];
         if (job->silu)
             for (size_t i = i0; i < i0 + P; i++)
                 dz[i] = gn_silu_grad_w((double)dy[i], xh[i] * gm + bt);
@@ -1178,8 +1179,7 @@ HPHASE static void HN(group_bwd_w)(const HN(job) *job, HN(bufs) *b, const gn_uni
     const double mg = sg / (double)L, mgx = sgx / (double)L;
     HA *o = HN(row_out)(b->out, d->dtype, dx, xoff);
     for (size_t c = u->c0; c < u->c1; c++) {
-        double gm, bt;
-        HN(gam_bet_w)(job, u->n, c, &gm, &bt);
+        const double gm = gw[c - u->c0];
         for (size_t i = (c - u->c0) * P; i < (c - u->c0 + 1) * P; i++)
             o[i] = (HA)(r * ((dz[i] * gm - mg) - xh[i] * mgx));
     }

@@ -241,21 +241,13 @@ static inline void gn_entry_set(double *ent, size_t e, double cnt, double mean, 
 }
 
 /* The backward's channel sums are double in both loops (group_norm_host_body.h, HN(bwd_sums)):
- * a Kahan step, and HLANES lanes added pairwise. */
+ * a Kahan step (their lanes added pairwise by host_simd.h's clnorm_host_lanes_sum). */
 static inline void gn_kahan_wide(double *s, double *c, double v)
 {
     const double y = v - *c;
     const double t = *s + y;
     *c = (t - *s) - y;
     *s = t;
-}
-
-static inline double gn_lanes_sum_wide(double *l)
-{
-    for (size_t w = HLANES / 2; w > 0; w /= 2)
-        for (size_t k = 0; k < w; k++)
-            l[k] += l[k + w];
-    return l[0];
 }
 
 /* The sum of a[i] * b[i] over [0, n), or of a[i] where b is NULL, in HLANES lanes added
@@ -275,7 +267,7 @@ static inline double gn_lanes_dot_w(const double *a, const double *b, size_t n)
                 l[k] += a[i + k];
     for (size_t k = 0; i < n; i++, k++)
         l[k] += b ? a[i] * b[i] : a[i];
-    return gn_lanes_sum_wide(l);
+    return clnorm_host_lanes_sum(l);
 }
 
 /* dy through the SiLU of z in double: dy * s(z) * (1 + z * (1 - s(z))), s the sigmoid (the

@@ -28,6 +28,16 @@
 #define HCHUNK 16384
 #define HMAX_CHUNKS 256
 
+/* The sum of HLANES double lanes, added pairwise (the host loops' double sums: GroupNorm's
+ * backward channel sums, the float32 backward of a large rstd * |gamma| in both loops). */
+static inline double clnorm_host_lanes_sum(double *l)
+{
+    for (size_t w = HLANES / 2; w > 0; w /= 2)
+        for (size_t k = 0; k < w; k++)
+            l[k] += l[k + w];
+    return l[0];
+}
+
 /* Asks for the lines of elements [off, off + n) of base (esize bytes each) in the cache, a
  * prefetch per 64-byte line: for a store (write) or for a load into L2 (the two wrappers
  * below; write is a constant there, so the branch folds away). */

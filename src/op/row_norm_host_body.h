@@ -314,15 +314,6 @@ static HINLINE int HN(row_wide)(const HN(job) *job, const HN(bufs) *b, HA rs, in
            r * (double)job->gmax * (scaled ? (double)b->omax : 1.0) >= CLNORM_ROW_WIDE;
 }
 
-/* The sum of HLANES lanes, added pairwise. */
-static HINLINE double HN(lanes_w)(double *l)
-{
-    for (size_t w = HLANES / 2; w > 0; w /= 2)
-        for (size_t k = 0; k < w; k++)
-            l[k] += l[k + w];
-    return l[0];
-}
-
 /* The staged row's s_j = x_j (+ residual_j) in double: exact (two floats' sum). */
 static HINLINE double HN(s_w)(const HN(bufs) *b, int residual, size_t j)
 {
@@ -352,7 +343,7 @@ static HINLINE void HN(row_w_sums_at)(const HN(bufs) *b, size_t cols, const int 
             l[k] += HN(s_w)(b, residual, j0 + k);
     for (size_t j = body; j < cols; j++)
         l[j - body] += HN(s_w)(b, residual, j);
-    const double mean = HN(lanes_w)(l) / (double)cols;
+    const double mean = clnorm_host_lanes_sum(l) / (double)cols;
     for (size_t j0 = 0; j0 < body; j0 += HLANES)
         for (size_t k = 0; k < HLANES; k++) {
             const double t = HN(s_w)(b, residual, j0 + k) - mean;
@@ -362,7 +353,7 @@ static HINLINE void HN(row_w_sums_at)(const HN(bufs) *b, size_t cols, const int 
         const double t = HN(s_w)(b, residual, j) - mean;
         lv[j - body] += t * t;
     }
-    const double r = 1.0 / sqrt(HN(lanes_w)(lv) / (double)cols + eps);
+    const double r = 1.0 / sqrt(clnorm_host_lanes_sum(lv) / (double)cols + eps);
     for (size_t j0 = 0; j0 < cols; j0 += HLANES)
         for (size_t k = 0; k < HLANES && j0 + k < cols; k++) {
             const double xh = (HN(s_w)(b, residual, j0 + k) - mean) * r;
@@ -373,8 +364,8 @@ static HINLINE void HN(row_w_sums_at)(const HN(bufs) *b, size_t cols, const int 
         }
     w[0] = mean;
     w[1] = r;
-    w[2] = HN(lanes_w)(lg) / (double)cols;
-    w[3] = HN(lanes_w)(lx) / (double)cols;
+    w[2] = clnorm_host_lanes_sum(lg) / (double)cols;
+    w[3] = clnorm_host_lanes_sum(lx) / (double)cols;
 }
 
 /* HN(row_w_sums_at) compiled for each case of a residual and a scale (constants there), so
@@ -465,7 +456,10 @@ HPHASE_AVX2 static void HN(backward)(const HN(job) *job, HN(bufs) *b, HA *part, 
                 }
             }
         }
-        /* a wide LayerNorm row (HN(row_wide)) again in double: xhat from it, its means (w) */
+        /* a wide LayerNorm row (HN(row_wide)) again in double: xhat from it, its means (w).
+         * After the float loop above, whose xhat it overwrites (wide rows only): with that
+         * loop in the other branch of this test the float rows ran 1.02-1.06x the base's
+         * time at 257x768, 32x4096 and 1024x64, after it within 1.03x (clnorm-lib-ab). */
         const int wide = !rms && !rstd && HN(row_wide)(job, b, r * sc, scaled);
         double w[4];
         /* the sample's scale, float32 where a row can be wide */
