@@ -66,6 +66,8 @@ np.save(f"{d}/xg-nhwc.npy", np.ascontiguousarray(xg.transpose(0, 2, 3, 1)))
 np.save(f"{d}/dyg-nhwc.npy", np.ascontiguousarray(dyg.transpose(0, 2, 3, 1)))
 np.save(f"{d}/gg.npy", rng.standard_normal(64).astype(np.float32))
 np.save(f"{d}/bg.npy", rng.standard_normal(64).astype(np.float32))
+np.save(f"{d}/sg.npy", (0.5 * rng.standard_normal((3, 64))).astype(np.float32))
+np.save(f"{d}/hg.npy", rng.standard_normal((3, 64)).astype(np.float32))
 # the host loop's calls (small host arrays on a CPU device): rows, and groups of its paths
 for name, shape in (("rows", (257, 768)), ("short", (300, 24))):
     np.save(f"{d}/h{name}.npy", (rng.standard_normal(shape) * 2 + 0.5).astype(np.float32))
@@ -126,6 +128,22 @@ group_grad() {
         --grad-beta "$out/gdb-$tag.npy"
 }
 
+# group_mod TAG ST X DY GAMMA BETA SCALE SHIFT FLAG...: GroupNorm with a per-sample
+# modulation (scale-shift norm), forward (y, rstd) and backward (dx, dgamma, dbeta, dscale,
+# dshift)
+group_mod() {
+    local tag=$1 st=$2 x=$3 dy=$4 g=$5 b=$6 sc=$7 sh=$8
+    shift 8
+    call "run group-mod-$tag" env ${st:+CLNORM_STRATEGY=$st} "$cli" run --device cpu "$@" \
+        --input "$x" --gamma "$g" --beta "$b" --scale "$sc" --shift "$sh" \
+        --output "$out/my-$tag.npy" --rstd "$out/mrstd-$tag.npy"
+    call "grad group-mod-$tag" env ${st:+CLNORM_STRATEGY=$st} "$cli" grad --device cpu "$@" \
+        --input "$x" --grad-output "$dy" --gamma "$g" --beta "$b" --scale "$sc" --shift "$sh" \
+        --grad-input "$out/mdx-$tag.npy" --grad-gamma "$out/mdg-$tag.npy" \
+        --grad-beta "$out/mdb-$tag.npy" --grad-scale "$out/mdsc-$tag.npy" \
+        --grad-shift "$out/mdsh-$tag.npy"
+}
+
 # run_all CLI OUT: every case, its outputs into OUT, the failed calls in OUT/fails
 run_all() {
     local cli=$1 out=$2 in=$work/in st p rms tag lay dt sh g silu
@@ -150,6 +168,11 @@ run_all() {
                 --layout $lay --silu
             group_grad "$tag" $st "$in/xg-$lay.npy" "$in/dyg-$lay.npy" "$in/gg.npy" \
                 "$in/bg.npy" --groups 8 --layout $lay
+            for silu in "" --silu; do # the scale-shift norm on the kernels
+                CLNORM_HOST_BYTES=0 group_mod "$tag${silu:+-silu}" $st "$in/xg-$lay.npy" \
+                    "$in/dyg-$lay.npy" "$in/gg.npy" "$in/bg.npy" "$in/sg.npy" "$in/hg.npy" \
+                    --groups 8 --layout $lay $silu
+            done
         done
     done
     # The host loop (no CLNORM_STRATEGY: the CLI's host arrays take it on a CPU device), each

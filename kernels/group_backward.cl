@@ -79,19 +79,63 @@ typedef struct {
     A K, m, r, sc; /* xhat = ((x * sc - K) - m) * r */
     A rlo;         /* what r's rounding left, for the double paths (gn_stats_rlo) */
     A gam, bet;
+    A glo, blo; /* what the modulation's float fold left of gam and bet (gn_fold_rest) */
     int silu;
     int wide; /* rstd * |gamma| large: dz (gn_dz) and dx (gn_dx_of_w) in double */
 } gn_chan;
 
+/* gam and bet in W for the wide paths (gn_dz_w, gn_dx_of_w and their vector loops). With a
+ * modulation, gn_fold_mod rounds gamma_c * (1 + scale) and beta_c * (1 + scale) + shift to
+ * A, and where rstd * |gam| is large dx carries that rounding times rstd: through z into the
+ * SiLU's dz, and through g = dz * gam. The kernels' dx of the scale-shift norm with SiLU was
+ * 4.8x the bound 1e-5 + 1e-5 |ref| from torch's float64 at spread 3e-3 about 300
+ * (tests/torch_group_mod_spread.py; bench/RESULTS.md, "The kernels' modulated GroupNorm of a
+ * large rstd * |gamma|"). gn_fold_rest folds again in W and keeps what the float fold left
+ * in glo and blo; gam and bet stay the float fold, so that every float path keeps its bits,
+ * and the group means keep a float word of their own (gn_bwd_coef). */
+#if W_DOUBLE && defined(CLNORM_GN_MOD)
+/* What the float gam, gamma_c (g0) times (1 + sr[c]), left of the product in W (also
+ * gn_bwd_coef's). */
+inline A gn_gam_rest(A g0, A gam, __global const P *sr, ulong c)
+{
+    return sr ? (A)((W)g0 * ((W)1 + (W)sr[c]) - (W)gam) : (A)0;
+}
+
+inline void gn_fold_rest(gn_chan *ch, A g0, A b0, __global const P *sr, __global const P *hr,
+                         ulong c)
+{
+    W bw = b0;
+    if (sr)
+        bw *= (W)1 + (W)sr[c];
+    if (hr)
+        bw += (W)hr[c];
+    ch->glo = gn_gam_rest(g0, ch->gam, sr, c);
+    ch->blo = (A)(bw - (W)ch->bet);
+}
+#define GN_GAM_W(ch) ((W)(ch).gam + (W)(ch).glo)
+#define GN_BET_W(ch) ((W)(ch).bet + (W)(ch).blo)
+#else /* no modulation, or no double: the fold is exact, or there is no W to fold in */
+inline void gn_fold_rest(gn_chan *ch, A g0, A b0, __global const P *sr, __global const P *hr,
+                         ulong c)
+{
+    ch->glo = ch->blo = 0;
+}
+#define GN_GAM_W(ch) ((W)(ch).gam)
+#define GN_BET_W(ch) ((W)(ch).bet)
+#endif
+
 /* ch with channel c's gamma and beta, folded with the modulation rows sr and hr of ch's
- * batch entry (0 when absent; gn_fold_mod); the statistics stay those of ch's group. */
+ * batch entry (0 when absent; gn_fold_mod, gn_fold_rest); the statistics stay those of ch's
+ * group. */
 inline gn_chan gn_chan_at(gn_chan ch, __global const P *gamma, ulong gamma_off,
                           __global const P *beta, ulong beta_off, __global const P *sr,
                           __global const P *hr, ulong c, uint flags)
 {
     ch.gam = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c] : (A)1;
     ch.bet = (flags & CLNORM_KF_BETA) ? beta[beta_off + c] : (A)0;
+    const A g0 = ch.gam, b0 = ch.bet;
     gn_fold_mod(&ch.gam, &ch.bet, sr, hr, c);
+    gn_fold_rest(&ch, g0, b0, sr, hr, c);
     ch.wide = W_DOUBLE && fabs(ch.r * ch.sc * ch.gam) >= (A)CLNORM_GN_SILU_WIDE;
     return ch;
 }
@@ -141,7 +185,7 @@ inline
 #endif
 A gn_dz_w(gn_chan ch, A dyv, A v)
 {
-    const W zw = fma(gn_xhat_w(ch, v), (W)ch.gam, (W)ch.bet);
+    const W zw = fma(gn_xhat_w(ch, v), GN_GAM_W(ch), GN_BET_W(ch));
     const W sw = (W)1 / ((W)1 + exp(-zw));
     return (A)((W)dyv * sw * fma(zw, (W)1 - sw, (W)1));
 }
@@ -183,7 +227,7 @@ inline A gn_dx_of(gn_chan ch, A mg, A mgx, A v, A dyv)
 inline A gn_dx_of_w(gn_chan ch, W mg, W mgx, A v, A dyv)
 {
     const W xw = gn_xhat_w(ch, v);
-    const W g = (W)gn_dz(ch, dyv, v, 0) * (W)ch.gam; /* (a wide dz takes no xhat) */
+    const W g = (W)gn_dz(ch, dyv, v, 0) * GN_GAM_W(ch); /* (a wide dz takes no xhat) */
     return (A)((gn_r_w(ch) * (W)ch.sc) * ((g - mg) - xw * mgx));
 }
 #endif
@@ -393,10 +437,11 @@ ALWAYS_INLINE inline void gn_chan_dx_cv(gn_chan ch, A2 cf, __global const T *xc,
  * parameters as rows of C values (tables, GN_BT_LEN(C) per item): K, m, r, sc, gamma, beta
  * (gn_bwd_table_put), then its group's mean(g) and mean(g * xhat) (the dx pass,
  * gn_bwd_table_coef), then the compensations of the sums pass's sums of dz * xhat and dz
- * (two rows; in the dx pass, what the two means' roundings left), then r's rest (rlo), and
- * a twelfth row unused: an even count, so that every item's rows 6 to 9, where a tile with
- * a wide channel sums in W instead (gn_bwd_sums_vec_wide), lie on 8 bytes. */
-#define GN_BT_LEN(C) (12 * (C))
+ * (two rows; in the dx pass, what the two means' roundings left), then r's rest (rlo), a
+ * twelfth row unused, and what the modulation's fold left of gamma and beta (glo, blo;
+ * gn_fold_rest): an even count, so that every item's rows 6 to 9, where a tile with a wide
+ * channel sums in W instead (gn_bwd_sums_vec_wide), lie on 8 bytes. */
+#define GN_BT_LEN(C) (14 * (C)) /* (src/op/group_norm.c: the tables' scratch) */
 #define GN_TBV(tb, k, C, c) GN_LDV((tb) + (k) * (C) + (c))
 
 inline void gn_bwd_table_put(__global A *tb, ulong C, ulong c, gn_chan ch)
@@ -408,6 +453,8 @@ inline void gn_bwd_table_put(__global A *tb, ulong C, ulong c, gn_chan ch)
     tb[4 * C + c] = ch.gam;
     tb[5 * C + c] = ch.bet;
     tb[10 * C + c] = ch.rlo; /* (gn_xw_tab) */
+    tb[12 * C + c] = ch.glo; /* (gn_gam_w_tab) */
+    tb[13 * C + c] = ch.blo;
 }
 
 inline void gn_bwd_table_coef(__global A *tb, ulong C, ulong c, A2 cf, A2 lo)
@@ -526,7 +573,7 @@ inline AV gn_dx_w_lanes(WV xw, WV dz, WV gam, WV rs, WV mg, WV mgx)
 inline WV gn_dz_xw_lanes(gn_chan ch, AV xv, AV dyv, WV *xw)
 {
     *xw = ((GN_TO_WV(xv) * (WV)(ch.sc) - (WV)(ch.K)) - (WV)(ch.m)) * (WV)(gn_r_w(ch));
-    return gn_dz_w_lanes(*xw, dyv, (WV)(ch.gam), (WV)(ch.bet), ch.silu);
+    return gn_dz_w_lanes(*xw, dyv, (WV)(GN_GAM_W(ch)), (WV)(GN_BET_W(ch)), ch.silu);
 }
 
 NOINLINE A2 gn_chan_sums_cv_wide(gn_chan ch, __global const T *xc, __global const T *dc,
@@ -554,7 +601,7 @@ NOINLINE void gn_chan_dx_cv_wide(gn_chan ch, A2 cf, A2 lo, __global const T *xc,
 {
     const ulong pv = hw / VW * VW;
     const W mw = (W)cf.s0 + (W)lo.s0, mxw = (W)cf.s1 + (W)lo.s1;
-    const WV rs = (WV)(gn_r_w(ch) * (W)ch.sc), gam = (WV)(ch.gam);
+    const WV rs = (WV)(gn_r_w(ch) * (W)ch.sc), gam = (WV)(GN_GAM_W(ch));
     for (ulong p = 0; p < pv; p += VW) {
         WV xw;
         const WV dz = gn_dz_xw_lanes(ch, LOADV(xc + p), LOADV(dc + p), &xw);
@@ -598,6 +645,21 @@ inline WV gn_xw_tab(__global const A *tb, ulong C, ulong c, AV xv)
            gn_rw_tab(tb, C, c);
 }
 
+/* gam and bet in W (GN_GAM_W, GN_BET_W) */
+#if defined(CLNORM_GN_MOD)
+inline WV gn_gam_w_tab(__global const A *tb, ulong C, ulong c)
+{
+    return GN_TO_WV(GN_TBV(tb, 4, C, c)) + GN_TO_WV(GN_TBV(tb, 12, C, c));
+}
+inline WV gn_bet_w_tab(__global const A *tb, ulong C, ulong c)
+{
+    return GN_TO_WV(GN_TBV(tb, 5, C, c)) + GN_TO_WV(GN_TBV(tb, 13, C, c));
+}
+#else
+#define gn_gam_w_tab(tb, C, c) GN_TO_WV(GN_TBV(tb, 4, C, c))
+#define gn_bet_w_tab(tb, C, c) GN_TO_WV(GN_TBV(tb, 5, C, c))
+#endif
+
 NOINLINE void gn_bwd_sums_vec_wide(__global const T *xs, __global const T *ds, __global A *tb,
                                    __global A *st, ulong p0, ulong p1, ulong C, int silu)
 {
@@ -612,8 +674,8 @@ NOINLINE void gn_bwd_sums_vec_wide(__global const T *xs, __global const T *ds, _
         for (ulong c = 0; c < cv; c += VW) {
             const AV xv = GN_LDX(xp + c);
             const WV xw = gn_xw_tab(tb, C, c, xv);
-            const WV dz = gn_dz_w_lanes(xw, GN_LDX(dp + c), GN_TO_WV(GN_TBV(tb, 4, C, c)),
-                                        GN_TO_WV(GN_TBV(tb, 5, C, c)), silu);
+            const WV dz = gn_dz_w_lanes(xw, GN_LDX(dp + c), gn_gam_w_tab(tb, C, c),
+                                        gn_bet_w_tab(tb, C, c), silu);
             CAT(vstore, VW)(fma(dz, xw, CAT(vload, VW)(0, acc + c)), 0, acc + c);
             CAT(vstore, VW)(CAT(vload, VW)(0, acc + C + c) + dz, 0, acc + C + c);
         }
@@ -634,9 +696,8 @@ NOINLINE void gn_bwd_dx_vec_wide(__global const T *xs, __global const T *ds, __g
         for (ulong c = 0; c < cv; c += VW) {
             const AV xv = GN_LDX(xp + c);
             const WV xw = gn_xw_tab(tb, C, c, xv);
-            const WV gam = GN_TO_WV(GN_TBV(tb, 4, C, c));
-            const WV dz = gn_dz_w_lanes(xw, GN_LDX(dp + c), gam, GN_TO_WV(GN_TBV(tb, 5, C, c)),
-                                        silu);
+            const WV gam = gn_gam_w_tab(tb, C, c);
+            const WV dz = gn_dz_w_lanes(xw, GN_LDX(dp + c), gam, gn_bet_w_tab(tb, C, c), silu);
             const WV mg = GN_TO_WV(GN_TBV(tb, 6, C, c)) + GN_TO_WV(GN_TBV(tb, 8, C, c));
             const WV mgx = GN_TO_WV(GN_TBV(tb, 7, C, c)) + GN_TO_WV(GN_TBV(tb, 9, C, c));
             const WV rs = gn_rw_tab(tb, C, c) * GN_TO_WV(GN_TBV(tb, 3, C, c));
@@ -853,7 +914,12 @@ __kernel void gn_nhwc_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global
 }
 
 /* A work-group per group row n * G + g: coef[row] = (mean(g), mean(g * xhat)), g = dz *
- * gamma_c (* (1 + scale) with a modulation). */
+ * gamma_c (* (1 + scale) with a modulation), rounded to A, then what each rounding left. With
+ * a modulation where W is double, the two words are the means of gn_fold_mod's float fold,
+ * which the float paths' g = dz * gam take (a one-element group's dx is 0 only where g and
+ * mean(g) have the same gam), and the remainders those of the means of the fold in W, which
+ * the wide paths' g takes (GN_GAM_W): the sums of dz and dz * xhat weighted by what the float
+ * fold left (gn_fold_rest) go into the remainders alone. */
 __kernel void gn_bwd_coef(__global const P *gamma, __global const P *scale,
                           __global const A *sums, __global A *coef, __local A *scratch,
                           __local A *scratch2, KS_PARAM)
@@ -874,24 +940,40 @@ __kernel void gn_bwd_coef(__global const P *gamma, __global const P *scale,
         __global const A *sn = sums + n * chunks * 2 * C + c0;
         __global const P *sr = GN_SCALE_ROW(n);
         W sg = 0, cg = 0, sgx = 0, cgx = 0;
+#if W_DOUBLE && defined(CLNORM_GN_MOD)
+        W rg = 0, rgx = 0; /* the same weighted by what the float fold left */
+#endif
         for (ulong j = lid; j < entries; j += L) {
             const ulong k = j % cpg;
             __global const A *e = sn + (j / cpg) * 2 * C + k;
-            A gam = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c0 + k] : (A)1;
+            const A g0 = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c0 + k] : (A)1;
+            A gam = g0;
             if (sr)
                 gam *= (A)1 + sr[c0 + k];
             gn_wsum_prod(&sgx, &cgx, (W)gam, (W)e[0]);
             gn_wsum_prod(&sg, &cg, (W)gam, (W)e[C]);
+#if W_DOUBLE && defined(CLNORM_GN_MOD)
+            if (sr) { /* (gn_fold_rest's glo) */
+                const W rest = gn_gam_rest(g0, gam, sr, c0 + k);
+                rgx = fma(rest, (W)e[0], rgx);
+                rg = fma(rest, (W)e[C], rg);
+            }
+#endif
         }
         sg = GN_WG_SUM_W(sg, scratch, scratch2, lid, L);
         sgx = GN_WG_SUM_W(sgx, scratch, scratch2, lid, L);
+        W fg = sg, fgx = sgx; /* the sums of the wide paths' g */
+#if W_DOUBLE && defined(CLNORM_GN_MOD)
+        fg += GN_WG_SUM_W(rg, scratch, scratch2, lid, L);
+        fgx += GN_WG_SUM_W(rgx, scratch, scratch2, lid, L);
+#endif
         if (lid == 0) { /* rounded once (gn_chan_sums_cv says why), and the remainders */
             const W mg = sg / (W)total, mgx = sgx / (W)total;
             __global A *cr = coef + row * GN_COEF_PER_ROW;
             cr[0] = (A)mg;
             cr[1] = (A)mgx;
-            cr[2] = (A)(mg - (W)cr[0]);
-            cr[3] = (A)(mgx - (W)cr[1]);
+            cr[2] = (A)(fg / (W)total - (W)cr[0]);
+            cr[3] = (A)(fgx / (W)total - (W)cr[1]);
         }
     }
 }

@@ -79,6 +79,9 @@ __kernel void gn_nhwc_bwd_group(GN_BWD_PTRS, __global const A *stats, __global A
          * and keeps gamma_c times them for the group's sums. */
         __global A *sn = sums + n * 2 * C;
         W sg = 0, sgx = 0; /* sum of gamma_c * (sum of dz), of gamma_c * (sum of dz * xhat) */
+#if W_DOUBLE && defined(CLNORM_GN_MOD)
+        W rg = 0, rgx = 0; /* the same of what the modulation's fold left (gn_bwd_coef) */
+#endif
         for (ulong j = 0; j < w.rounds; j++) {
             const ulong k = w.k0 + j * w.cw, c = c0 + k;
             W2 s = (W2)(0);
@@ -96,18 +99,28 @@ __kernel void gn_nhwc_bwd_group(GN_BWD_PTRS, __global const A *stats, __global A
                 sn[C + c] = (A)s2;
                 sgx = fma((W)cc.gam, s1, sgx); /* gamma_c, modulated */
                 sg = fma((W)cc.gam, s2, sg);
+#if W_DOUBLE && defined(CLNORM_GN_MOD)
+                rgx = fma((W)cc.glo, s1, rgx);
+                rg = fma((W)cc.glo, s2, rg);
+#endif
             }
         }
         /* dx's coefficients, mean(g) and mean(g * xhat) (gn_bwd_coef's, for this group),
          * rounded once; 0 with precomputed statistics (gn_coef_of). The sums run either way:
          * a barrier under a branch is what PoCL's work-group compiler handles badly (above). */
-        W mg = GN_WG_SUM_W(sg, scratch, scratch2, lid, L) / (W)total;
-        W mgx = GN_WG_SUM_W(sgx, scratch, scratch2, lid, L) / (W)total;
+        sg = GN_WG_SUM_W(sg, scratch, scratch2, lid, L);
+        sgx = GN_WG_SUM_W(sgx, scratch, scratch2, lid, L);
+        W fg = sg, fgx = sgx; /* the wide paths' (gn_bwd_coef) */
+#if W_DOUBLE && defined(CLNORM_GN_MOD)
+        fg += GN_WG_SUM_W(rg, scratch, scratch2, lid, L);
+        fgx += GN_WG_SUM_W(rgx, scratch, scratch2, lid, L);
+#endif
+        W mg = sg / (W)total, mgx = sgx / (W)total, fm = fg / (W)total, fmx = fgx / (W)total;
         if ((flags & CLNORM_KF_GLOBAL_STATS) != 0)
-            mg = mgx = 0;
+            mg = mgx = fm = fmx = 0;
         /* each rounded once, and what the rounding left (gn_dx_run: gn_dx_of_w) */
         const A2 cf = (A2)((A)mg, (A)mgx);
-        const A2 lo = (A2)((A)(mg - (W)cf.s0), (A)(mgx - (W)cf.s1));
+        const A2 lo = (A2)((A)(fm - (W)cf.s0), (A)(fmx - (W)cf.s1));
         if ((flags & CLNORM_KF_GRAD_X) != 0 && w.npos > 0) {
             __global T *os = dx + dx_off + n * dx_stride;
             for (ulong k = w.k0; k < cpg; k += w.cw) {
