@@ -295,6 +295,36 @@ inline A wg_sum(A v, __local A *scratch, uint lid, uint L)
     return r;
 }
 
+#if W_DOUBLE
+/* wg_sum of a W that is double, its bits held in two local arrays of L floats' size (the
+ * low and the high words): the same order of additions, each in double. GroupNorm's backward
+ * (group_backward.cl, op_group_norm.cl) and the row backward (norm_backward.cl). */
+inline W wg_sum_w(W v, __local A *lo, __local A *hi, uint lid, uint L)
+{
+    if (L == 1)
+        return v;
+    __local uint *l = (__local uint *)lo, *h = (__local uint *)hi;
+    uint2 u = as_uint2(v);
+    l[lid] = u.s0;
+    h[lid] = u.s1;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint n = L; n > 1;) {
+        const uint k = (n + 1) / 2;
+        if (lid < n / 2) {
+            u = as_uint2(as_double((uint2)(l[lid], h[lid])) +
+                         as_double((uint2)(l[lid + k], h[lid + k])));
+            l[lid] = u.s0;
+            h[lid] = u.s1;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        n = k;
+    }
+    const W r = as_double((uint2)(l[0], h[0]));
+    barrier(CLK_LOCAL_MEM_FENCE); /* the arrays may be reused right after */
+    return r;
+}
+#endif
+
 /* NaN wins (fmax would drop it): the rescaled path must see a NaN row as not finite. */
 /* The median of three values (a row's shift, op_*.cl row_shift): one of them exactly; fmin and
  * fmax pass over a NaN, so two finite values give a finite one. */

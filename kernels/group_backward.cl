@@ -810,10 +810,10 @@ inline W2 gn_channel_sums(gn_chan ch, __global const T *xc, __global const T *dc
     return (W2)(s1, s2);
 }
 
-/* wg_sum of a W (two local arrays of L values of A; gn_wg_sum_w, op_group_norm.cl): the
+/* wg_sum of a W (two local arrays of L values of A; wg_sum_w, common.cl): the
  * work-group sums of the backward's sums and of its group means, rounded to A once. */
 #if W_DOUBLE
-#define GN_WG_SUM_W(v, lo, hi, lid, L) gn_wg_sum_w(v, lo, hi, lid, L)
+#define GN_WG_SUM_W(v, lo, hi, lid, L) wg_sum_w(v, lo, hi, lid, L)
 #else
 #define GN_WG_SUM_W(v, lo, hi, lid, L) wg_sum(v, lo, lid, L)
 #endif

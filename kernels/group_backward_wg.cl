@@ -28,7 +28,7 @@ inline A gn_wg_lanes_add(A v, gn_wg_lanes w, __local A *scratch, uint lid)
     return v;
 }
 
-/* gn_wg_lanes_add of a W, its bits in two local arrays (as gn_wg_sum_w, op_group_norm.cl),
+/* gn_wg_lanes_add of a W, its bits in two local arrays (as wg_sum_w, common.cl),
  * the lanes added in lane order in W. */
 inline W gn_wg_lanes_add_w(W v, gn_wg_lanes w, __local A *lo, __local A *hi, uint lid)
 {

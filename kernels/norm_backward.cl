@@ -43,7 +43,7 @@
  */
 inline void bwd_stats_of(__global const P *mean, ulong m_off, __global const P *rstd,
                          ulong r_off, __global const A *stats, ulong row, uint flags, A2 *K,
-                         A *m, A *r, A *sc)
+                         A *m, A *r, A *sc, A *rlo)
 {
     if ((flags & CLNORM_KF_RECOMPUTE) != 0) {
         __global const A *st = stats + row * CLNORM_STATS_PER_ROW;
@@ -51,19 +51,138 @@ inline void bwd_stats_of(__global const P *mean, ulong m_off, __global const P *
         *m = st[2];
         *r = st[3];
         *sc = st[4];
+        *rlo = st[5]; /* (row_stats_w) */
     } else {
         *K = (A2)(0, 0);
         *m = (flags & CLNORM_KF_RMS) ? 0 : mean[m_off + row];
         *r = rstd[r_off + row];
         *sc = 1;
+        *rlo = 0;
     }
 }
-#define BWD_STATS(row, flags, K, m, r, sc)                                                  \
-    bwd_stats_of(mean, mean_off, rstd, rstd_off, stats, row, flags, K, m, r, sc)
+#define BWD_STATS(row, flags, K, m, r, sc, rlo)                                             \
+    bwd_stats_of(mean, mean_off, rstd, rstd_off, stats, row, flags, K, m, r, sc, rlo)
+
+/*
+ * Wide rows: a LayerNorm row (not RMSNorm's) whose rstd = r * sc is at least CLNORM_ROW_WIDE
+ * (flags.h) takes dx in W where that is double: its statistics again when recomputed
+ * (row_stats_w), g = dy (1 + scale) gamma, xhat from x unrounded with r's rest, the sums of g
+ * and g * xhat, mean(g), mean(g * xhat) and dx, rounded once (bwd_row_sums_w, BWD_ELEM_W). In
+ * float, dx = rstd * ((g - mean(g)) - xhat * mean(g * xhat)) near 0 between terms of rstd * |g|
+ * carries their roundings times rstd: LayerNorm rows of 64 at spread 3e-4 and 1e-4 about 300
+ * (rstd near 316) missed torch's float64 by 1.13x and 1.27x of the bound 1e-5 + 1e-5 |ref|,
+ * rows of N(0, 0.005^2) by 1.26x (tests/torch_layer_spread.py; bench/RESULTS.md, "The row
+ * kernels' backward of a large rstd in double"). The parameter gradients keep their float
+ * partials. Without double, or with precomputed statistics (dx = rstd * g), no row is wide.
+ */
+#define BWD_WIDE(rs, flags)                                                                 \
+    (W_DOUBLE &&                                                                            \
+     ((flags) & (CLNORM_KF_RMS | CLNORM_KF_GLOBAL_STATS | CLNORM_KF_GRAD_X)) ==             \
+         CLNORM_KF_GRAD_X &&                                                                \
+     (rs) >= (A)CLNORM_ROW_WIDE)
+
+/* The chunk sums of few long rows (norm_bwd_sums), per (row, chunk): the sums of g and g *
+ * xhat rounded to A, then what each rounding left (wide rows; else what a double sum's
+ * rounding left, or 0). */
+#define BWD_SUMS_PER_CHUNK 4
+
+/* The work-group sum of a W: in double with its bits in two local arrays (wg_sum_w), or
+ * wg_sum. */
+#if W_DOUBLE
+#define BWD_WG_SUM_W(v) wg_sum_w(v, scratch, scratch2, lid, L)
+#else
+#define BWD_WG_SUM_W(v) wg_sum(v, scratch, lid, L)
+#endif
+
+#if W_DOUBLE
+/* Horizontal sum of a vector of double, pairwise. */
+inline W bwd_whsum2(double2 v) { return v.s0 + v.s1; }
+inline W bwd_whsum4(double4 v) { return bwd_whsum2(v.lo + v.hi); }
+inline W bwd_whsum8(double8 v) { return bwd_whsum4(v.lo + v.hi); }
+inline W bwd_whsum16(double16 v) { return bwd_whsum8(v.lo + v.hi); }
+
+/* A wide row's statistics again, where the float ones (*K, *m, *r, sc) have r * sc at least
+ * CLNORM_ROW_WIDE (`wide`, the same for every item), as GroupNorm's gn_stats_w
+ * (op_group_norm.cl, which says why): the sums of d = v * sc - K - m and d^2 in double (d
+ * exact there), then K.s0 the float nearest the mean of v * sc - K.s1 (the residual's shift
+ * stays), m what is left of it, r = 1 / sqrt(var + eps sc^2) rounded once and *rlo what that
+ * left. Every item calls it (its sums' barriers), `wide` or not. */
+inline void row_stats_w(row_in in, ulong cols, uint lid, uint L, __local A *lo, __local A *hi,
+                        A2 *K, A *m, A *r, A *rlo, A sc, A eps, int wide)
+{
+    W S = 0, Q = 0;
+    ulong i0 = 0;
+    if (wide && L == 1) { /* one item (CPU devices): in vectors of double */
+        const ulong nv = cols / VW;
+        WVr sv = (WVr)(0), qv = (WVr)(0);
+        for (ulong v = 0; v < nv; v++) {
+            const WVr d = IN_DEV_WV(in, v * VW, *K, sc) - (WVr)(*m);
+            sv += d;
+            qv = fma(d, d, qv);
+        }
+        if (nv > 0) {
+            S = CAT(bwd_whsum, VW)(sv);
+            Q = CAT(bwd_whsum, VW)(qv);
+        }
+        i0 = nv * VW;
+    }
+    if (wide)
+        for (ulong i = i0 + lid; i < cols; i += L) {
+            const W d = IN_DEV_W(in, i, *K, sc) - (W)*m;
+            S += d;
+            Q = fma(d, d, Q);
+        }
+    S = wg_sum_w(S, lo, hi, lid, L);
+    Q = wg_sum_w(Q, lo, hi, lid, L);
+    if (!wide)
+        return;
+    const W dm = S / (W)cols, mean = ((W)K->s0 + (W)*m) + dm;
+    const W var = fmax(Q / (W)cols - dm * dm, (W)0);
+    K->s0 = (A)mean;
+    *m = (A)(mean - (W)K->s0);
+    const W rw = (W)1 / sqrt(var + (W)eps * (W)sc * (W)sc);
+    *r = (A)rw;
+    *rlo = (A)(rw - (W)*r);
+}
+
+/* bwd_row_sums of a wide row in W: g (bwd_g_w), xhat from x unrounded with rw = r + rlo. With
+ * one item (CPU devices) in vectors of double: element by element, a wide row's backward took
+ * 2-3.7x the float one's time on PoCL's CPU device, in vectors ... (bench/RESULTS.md). */
+inline void bwd_row_sums_w(bwd_row bw, ulong b, ulong e, uint lid, uint L, A2 K, A m, W rw,
+                           A sc, W *sum_g, W *sum_gx)
+{
+    W s1 = 0, s2 = 0;
+    if (L == 1) {
+        const ulong nv = (e - b) / VW;
+        WVr v1 = (WVr)(0), v2 = (WVr)(0);
+        for (ulong v = 0; v < nv; v++) {
+            const ulong i = b + v * VW;
+            const WVr g = bwd_g_wv(bw, i, LOADV(bw.dy + i));
+            const WVr xh = (IN_DEV_WV(bw.in, i, K, sc) - (WVr)(m)) * (WVr)(rw);
+            v1 += g;
+            v2 = fma(g, xh, v2);
+        }
+        if (nv > 0) {
+            s1 = CAT(bwd_whsum, VW)(v1);
+            s2 = CAT(bwd_whsum, VW)(v2);
+        }
+        b += nv * VW;
+    }
+    for (ulong i = b + lid; i < e; i += L) {
+        const W g = bwd_g_w(bw, i, LOAD1(bw.dy + i));
+        const W xh = (IN_DEV_W(bw.in, i, K, sc) - (W)m) * rw;
+        s1 += g;
+        s2 = fma(g, xh, s2);
+    }
+    *sum_g = s1;
+    *sum_gx = s2;
+}
+#endif
 
 /* Statistics of every row, as the forward computes them, into stats: the backward pass
  * without saved statistics. */
-__kernel void norm_bwd_stats(IN_PTRS, __global A *stats, __local A *scratch, KS_PARAM)
+__kernel void norm_bwd_stats(IN_PTRS, __global A *stats, __local A *scratch,
+                             __local A *scratch2, KS_PARAM)
 {
     KS_BEGIN;
     IN_UNPACK
@@ -72,9 +191,13 @@ __kernel void norm_bwd_stats(IN_PTRS, __global A *stats, __local A *scratch, KS_
     const uint L = get_local_size(0);
     for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0)) {
         A2 K;
-        A m, r, sc;
+        A m, r, sc, rlo = 0;
         row_stats(make_row_in(IN_ARGS, row), cols, lid, L, scratch,
                   (flags & CLNORM_KF_RMS) != 0, eps, &K, &m, &r, &sc);
+#if W_DOUBLE
+        row_stats_w(make_row_in(IN_ARGS, row), cols, lid, L, scratch, scratch2, &K, &m, &r,
+                    &rlo, sc, eps, BWD_WIDE(r * sc, flags | CLNORM_KF_GRAD_X));
+#endif
         if (lid == 0) {
             __global A *st = stats + row * CLNORM_STATS_PER_ROW;
             st[0] = K.s0;
@@ -82,6 +205,7 @@ __kernel void norm_bwd_stats(IN_PTRS, __global A *stats, __local A *scratch, KS_
             st[2] = m;
             st[3] = r;
             st[4] = sc;
+            st[5] = rlo;
         }
     }
 }
@@ -118,10 +242,11 @@ inline void bwd_row_sums(bwd_row bw, ulong b, ulong e, uint lid, uint L, A2 K, A
     *sum_gx = s2;
 }
 
-/* Sums of g and g * xhat of every (row, chunk) into sums[(row * chunks + chunk) * 2 + 0/1]:
- * the first step when rows are cut into chunks (few long rows). */
+/* Sums of g and g * xhat of every (row, chunk) into sums[(row * chunks + chunk) *
+ * BWD_SUMS_PER_CHUNK + 0/1], what their rounding left at + 2/3: the first step when rows are
+ * cut into chunks (few long rows). */
 __kernel void norm_bwd_sums(BWD_IN_PTRS, __global const A *stats, __global A *sums,
-                            __local A *scratch, KS_PARAM)
+                            __local A *scratch, __local A *scratch2, KS_PARAM)
 {
     KS_BEGIN;
     BWD_IN_UNPACK
@@ -137,14 +262,28 @@ __kernel void norm_bwd_sums(BWD_IN_PTRS, __global const A *stats, __global A *su
     const ulong e = min(cols, b + chunk_len);
     for (ulong row = get_group_id(1); row < rows; row += get_num_groups(1)) {
         A2 K;
-        A m, r, sc, sg, sgx;
-        BWD_STATS(row, flags, &K, &m, &r, &sc);
-        bwd_row_sums(BWD_ROW_IN(row, flags), b, e, lid, L, K, m, r, sc, &sg, &sgx);
-        sg = wg_sum(sg, scratch, lid, L);
-        sgx = wg_sum(sgx, scratch, lid, L);
+        A m, r, sc, rlo, fg, fgx;
+        BWD_STATS(row, flags, &K, &m, &r, &sc, &rlo);
+        W sg, sgx;
+#if W_DOUBLE
+        if (BWD_WIDE(r * sc, flags)) {
+            bwd_row_sums_w(BWD_ROW_IN(row, flags), b, e, lid, L, K, m, (W)r + (W)rlo, sc, &sg,
+                           &sgx);
+        } else
+#endif
+        {
+            bwd_row_sums(BWD_ROW_IN(row, flags), b, e, lid, L, K, m, r, sc, &fg, &fgx);
+            sg = fg;
+            sgx = fgx;
+        }
+        sg = BWD_WG_SUM_W(sg); /* (no barrier under the branch: norm_bwd_rows says why) */
+        sgx = BWD_WG_SUM_W(sgx);
         if (lid == 0) {
-            sums[(row * chunks + c) * 2] = sg;
-            sums[(row * chunks + c) * 2 + 1] = sgx;
+            __global A *s = sums + (row * chunks + c) * BWD_SUMS_PER_CHUNK;
+            s[0] = (A)sg;
+            s[1] = (A)sgx;
+            s[2] = (A)(sg - (W)s[0]);
+            s[3] = (A)(sgx - (W)s[1]);
         }
     }
 }
@@ -183,6 +322,19 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
             pb[i] = first ? dyv : dyv + pb[i];                                              \
     } while (0)
 
+/* BWD_ELEM of a wide row: dx in W (bwd_g_w, bwd_dx_w), rounded once; the partials in A. */
+#define BWD_ELEM_W(i)                                                                       \
+    do {                                                                                    \
+        const A dyv = LOAD1(bw.dy + (i));                                                   \
+        const A xh = (IN_DEV1(bw.in, (i), K, sc) - m) * r;                                  \
+        const W xw = (IN_DEV_W(bw.in, (i), K, sc) - (W)m) * rw;                             \
+        STORE1(bwd_dx_w(bw, (i), bwd_g_w(bw, (i), dyv), xw, rsw, mgw, mgxw), bw.dx + (i));  \
+        if (want_dg)                                                                        \
+            pg[i] = first ? dyv * xh : fma(dyv, xh, pg[i]);                                 \
+        if (want_db)                                                                        \
+            pb[i] = first ? dyv : dyv + pb[i];                                              \
+    } while (0)
+
 /* dx of the VW elements at i from their dy and xhat, already loaded, and their share of the
  * parameter partials (norm_bwd_rows' two-vector loop on GPUs; its one-vector loop does the
  * same, with streaming stores and prefetches on CPU devices). */
@@ -190,6 +342,11 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
     do {                                                                                    \
         if (want_dx)                                                                        \
             STOREV(bwd_dxv(bw, (i), bwd_gv(bw, (i), (dyv)), (xh), rs, mg, mgx), bw.dx + (i)); \
+        BWD_VEC_PUT_PARAMS(i, dyv, xh);                                                     \
+    } while (0)
+/* ... the parameter partials' share alone */
+#define BWD_VEC_PUT_PARAMS(i, dyv, xh)                                                      \
+    do {                                                                                    \
         if (want_dg)                                                                        \
             CAT(vstore, VW)(first ? (dyv) * (xh) : fma((dyv), (xh), CAT(vload, VW)(0, pg + (i))), \
                             0, pg + (i));                                                   \
@@ -204,7 +361,8 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
  * sweep. first_block is 0 unless the host launches some of the blocks only (src/latency.c).
  */
 __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global A *part,
-                            __global const A *sums, __local A *scratch, KS_PARAM)
+                            __global const A *sums, __local A *scratch, __local A *scratch2,
+                            KS_PARAM)
 {
     KS_BEGIN;
     BWD_UNPACK
@@ -243,29 +401,85 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global A *part,
         __global A *pg = !direct ? part + p * 2 * cols : want_dg ? dgamma + dgamma_off : 0;
         __global A *pb = !direct ? part + p * 2 * cols + cols : want_db ? dbeta + dbeta_off : 0;
         A2 K;
-        A m, r, sc;
-        BWD_STATS(row, flags, &K, &m, &r, &sc);
+        A m, r, sc, rlo;
+        BWD_STATS(row, flags, &K, &m, &r, &sc, &rlo);
         const A rs = r * sc; /* the true rstd */
         const bwd_row bw = BWD_ROW(row, flags);
         A mg = 0, mgx = 0; /* stay 0 with global statistics: dx = rstd * g */
+        const int wide = BWD_WIDE(rs, flags); /* (the same for every item) */
+        const W rw = (W)r + (W)rlo;
+        W mgw = 0, mgxw = 0; /* a wide row's mean(g) and mean(g * xhat) */
         if (want_dx && !global_stats) {
-            A sg = 0, sgx = 0;
             if (chunks == 1) {
-                bwd_row_sums(bw, 0, cols, lid, L, K, m, r, sc, &sg, &sgx);
-                sg = wg_sum(sg, scratch, lid, L);
-                sgx = wg_sum(sgx, scratch, lid, L);
-            } else {
-                A c1 = 0, c2 = 0;
-                for (uint k = 0; k < chunks; k++) {
-                    kahan_add(&sg, &c1, sums[(row * chunks + k) * 2]);
-                    kahan_add(&sgx, &c2, sums[(row * chunks + k) * 2 + 1]);
+                /* The sums in W where the row is wide, else in A; either way added over the
+                 * items in W, so that no barrier lies under a branch on the row's data: PoCL's
+                 * work-group compiler replicates the code between barriers per path
+                 * (group_backward_wg.cl). With one item (CPU devices) the float sums come back
+                 * as they were. */
+                W sg, sgx;
+#if W_DOUBLE
+                if (wide) {
+                    bwd_row_sums_w(bw, 0, cols, lid, L, K, m, rw, sc, &sg, &sgx);
+                } else
+#endif
+                {
+                    A fg, fgx;
+                    bwd_row_sums(bw, 0, cols, lid, L, K, m, r, sc, &fg, &fgx);
+                    sg = fg;
+                    sgx = fgx;
                 }
+                sg = BWD_WG_SUM_W(sg);
+                sgx = BWD_WG_SUM_W(sgx);
+                mg = rms ? 0 : (A)sg / (A)cols;
+                mgx = (A)sgx / (A)cols;
+                mgw = sg / (W)cols;
+                mgxw = sgx / (W)cols;
+            } else if (wide) { /* the chunks' sums with what their rounding left, in W */
+                W sg = 0, sgx = 0;
+                for (uint k = 0; k < chunks; k++) {
+                    __global const A *s = sums + (row * chunks + k) * BWD_SUMS_PER_CHUNK;
+                    sg += (W)s[0] + (W)s[2];
+                    sgx += (W)s[1] + (W)s[3];
+                }
+                mgw = sg / (W)cols;
+                mgxw = sgx / (W)cols;
+            } else {
+                A sg = 0, sgx = 0, c1 = 0, c2 = 0;
+                for (uint k = 0; k < chunks; k++) {
+                    __global const A *s = sums + (row * chunks + k) * BWD_SUMS_PER_CHUNK;
+                    kahan_add(&sg, &c1, s[0]);
+                    kahan_add(&sgx, &c2, s[1]);
+                }
+                mg = rms ? 0 : sg / (A)cols;
+                mgx = sgx / (A)cols;
             }
-            mg = rms ? 0 : sg / (A)cols;
-            mgx = sgx / (A)cols;
         }
         /* the first row of a partial initializes it */
         const int first = per_sample ? row % sample_rows == 0 : row == r0;
+#if W_DOUBLE
+        if (wide) { /* each element as the vector loops give them to the items: a column's
+                     * partial stays with its item from row to row (one item: in vectors) */
+            const W rsw = rw * (W)sc;
+            const ulong nw = (e - b) / VW;
+            if (L == 1)
+                for (ulong v = 0; v < nw; v++) {
+                    const ulong i = b + v * VW;
+                    const AV dyv = LOADV(bw.dy + i);
+                    const AV xh = (IN_DEVV(bw.in, i, K, sc) - m) * r;
+                    const WVr xw = (IN_DEV_WV(bw.in, i, K, sc) - (WVr)(m)) * (WVr)(rw);
+                    STOREV(bwd_dx_wv(bw, i, bwd_g_wv(bw, i, dyv), xw, rsw, mgw, mgxw),
+                           bw.dx + i);
+                    BWD_VEC_PUT_PARAMS(i, dyv, xh);
+                }
+            else
+                for (ulong v = lid; v < nw; v += L)
+                    for (uint k = 0; k < VW; k++)
+                        BWD_ELEM_W(b + v * VW + k);
+            for (ulong i = b + nw * VW + lid; i < e; i += L)
+                BWD_ELEM_W(i);
+            continue;
+        }
+#endif
         ulong i0 = b;
 #if defined(STREAM_STORE)
         /* One item per group (CPU): peel to the alignment the streaming stores need. With one

@@ -352,33 +352,6 @@ inline void gn_put_stats(__global A *stats, ulong row, A K, A m, A r, A rlo, A s
 
 /* ---- the backward's statistics again in double (NCHW, and NHWC's workgroup strategy) ---- */
 #if W_DOUBLE
-/* wg_sum (common.cl) of a double, its bits held in two local arrays of L floats' size (the
- * low and the high words): the same order of additions, each in double. */
-inline W gn_wg_sum_w(W v, __local A *lo, __local A *hi, uint lid, uint L)
-{
-    if (L == 1)
-        return v;
-    __local uint *l = (__local uint *)lo, *h = (__local uint *)hi;
-    uint2 u = as_uint2(v);
-    l[lid] = u.s0;
-    h[lid] = u.s1;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint n = L; n > 1;) {
-        const uint k = (n + 1) / 2;
-        if (lid < n / 2) {
-            u = as_uint2(as_double((uint2)(l[lid], h[lid])) +
-                         as_double((uint2)(l[lid + k], h[lid + k])));
-            l[lid] = u.s0;
-            h[lid] = u.s1;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        n = k;
-    }
-    const W r = as_double((uint2)(l[0], h[0]));
-    barrier(CLK_LOCAL_MEM_FENCE); /* the arrays may be reused right after */
-    return r;
-}
-
 /* The statistics of a group of n elements again, where the float32 ones (*K, *m, *r, sc:
  * xhat = ((x * sc - K) - m) * r) have r * sc at least CLNORM_GN_VAR_WIDE (`wide`; the
  * work-group's items all agree), from the items' sums S of d = (x * sc - K) - m and Q of d^2
@@ -403,8 +376,8 @@ inline W gn_dev_w(A v, W sc, W K, W m) { return ((W)v * sc - K) - m; }
 inline void gn_stats_w(W S, W Q, ulong n, uint lid, uint L, __local A *lo, __local A *hi,
                        A *K, A *m, A *r, A *rlo, A sc, A eps, int wide)
 {
-    S = gn_wg_sum_w(S, lo, hi, lid, L);
-    Q = gn_wg_sum_w(Q, lo, hi, lid, L);
+    S = wg_sum_w(S, lo, hi, lid, L);
+    Q = wg_sum_w(Q, lo, hi, lid, L);
     if (!wide)
         return;
     const W dm = S / (W)n, mean = ((W)*K + (W)*m) + dm;

@@ -79,6 +79,10 @@ typedef struct {
     ((LOADV_AL((in).x + (i), (in).al) * (sc) - (K).s0) +                                    \
      (LOADV_R_AL((in).r + (i), (in).al) * (sc) - (K).s1))
 #define IN_DEV1(in, i, K, sc) ((LOAD1((in).x + (i)) * (sc) - (K).s0) + (LOAD1_R((in).r + (i)) * (sc) - (K).s1))
+/* IN_DEV1 in W (double, or A), exact where W is double (the backward's wide rows) */
+#define IN_DEV_W(in, i, K, sc)                                                              \
+    (((W)LOAD1((in).x + (i)) * (W)(sc) - (W)(K).s0) +                                       \
+     ((W)LOAD1_R((in).r + (i)) * (W)(sc) - (W)(K).s1))
 #define IN_ABSMAXV(in, i) fmax(fabs(LOADV((in).x + (i))), fabs(LOADV_R((in).r + (i))))
 #define IN_ABSMAX1(in, i) fmax(fabs(LOAD1((in).x + (i))), fabs(LOAD1_R((in).r + (i))))
 #define RES_PARAM , __global const R *res, ulong res_off, ulong res_stride
@@ -88,6 +92,7 @@ typedef struct {
 #else
 #define IN_DEVV(in, i, K, sc) (LOADV_AL((in).x + (i), (in).al) * (sc) - (K).s0)
 #define IN_DEV1(in, i, K, sc) (LOAD1((in).x + (i)) * (sc) - (K).s0)
+#define IN_DEV_W(in, i, K, sc) ((W)LOAD1((in).x + (i)) * (W)(sc) - (W)(K).s0)
 #define IN_ABSMAXV(in, i) fabs(LOADV((in).x + (i)))
 #define IN_ABSMAX1(in, i) fabs(LOAD1((in).x + (i)))
 #define RES_PARAM
@@ -383,6 +388,52 @@ inline A bwd_g1(bwd_row b, ulong i, A dyv)
     const A dz = modulate_1(dyv, b.scale, 0, i);
     return b.gamma ? dz * b.gamma[i] : dz;
 }
+/* bwd_g1 in W, exact where W is double: the backward's wide rows (norm_backward.cl) */
+inline W bwd_g_w(bwd_row b, ulong i, A dyv)
+{
+    W dz = dyv;
+    if (b.scale)
+        dz *= (W)1 + (W)b.scale[i];
+    return b.gamma ? dz * (W)b.gamma[i] : dz;
+}
+/* bwd_dx1 in W, rounded once (the wide rows) */
+inline A bwd_dx_w(bwd_row b, ulong i, W g, W xh, W rs, W mg, W mgx)
+{
+    W d = rs * ((g - mg) - xh * mgx);
+#if defined(CLNORM_RESIDUAL)
+    if (b.ds)
+        d += (W)LOAD1_R(b.ds + i);
+#endif
+    return (A)d;
+}
+#if W_DOUBLE
+/* The same in vectors of double (one-item work-groups, CPU devices: norm_backward.cl) */
+typedef CAT(double, VW) WVr;
+#define TO_WVR CAT(convert_double, VW)
+#if defined(CLNORM_RESIDUAL)
+#define IN_DEV_WV(in, i, K, sc)                                                             \
+    ((TO_WVR(LOADV((in).x + (i))) * (WVr)(sc) - (WVr)((K).s0)) +                            \
+     (TO_WVR(LOADV_R((in).r + (i))) * (WVr)(sc) - (WVr)((K).s1)))
+#else
+#define IN_DEV_WV(in, i, K, sc) (TO_WVR(LOADV((in).x + (i))) * (WVr)(sc) - (WVr)((K).s0))
+#endif
+inline WVr bwd_g_wv(bwd_row b, ulong i, AV dyv)
+{
+    WVr dz = TO_WVR(dyv);
+    if (b.scale)
+        dz *= (WVr)(1) + TO_WVR(LOADP(b.scale + i));
+    return b.gamma ? dz * TO_WVR(LOADP(b.gamma + i)) : dz;
+}
+inline AV bwd_dx_wv(bwd_row b, ulong i, WVr g, WVr xh, W rs, W mg, W mgx)
+{
+    WVr d = (WVr)(rs) * ((g - (WVr)(mg)) - xh * (WVr)(mgx));
+#if defined(CLNORM_RESIDUAL)
+    if (b.ds)
+        d += TO_WVR(LOADV_R(b.ds + i));
+#endif
+    return CAT(convert_float, VW)(d);
+}
+#endif
 /* dx = rstd * ((g - mean(g)) - xhat * mean(g * xhat)) (+ dsum) */
 inline AV bwd_dxv(bwd_row b, ulong i, AV g, AV xh, A rs, A mg, A mgx)
 {

@@ -46,10 +46,12 @@
 #define CLNORM_PARAM_SLICE 32
 #define CLNORM_PARAM_SLICED_MIN 64
 
-/* Row statistics in the backward's stats scratch: five values of the arithmetic type per
- * row, (K of x, K of the residual, m, r, sc) with xhat = ((v * sc - K) - m) * r
- * (kernels/op_row_norm.cl). */
-#define CLNORM_STATS_PER_ROW 5
+/* Row statistics in the backward's stats scratch: six values of the arithmetic type per
+ * row, (K of x, K of the residual, m, r, sc, rlo) with xhat = ((v * sc - K) - m) * r
+ * (kernels/op_row_norm.cl) and rlo what r's rounding from double left, 0 where it was not
+ * (kernels/norm_backward.cl, row_stats_w; GroupNorm keeps its rlo in the residual's slot,
+ * kernels/op_group_norm.cl, gn_put_stats). */
+#define CLNORM_STATS_PER_ROW 6
 
 /* Rows of at least this many elements are shifted by the median of their first three
  * (kernels/op_row_norm.cl row_shift, and the host loop), shorter ones by their first. An
@@ -80,6 +82,10 @@
  * about 300, the float row had put dx at 1.43x torch's float64 bound 1e-5 + 1e-5 |ref|
  * (bench/RESULTS.md, "LayerNorm's host loop: rows of a large rstd * |gamma| in double"). */
 #define CLNORM_ROW_WIDE 16
+/* The row kernels' backward (kernels/norm_backward.cl) takes a LayerNorm row of rstd at least
+ * CLNORM_ROW_WIDE in double where the device has it: its statistics again when it recomputes
+ * them, g, the sums and dx (the host loop's criterion without its |gamma (1 + scale)|
+ * factor, which would take a pass over gamma per row). */
 
 /* GroupNorm's backward recomputing a group's statistics on the kernels (NCHW, NHWC's
  * workgroup strategy and, since 2026-12-05, the NHWC tiles' merge) takes them again in double

@@ -9,7 +9,9 @@ minute; CTest runs it through the host loop and the row kernels, cli_torch_layer
 and _kernels, and test_host_loop's test_wide_rows checks the same without torch).
 At the defaults (spread 1e-3, gscale 1, rstd near 300) the host loop's float32 rows had put
 dx at 1.43x the bound before such rows ran in double (src/op/row_norm_host_body.h,
-HN(row_wide)); 0.24x after (dbeta). The row kernels keep float32 there: 0.85x.
+HN(row_wide)); 0.24x after (dbeta). The row kernels (CLNORM_HOST_BYTES=0) were at 0.85x in
+float32, 1.13x and 1.27x at --spread 3e-4 and 1e-4; 0.045x, 0.007x and 0.007x since their
+rows of rstd 16 or more take dx in double (kernels/norm_backward.cl, BWD_WIDE).
 
     /usr/bin/python3 tests/torch_layer_spread.py --clnorm build/host/clnorm
     CLNORM_HOST_BYTES=0 /usr/bin/python3 tests/torch_layer_spread.py   # the kernels

@@ -273,20 +273,21 @@ static const clnorm_karg split_apply_args[] = {SAMPLE_ROWS, {KA_SCRATCH, 0}, {KA
                                                {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_END, 0}};
 static const clnorm_karg apply_stats_args[] = {SAMPLE_ROWS, {KA_ROWS, 0}, {KA_COLS, 0},
                                                {KA_FLAGS, 0}, {KA_END, 0}};
-/* Backward scratch: 0 recomputed statistics, 1 parameter partials, 2 chunk sums. */
+/* Backward scratch: 0 recomputed statistics, 1 parameter partials, 2 chunk sums. Two local
+ * arrays each: a wide row's sums in double (kernels/norm_backward.cl, BWD_WG_SUM_W). */
 static const clnorm_karg bwd_stats_args[] = {{KA_SCRATCH, 0}, {KA_ROWS, 0}, {KA_COLS, 0},
                                              {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
-                                             {KA_END, 0}};
+                                             {KA_LOCAL_ACC, 0}, {KA_END, 0}};
 static const clnorm_karg bwd_sums_args[] = {SAMPLE_ROWS, {KA_SCRATCH, 0}, {KA_SCRATCH, 2},
                                             {KA_ROWS, 0}, {KA_COLS, 0}, {KA_CHUNK_LEN, 0},
                                             {KA_CHUNKS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
-                                            {KA_END, 0}};
+                                            {KA_LOCAL_ACC, 0}, {KA_END, 0}};
 static const clnorm_karg bwd_rows_args[] = {SAMPLE_ROWS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1},
                                             {KA_SCRATCH, 2}, {KA_ROWS, 0}, {KA_COLS, 0},
                                             {KA_ROWS_PER_GROUP, 0}, {KA_CHUNK_LEN, 0},
                                             {KA_CHUNKS, 0}, {KA_FLAGS, 0},
                                             {KA_FIRST_BLOCK, 0}, {KA_LOCAL_ACC, 0},
-                                            {KA_END, 0}};
+                                            {KA_LOCAL_ACC, 0}, {KA_END, 0}};
 /* Backward scratch 3: the partials' slice sums (RUN_SLICED). */
 static const clnorm_karg bwd_slices_args[] = {SAMPLE_ROWS, {KA_OP, 1}, {KA_SCRATCH, 1},
                                               {KA_SCRATCH, 3}, {KA_ROWS_PER_GROUP, 0},
@@ -459,6 +460,6 @@ void clnorm_row_norm_scratch(const clnorm_desc *d, const clnorm_geometry *g,
     bytes[0] = clnorm_bytes3(d->rows, CLNORM_STATS_PER_ROW, acc);
     bytes[1] = clnorm_bytes3(d->samples * bwd_partials_per_sample(d, g), 2 * d->cols, acc);
     bytes[3] = clnorm_bytes3(g->bwd_slices, 2 * d->cols, acc);
-    if (g->bwd_chunks > 1)
-        bytes[2] = clnorm_bytes3(d->rows, 2 * g->bwd_chunks, acc);
+    if (g->bwd_chunks > 1) /* (kernels/norm_backward.cl, BWD_SUMS_PER_CHUNK) */
+        bytes[2] = clnorm_bytes3(d->rows, 4 * g->bwd_chunks, acc);
 }
