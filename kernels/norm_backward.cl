@@ -146,8 +146,10 @@ inline void row_stats_w(row_in in, ulong cols, uint lid, uint L, __local A *lo, 
 }
 
 /* bwd_row_sums of a wide row in W: g (bwd_g_w), xhat from x unrounded with rw = r + rlo. With
- * one item (CPU devices) in vectors of double: element by element, a wide row's backward took
- * 2-3.7x the float one's time on PoCL's CPU device, in vectors ... (bench/RESULTS.md). */
+ * one item (CPU devices) in vectors of double (as row_stats_w and norm_bwd_rows' dx): element
+ * by element, the backward of wide rows took 2-3.7x the float one's time on PoCL's CPU
+ * device, in vectors 1.05-1.2x (bench/RESULTS.md, "The row kernels' backward of a large rstd
+ * in double"). */
 inline void bwd_row_sums_w(bwd_row bw, ulong b, ulong e, uint lid, uint L, A2 K, A m, W rw,
                            A sc, W *sum_g, W *sum_gx)
 {
