@@ -75,6 +75,19 @@ typedef double W;
 #define W_DOUBLE 0
 typedef A W;
 #endif
+#if W_DOUBLE
+/* W's vector, for the CPU devices' loops in double (GroupNorm's backward, group_backward.cl;
+ * the row backward's wide rows, norm_backward.cl), its conversions from and to AV, and its
+ * horizontal sum, pairwise (as HSUM). */
+typedef CAT(double, VW) WV;
+#define TO_WV CAT(convert_double, VW)
+#define FROM_WV CAT(convert_float, VW)
+inline W whsum2(double2 v) { return v.s0 + v.s1; }
+inline W whsum4(double4 v) { return whsum2(v.lo + v.hi); }
+inline W whsum8(double8 v) { return whsum4(v.lo + v.hi); }
+inline W whsum16(double16 v) { return whsum8(v.lo + v.hi); }
+#define WV_HSUM(v) CAT(whsum, VW)(v)
+#endif
 
 /* 1 / sqrt(var + eps) rounded once from W where that is double (else rsqrt), for GroupNorm's
  * statistics (op_group_norm.cl says why; the row kinds keep rsqrt). */

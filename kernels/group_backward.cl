@@ -56,19 +56,10 @@
 
 /* W (common.cl), double where the device has it, serves the work-group kernels' sums
  * (gn_channel_sums says why) and the SiLU's dz of a channel whose rstd * |gamma| is at least
- * CLNORM_GN_SILU_WIDE (flags.h; gn_dz says why); WV is its vector for the CPU devices' loops. */
+ * CLNORM_GN_SILU_WIDE (flags.h; gn_dz says why); WV (common.cl) is its vector for the CPU
+ * devices' loops. */
 #if W_DOUBLE
-typedef CAT(double, VW) WV;
 typedef double2 W2;
-#define GN_TO_WV CAT(convert_double, VW)
-#define GN_FROM_WV CAT(convert_float, VW)
-
-/* Horizontal sum of a vector of W, pairwise (as common.cl's HSUM). */
-inline W gn_whsum2(double2 v) { return v.s0 + v.s1; }
-inline W gn_whsum4(double4 v) { return gn_whsum2(v.lo + v.hi); }
-inline W gn_whsum8(double8 v) { return gn_whsum4(v.lo + v.hi); }
-inline W gn_whsum16(double16 v) { return gn_whsum8(v.lo + v.hi); }
-#define gn_hsum_w(v) CAT(gn_whsum, VW)(v)
 #else
 typedef A2 W2;
 #endif
@@ -374,8 +365,8 @@ ALWAYS_INLINE inline A2 gn_chan_sums_cv(gn_chan ch, __global const T *xc,
 #if W_DOUBLE
     W s1 = 0, s2 = 0;
     if (pv > 0) {
-        s1 = gn_hsum_w((GN_TO_WV(v1) - GN_TO_WV(k1)) + (GN_TO_WV(w1) - GN_TO_WV(j1)));
-        s2 = gn_hsum_w((GN_TO_WV(v2) - GN_TO_WV(k2)) + (GN_TO_WV(w2) - GN_TO_WV(j2)));
+        s1 = WV_HSUM((TO_WV(v1) - TO_WV(k1)) + (TO_WV(w1) - TO_WV(j1)));
+        s2 = WV_HSUM((TO_WV(v2) - TO_WV(k2)) + (TO_WV(w2) - TO_WV(j2)));
     }
     for (ulong p = pv; p < hw; p++) {
         const A v = LOAD1(xc + p), xh = gn_xhat(ch, v);
@@ -557,22 +548,22 @@ ALWAYS_INLINE inline void gn_bwd_dx_vec(__global const T *xs, __global const T *
 inline WV gn_dz_w_lanes(WV xw, AV dyv, WV gam, WV bet, int silu)
 {
     if (!silu)
-        return GN_TO_WV(dyv);
+        return TO_WV(dyv);
     const WV zw = fma(xw, gam, bet);
     const WV sw = (WV)(1) / ((WV)(1) + exp(-zw));
-    return GN_TO_WV(GN_FROM_WV(GN_TO_WV(dyv) * sw * fma(zw, (WV)(1) - sw, (WV)(1))));
+    return TO_WV(FROM_WV(TO_WV(dyv) * sw * fma(zw, (WV)(1) - sw, (WV)(1))));
 }
 
 /* gn_dx_of_w's formula in lanes: dz as the sums took it, gamma, rs = r * sc and the means in
  * W. */
 inline AV gn_dx_w_lanes(WV xw, WV dz, WV gam, WV rs, WV mg, WV mgx)
 {
-    return GN_FROM_WV(rs * ((dz * gam - mg) - xw * mgx));
+    return FROM_WV(rs * ((dz * gam - mg) - xw * mgx));
 }
 
 inline WV gn_dz_xw_lanes(gn_chan ch, AV xv, AV dyv, WV *xw)
 {
-    *xw = ((GN_TO_WV(xv) * (WV)(ch.sc) - (WV)(ch.K)) - (WV)(ch.m)) * (WV)(gn_r_w(ch));
+    *xw = ((TO_WV(xv) * (WV)(ch.sc) - (WV)(ch.K)) - (WV)(ch.m)) * (WV)(gn_r_w(ch));
     return gn_dz_w_lanes(*xw, dyv, (WV)(GN_GAM_W(ch)), (WV)(GN_BET_W(ch)), ch.silu);
 }
 
@@ -586,7 +577,7 @@ NOINLINE A2 gn_chan_sums_cv_wide(gn_chan ch, __global const T *xc, __global cons
         s1 = fma(dz, xw, s1);
         s2 += dz;
     }
-    W t1 = pv > 0 ? gn_hsum_w(s1) : 0, t2 = pv > 0 ? gn_hsum_w(s2) : 0;
+    W t1 = pv > 0 ? WV_HSUM(s1) : 0, t2 = pv > 0 ? WV_HSUM(s2) : 0;
     for (ulong p = pv; p < hw; p++) {
         const A v = LOAD1(xc + p);
         const W dz = gn_dz(ch, LOAD1(dc + p), v, 0);
@@ -635,13 +626,13 @@ NOINLINE void gn_chan_dx_cv_wide(gn_chan ch, A2 cf, A2 lo, __global const T *xc,
  * the group means' remainders in rows 8 and 9 (gn_bwd_table_coef). */
 inline WV gn_rw_tab(__global const A *tb, ulong C, ulong c) /* r in W (gn_r_w) */
 {
-    return GN_TO_WV(GN_TBV(tb, 2, C, c)) + GN_TO_WV(GN_TBV(tb, 10, C, c));
+    return TO_WV(GN_TBV(tb, 2, C, c)) + TO_WV(GN_TBV(tb, 10, C, c));
 }
 
 inline WV gn_xw_tab(__global const A *tb, ulong C, ulong c, AV xv)
 {
-    return ((GN_TO_WV(xv) * GN_TO_WV(GN_TBV(tb, 3, C, c)) - GN_TO_WV(GN_TBV(tb, 0, C, c))) -
-            GN_TO_WV(GN_TBV(tb, 1, C, c))) *
+    return ((TO_WV(xv) * TO_WV(GN_TBV(tb, 3, C, c)) - TO_WV(GN_TBV(tb, 0, C, c))) -
+            TO_WV(GN_TBV(tb, 1, C, c))) *
            gn_rw_tab(tb, C, c);
 }
 
@@ -649,15 +640,15 @@ inline WV gn_xw_tab(__global const A *tb, ulong C, ulong c, AV xv)
 #if defined(CLNORM_GN_MOD)
 inline WV gn_gam_w_tab(__global const A *tb, ulong C, ulong c)
 {
-    return GN_TO_WV(GN_TBV(tb, 4, C, c)) + GN_TO_WV(GN_TBV(tb, 12, C, c));
+    return TO_WV(GN_TBV(tb, 4, C, c)) + TO_WV(GN_TBV(tb, 12, C, c));
 }
 inline WV gn_bet_w_tab(__global const A *tb, ulong C, ulong c)
 {
-    return GN_TO_WV(GN_TBV(tb, 5, C, c)) + GN_TO_WV(GN_TBV(tb, 13, C, c));
+    return TO_WV(GN_TBV(tb, 5, C, c)) + TO_WV(GN_TBV(tb, 13, C, c));
 }
 #else
-#define gn_gam_w_tab(tb, C, c) GN_TO_WV(GN_TBV(tb, 4, C, c))
-#define gn_bet_w_tab(tb, C, c) GN_TO_WV(GN_TBV(tb, 5, C, c))
+#define gn_gam_w_tab(tb, C, c) TO_WV(GN_TBV(tb, 4, C, c))
+#define gn_bet_w_tab(tb, C, c) TO_WV(GN_TBV(tb, 5, C, c))
 #endif
 
 NOINLINE void gn_bwd_sums_vec_wide(__global const T *xs, __global const T *ds, __global A *tb,
@@ -681,8 +672,8 @@ NOINLINE void gn_bwd_sums_vec_wide(__global const T *xs, __global const T *ds, _
         }
     }
     for (ulong c = 0; c < cv; c += VW) {
-        GN_STV(GN_FROM_WV(CAT(vload, VW)(0, acc + c)), st + c);
-        GN_STV(GN_FROM_WV(CAT(vload, VW)(0, acc + C + c)), st + C + c);
+        GN_STV(FROM_WV(CAT(vload, VW)(0, acc + c)), st + c);
+        GN_STV(FROM_WV(CAT(vload, VW)(0, acc + C + c)), st + C + c);
     }
 }
 
@@ -698,9 +689,9 @@ NOINLINE void gn_bwd_dx_vec_wide(__global const T *xs, __global const T *ds, __g
             const WV xw = gn_xw_tab(tb, C, c, xv);
             const WV gam = gn_gam_w_tab(tb, C, c);
             const WV dz = gn_dz_w_lanes(xw, GN_LDX(dp + c), gam, gn_bet_w_tab(tb, C, c), silu);
-            const WV mg = GN_TO_WV(GN_TBV(tb, 6, C, c)) + GN_TO_WV(GN_TBV(tb, 8, C, c));
-            const WV mgx = GN_TO_WV(GN_TBV(tb, 7, C, c)) + GN_TO_WV(GN_TBV(tb, 9, C, c));
-            const WV rs = gn_rw_tab(tb, C, c) * GN_TO_WV(GN_TBV(tb, 3, C, c));
+            const WV mg = TO_WV(GN_TBV(tb, 6, C, c)) + TO_WV(GN_TBV(tb, 8, C, c));
+            const WV mgx = TO_WV(GN_TBV(tb, 7, C, c)) + TO_WV(GN_TBV(tb, 9, C, c));
+            const WV rs = gn_rw_tab(tb, C, c) * TO_WV(GN_TBV(tb, 3, C, c));
             GN_STX(gn_dx_w_lanes(xw, dz, gam, rs, mg, mgx), op + c);
         }
     }
@@ -736,12 +727,12 @@ inline void gn_row_stats_w(row_in in, ulong cols, uint lid, uint L, __local A *l
         const ulong nv = cols / VW;
         WV sv = (WV)(0), qv = (WV)(0);
         for (ulong v = lid; v < nv; v += L) {
-            const WV d = (GN_TO_WV(LOADV(in.x + v * VW)) * (WV)(sw) - (WV)(Kw)) - (WV)(mw);
+            const WV d = (TO_WV(LOADV(in.x + v * VW)) * (WV)(sw) - (WV)(Kw)) - (WV)(mw);
             sv += d;
             qv = fma(d, d, qv);
         }
-        S = gn_hsum_w(sv);
-        Q = gn_hsum_w(qv);
+        S = WV_HSUM(sv);
+        Q = WV_HSUM(qv);
         for (ulong i = nv * VW + lid; i < cols; i += L) {
             const W d = gn_dev_w(LOAD1(in.x + i), sw, Kw, mw);
             S += d;

@@ -95,12 +95,6 @@ inline void bwd_stats_of(__global const P *mean, ulong m_off, __global const P *
 #endif
 
 #if W_DOUBLE
-/* Horizontal sum of a vector of double, pairwise. */
-inline W bwd_whsum2(double2 v) { return v.s0 + v.s1; }
-inline W bwd_whsum4(double4 v) { return bwd_whsum2(v.lo + v.hi); }
-inline W bwd_whsum8(double8 v) { return bwd_whsum4(v.lo + v.hi); }
-inline W bwd_whsum16(double16 v) { return bwd_whsum8(v.lo + v.hi); }
-
 /* A wide row's statistics again, where the float ones (*K, *m, *r, sc) have r * sc at least
  * CLNORM_ROW_WIDE (`wide`, the same for every item), as GroupNorm's gn_stats_w
  * (op_group_norm.cl, which says why): the sums of d = v * sc - K - m and d^2 in double (d
@@ -114,15 +108,15 @@ inline void row_stats_w(row_in in, ulong cols, uint lid, uint L, __local A *lo, 
     ulong i0 = 0;
     if (wide && L == 1) { /* one item (CPU devices): in vectors of double */
         const ulong nv = cols / VW;
-        WVr sv = (WVr)(0), qv = (WVr)(0);
+        WV sv = (WV)(0), qv = (WV)(0);
         for (ulong v = 0; v < nv; v++) {
-            const WVr d = IN_DEV_WV(in, v * VW, *K, sc) - (WVr)(*m);
+            const WV d = IN_DEV_WV(in, v * VW, *K, sc) - (WV)(*m);
             sv += d;
             qv = fma(d, d, qv);
         }
         if (nv > 0) {
-            S = CAT(bwd_whsum, VW)(sv);
-            Q = CAT(bwd_whsum, VW)(qv);
+            S = WV_HSUM(sv);
+            Q = WV_HSUM(qv);
         }
         i0 = nv * VW;
     }
@@ -156,17 +150,17 @@ inline void bwd_row_sums_w(bwd_row bw, ulong b, ulong e, uint lid, uint L, A2 K,
     W s1 = 0, s2 = 0;
     if (L == 1) {
         const ulong nv = (e - b) / VW;
-        WVr v1 = (WVr)(0), v2 = (WVr)(0);
+        WV v1 = (WV)(0), v2 = (WV)(0);
         for (ulong v = 0; v < nv; v++) {
             const ulong i = b + v * VW;
-            const WVr g = bwd_g_wv(bw, i, LOADV(bw.dy + i));
-            const WVr xh = (IN_DEV_WV(bw.in, i, K, sc) - (WVr)(m)) * (WVr)(rw);
+            const WV g = bwd_g_wv(bw, i, LOADV(bw.dy + i));
+            const WV xh = (IN_DEV_WV(bw.in, i, K, sc) - (WV)(m)) * (WV)(rw);
             v1 += g;
             v2 = fma(g, xh, v2);
         }
         if (nv > 0) {
-            s1 = CAT(bwd_whsum, VW)(v1);
-            s2 = CAT(bwd_whsum, VW)(v2);
+            s1 = WV_HSUM(v1);
+            s2 = WV_HSUM(v2);
         }
         b += nv * VW;
     }
@@ -318,10 +312,15 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
         const A xh = (IN_DEV1(bw.in, (i), K, sc) - m) * r;                                  \
         if (bw.dx)                                                                          \
             STORE1(bwd_dx1(bw, (i), bwd_g1(bw, (i), dyv), xh, rs, mg, mgx), bw.dx + (i));   \
+        BWD_ELEM_PARAMS(i, dyv, xh);                                                        \
+    } while (0)
+/* ... the parameter partials' share alone */
+#define BWD_ELEM_PARAMS(i, dyv, xh)                                                         \
+    do {                                                                                    \
         if (want_dg)                                                                        \
-            pg[i] = first ? dyv * xh : fma(dyv, xh, pg[i]);                                 \
+            pg[i] = first ? (dyv) * (xh) : fma((dyv), (xh), pg[i]);                         \
         if (want_db)                                                                        \
-            pb[i] = first ? dyv : dyv + pb[i];                                              \
+            pb[i] = first ? (dyv) : (dyv) + pb[i];                                          \
     } while (0)
 
 /* BWD_ELEM of a wide row: dx in W (bwd_g_w, bwd_dx_w), rounded once; the partials in A. */
@@ -331,10 +330,7 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
         const A xh = (IN_DEV1(bw.in, (i), K, sc) - m) * r;                                  \
         const W xw = (IN_DEV_W(bw.in, (i), K, sc) - (W)m) * rw;                             \
         STORE1(bwd_dx_w(bw, (i), bwd_g_w(bw, (i), dyv), xw, rsw, mgw, mgxw), bw.dx + (i));  \
-        if (want_dg)                                                                        \
-            pg[i] = first ? dyv * xh : fma(dyv, xh, pg[i]);                                 \
-        if (want_db)                                                                        \
-            pb[i] = first ? dyv : dyv + pb[i];                                              \
+        BWD_ELEM_PARAMS(i, dyv, xh);                                                        \
     } while (0)
 
 /* dx of the VW elements at i from their dy and xhat, already loaded, and their share of the
@@ -468,7 +464,7 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global A *part,
                     const ulong i = b + v * VW;
                     const AV dyv = LOADV(bw.dy + i);
                     const AV xh = (IN_DEVV(bw.in, i, K, sc) - m) * r;
-                    const WVr xw = (IN_DEV_WV(bw.in, i, K, sc) - (WVr)(m)) * (WVr)(rw);
+                    const WV xw = (IN_DEV_WV(bw.in, i, K, sc) - (WV)(m)) * (WV)(rw);
                     STOREV(bwd_dx_wv(bw, i, bwd_g_wv(bw, i, dyv), xw, rsw, mgw, mgxw),
                            bw.dx + i);
                     BWD_VEC_PUT_PARAMS(i, dyv, xh);

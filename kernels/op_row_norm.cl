@@ -407,31 +407,30 @@ inline A bwd_dx_w(bwd_row b, ulong i, W g, W xh, W rs, W mg, W mgx)
     return (A)d;
 }
 #if W_DOUBLE
-/* The same in vectors of double (one-item work-groups, CPU devices: norm_backward.cl) */
-typedef CAT(double, VW) WVr;
-#define TO_WVR CAT(convert_double, VW)
+/* The same in vectors of double (WV, common.cl; one-item work-groups, CPU devices:
+ * norm_backward.cl) */
 #if defined(CLNORM_RESIDUAL)
 #define IN_DEV_WV(in, i, K, sc)                                                             \
-    ((TO_WVR(LOADV((in).x + (i))) * (WVr)(sc) - (WVr)((K).s0)) +                            \
-     (TO_WVR(LOADV_R((in).r + (i))) * (WVr)(sc) - (WVr)((K).s1)))
+    ((TO_WV(LOADV((in).x + (i))) * (WV)(sc) - (WV)((K).s0)) +                            \
+     (TO_WV(LOADV_R((in).r + (i))) * (WV)(sc) - (WV)((K).s1)))
 #else
-#define IN_DEV_WV(in, i, K, sc) (TO_WVR(LOADV((in).x + (i))) * (WVr)(sc) - (WVr)((K).s0))
+#define IN_DEV_WV(in, i, K, sc) (TO_WV(LOADV((in).x + (i))) * (WV)(sc) - (WV)((K).s0))
 #endif
-inline WVr bwd_g_wv(bwd_row b, ulong i, AV dyv)
+inline WV bwd_g_wv(bwd_row b, ulong i, AV dyv)
 {
-    WVr dz = TO_WVR(dyv);
+    WV dz = TO_WV(dyv);
     if (b.scale)
-        dz *= (WVr)(1) + TO_WVR(LOADP(b.scale + i));
-    return b.gamma ? dz * TO_WVR(LOADP(b.gamma + i)) : dz;
+        dz *= (WV)(1) + TO_WV(LOADP(b.scale + i));
+    return b.gamma ? dz * TO_WV(LOADP(b.gamma + i)) : dz;
 }
-inline AV bwd_dx_wv(bwd_row b, ulong i, WVr g, WVr xh, W rs, W mg, W mgx)
+inline AV bwd_dx_wv(bwd_row b, ulong i, WV g, WV xh, W rs, W mg, W mgx)
 {
-    WVr d = (WVr)(rs) * ((g - (WVr)(mg)) - xh * (WVr)(mgx));
+    WV d = (WV)(rs) * ((g - (WV)(mg)) - xh * (WV)(mgx));
 #if defined(CLNORM_RESIDUAL)
     if (b.ds)
-        d += TO_WVR(LOADV_R(b.ds + i));
+        d += TO_WV(LOADV_R(b.ds + i));
 #endif
-    return CAT(convert_float, VW)(d);
+    return FROM_WV(d);
 }
 #endif
 /* dx = rstd * ((g - mean(g)) - xhat * mean(g * xhat)) (+ dsum) */
