@@ -64,7 +64,8 @@ inline void bwd_stats_of(__global const P *mean, ulong m_off, __global const P *
     bwd_stats_of(mean, mean_off, rstd, rstd_off, stats, row, flags, K, m, r, sc, rlo)
 
 /*
- * Wide rows: a LayerNorm row (not RMSNorm's) whose rstd = r * sc is at least CLNORM_ROW_WIDE
+ * Wide rows: a LayerNorm row (not RMSNorm's) whose rstd = r * sc, times its sample's factor
+ * gf (BWD_GF: max(1, max |gamma| max |1 + scale|), or 1), is at least CLNORM_ROW_WIDE
  * (flags.h) takes dx in W where that is double: its statistics again when recomputed
  * (row_stats_w), g = dy (1 + scale) gamma, xhat from x unrounded with r's rest, the sums of g
  * and g * xhat, mean(g), mean(g * xhat) and dx, rounded once (bwd_row_sums_w, BWD_ELEM_W). In
@@ -75,11 +76,100 @@ inline void bwd_stats_of(__global const P *mean, ulong m_off, __global const P *
  * kernels' backward of a large rstd in double"). The parameter gradients keep their float
  * partials. Without double, or with precomputed statistics (dx = rstd * g), no row is wide.
  */
-#define BWD_WIDE(rs, flags)                                                                 \
+#define BWD_WIDE(rs, gf, flags)                                                             \
     (W_DOUBLE &&                                                                            \
      ((flags) & (CLNORM_KF_RMS | CLNORM_KF_GLOBAL_STATS | CLNORM_KF_GRAD_X)) ==             \
          CLNORM_KF_GRAD_X &&                                                                \
-     (rs) >= (A)CLNORM_ROW_WIDE)
+     (rs) * (gf) >= (A)CLNORM_ROW_WIDE)
+
+/* The item's largest |p[j] + one| over its share of [0, cols), in vectors (a NaN may be
+ * passed over: dx is NaN then, wide or not). */
+inline A bwd_absmax(__global const P *p, const int one, ulong cols, uint lid, uint L)
+{
+    const ulong nv = cols / VW;
+    AV mv = (AV)(0);
+    for (ulong v = lid; v < nv; v += L)
+        mv = fmax(mv, fabs(LOADP(p + v * VW) + (A)one));
+    A m = HMAX(mv);
+    for (ulong j = nv * VW + lid; j < cols; j += L)
+        m = fmax(m, fabs((A)p[j] + (A)one));
+    return m;
+}
+
+/* The factor of sample s from gamma and its scale row (either 0: absent), by one item. */
+inline A bwd_gfactor_of(__global const P *gamma, __global const P *scale, ulong cols)
+{
+    const A g = gamma ? bwd_absmax(gamma, 0, cols, 0, 1) : 1;
+    const A o = scale ? bwd_absmax(scale, 1, cols, 0, 1) : 1;
+    return fmax(g * o, (A)1);
+}
+
+/* The factor of a row's sample, as the kernel's flags say, kept in *gf for the rows before
+ * *gend (the sample's end; 0 at first): from norm_bwd_gmax's gm (CLNORM_KF_GMAX); from gamma
+ * and the scale by a work-group of one item, which needs no barrier (CLNORM_KF_GMAX_HERE:
+ * src/op/row_norm.c sets it for one-item work-groups; any other size would still get the
+ * factor, each item reading the whole row); else 1. Rows come in ascending order. */
+inline A bwd_gfactor(__global const A *gm, __global const P *gamma, ulong gamma_off,
+                     __global const P *scale, ulong scale_off, ulong scale_stride, ulong cols,
+                     ulong row, ulong sample_rows, uint flags, A *gf, ulong *gend)
+{
+    if ((flags & (CLNORM_KF_GMAX | CLNORM_KF_GMAX_HERE)) == 0)
+        return 1;
+    if (row < *gend)
+        return *gf;
+    const ulong s = row / sample_rows;
+    *gend = (s + 1) * sample_rows;
+    if ((flags & CLNORM_KF_GMAX) != 0)
+        *gf = gm[s];
+    else
+        *gf = bwd_gfactor_of((flags & CLNORM_KF_GAMMA) ? gamma + gamma_off : 0,
+                             (flags & CLNORM_KF_SCALE) ? scale + scale_off + s * scale_stride : 0,
+                             cols);
+    return *gf;
+}
+#define BWD_GF(row, flags)                                                                  \
+    bwd_gfactor(gm, gamma, gamma_off, scale, scale_off, scale_stride, cols, row, sample_rows, \
+                flags, &gf_here, &gend_here)
+/* ... its cache, in a kernel that calls BWD_GF */
+#define BWD_GF_CACHE                                                                        \
+    A gf_here = 1;                                                                          \
+    ulong gend_here = 0
+
+/*
+ * The wide rows' factor per sample s, gm[s] = max(1, max |gamma| * max |1 + scale[s]|), with
+ * 1 for an absent gamma or scale: a row of rstd r is wide where r * gm[s] is at least
+ * CLNORM_ROW_WIDE, as in the host loop (src/op/row_norm_host_body.h, HN(row_wide)). dx's
+ * terms are of rstd * |g|, g = dy (1 + scale) gamma: at spread 0.07 (rstd near 14) with
+ * gamma of 1 + N(0, 30^2), float32 statistics and sums put dx at 1.5x torch's bound 1e-5 +
+ * 1e-5 |ref|, and both had to go to double to bring it to 0.006x (bench/RESULTS.md, "The row
+ * kernels' wide rows by rstd * |gamma|"). Runs first, only where that can change a row
+ * (src/op/row_norm.c, clnorm_row_norm_geometry_flags): a float32 LayerNorm dx with gamma or
+ * a scale on a device with double. A work-group per sample, grid-stride beyond.
+ */
+__kernel void norm_bwd_gmax(__global const P *gamma, __global const P *scale, __global A *gm,
+                            __local A *lmax, KS_PARAM)
+{
+    KS_BEGIN;
+    KS_TENSOR(gamma);
+    KS_TENSOR(scale);
+    KS_UL(samples);
+    KS_UL(cols);
+    KS_UI(flags);
+    const uint lid = get_local_id(0);
+    const uint L = get_local_size(0);
+    /* (every item reduces, whatever the flags: no barrier under a branch, which PoCL's
+     * work-group compiler does not take) */
+    const int has_g = (flags & CLNORM_KF_GAMMA) != 0, has_s = (flags & CLNORM_KF_SCALE) != 0;
+    const A g = wg_max(has_g ? bwd_absmax(gamma + gamma_off, 0, cols, lid, L) : 1, lmax, lid,
+                       L);
+    for (ulong s = get_group_id(0); s < samples; s += get_num_groups(0)) {
+        const A o = wg_max(
+            has_s ? bwd_absmax(scale + scale_off + s * scale_stride, 1, cols, lid, L) : 1,
+            lmax, lid, L);
+        if (lid == 0)
+            gm[s] = fmax(g * o, (A)1);
+    }
+}
 
 /* The chunk sums of few long rows (norm_bwd_sums), per (row, chunk): the sums of g and g *
  * xhat rounded to A, then what each rounding left (wide rows; else what a double sum's
@@ -95,41 +185,39 @@ inline void bwd_stats_of(__global const P *mean, ulong m_off, __global const P *
 #endif
 
 #if W_DOUBLE
-/* A wide row's statistics again, where the float ones (*K, *m, *r, sc) have r * sc at least
- * CLNORM_ROW_WIDE (`wide`, the same for every item), as GroupNorm's gn_stats_w
- * (op_group_norm.cl, which says why): the sums of d = v * sc - K - m and d^2 in double (d
- * exact there), then K.s0 the float nearest the mean of v * sc - K.s1 (the residual's shift
- * stays), m what is left of it, r = 1 / sqrt(var + eps sc^2) rounded once and *rlo what that
- * left. Every item calls it (its sums' barriers), `wide` or not. */
-inline void row_stats_w(row_in in, ulong cols, uint lid, uint L, __local A *lo, __local A *hi,
-                        A2 *K, A *m, A *r, A *rlo, A sc, A eps, int wide)
+/* The sums of d = v * sc - K - m and d^2 in double over the item's share of a row (one item:
+ * in vectors of double, CPU devices): row_stats_w. */
+inline void row_stats_w_sums(row_in in, ulong cols, uint lid, uint L, A2 K, A m, A sc, W *S,
+                             W *Q)
 {
-    W S = 0, Q = 0;
+    W s = 0, q = 0;
     ulong i0 = 0;
-    if (wide && L == 1) { /* one item (CPU devices): in vectors of double */
+    if (L == 1) {
         const ulong nv = cols / VW;
         WV sv = (WV)(0), qv = (WV)(0);
         for (ulong v = 0; v < nv; v++) {
-            const WV d = IN_DEV_WV(in, v * VW, *K, sc) - (WV)(*m);
+            const WV d = IN_DEV_WV(in, v * VW, K, sc) - (WV)(m);
             sv += d;
             qv = fma(d, d, qv);
         }
         if (nv > 0) {
-            S = WV_HSUM(sv);
-            Q = WV_HSUM(qv);
+            s = WV_HSUM(sv);
+            q = WV_HSUM(qv);
         }
         i0 = nv * VW;
     }
-    if (wide)
-        for (ulong i = i0 + lid; i < cols; i += L) {
-            const W d = IN_DEV_W(in, i, *K, sc) - (W)*m;
-            S += d;
-            Q = fma(d, d, Q);
-        }
-    S = wg_sum_w(S, lo, hi, lid, L);
-    Q = wg_sum_w(Q, lo, hi, lid, L);
-    if (!wide)
-        return;
+    for (ulong i = i0 + lid; i < cols; i += L) {
+        const W d = IN_DEV_W(in, i, K, sc) - (W)m;
+        s += d;
+        q = fma(d, d, q);
+    }
+    *S = s;
+    *Q = q;
+}
+
+/* ... and the statistics from the row's sums (row_stats_w) */
+inline void row_stats_w_from(W S, W Q, ulong cols, A2 *K, A *m, A *r, A *rlo, A sc, A eps)
+{
     const W dm = S / (W)cols, mean = ((W)K->s0 + (W)*m) + dm;
     const W var = fmax(Q / (W)cols - dm * dm, (W)0);
     K->s0 = (A)mean;
@@ -137,6 +225,34 @@ inline void row_stats_w(row_in in, ulong cols, uint lid, uint L, __local A *lo, 
     const W rw = (W)1 / sqrt(var + (W)eps * (W)sc * (W)sc);
     *r = (A)rw;
     *rlo = (A)(rw - (W)*r);
+}
+
+/* A wide row's statistics again, where the float ones (*K, *m, *r, sc) have r * sc (times
+ * the sample's factor, BWD_GF) at least CLNORM_ROW_WIDE (`wide`, the same for every item), as
+ * GroupNorm's gn_stats_w (op_group_norm.cl, which says why): the sums of d = v * sc - K - m
+ * and d^2 in double (d exact there), then K.s0 the float nearest the mean of v * sc - K.s1
+ * (the residual's shift stays), m what is left of it, r = 1 / sqrt(var + eps sc^2) rounded
+ * once and *rlo what that left. Every item calls it (its sums' barriers), `wide` or not. */
+inline void row_stats_w(row_in in, ulong cols, uint lid, uint L, __local A *lo, __local A *hi,
+                        A2 *K, A *m, A *r, A *rlo, A sc, A eps, int wide)
+{
+    W S = 0, Q = 0;
+    if (wide)
+        row_stats_w_sums(in, cols, lid, L, *K, *m, sc, &S, &Q);
+    S = wg_sum_w(S, lo, hi, lid, L);
+    Q = wg_sum_w(Q, lo, hi, lid, L);
+    if (wide)
+        row_stats_w_from(S, Q, cols, K, m, r, rlo, sc, eps);
+}
+
+/* row_stats_w by a work-group of one item, which needs no barrier: norm_bwd_rows' rows that
+ * gamma makes wide under CLNORM_KF_GMAX_HERE, whose statistics norm_bwd_stats (which decides
+ * by rstd alone there) left in float. */
+inline void row_stats_w_one(row_in in, ulong cols, A2 *K, A *m, A *r, A *rlo, A sc, A eps)
+{
+    W S = 0, Q = 0;
+    row_stats_w_sums(in, cols, 0, 1, *K, *m, sc, &S, &Q);
+    row_stats_w_from(S, Q, cols, K, m, r, rlo, sc, eps);
 }
 
 /* bwd_row_sums of a wide row in W: g (bwd_g_w), xhat from x unrounded with rw = r + rlo. With
@@ -176,12 +292,15 @@ inline void bwd_row_sums_w(bwd_row bw, ulong b, ulong e, uint lid, uint L, A2 K,
 #endif
 
 /* Statistics of every row, as the forward computes them, into stats: the backward pass
- * without saved statistics. */
-__kernel void norm_bwd_stats(IN_PTRS, __global A *stats, __local A *scratch,
-                             __local A *scratch2, KS_PARAM)
+ * without saved statistics. Wide rows by the factors of norm_bwd_gmax where it ran, else by
+ * rstd alone (under CLNORM_KF_GMAX_HERE, norm_bwd_rows takes the rows that gamma makes wide
+ * to double itself: row_stats_w_one). */
+__kernel void norm_bwd_stats(IN_PTRS, __global A *stats, __global const A *gm,
+                             __local A *scratch, __local A *scratch2, KS_PARAM)
 {
     KS_BEGIN;
     IN_UNPACK
+    KS_UL(sample_rows);
     KS_ROW_SCALARS;
     const uint lid = get_local_id(0);
     const uint L = get_local_size(0);
@@ -192,7 +311,10 @@ __kernel void norm_bwd_stats(IN_PTRS, __global A *stats, __local A *scratch,
                   (flags & CLNORM_KF_RMS) != 0, eps, &K, &m, &r, &sc);
 #if W_DOUBLE
         row_stats_w(make_row_in(IN_ARGS, row), cols, lid, L, scratch, scratch2, &K, &m, &r,
-                    &rlo, sc, eps, BWD_WIDE(r * sc, flags | CLNORM_KF_GRAD_X));
+                    &rlo, sc, eps,
+                    BWD_WIDE(r * sc,
+                             (flags & CLNORM_KF_GMAX) != 0 ? gm[row / sample_rows] : (A)1,
+                             flags | CLNORM_KF_GRAD_X));
 #endif
         if (lid == 0) {
             __global A *st = stats + row * CLNORM_STATS_PER_ROW;
@@ -242,7 +364,8 @@ inline void bwd_row_sums(bwd_row bw, ulong b, ulong e, uint lid, uint L, A2 K, A
  * BWD_SUMS_PER_CHUNK + 0/1], what their rounding left at + 2/3: the first step when rows are
  * cut into chunks (few long rows). */
 __kernel void norm_bwd_sums(BWD_IN_PTRS, __global const A *stats, __global A *sums,
-                            __local A *scratch, __local A *scratch2, KS_PARAM)
+                            __global const A *gm, __local A *scratch, __local A *scratch2,
+                            KS_PARAM)
 {
     KS_BEGIN;
     BWD_IN_UNPACK
@@ -256,13 +379,14 @@ __kernel void norm_bwd_sums(BWD_IN_PTRS, __global const A *stats, __global A *su
     const uint L = get_local_size(0);
     const ulong b = (ulong)c * chunk_len;
     const ulong e = min(cols, b + chunk_len);
+    BWD_GF_CACHE;
     for (ulong row = get_group_id(1); row < rows; row += get_num_groups(1)) {
         A2 K;
         A m, r, sc, rlo, fg, fgx;
         BWD_STATS(row, flags, &K, &m, &r, &sc, &rlo);
         W sg, sgx;
 #if W_DOUBLE
-        if (BWD_WIDE(r * sc, flags)) {
+        if (BWD_WIDE(r * sc, BWD_GF(row, flags), flags)) {
             bwd_row_sums_w(BWD_ROW_IN(row, flags), b, e, lid, L, K, m, (W)r + (W)rlo, sc, &sg,
                            &sgx);
         } else
@@ -359,8 +483,8 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
  * sweep. first_block is 0 unless the host launches some of the blocks only (src/latency.c).
  */
 __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global A *part,
-                            __global const A *sums, __local A *scratch, __local A *scratch2,
-                            KS_PARAM)
+                            __global const A *sums, __global const A *gm, __local A *scratch,
+                            __local A *scratch2, KS_PARAM)
 {
     KS_BEGIN;
     BWD_UNPACK
@@ -370,6 +494,7 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global A *part,
     KS_UL(chunk_len);
     KS_UI(chunks);
     KS_UI(flags);
+    KS_A(eps);
     KS_UL(first_block);
     const uint c = get_group_id(0);
     const ulong grp = first_block + get_group_id(1);
@@ -393,6 +518,7 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global A *part,
 #if defined(PREFETCH_NEXT)
     const int ahead2 = cols * sizeof(T) >= 1024;
 #endif
+    BWD_GF_CACHE;
     for (ulong row = r0; row < r1; row++) {
         const ulong p = per_sample ? row / sample_rows : p0;
         /* The block's partial sums, or with one block (direct) the gradients themselves. */
@@ -401,10 +527,19 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global A *part,
         A2 K;
         A m, r, sc, rlo;
         BWD_STATS(row, flags, &K, &m, &r, &sc, &rlo);
-        const A rs = r * sc; /* the true rstd */
         const bwd_row bw = BWD_ROW(row, flags);
+        /* (the same for every item) */
+        const int wide = BWD_WIDE(r * sc, BWD_GF(row, flags), flags);
+#if W_DOUBLE
+        /* a row that gamma alone makes wide, its statistics recomputed in float (see
+         * norm_bwd_stats): again in double, by the one item */
+        if (wide && (flags & (CLNORM_KF_GMAX_HERE | CLNORM_KF_RECOMPUTE)) ==
+                        (CLNORM_KF_GMAX_HERE | CLNORM_KF_RECOMPUTE) &&
+            !(r * sc >= (A)CLNORM_ROW_WIDE))
+            row_stats_w_one(bw.in, cols, &K, &m, &r, &rlo, sc, eps);
+#endif
+        const A rs = r * sc; /* the true rstd */
         A mg = 0, mgx = 0; /* stay 0 with global statistics: dx = rstd * g */
-        const int wide = BWD_WIDE(rs, flags); /* (the same for every item) */
         const W rw = (W)r + (W)rlo;
         W mgw = 0, mgxw = 0; /* a wide row's mean(g) and mean(g * xhat) */
         if (want_dx && !global_stats) {

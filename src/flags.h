@@ -38,6 +38,14 @@
                                         starts on a multiple of the vector width (VW
                                         elements), so kernels may use aligned vector
                                         accesses (kernels/common.cl, LOADV_AL) */
+#define CLNORM_KF_GMAX (1u << 19) /* backward of the row kinds: norm_bwd_gmax wrote each
+                                     sample's wide-row factor max(1, max |gamma| max |1 +
+                                     scale|) (kernels/norm_backward.cl, BWD_WIDE); without it
+                                     or the next, the factor is 1 */
+#define CLNORM_KF_GMAX_HERE (1u << 20) /* ... the rows kernel's one-item work-groups take it
+                                          from gamma and the scale themselves (and a row's
+                                          statistics again in double where only the factor
+                                          makes it wide); norm_bwd_gmax does not run */
 
 /* The backward's parameter partials (one row per block of rows) are added per column in
  * slices of at most CLNORM_PARAM_SLICE inside a sample first, one work-item per (column,

@@ -84,6 +84,9 @@ typedef struct clnorm_geometry {
     int whole_groups;          /* non-zero: the forward takes a work-group per group row
                                   (an op's own choice, GroupNorm's NHWC strategy workgroup):
                                   no scratch for tiles */
+    int bwd_gmax;              /* non-zero: the row backward's wide rows count gamma and
+                                  the scale (an op's own choice: CLNORM_KF_GMAX, a float32
+                                  LayerNorm on a device with double) */
 } clnorm_geometry;
 
 /* The last error message of one thread on a context (see clnorm_last_error; status.c). Only

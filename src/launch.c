@@ -261,6 +261,8 @@ static unsigned run_conditions(const clnorm_geometry *g, unsigned flags)
         run |= RUN_GRAD_SUMS;
     if (g->bwd_slices)
         run |= RUN_SLICED;
+    if (flags & CLNORM_KF_GMAX)
+        run |= RUN_GMAX;
     run |= g->samples ? RUN_SAMPLES : RUN_TILES;
     run |= g->param_lanes ? RUN_PARAM_LANES : RUN_PARAM_GROUPS;
     return run;

@@ -415,6 +415,11 @@ void clnorm_policy_ndrange(const clnorm_geometry *g, const clnorm_desc *d, int g
         local[0] = g->bwd_local;
         global[1] = g->bwd_groups;
         return;
+    case GEOM_BWD_SAMPLES:
+        global[0] = (d->samples < g->bwd_stats_groups ? d->samples : g->bwd_stats_groups) *
+                    g->bwd_local;
+        local[0] = g->bwd_local;
+        return;
     case GEOM_BWD_PARAMS:
         global[0] = clnorm_div_up(g->param_items, g->bwd_param_local) * g->bwd_param_local;
         local[0] = g->bwd_param_local;

@@ -328,7 +328,9 @@ static void test_sweep(void **state)
 }
 
 /* The row kernels' paths of test_wide_rows: the host loop off (CLNORM_HOST_BYTES=0), on the
- * CPU device's geometry and on the GPUs' (4 lanes, work-groups of 32, two along the rows). */
+ * CPU device's geometry and on the GPUs' (4 lanes, work-groups of 32, two along the rows; the
+ * workgroup strategy, whose backward has work-groups of 32 items where the row strategy's
+ * has one). */
 static const tu_env_kv wide_cpu_kernels[] = {{"CLNORM_HOST_BYTES", "0"}};
 static const tu_env_kv wide_gpu_kernels[] = {{"CLNORM_HOST_BYTES", "0"},
                                              {"CLNORM_VECTOR_WIDTH", "4"},
@@ -337,7 +339,8 @@ static const tu_env_kv wide_gpu_kernels[] = {{"CLNORM_HOST_BYTES", "0"},
 
 /* LayerNorm's, the fused add's and the modulated LayerNorm's float32 backward on rows of a large
  * rstd * |gamma|: s = x, or x + residual, = 300 + N(0, 0.001^2) (rstd near 300), gamma 1 + N(0,
- * 1), 1 + scale of N(1, 0.5^2), against the reference's
+ * 1), 1 + scale of N(1, 0.5^2); and where gamma makes them wide, s = 300 + N(0, 0.07^2) (rstd
+ * near 14, under CLNORM_ROW_WIDE) with gamma 1 + N(0, 10^2), against the reference's
  * float64 backward of the same values: dx within 2.5e-7 x (1 + |want|), dgamma and dbeta
  * within 1e-5 + 1e-5 |want|. The float row had put dx at up to 1.43x that bound against torch
  * (float64); such rows now run in double (row_norm_host_body.h, HN(row_wide)): 6e-8, the
@@ -347,14 +350,17 @@ static const tu_env_kv wide_gpu_kernels[] = {{"CLNORM_HOST_BYTES", "0"},
  * and two rows of 16,384, which the backward cuts into chunks (norm_bwd_sums), within 1e-6 x
  * (1 + |want|): the kernels take eps as float32 holds it (README, Numerics), 2.5e-14 from
  * 1e-5, 2e-9 of var + eps here, which moves a dx near 0 between terms of 300 by about 3e-7
- * (the float chain was at 1e-5). */
+ * (the float chain was at 1e-5). The second kind of rows is wide by rstd * |gamma (1 + scale)|
+ * alone: the kernels count it since norm_bwd_gmax (kernels/norm_backward.cl), before which their
+ * float rows put dx at up to 1.5x torch's bound (tests/torch_layer_spread.py --spread 0.07
+ * --gscale 30). */
 static void test_wide_rows(void **state)
 {
     (void)state;
     require_cpu();
     static const size_t rc[][2] = {{256, 64}, {64, 1024}, {8, 4096}, {2, 16384}};
     const tu_run_path paths[] = {TU_PATH(CLNORM_STRATEGY_AUTO, wide_cpu_kernels),
-                                 TU_PATH(CLNORM_STRATEGY_AUTO, wide_gpu_kernels)};
+                                 TU_PATH(CLNORM_STRATEGY_WORKGROUP, wide_gpu_kernels)};
     const size_t npaths = tu_device_has_fp64(g_ctx) ? TU_COUNT(paths) : 0;
     /* LayerNorm, the fused add, LayerNorm modulated (two samples) */
     const clnorm_kind kinds[] = {CLNORM_LAYER, CLNORM_ADD_LAYER, CLNORM_LAYER};
@@ -362,8 +368,11 @@ static void test_wide_rows(void **state)
     tu_rng_seed(&rng, 9944);
     size_t failed = 0;
     double worst = 0;
-    for (size_t k = 0; k < TU_COUNT(kinds); k++)
+    for (size_t kr = 0; kr < 2 * TU_COUNT(kinds); kr++)
         for (size_t si = 0; si < TU_COUNT(rc); si++) {
+            /* k the kind; by_gamma: rows of rstd near 14 made wide by gamma */
+            const size_t k = kr % TU_COUNT(kinds), by_gamma = kr / TU_COUNT(kinds);
+            const double spread = by_gamma ? 0.07 : 0.001, gscale = by_gamma ? 10 : 1;
             const size_t R = rc[si][0], C = rc[si][1], n = R * C;
             const int add = kinds[k] == CLNORM_ADD_LAYER, mod = k == 2;
             clnorm_desc d;
@@ -377,13 +386,13 @@ static void test_wide_rows(void **state)
             assert_non_null(f);
             assert_non_null(w);
             for (size_t i = 0; i < n; i++) { /* x, the residual (each half of s), dy */
-                f[i] = (float)(add ? 150.0 + 0.0007 * tu_rng_normal(&rng)
-                                   : 300.0 + 0.001 * tu_rng_normal(&rng));
-                f[n + i] = (float)(150.0 + 0.0007 * tu_rng_normal(&rng));
+                f[i] = (float)(add ? 150.0 + 0.7 * spread * tu_rng_normal(&rng)
+                                   : 300.0 + spread * tu_rng_normal(&rng));
+                f[n + i] = (float)(150.0 + 0.7 * spread * tu_rng_normal(&rng));
                 f[2 * n + i] = (float)tu_rng_normal(&rng);
             }
             for (size_t c = 0; c < C; c++) {
-                f[4 * n + c] = (float)(1.0 + tu_rng_normal(&rng)); /* gamma */
+                f[4 * n + c] = (float)(1.0 + gscale * tu_rng_normal(&rng)); /* gamma */
                 f[4 * n + C + c] = (float)tu_rng_normal(&rng);     /* beta */
                 f[4 * n + 4 * C + c] = (float)(0.5 * tu_rng_normal(&rng)); /* scale */
                 f[4 * n + 5 * C + c] = (float)(0.5 * tu_rng_normal(&rng));
@@ -432,8 +441,9 @@ static void test_wide_rows(void **state)
                 }
                 worst = fmax(worst, e);
                 if (!(e <= (pi == 0 ? 2.5e-7 : 1e-6)) || !(ep <= 1)) {
-                    print_message("FAILED CASE wide rows %s %zux%zu (%s): dx %.3g x (1 + "
+                    print_message("FAILED CASE wide rows%s %s %zux%zu (%s): dx %.3g x (1 + "
                                   "|want|), dgamma/dbeta %.3g of the bound\n",
+                                  by_gamma ? " by gamma" : "",
                                   add ? "add-layer" : mod ? "layer-mod" : "layer", R, C,
                                   pi == 0 ? "host loop" : pi == 1 ? "kernels" : "GPU geometry",
                                   e, ep);

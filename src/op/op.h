@@ -57,6 +57,8 @@ typedef enum {
     GEOM_ITEMS,      /* 1D: items work-groups of items_local (a work-group per item) */
     GEOM_BWD_SLICES, /* 2D: (slice_items rounded up to the params local size, bwd_slices) */
     GEOM_SAMPLES,    /* 1D: samples work-groups of one item (an op's whole-sample kernel) */
+    GEOM_BWD_SAMPLES, /* 1D: a work-group of bwd local per sample of the description, at
+                         most bwd_stats_groups (grid-stride beyond) */
     GEOM_COUNT
 } clnorm_geom_kind;
 
@@ -81,7 +83,8 @@ enum {
     /* The backward's reductions are read: a parameter gradient is asked for (written by the
      * rows kernel or not), or dx needs its row sums (RUN_DX_SUMS). Not with precomputed
      * statistics' dx alone: GroupNorm's sums pass then does not run. */
-    RUN_GRAD_SUMS = 1u << 10
+    RUN_GRAD_SUMS = 1u << 10,
+    RUN_GMAX = 1u << 11 /* CLNORM_KF_GMAX: the row backward's wide-row factors */
 };
 /* The bits that choose between alternative steps (a warm-up runs only the chosen ones). */
 #define RUN_CHOICES (RUN_SAMPLES | RUN_TILES | RUN_PARAM_LANES | RUN_PARAM_GROUPS)

@@ -249,9 +249,21 @@ unsigned clnorm_row_norm_geometry_flags(const clnorm_op *op, const clnorm_desc *
     (void)op;
     const unsigned modulated =
         CLNORM_KF_SCALE | CLNORM_KF_GRAD_SCALE | CLNORM_KF_GRAD_SHIFT;
-    if (dir == CLNORM_BACKWARD && (flags & (CLNORM_KF_GRAD_GAMMA | CLNORM_KF_GRAD_BETA)) &&
-        !(flags & modulated) && d->samples <= 1 && g->bwd_groups == 1)
-        return flags | CLNORM_KF_PARAMS_DIRECT;
+    if (dir != CLNORM_BACKWARD)
+        return flags;
+    if ((flags & (CLNORM_KF_GRAD_GAMMA | CLNORM_KF_GRAD_BETA)) && !(flags & modulated) &&
+        d->samples <= 1 && g->bwd_groups == 1)
+        flags |= CLNORM_KF_PARAMS_DIRECT;
+    /* The wide rows' factors (kernels/norm_backward.cl, BWD_GF): only where a row can be
+     * wide (LayerNorm's dx from its own statistics) and gamma or a scale makes the factor
+     * other than 1. The rows kernel's one-item work-groups (CPU devices) of rows not cut into
+     * chunks take it themselves, once per block and sample, with no barrier; otherwise
+     * norm_bwd_gmax, one launch more, reads gamma and the scale once (on the in-thread
+     * device that launch had taken 1x768's backward from 3.1-3.3 to 4.3-4.4 us). */
+    if (g->bwd_gmax && (flags & (CLNORM_KF_GAMMA | CLNORM_KF_SCALE)) &&
+        (flags & (CLNORM_KF_RMS | CLNORM_KF_GLOBAL_STATS | CLNORM_KF_GRAD_X)) ==
+            CLNORM_KF_GRAD_X)
+        flags |= g->bwd_local == 1 && g->bwd_chunks <= 1 ? CLNORM_KF_GMAX_HERE : CLNORM_KF_GMAX;
     return flags;
 }
 
@@ -273,19 +285,24 @@ static const clnorm_karg split_apply_args[] = {SAMPLE_ROWS, {KA_SCRATCH, 0}, {KA
                                                {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_END, 0}};
 static const clnorm_karg apply_stats_args[] = {SAMPLE_ROWS, {KA_ROWS, 0}, {KA_COLS, 0},
                                                {KA_FLAGS, 0}, {KA_END, 0}};
-/* Backward scratch: 0 recomputed statistics, 1 parameter partials, 2 chunk sums. Two local
- * arrays each: a wide row's sums in double (kernels/norm_backward.cl, BWD_WG_SUM_W). */
-static const clnorm_karg bwd_stats_args[] = {{KA_SCRATCH, 0}, {KA_ROWS, 0}, {KA_COLS, 0},
-                                             {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
+/* Backward scratch: 0 recomputed statistics, 1 parameter partials, 2 chunk sums, 4 the wide
+ * rows' factor per sample (norm_bwd_gmax). Two local arrays each: a wide row's sums in
+ * double (kernels/norm_backward.cl, BWD_WG_SUM_W). */
+static const clnorm_karg bwd_gmax_args[] = {{KA_OP, 1}, {KA_SCRATCH, 4}, {KA_COLS, 0},
+                                            {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
+static const clnorm_karg bwd_stats_args[] = {SAMPLE_ROWS, {KA_SCRATCH, 0}, {KA_SCRATCH, 4},
+                                             {KA_ROWS, 0}, {KA_COLS, 0}, {KA_EPS, 0},
+                                             {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
                                              {KA_LOCAL_ACC, 0}, {KA_END, 0}};
 static const clnorm_karg bwd_sums_args[] = {SAMPLE_ROWS, {KA_SCRATCH, 0}, {KA_SCRATCH, 2},
-                                            {KA_ROWS, 0}, {KA_COLS, 0}, {KA_CHUNK_LEN, 0},
-                                            {KA_CHUNKS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
-                                            {KA_LOCAL_ACC, 0}, {KA_END, 0}};
+                                            {KA_SCRATCH, 4}, {KA_ROWS, 0}, {KA_COLS, 0},
+                                            {KA_CHUNK_LEN, 0}, {KA_CHUNKS, 0}, {KA_FLAGS, 0},
+                                            {KA_LOCAL_ACC, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
 static const clnorm_karg bwd_rows_args[] = {SAMPLE_ROWS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1},
-                                            {KA_SCRATCH, 2}, {KA_ROWS, 0}, {KA_COLS, 0},
+                                            {KA_SCRATCH, 2}, {KA_SCRATCH, 4}, {KA_ROWS, 0},
+                                            {KA_COLS, 0},
                                             {KA_ROWS_PER_GROUP, 0}, {KA_CHUNK_LEN, 0},
-                                            {KA_CHUNKS, 0}, {KA_FLAGS, 0},
+                                            {KA_CHUNKS, 0}, {KA_FLAGS, 0}, {KA_EPS, 0},
                                             {KA_FIRST_BLOCK, 0}, {KA_LOCAL_ACC, 0},
                                             {KA_LOCAL_ACC, 0}, {KA_END, 0}};
 /* Backward scratch 3: the partials' slice sums (RUN_SLICED). */
@@ -326,7 +343,8 @@ static const clnorm_karg bwd_params_args[] = {SAMPLE_ROWS, {KA_OP, 1}, {KA_SCRAT
         {{"norm_apply_stats", FWD_T | (RFWD), apply_stats_args, GEOM_ITEMS, 0}}, 1};        \
     static const clnorm_chain name##_backward = {                                           \
         {COMMON_FILES, "norm_backward.cl", NULL},                                           \
-        {{"norm_bwd_stats", B(X) | (RIN), bwd_stats_args, GEOM_BWD_STATS, RUN_RECOMPUTE},   \
+        {{"norm_bwd_gmax", B(GAMMA) | B(SCALE), bwd_gmax_args, GEOM_BWD_SAMPLES, RUN_GMAX},  \
+         {"norm_bwd_stats", B(X) | (RIN), bwd_stats_args, GEOM_BWD_STATS, RUN_RECOMPUTE},   \
          {"norm_bwd_sums", BWD_IN_T | (RIN), bwd_sums_args, GEOM_BWD_CHUNKS,                \
           RUN_CHUNKED | RUN_DX_SUMS},                                                       \
          {"norm_bwd_rows", BWD_IN_T | B(DX) | B(DGAMMA) | B(DBETA) | (RBWD), bwd_rows_args,   \
@@ -335,7 +353,7 @@ static const clnorm_karg bwd_params_args[] = {SAMPLE_ROWS, {KA_OP, 1}, {KA_SCRAT
           RUN_PARAM_GRADS | RUN_SLICED},                                                    \
          {"norm_bwd_params", PARAMS_T, bwd_params_args, GEOM_BWD_PARAMS,                    \
           RUN_PARAM_GRADS}},                                                                \
-        5};                                                                                 \
+        6};                                                                                 \
     const clnorm_chain *name##_chain(const clnorm_desc *d, clnorm_strategy s,               \
                                      clnorm_direction dir)                                  \
     {                                                                                       \
@@ -437,6 +455,9 @@ void clnorm_row_norm_geometry(const clnorm_device_profile *p, const clnorm_desc 
         g->items_local = cpu ? 1 : clnorm_fit_local(clnorm_clamp(vecs, 32, 256), kmax[0], p);
         g->items = clnorm_row_groups(d->rows, cpu ? 64 * (size_t)p->compute_units : 65536, t);
     }
+    /* Float32 LayerNorm rows of a large rstd * |gamma (1 + scale)| go to double where the
+     * device has it (kernels/norm_backward.cl, norm_bwd_gmax). */
+    g->bwd_gmax = p->has_fp64 && d->dtype == CLNORM_F32;
     if ((d->flags & CLNORM_WITH_BACKWARD) && d->rows) {
         /* Row blocks never straddle samples: rpg rows inside one, or whole short samples. */
         const size_t T = d->rows / d->samples, rpg = g->bwd_rows_per_group;
@@ -462,4 +483,5 @@ void clnorm_row_norm_scratch(const clnorm_desc *d, const clnorm_geometry *g,
     bytes[3] = clnorm_bytes3(g->bwd_slices, 2 * d->cols, acc);
     if (g->bwd_chunks > 1) /* (kernels/norm_backward.cl, BWD_SUMS_PER_CHUNK) */
         bytes[2] = clnorm_bytes3(d->rows, 4 * g->bwd_chunks, acc);
+    bytes[4] = clnorm_bytes3(d->samples, 1, acc); /* (norm_bwd_gmax) */
 }
