@@ -67,7 +67,7 @@ typedef CAT(uint, VW) uintv;
 /* W: double where the device has it (cl_khr_fp64) and A is not double already (W_DOUBLE),
  * else A. GroupNorm's backward sums and its SiLU's dz of large rstd * |gamma| take it
  * (group_backward.cl), and rstd_rounded. */
-#if !defined(CLNORM_F64) && defined(cl_khr_fp64)
+#if !defined(CLNORM_F64) && defined(cl_khr_fp64) && !defined(CLNORM_NO_FP64)
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #define W_DOUBLE 1
 typedef double W;

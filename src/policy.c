@@ -214,8 +214,9 @@ void clnorm_policy_options(const clnorm_device_profile *p, const clnorm_desc *d,
     /* CPU devices: the backward's parameter pass takes VW columns per work-item, in lanes
      * (kernels/norm_backward.cl, norm_bwd_params; param_items below). */
     int n = snprintf(buf, size,
-                     "-cl-std=CL1.2 -DVW=%zu -DCLNORM_X_FMT=%s -DCLNORM_X_%s=1%s%s%s%s%s", g->vw,
+                     "-cl-std=CL1.2 -DVW=%zu -DCLNORM_X_FMT=%s -DCLNORM_X_%s=1%s%s%s%s%s%s", g->vw,
                      x, x, d->dtype == CLNORM_F64 ? " -DCLNORM_F64" : "",
+                     p->has_fp64 ? "" : " -DCLNORM_NO_FP64",
                      stream ? " -DCLNORM_STREAM_STORES" : "",
                      stream && !prefetch ? " -DCLNORM_NO_PREFETCH" : "",
                      is_cpu(p) ? " -DCLNORM_PARAMS_VEC" : "",
