@@ -142,9 +142,11 @@ inline A bwd_gfactor(__global const A *gm, __global const P *gamma, ulong gamma_
  * terms are of rstd * |g|, g = dy (1 + scale) gamma: at spread 0.07 (rstd near 14) with
  * gamma of 1 + N(0, 30^2), float32 statistics and sums put dx at 1.5x torch's bound 1e-5 +
  * 1e-5 |ref|, and both had to go to double to bring it to 0.006x (bench/RESULTS.md, "The row
- * kernels' wide rows by rstd * |gamma|"). Runs first, only where that can change a row
- * (src/op/row_norm.c, clnorm_row_norm_geometry_flags): a float32 LayerNorm dx with gamma or
- * a scale on a device with double. A work-group per sample, grid-stride beyond.
+ * kernels' wide rows by rstd * |gamma|"). Runs first, only where that can change a row and
+ * the rows kernel cannot take the factor itself (src/op/row_norm.c,
+ * clnorm_row_norm_geometry_flags): a float32 LayerNorm dx with gamma or a scale on a device
+ * with double, in work-groups of several items (GPUs) or rows cut into chunks. A work-group
+ * per sample, grid-stride beyond.
  */
 __kernel void norm_bwd_gmax(__global const P *gamma, __global const P *scale, __global A *gm,
                             __local A *lmax, KS_PARAM)
