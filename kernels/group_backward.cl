@@ -432,7 +432,7 @@ ALWAYS_INLINE inline void gn_chan_dx_cv(gn_chan ch, A2 cf, __global const T *xc,
  * twelfth row unused, and what the modulation's fold left of gamma and beta (glo, blo;
  * gn_fold_rest): an even count, so that every item's rows 6 to 9, where a tile with a wide
  * channel sums in W instead (gn_bwd_sums_vec_wide), lie on 8 bytes. */
-#define GN_BT_LEN(C) (14 * (C)) /* (src/op/group_norm.c: the tables' scratch) */
+#define GN_BT_LEN(C) (CLNORM_GN_TABLE_ROWS * (C)) /* (flags.h) */
 #define GN_TBV(tb, k, C, c) GN_LDV((tb) + (k) * (C) + (c))
 
 inline void gn_bwd_table_put(__global A *tb, ulong C, ulong c, gn_chan ch)

@@ -176,7 +176,7 @@ __kernel void norm_bwd_gmax(__global const P *gamma, __global const P *scale, __
 /* The chunk sums of few long rows (norm_bwd_sums), per (row, chunk): the sums of g and g *
  * xhat rounded to A, then what each rounding left (wide rows; else what a double sum's
  * rounding left, or 0). */
-#define BWD_SUMS_PER_CHUNK 4
+#define BWD_SUMS_PER_CHUNK CLNORM_ROW_SUMS_PER_CHUNK
 
 /* The work-group sum of a W: in double with its bits in two local arrays (wg_sum_w), or
  * wg_sum. */
@@ -534,10 +534,11 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global A *part,
         const int wide = BWD_WIDE(r * sc, BWD_GF(row, flags), flags);
 #if W_DOUBLE
         /* a row that gamma alone makes wide, its statistics recomputed in float (see
-         * norm_bwd_stats): again in double, by the one item */
+         * norm_bwd_stats, which decides without the factor here): again in double, by the
+         * one item */
         if (wide && (flags & (CLNORM_KF_GMAX_HERE | CLNORM_KF_RECOMPUTE)) ==
                         (CLNORM_KF_GMAX_HERE | CLNORM_KF_RECOMPUTE) &&
-            !(r * sc >= (A)CLNORM_ROW_WIDE))
+            !BWD_WIDE(r * sc, (A)1, flags))
             row_stats_w_one(bw.in, cols, &K, &m, &r, &rlo, sc, eps);
 #endif
         const A rs = r * sc; /* the true rstd */

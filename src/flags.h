@@ -90,10 +90,18 @@
  * about 300, the float row had put dx at 1.43x torch's float64 bound 1e-5 + 1e-5 |ref|
  * (bench/RESULTS.md, "LayerNorm's host loop: rows of a large rstd * |gamma| in double"). */
 #define CLNORM_ROW_WIDE 16
-/* The row kernels' backward (kernels/norm_backward.cl) takes a LayerNorm row of rstd at least
- * CLNORM_ROW_WIDE in double where the device has it: its statistics again when it recomputes
- * them, g, the sums and dx (the host loop's criterion without its |gamma (1 + scale)|
- * factor, which would take a pass over gamma per row). */
+/* The row kernels' backward (kernels/norm_backward.cl) takes such a LayerNorm row in double
+ * where the device has it, by the same criterion (BWD_WIDE, its factor from gamma and the
+ * scale: BWD_GF, norm_bwd_gmax): its statistics again when it recomputes them, g, the sums
+ * and dx. Few long rows cut into chunks keep, per (row, chunk), the sums of g and g * xhat
+ * and what their rounding left (CLNORM_ROW_SUMS_PER_CHUNK values; src/op/row_norm.c sizes
+ * that scratch by it). */
+#define CLNORM_ROW_SUMS_PER_CHUNK 4
+
+/* GroupNorm's NHWC backward on one-item work-groups lays out each (n, tile)'s per-channel
+ * statistics and parameters as this many rows of C values (kernels/group_backward.cl,
+ * GN_BT_LEN, which lists them; src/op/group_norm.c sizes that scratch by it). */
+#define CLNORM_GN_TABLE_ROWS 14
 
 /* GroupNorm's backward recomputing a group's statistics on the kernels (NCHW, NHWC's
  * workgroup strategy and, since 2026-12-05, the NHWC tiles' merge) takes them again in double

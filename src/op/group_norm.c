@@ -448,9 +448,9 @@ static void scratch_bytes(const clnorm_desc *d, const clnorm_geometry *g, clnorm
     bytes[1] = clnorm_bytes3(d->rows * g->bwd_chunks, nhwc_tile_len(d), acc);
     bytes[2] = clnorm_bytes3(ng, 4, acc); /* (GN_COEF_PER_ROW, group_backward.cl) */
     /* NHWC on one-item work-groups (CPU devices): per-channel tables per (n, tile), which
-     * let the sums and dx loops run in vectors (group_backward.cl, GN_BT_LEN: 14 rows) */
+     * let the sums and dx loops run in vectors (group_backward.cl, GN_BT_LEN) */
     if (is_nhwc(d) && g->local == 1)
-        bytes[4] = clnorm_bytes3(d->rows * g->bwd_chunks, 14 * d->cols, acc);
+        bytes[4] = clnorm_bytes3(d->rows * g->bwd_chunks, CLNORM_GN_TABLE_ROWS * d->cols, acc);
 }
 
 /* ---- kernel chains ---- */

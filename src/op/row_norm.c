@@ -482,6 +482,6 @@ void clnorm_row_norm_scratch(const clnorm_desc *d, const clnorm_geometry *g,
     bytes[1] = clnorm_bytes3(d->samples * bwd_partials_per_sample(d, g), 2 * d->cols, acc);
     bytes[3] = clnorm_bytes3(g->bwd_slices, 2 * d->cols, acc);
     if (g->bwd_chunks > 1) /* (kernels/norm_backward.cl, BWD_SUMS_PER_CHUNK) */
-        bytes[2] = clnorm_bytes3(d->rows, 4 * g->bwd_chunks, acc);
+        bytes[2] = clnorm_bytes3(d->rows, CLNORM_ROW_SUMS_PER_CHUNK * g->bwd_chunks, acc);
     bytes[4] = clnorm_bytes3(d->samples, 1, acc); /* (norm_bwd_gmax) */
 }
