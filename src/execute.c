@@ -353,6 +353,17 @@ static clnorm_status host_call(clnorm_plan *plan, clnorm_direction dir,
         clnorm_host_ptrs p;
         for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
             p.p[s] = (void *)(uintptr_t)a->handle[s];
+        /* A backward from the forward's saved statistics recomputes them from x in the loop,
+         * where x passes through the cache anyway: the saved mean is rounded to the
+         * parameters' type, and dx multiplies that rounding by rstd (float32 means of rows
+         * near 300 of spread 1e-3 put dx 18,916x its bound off torch's float64,
+         * tests/torch_layer_spread.py --saved-stats; recomputed, 0.006x; README, Numerics,
+         * "Saved statistics in the host loop"); the loop's time was the same. Precomputed
+         * statistics (CLNORM_USE_GLOBAL_STATS) are not the data's and stay as given;
+         * RMSNorm's rstd alone has no such loss. The kernels use saved ones as given. */
+        if (dir == CLNORM_BACKWARD && plan->op->has_mean &&
+            (plan->desc.flags & CLNORM_USE_GLOBAL_STATS) == 0)
+            p.p[CLNORM_ARG_MEAN] = p.p[CLNORM_ARG_RSTD] = NULL;
         st = plan->op->host(plan->op, &plan->desc, dir, &p, ctx);
         RETURN_IF(st != CLNORM_OK, ctx, st, "the host loop failed: %s", clnorm_status_string(st));
         ran_on = clnorm_host_loop_name(ctx);

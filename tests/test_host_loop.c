@@ -458,6 +458,94 @@ static void test_wide_rows(void **state)
         fail_msg("%zu wide-row cases mismatched", failed);
 }
 
+/* A backward given the forward's saved statistics, on the host loop: LayerNorm rows and
+ * GroupNorm groups (both layouts) of x = 300 + N(0, 0.01^2), the statistics saved by the
+ * loop's own forward (float32), against the reference's float64 backward recomputing them.
+ * The float32 mean is rounded by up to 1.5e-5, which xhat carries times rstd (near 100):
+ * used as given it had put dx 1e-3 and more off; the loop recomputes them (src/execute.c),
+ * as without them: dx within 1e-6 x (1 + |want|), dgamma and dbeta within 1e-5 + 1e-5
+ * |want|. */
+static void test_saved_stats_recomputed(void **state)
+{
+    (void)state;
+    require_cpu();
+    tu_rng rng;
+    tu_rng_seed(&rng, 3170);
+    size_t failed = 0;
+    for (int k = 0; k < 3; k++) { /* LayerNorm; GroupNorm NCHW; GroupNorm NHWC */
+        clnorm_desc d;
+        if (k == 0) {
+            clnorm_desc_init(&d, CLNORM_LAYER, 16, 128);
+        } else {
+            clnorm_desc_init(&d, CLNORM_GROUP, 2, 16);
+            d.groups = 4;
+            d.spatial = 64;
+            d.layout = k == 2 ? CLNORM_NHWC : CLNORM_NCHW;
+        }
+        d.flags = CLNORM_WITH_BACKWARD | CLNORM_SAVE_STATS;
+        const size_t n = d.rows * d.cols * (k ? d.spatial : 1), C = d.cols;
+        const size_t ns = k ? d.rows * d.groups : d.rows;
+        clnorm_desc dw = d;
+        dw.dtype = CLNORM_F64;
+        /* x, y, dy, dx; gamma, beta, dgamma, dbeta; mean, rstd */
+        float *f = malloc((4 * n + 4 * C + 2 * ns) * sizeof *f);
+        double *w = malloc((4 * n + 4 * C) * sizeof *w);
+        assert_non_null(f);
+        assert_non_null(w);
+        for (size_t i = 0; i < n; i++) {
+            f[i] = (float)(300.0 + 0.01 * tu_rng_normal(&rng));
+            f[2 * n + i] = (float)tu_rng_normal(&rng);
+        }
+        for (size_t c = 0; c < C; c++) {
+            f[4 * n + c] = (float)(1.0 + 0.3 * tu_rng_normal(&rng));
+            f[4 * n + C + c] = (float)tu_rng_normal(&rng);
+        }
+        for (size_t i = 0; i < 4 * n + 4 * C; i++)
+            w[i] = f[i];
+        float *x = f, *y = f + n, *dy = f + 2 * n, *dx = f + 3 * n, *g = f + 4 * n,
+              *b = g + C, *dg = b + C, *db = dg + C, *mean = db + C, *rstd = mean + ns;
+        const clnorm_host_arg wa[] = {{CLNORM_ARG_X, w},          {CLNORM_ARG_DY, w + 2 * n},
+                                      {CLNORM_ARG_GAMMA, w + 4 * n}, {CLNORM_ARG_DX, w + 3 * n},
+                                      {CLNORM_ARG_DGAMMA, w + 4 * n + 2 * C},
+                                      {CLNORM_ARG_DBETA, w + 4 * n + 3 * C}};
+        assert_int_equal(clnorm_ref_execute(&dw, CLNORM_BACKWARD, wa, TU_COUNT(wa)), CLNORM_OK);
+        clnorm_plan *plan = NULL;
+        assert_int_equal(clnorm_plan_create(g_ctx, &d, &plan), CLNORM_OK);
+        assert_true(clnorm_plan_uses_host_loop(plan, CLNORM_FORWARD));
+        assert_true(clnorm_plan_uses_host_loop(plan, CLNORM_BACKWARD));
+        const clnorm_host_arg fa[] = {{CLNORM_ARG_X, x},       {CLNORM_ARG_Y, y},
+                                      {CLNORM_ARG_GAMMA, g},   {CLNORM_ARG_BETA, b},
+                                      {CLNORM_ARG_MEAN, mean}, {CLNORM_ARG_RSTD, rstd}};
+        assert_int_equal(clnorm_execute_host(plan, CLNORM_FORWARD, fa, TU_COUNT(fa)), CLNORM_OK);
+        const clnorm_host_arg ba[] = {{CLNORM_ARG_X, x},         {CLNORM_ARG_DY, dy},
+                                      {CLNORM_ARG_GAMMA, g},     {CLNORM_ARG_MEAN, mean},
+                                      {CLNORM_ARG_RSTD, rstd},   {CLNORM_ARG_DX, dx},
+                                      {CLNORM_ARG_DGAMMA, dg},   {CLNORM_ARG_DBETA, db}};
+        assert_int_equal(clnorm_execute_host(plan, CLNORM_BACKWARD, ba, TU_COUNT(ba)),
+                         CLNORM_OK);
+        clnorm_plan_free(plan);
+        double e = 0, ep = 0;
+        for (size_t i = 3 * n; i < 4 * n; i++) {
+            const double t = fabs(f[i] - w[i]) / (1 + fabs(w[i]));
+            e = t <= e ? e : t;
+        }
+        for (size_t i = 4 * n + 2 * C; i < 4 * n + 4 * C; i++) {
+            const double t = fabs(f[i] - w[i]) / (1e-5 + 1e-5 * fabs(w[i]));
+            ep = t <= ep ? ep : t;
+        }
+        print_message("saved statistics, %s: dx %.3g x (1 + |want|), dgamma/dbeta %.3g of "
+                      "the bound\n",
+                      k == 0 ? "LayerNorm" : k == 1 ? "GroupNorm NCHW" : "GroupNorm NHWC", e,
+                      ep);
+        if (!(e <= 1e-6) || !(ep <= 1))
+            failed++;
+        free(f);
+        free(w);
+    }
+    if (failed)
+        fail_msg("%zu saved-statistics cases mismatched", failed);
+}
+
 /* Rows whose squares overflow float32 (|x| about 1e20, finite): the loop redoes them scaled
  * by a power of two, as the kernels do, and matches the reference. */
 static void test_overflow(void **state)
@@ -1043,6 +1131,7 @@ int main(void)
         cmocka_unit_test(test_sweep),
         cmocka_unit_test(test_overflow),
         cmocka_unit_test(test_wide_rows),
+        cmocka_unit_test(test_saved_stats_recomputed),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_unit_scale_same_bits),
         cmocka_unit_test(test_group_sweep),

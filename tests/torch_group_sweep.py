@@ -12,6 +12,9 @@ dgamma and dbeta must each lie within 1e-5 + 1e-5 |ref| of torch's (mean within 
 
     /usr/bin/python3 tests/torch_group_sweep.py --clnorm build/host/clnorm --cases 300 --seed 2
 
+With --saved-stats `clnorm grad` takes the statistics `clnorm run --mean --rstd` saved (float32
+files) instead of recomputing them, as a training step's backward does.
+
 Exit status: 0 when every case agrees, 1 when one differs or the CLI fails, 2 for bad
 arguments, 77 (CTest's skip) without numpy and torch. Prints each failing case and, at the
 end, the largest error of each output as a fraction of its bound.
@@ -110,8 +113,9 @@ def torch_reference(case):
     return out
 
 
-def run_clnorm(clnorm, case, work, device):
-    """The CLI's outputs (NCHW), or an error message."""
+def run_clnorm(clnorm, case, work, device, saved=False):
+    """The CLI's outputs (NCHW), or an error message; with saved, grad reads the statistics
+    run wrote."""
     channels_last = case["layout"] == "nhwc" and case["sp"]
 
     def to_file(a):
@@ -144,6 +148,8 @@ def run_clnorm(clnorm, case, work, device):
         grads += ["--grad-gamma", f["dgamma"]]
     if case["beta"]:
         grads += ["--grad-beta", f["dbeta"]]
+    if saved:
+        grads += ["--mean", f["mean"], "--rstd", f["rstd"]]
     for cmd in (["run"] + common + ["--output", f["y"], "--mean", f["mean"], "--rstd", f["rstd"]],
                 ["grad"] + common + grads):
         p = subprocess.run([clnorm] + cmd, capture_output=True, text=True)
@@ -200,6 +206,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", type=positive, default=100)
     common_arguments(ap, 1)
+    ap.add_argument("--saved-stats", action="store_true",
+                    help="grad takes the mean and rstd that run saved (float32 files)")
     args = ap.parse_args()
     work = prepare(args, "torch_group_sweep")
     if work is None:
@@ -211,7 +219,7 @@ def main():
         what = (f"case {i}: x {case['n']}x{case['c']}x{case['sp']} G={case['g']} "
                 f"{case['layout']} silu={case['silu']} gamma={case['gamma']} "
                 f"beta={case['beta']} eps={case['eps']} kind={case['kind']}")
-        got, err = run_clnorm(args.clnorm, case, work, args.device)
+        got, err = run_clnorm(args.clnorm, case, work, args.device, args.saved_stats)
         if err:
             print(f"FAILED {what}: {err}")
             bad += 1

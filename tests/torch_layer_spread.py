@@ -16,6 +16,11 @@ rows of rstd 16 or more take dx in double (kernels/norm_backward.cl, BWD_WIDE).
     /usr/bin/python3 tests/torch_layer_spread.py --clnorm build/host/clnorm
     CLNORM_HOST_BYTES=0 /usr/bin/python3 tests/torch_layer_spread.py   # the kernels
 
+With --saved-stats `clnorm run --mean --rstd` runs first and `clnorm grad` takes its float32
+statistics, as a training step's backward does: the float32 mean of rows near 300 is rounded
+by up to 1.5e-5, which dx multiplies by rstd (the host loop recomputes them from x since
+2026-12-05; the kernels use them as given and fail this).
+
 Exit status: 0 when every case agrees, 1 when one differs or the CLI fails, 2 without the
 CLI, 77 without numpy and torch.
 """
@@ -45,13 +50,18 @@ def one_case(args, work, seed, R, K):
     for name, a in dict(x=x, dy=dy, g=g, b=b).items():
         np.save(f(name), a)
     outs = dict(dx="--grad-input", dg="--grad-gamma", db="--grad-beta")
-    cmd = [args.clnorm, "grad", "--input", f("x"), "--grad-output", f("dy"), "--gamma", f("g"),
-           "--beta", f("b")] + [a for k, o in outs.items() for a in (o, f(k))]
-    cmd += ["--device", args.device] if args.device else []
+    params = ["--input", f("x"), "--gamma", f("g"), "--beta", f("b")]
+    params += ["--device", args.device] if args.device else []
+    cmds = [[args.clnorm, "grad", "--grad-output", f("dy")] + params +
+            [a for k, o in outs.items() for a in (o, f(k))]]
+    if args.saved_stats:  # the forward first, its statistics into the backward
+        stats = ["--mean", f("mean"), "--rstd", f("rstd")]
+        cmds = [[args.clnorm, "run", "--output", f("y")] + params + stats, cmds[0] + stats]
     what = f"seed {seed} {R}x{K}"
-    run = subprocess.run(cmd, capture_output=True, text=True)
-    if run.returncode != 0:
-        return what, [run.stderr.strip()], {}
+    for cmd in cmds:
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        if run.returncode != 0:
+            return what, [run.stderr.strip()], {}
     t = lambda a: torch.tensor(a, dtype=torch.float64, requires_grad=True)
     xt, gt, bt = t(x), t(g), t(b)
     torch.nn.functional.layer_norm(xt, (K,), gt, bt, 1e-5).backward(
@@ -66,6 +76,8 @@ def main():
     sweep.common_arguments(ap, 0)
     ap.add_argument("--spread", type=float, default=1e-3)
     ap.add_argument("--gscale", type=float, default=1.0)
+    ap.add_argument("--saved-stats", action="store_true",
+                    help="grad takes the mean and rstd that `clnorm run` saved (float32 files)")
     args = ap.parse_args()
     work = sweep.prepare(args, "torch_layer_spread")
     if work is None:
