@@ -337,6 +337,24 @@ static const tu_env_kv wide_gpu_kernels[] = {{"CLNORM_HOST_BYTES", "0"},
                                              {"CLNORM_LOCAL_SIZE", "32"},
                                              {"CLNORM_MAX_GROUPS", "2"}};
 
+/* The largest errors of a backward laid out as test_wide_rows lays it (x, residual or y, dy,
+ * dx: n each, then gamma, beta, dgamma, dbeta: C each) against the float64 want: dx's as a
+ * fraction of 1 + |want| (*e), dgamma's and dbeta's of 1e-5 + 1e-5 |want| (*ep). A NaN left
+ * unwritten makes them NaN. */
+static void grad_errors(const float *f, const double *w, size_t n, size_t C, double *e,
+                        double *ep)
+{
+    *e = *ep = 0;
+    for (size_t i = 3 * n; i < 4 * n; i++) {
+        const double t = fabs(f[i] - w[i]) / (1 + fabs(w[i]));
+        *e = t <= *e ? *e : t;
+    }
+    for (size_t i = 4 * n + 2 * C; i < 4 * n + 4 * C; i++) {
+        const double t = fabs(f[i] - w[i]) / (1e-5 + 1e-5 * fabs(w[i]));
+        *ep = t <= *ep ? *ep : t;
+    }
+}
+
 /* LayerNorm's, the fused add's and the modulated LayerNorm's float32 backward on rows of a large
  * rstd * |gamma|: s = x, or x + residual, = 300 + N(0, 0.001^2) (rstd near 300), gamma 1 + N(0,
  * 1), 1 + scale of N(1, 0.5^2); and where gamma makes them wide, s = 300 + N(0, 0.07^2) (rstd
@@ -430,15 +448,8 @@ static void test_wide_rows(void **state)
                         f[i] = NAN; /* dx, dgamma, dbeta: written anew by each path */
                 assert_int_equal(clnorm_execute_host(plan, CLNORM_BACKWARD, fa, na), CLNORM_OK);
                 clnorm_plan_free(plan);
-                double e = 0, ep = 0; /* (a NaN left unwritten makes them NaN) */
-                for (size_t i = 3 * n; i < 4 * n; i++) {
-                    const double t = fabs(f[i] - w[i]) / (1 + fabs(w[i]));
-                    e = t <= e ? e : t;
-                }
-                for (size_t i = 4 * n + 2 * C; i < 4 * n + 4 * C; i++) {
-                    const double t = fabs(f[i] - w[i]) / (1e-5 + 1e-5 * fabs(w[i]));
-                    ep = t <= ep ? ep : t;
-                }
+                double e, ep;
+                grad_errors(f, w, n, C, &e, &ep);
                 worst = fmax(worst, e);
                 if (!(e <= (pi == 0 ? 2.5e-7 : 1e-6)) || !(ep <= 1)) {
                     print_message("FAILED CASE wide rows%s %s %zux%zu (%s): dx %.3g x (1 + "
@@ -524,15 +535,8 @@ static void test_saved_stats_recomputed(void **state)
         assert_int_equal(clnorm_execute_host(plan, CLNORM_BACKWARD, ba, TU_COUNT(ba)),
                          CLNORM_OK);
         clnorm_plan_free(plan);
-        double e = 0, ep = 0;
-        for (size_t i = 3 * n; i < 4 * n; i++) {
-            const double t = fabs(f[i] - w[i]) / (1 + fabs(w[i]));
-            e = t <= e ? e : t;
-        }
-        for (size_t i = 4 * n + 2 * C; i < 4 * n + 4 * C; i++) {
-            const double t = fabs(f[i] - w[i]) / (1e-5 + 1e-5 * fabs(w[i]));
-            ep = t <= ep ? ep : t;
-        }
+        double e, ep;
+        grad_errors(f, w, n, C, &e, &ep);
         print_message("saved statistics, %s: dx %.3g x (1 + |want|), dgamma/dbeta %.3g of "
                       "the bound\n",
                       k == 0 ? "LayerNorm" : k == 1 ? "GroupNorm NCHW" : "GroupNorm NHWC", e,
