@@ -18,11 +18,15 @@
  * small spread about a large offset: GroupNorm's backward then takes the host loop's double
  * path, group_norm_host_body.h's HN(group_wide)); --silu: GroupNorm's fused SiLU
  * (the rows have none); --global-stats: precomputed statistics (CLNORM_USE_GLOBAL_STATS, mean
- * 0 and rstd 1 given to both directions); --dx-only: the backward asked for dx alone.
+ * 0 and rstd 1 given to both directions); --saved-stats: the backward given the same mean 0
+ * and rstd 1 as the forward's saved statistics (without CLNORM_USE_GLOBAL_STATS; a build that
+ * uses them as given takes the same time whatever their values, and the host loop, which
+ * since 2026-12-05 recomputes saved statistics where a |mean| * rstd is above 16, keeps these);
+ * --dx-only: the backward asked for dx alone.
  *
  *   clnorm-lib-ab --lib-a A.so --lib-b B.so --shape S [--shape S ...] [--layout nchw|nhwc]
  *                 [--dtype f32|f16|bf16|f64] [--silu] [--backward] [--global-stats]
- *                 [--dx-only] [--rounds N] [--block N] [--block-ms N] [--rotate-mib N]
+ *                 [--saved-stats] [--dx-only] [--rounds N] [--block N] [--block-ms N] [--rotate-mib N]
  *                 [--x-offset O] [--x-scale S]
  *   S: RxC (LayerNorm rows) or NxCxHxW[:G] (GroupNorm, 1 to 3 spatial dims, G default 32)
  *
@@ -115,7 +119,7 @@ static int usage(const char *msg)
     fprintf(stderr,
             "clnorm-lib-ab: %s\nusage: clnorm-lib-ab --lib-a A.so --lib-b B.so --shape S "
             "[--shape S ...] [--layout nchw|nhwc] [--dtype f32|f16|bf16|f64] [--silu] "
-            "[--backward] [--global-stats] "
+            "[--backward] [--global-stats] [--saved-stats] "
             "[--dx-only] [--rounds N] [--block N] [--block-ms N] [--rotate-mib N] "
             "[--x-offset O] [--x-scale S]\n  S: RxC or "
             "NxCxHxW[:G]\n",
@@ -256,7 +260,7 @@ static void tensors_free(tensors *t)
 
 /* What a call passes beyond x, y / dy, dx, gamma and beta. */
 typedef struct {
-    int bwd, silu, global, dx_only;
+    int bwd, silu, global, saved, dx_only;
 } call_mode;
 
 /* The backward with SiLU also reads beta (z = xhat * gamma + beta); without it beta is not
@@ -270,7 +274,7 @@ static clnorm_status call(const lib *l, clnorm_plan *p, const shape *s, const te
     size_t n = 0;
     a[n++] = (clnorm_host_arg){CLNORM_ARG_X, x};
     a[n++] = (clnorm_host_arg){CLNORM_ARG_GAMMA, t->par};
-    if (m->global) {
+    if (m->global || (m->saved && m->bwd)) {
         a[n++] = (clnorm_host_arg){CLNORM_ARG_MEAN, t->stats};
         a[n++] = (clnorm_host_arg){CLNORM_ARG_RSTD, t->stats + ns * t->ps};
     }
@@ -295,7 +299,7 @@ int main(int argc, char **argv)
     lib L[2] = {{0}, {0}};
     shape shapes[MAX_SHAPES];
     size_t nshapes = 0, rounds = 100, block = 10, block_ms = 2, rotate_mib = 512;
-    int bwd = 0, nhwc = 0, silu = 0, global = 0, dx_only = 0;
+    int bwd = 0, nhwc = 0, silu = 0, global = 0, saved = 0, dx_only = 0;
     x_form xf = {0.0, 1.0};
     clnorm_dtype dtype = CLNORM_F32;
     for (int i = 1; i < argc; i++) {
@@ -310,6 +314,10 @@ int main(int argc, char **argv)
         }
         if (!strcmp(a, "--global-stats")) {
             global = 1;
+            continue;
+        }
+        if (!strcmp(a, "--saved-stats")) {
+            saved = 1;
             continue;
         }
         if (!strcmp(a, "--dx-only")) {
@@ -359,7 +367,9 @@ int main(int argc, char **argv)
         return usage("--lib-a, --lib-b and a --shape are needed");
     if (dx_only && !bwd)
         return usage("--dx-only is a backward's: give --backward too");
-    const call_mode mode = {bwd, silu, global, dx_only};
+    if (saved && (!bwd || global))
+        return usage("--saved-stats is a backward's (--backward), without --global-stats");
+    const call_mode mode = {bwd, silu, global, saved, dx_only};
     if (load(&L[0]) || load(&L[1]))
         return 1;
     int rc = 0;

@@ -6,8 +6,10 @@
  * threads at once (launch.c).
  */
 #include "internal.h"
+#include "dtype.h"
 #include "op/op.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -329,6 +331,37 @@ static clnorm_status run_host(clnorm_plan *plan, clnorm_direction dir,
     return CLNORM_OK;
 }
 
+/* Saved float32 statistics stay as given up to this |mean| * rstd per row (group): the mean's
+ * rounding, at most |mean| 2^-24, then moves xhat by at most 2^-20, float32's own rounding of
+ * an xhat of 8 to 16. */
+#define SAVED_MEAN_SPAN 16.0
+
+/* Whether the host loop recomputes a backward's saved statistics from x: LayerNorm's, the fused
+ * add's and GroupNorm's (an op with a mean; not precomputed ones, CLNORM_USE_GLOBAL_STATS,
+ * which are not the data's), float32 ones (a float64 mean is off by 2^-53), where a row's or
+ * group's |mean| * rstd is above SAVED_MEAN_SPAN. dx multiplies the mean's rounding by rstd:
+ * float32 means of rows near 300 of spread 1e-3 put dx 18,916x its bound off torch's float64
+ * (tests/torch_layer_spread.py --saved-stats); recomputed, 0.006x (README, Numerics, "Saved
+ * statistics in the host loop"). Recomputing costs the loop about a tenth (clnorm-lib-ab
+ * --saved-stats), so data whose mean is small against its spread keeps them. */
+static int recompute_saved(const clnorm_plan *plan, clnorm_direction dir,
+                           const clnorm_call_args *a)
+{
+    const void *mean = a->handle[CLNORM_ARG_MEAN], *rstd = a->handle[CLNORM_ARG_RSTD];
+    const clnorm_slot_info *mi = &a->info[CLNORM_ARG_MEAN], *ri = &a->info[CLNORM_ARG_RSTD];
+    if (dir != CLNORM_BACKWARD || !plan->op->has_mean || mean == NULL || rstd == NULL ||
+        (plan->desc.flags & CLNORM_USE_GLOBAL_STATS) != 0 || mi->dtype != CLNORM_F32)
+        return 0;
+    for (size_t r = 0; r < mi->rows; r++)
+        for (size_t c = 0; c < mi->cols; c++) {
+            const double m = clnorm_elem_load(mi->dtype, mean, r * mi->stride + c);
+            const double v = clnorm_elem_load(ri->dtype, rstd, r * ri->stride + c);
+            if (fabs(m) * fabs(v) > SAVED_MEAN_SPAN) /* (NaN: as given) */
+                return 1;
+        }
+    return 0;
+}
+
 /* Runs a validated host call. */
 static clnorm_status host_call(clnorm_plan *plan, clnorm_direction dir,
                                const clnorm_call_args *a)
@@ -353,16 +386,9 @@ static clnorm_status host_call(clnorm_plan *plan, clnorm_direction dir,
         clnorm_host_ptrs p;
         for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
             p.p[s] = (void *)(uintptr_t)a->handle[s];
-        /* A backward from the forward's saved statistics recomputes them from x in the loop,
-         * where x passes through the cache anyway: the saved mean is rounded to the
-         * parameters' type, and dx multiplies that rounding by rstd (float32 means of rows
-         * near 300 of spread 1e-3 put dx 18,916x its bound off torch's float64,
-         * tests/torch_layer_spread.py --saved-stats; recomputed, 0.006x; README, Numerics,
-         * "Saved statistics in the host loop"); the loop's time was the same. Precomputed
-         * statistics (CLNORM_USE_GLOBAL_STATS) are not the data's and stay as given;
-         * RMSNorm's rstd alone has no such loss. The kernels use saved ones as given. */
-        if (dir == CLNORM_BACKWARD && plan->op->has_mean &&
-            (plan->desc.flags & CLNORM_USE_GLOBAL_STATS) == 0)
+        /* saved statistics whose mean's rounding would reach dx: recomputed from x, which
+         * the loop has in the cache for its sums anyway (the kernels use them as given) */
+        if (recompute_saved(plan, dir, a))
             p.p[CLNORM_ARG_MEAN] = p.p[CLNORM_ARG_RSTD] = NULL;
         st = plan->op->host(plan->op, &plan->desc, dir, &p, ctx);
         RETURN_IF(st != CLNORM_OK, ctx, st, "the host loop failed: %s", clnorm_status_string(st));
