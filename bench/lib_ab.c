@@ -18,16 +18,17 @@
  * small spread about a large offset: GroupNorm's backward then takes the host loop's double
  * path, group_norm_host_body.h's HN(group_wide)); --silu: GroupNorm's fused SiLU
  * (the rows have none); --global-stats: precomputed statistics (CLNORM_USE_GLOBAL_STATS, mean
- * 0 and rstd 1 given to both directions); --saved-stats: the backward given the same mean 0
- * and rstd 1 as the forward's saved statistics (without CLNORM_USE_GLOBAL_STATS; a build that
- * uses them as given takes the same time whatever their values, and the host loop, which
- * since 2026-12-05 recomputes saved statistics where a |mean| * rstd is above 16, keeps these);
- * --dx-only: the backward asked for dx alone.
+ * 0 and rstd 1 given to both directions); --saved-stats: the backward given the statistics
+ * of x's distribution as the forward's saved ones (without CLNORM_USE_GLOBAL_STATS): mean
+ * --x-offset, rstd 1 / (--x-scale 10 / sqrt(3)); a build that uses them as given takes the
+ * same time whatever their values, and since 2026-12-05 host calls recompute saved statistics
+ * where a |mean| * rstd is above 16 (--x-offset 300 --x-scale 0.1: 520); --dx-only: the
+ * backward asked for dx alone.
  *
  *   clnorm-lib-ab --lib-a A.so --lib-b B.so --shape S [--shape S ...] [--layout nchw|nhwc]
  *                 [--dtype f32|f16|bf16|f64] [--silu] [--backward] [--global-stats]
- *                 [--saved-stats] [--dx-only] [--rounds N] [--block N] [--block-ms N] [--rotate-mib N]
- *                 [--x-offset O] [--x-scale S]
+ *                 [--saved-stats] [--dx-only] [--rounds N] [--block N] [--block-ms N]
+ *                 [--rotate-mib N] [--x-offset O] [--x-scale S]
  *   S: RxC (LayerNorm rows) or NxCxHxW[:G] (GroupNorm, 1 to 3 spatial dims, G default 32)
  *
  * Per shape: the median µs of each build over its timed calls, A/B (above 1: B is faster),
@@ -189,8 +190,9 @@ static int load(lib *l)
 }
 
 /* The rotated tensors of one shape, in storage type dt: sets of x, y (the backward: dy, dx),
- * and gamma, beta, dgamma, dbeta, and the statistics (mean 0, then rstd 1: a row's or a
- * group's each) in the parameters' type. */
+ * and gamma, beta, dgamma, dbeta, and the statistics (a row's or a group's each, in the
+ * parameters' type: mean 0 and rstd 1, or with `saved` those of x's distribution, the
+ * offset and 1 / (scale 10 / sqrt(3))). */
 typedef struct {
     size_t elems, sets, es, ps; /* es, ps: bytes of an element and of a parameter */
     char *x, *y, *dy, *par, *stats;
@@ -216,7 +218,7 @@ typedef struct {
 } x_form;
 
 static int tensors_make(tensors *t, const shape *s, clnorm_dtype dt, const lib *conv, int bwd,
-                        size_t rotate_mib, const x_form *xf)
+                        size_t rotate_mib, const x_form *xf, int saved)
 {
     t->es = bench_elem_size(dt);
     t->ps = bench_param_size(dt);
@@ -231,8 +233,11 @@ static int tensors_make(tensors *t, const shape *s, clnorm_dtype dt, const lib *
     t->stats = calloc(2 * ns + 1, t->ps);
     if (!t->x || !t->y || (bwd && !t->dy) || !t->par || !t->stats)
         return -1;
-    for (size_t i = 0; i < ns; i++)
-        bench_param_put(dt, t->stats, ns + i, 1.0);
+    for (size_t i = 0; i < ns; i++) {
+        bench_param_put(dt, t->stats, i, saved ? xf->offset : 0.0);
+        const double sd = xf->scale * 5.773502691896258; /* u's: 10 / sqrt(3) */
+        bench_param_put(dt, t->stats, ns + i, saved ? 1.0 / sd : 1.0);
+    }
     unsigned long long r = 88172645463325252ull; /* xorshift: N(0,1)-ish is not needed */
     for (size_t i = 0; i < t->sets * t->elems; i++) {
         r ^= r << 13;
@@ -380,7 +385,7 @@ int main(int argc, char **argv)
         tensors ts = {0};
         clnorm_plan *p[2] = {NULL, NULL};
         times tm[2] = {{0}, {0}};
-        if (tensors_make(&ts, s, dtype, &L[0], bwd, rotate_mib, &xf) != 0) {
+        if (tensors_make(&ts, s, dtype, &L[0], bwd, rotate_mib, &xf, saved) != 0) {
             fprintf(stderr, "clnorm-lib-ab: out of memory\n");
             rc = 1;
         }

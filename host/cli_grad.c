@@ -7,9 +7,9 @@
  * SiLU) with --groups. Unless the forward's saved statistics are given (--mean / --rstd, as
  * `run` wrote them), the library recomputes them from X, split as the forward splits them
  * (first element + the mean of the rest), which keeps rows with a large mean exact where a
- * float32 saved mean would not be; given, the kernels use them and the host loop (small calls
- * on CPU devices) recomputes LayerNorm's and GroupNorm's where a |mean| * rstd is above 16
- * (src/execute.c, recompute_saved); precomputed statistics (--mean-input / --rstd-input) are
+ * float32 saved mean would not be; given, they are used, but for LayerNorm's and GroupNorm's
+ * where a |mean| * rstd is above 16, which the library's host calls recompute (src/execute.c,
+ * recompute_saved; not --cpu's reference); precomputed statistics (--mean-input / --rstd-input) are
  * constants of the backward instead. The same rules as `run`: everything validated first,
  * one error line, the outputs written all-or-nothing.
  */
@@ -111,10 +111,9 @@ static void grad_usage(FILE *out)
           "  --mean M.npy, --rstd RSTD.npy\n"
           "                    the statistics the forward saved ('clnorm run --mean --rstd'),\n"
           "                    used instead of recomputing them from X: both, or with\n"
-          "                    --rms --rstd alone. The host loop (small calls on CPU\n"
-          "                    devices) recomputes LayerNorm's and GroupNorm's where a\n"
-          "                    |mean| * rstd is above 16 (their float32 mean then loses\n"
-          "                    what dx needs)\n"
+          "                    --rms --rstd alone. LayerNorm's and GroupNorm's are\n"
+          "                    recomputed anyway where a |mean| * rstd is above 16\n"
+          "                    (their float32 mean then loses what dx needs)\n"
           "With --groups --silu the backward goes through the SiLU, which reads beta and\n"
           "the shift: pass the forward's --beta and --shift. With --scale it goes through\n"
           "the modulation (dz = du * (1 + scale[b])): pass the forward's --scale.\n",

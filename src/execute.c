@@ -336,14 +336,16 @@ static clnorm_status run_host(clnorm_plan *plan, clnorm_direction dir,
  * an xhat of 8 to 16. */
 #define SAVED_MEAN_SPAN 16.0
 
-/* Whether the host loop recomputes a backward's saved statistics from x: LayerNorm's, the fused
- * add's and GroupNorm's (an op with a mean; not precomputed ones, CLNORM_USE_GLOBAL_STATS,
- * which are not the data's), float32 ones (a float64 mean is off by 2^-53), where a row's or
- * group's |mean| * rstd is above SAVED_MEAN_SPAN. dx multiplies the mean's rounding by rstd:
- * float32 means of rows near 300 of spread 1e-3 put dx 18,916x its bound off torch's float64
- * (tests/torch_layer_spread.py --saved-stats); recomputed, 0.006x (README, Numerics, "Saved
- * statistics in the host loop"). Recomputing costs the loop about a tenth (clnorm-lib-ab
- * --saved-stats), so data whose mean is small against its spread keeps them. */
+/* Whether a host call's backward recomputes its saved statistics from x: LayerNorm's, the
+ * fused add's and GroupNorm's (an op with a mean; not precomputed ones,
+ * CLNORM_USE_GLOBAL_STATS, which are not the data's), float32 ones (a float64 mean is off by
+ * 2^-53), where a row's or group's |mean| * rstd is above SAVED_MEAN_SPAN. dx multiplies the
+ * mean's rounding by rstd: float32 means of rows near 300 of spread 1e-3 put dx 18,916x its
+ * bound off torch's float64 (tests/torch_layer_spread.py --saved-stats); recomputed, 0.006x
+ * (README, Numerics, "Saved statistics of host calls"). Recomputing costs the host loop 3-19%
+ * (clnorm-lib-ab --saved-stats) and the kernels one more read of x, so data whose mean is
+ * small against its spread keeps them. Host calls only: the statistics are in host memory,
+ * where a layer-1 call's would take a blocking read. */
 static int recompute_saved(const clnorm_plan *plan, clnorm_direction dir,
                            const clnorm_call_args *a)
 {
@@ -371,10 +373,14 @@ static clnorm_status host_call(clnorm_plan *plan, clnorm_direction dir,
     clnorm_status st;
     int inline_ran = 0;
     const char *ran_on = ctx->name;
+    /* saved statistics whose mean's rounding would reach dx: left out, so recomputed */
+    const int recompute = recompute_saved(plan, dir, a);
     if (plan->strategy == CLNORM_STRATEGY_REFERENCE) {
         clnorm_host_ptrs p;
         for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
             p.p[s] = (void *)(uintptr_t)a->handle[s];
+        if (recompute) /* (the reference of layer 3, clnorm_ref_*, takes them as given) */
+            p.p[CLNORM_ARG_MEAN] = p.p[CLNORM_ARG_RSTD] = NULL;
         st = plan->op->ref(plan->op, &plan->desc, dir, &p);
         RETURN_IF(st != CLNORM_OK, ctx, st, "the CPU reference failed: %s",
                   clnorm_status_string(st));
@@ -386,9 +392,7 @@ static clnorm_status host_call(clnorm_plan *plan, clnorm_direction dir,
         clnorm_host_ptrs p;
         for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
             p.p[s] = (void *)(uintptr_t)a->handle[s];
-        /* saved statistics whose mean's rounding would reach dx: recomputed from x, which
-         * the loop has in the cache for its sums anyway (the kernels use them as given) */
-        if (recompute_saved(plan, dir, a))
+        if (recompute)
             p.p[CLNORM_ARG_MEAN] = p.p[CLNORM_ARG_RSTD] = NULL;
         st = plan->op->host(plan->op, &plan->desc, dir, &p, ctx);
         RETURN_IF(st != CLNORM_OK, ctx, st, "the host loop failed: %s", clnorm_status_string(st));
@@ -396,10 +400,15 @@ static clnorm_status host_call(clnorm_plan *plan, clnorm_direction dir,
     } else {
         host_bufs h;
         memset(&h, 0, sizeof h);
+        clnorm_call_args b = *a;
+        if (recompute) {
+            b.handle[CLNORM_ARG_MEAN] = b.handle[CLNORM_ARG_RSTD] = NULL;
+            b.present &= ~(SLOT_BIT(CLNORM_ARG_MEAN) | SLOT_BIT(CLNORM_ARG_RSTD));
+        }
         /* A latency plan's copies and reads are the in-thread device's commands too. */
         if (plan->inline_ok)
             clnorm_mutex_lock(&ctx->inline_lock);
-        st = run_host(plan, dir, a, &h, &inline_ran);
+        st = run_host(plan, dir, &b, &h, &inline_ran);
         release_bufs(&h);
         if (plan->inline_ok)
             clnorm_mutex_unlock(&ctx->inline_lock);
