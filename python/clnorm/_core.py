@@ -43,6 +43,13 @@ HOST_FORMATS = ["<" + "iiQ" * n for n in range(_lib.SLOT_COUNT + 1)]
 # 8192x768 (25 MiB) about 4x faster zero-copy.
 ZERO_COPY_FROM = 256 * 1024
 
+# A backward's saved float32 statistics with a |mean| * rstd above this are left out, to be
+# recomputed from x: their mean's rounding, |mean| 2^-24, would reach dx times rstd. The
+# library's host calls (layer 2) do this themselves (src/execute.c, SAVED_MEAN_SPAN); the
+# zero-copy path is layer 1, which cannot look at the statistics, so it looks here.
+SAVED_MEAN_SPAN = 16.0
+_HAS_MEAN = {}
+
 
 class Call:
     """kind: the arrays' kind (_kinds); like: an array of that kind (x), whose queue a
@@ -103,7 +110,8 @@ def run(call, direction=_lib.FORWARD, ctx=None):
         _run_device(ctx, plan, direction, tensors, outs, call.like.queue)
     elif (ctx.backend == "opencl" and plan.row_bytes >= ZERO_COPY_FROM and
           not plan.host_loop[direction]):
-        _run_zero_copy(ctx, plan, direction, info, tensors, kind.ptr)
+        _run_zero_copy(ctx, plan, direction, info, _saved_stats_kept(call, direction, tensors),
+                       kind.ptr)
     else:
         _run_host(ctx, plan, direction, tensors, kind.ptr)
     if call.given:
@@ -111,6 +119,33 @@ def run(call, direction=_lib.FORWARD, ctx=None):
             if out is not None:
                 kind.written(out)
     return outs
+
+
+def _has_mean(op_kind):
+    if op_kind not in _HAS_MEAN:
+        info = _lib.OpInfo()
+        _HAS_MEAN[op_kind] = (_L.clnorm_op_query(op_kind, ctypes.byref(info)) == 0 and
+                              bool(info.has_mean))
+    return _HAS_MEAN[op_kind]
+
+
+def _saved_stats_kept(call, direction, tensors):
+    """tensors, less a backward's saved mean and rstd (float32, of an op with a mean, not
+    precomputed) where a row's or group's |mean| * rstd is above SAVED_MEAN_SPAN: the library
+    then recomputes them, as its host calls do (README, Numerics, "Saved statistics of host
+    calls")."""
+    key = call.key
+    if (direction != _lib.BACKWARD or key[1] == _lib.F64 or key[7] & _lib.USE_GLOBAL_STATS or
+            not _has_mean(key[0])):
+        return tensors
+    got = dict(tensors)
+    mean, rstd = got.get(_lib.SLOT["mean"]), got.get(_lib.SLOT["rstd"])
+    if mean is None or rstd is None:
+        return tensors
+    n = mean.numel() if callable(getattr(mean, "numel", None)) else mean.size
+    if n == 0 or not float((abs(mean) * abs(rstd)).max()) > SAVED_MEAN_SPAN:  # (NaN: kept)
+        return tensors
+    return [(s, t) for s, t in tensors if s not in (_lib.SLOT["mean"], _lib.SLOT["rstd"])]
 
 
 def _check_args(kind, info, tensors, key):
