@@ -342,10 +342,11 @@ static clnorm_status run_host(clnorm_plan *plan, clnorm_direction dir,
  * 2^-53), where a row's or group's |mean| * rstd is above SAVED_MEAN_SPAN. dx multiplies the
  * mean's rounding by rstd: float32 means of rows near 300 of spread 1e-3 put dx 18,916x its
  * bound off torch's float64 (tests/torch_layer_spread.py --saved-stats); recomputed, 0.006x
- * (README, Numerics, "Saved statistics of host calls"). Recomputing costs the host loop 3-19%
- * (clnorm-lib-ab --saved-stats) and the kernels one more read of x, so data whose mean is
- * small against its spread keeps them. Host calls only: the statistics are in host memory,
- * where a layer-1 call's would take a blocking read. */
+ * (README, Numerics, "Saved statistics of host calls"). Recomputing costs a backward 1.0-1.4x
+ * its time on the host loop and up to 1.6x on the kernels, one more read of x (clnorm-lib-ab
+ * --saved-stats), so data whose mean is small against its spread keeps them. Host calls
+ * only: the statistics are in host memory, where a layer-1 call's would take a blocking
+ * read. */
 static int recompute_saved(const clnorm_plan *plan, clnorm_direction dir,
                            const clnorm_call_args *a)
 {
