@@ -6,7 +6,6 @@
  * threads at once (launch.c).
  */
 #include "internal.h"
-#include "dtype.h"
 #include "op/op.h"
 
 #include <math.h>
@@ -353,16 +352,22 @@ static int recompute_saved(const clnorm_plan *plan, clnorm_direction dir,
     const void *mean = a->handle[CLNORM_ARG_MEAN], *rstd = a->handle[CLNORM_ARG_RSTD];
     const clnorm_slot_info *mi = &a->info[CLNORM_ARG_MEAN], *ri = &a->info[CLNORM_ARG_RSTD];
     if (dir != CLNORM_BACKWARD || !plan->op->has_mean || mean == NULL || rstd == NULL ||
-        (plan->desc.flags & CLNORM_USE_GLOBAL_STATS) != 0 || mi->dtype != CLNORM_F32)
+        (plan->desc.flags & CLNORM_USE_GLOBAL_STATS) != 0 || mi->dtype != CLNORM_F32 ||
+        ri->dtype != CLNORM_F32)
         return 0;
-    for (size_t r = 0; r < mi->rows; r++)
-        for (size_t c = 0; c < mi->cols; c++) {
-            const double m = clnorm_elem_load(mi->dtype, mean, r * mi->stride + c);
-            const double v = clnorm_elem_load(ri->dtype, rstd, r * ri->stride + c);
-            if (fabs(m) * fabs(v) > SAVED_MEAN_SPAN) /* (NaN: as given) */
-                return 1;
-        }
-    return 0;
+    /* counted, not searched: a loop GCC vectorizes (a row each, it had cost a backward of
+     * 16384x16 about 4%); a NaN counts as 0 (as given) */
+    const float *m = mean, *v = rstd;
+    const int flat = (mi->rows <= 1 || mi->cols == mi->stride) &&
+                     (ri->rows <= 1 || ri->cols == ri->stride);
+    const size_t rows = flat ? 1 : mi->rows, cols = flat ? mi->rows * mi->cols : mi->cols;
+    size_t hits = 0;
+    for (size_t r = 0; r < rows; r++) {
+        const float *mr = m + r * mi->stride, *vr = v + r * ri->stride;
+        for (size_t c = 0; c < cols; c++)
+            hits += fabsf(mr[c]) * fabsf(vr[c]) > (float)SAVED_MEAN_SPAN;
+    }
+    return hits > 0;
 }
 
 /* Runs a validated host call. */
