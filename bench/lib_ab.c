@@ -233,9 +233,9 @@ static int tensors_make(tensors *t, const shape *s, clnorm_dtype dt, const lib *
     t->stats = calloc(2 * ns + 1, t->ps);
     if (!t->x || !t->y || (bwd && !t->dy) || !t->par || !t->stats)
         return -1;
+    const double sd = xf->scale * 5.773502691896258; /* x's: u's is 10 / sqrt(3) */
     for (size_t i = 0; i < ns; i++) {
         bench_param_put(dt, t->stats, i, saved ? xf->offset : 0.0);
-        const double sd = xf->scale * 5.773502691896258; /* u's: 10 / sqrt(3) */
         bench_param_put(dt, t->stats, ns + i, saved ? 1.0 / sd : 1.0);
     }
     unsigned long long r = 88172645463325252ull; /* xorshift: N(0,1)-ish is not needed */

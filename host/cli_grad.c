@@ -9,8 +9,8 @@
  * (first element + the mean of the rest), which keeps rows with a large mean exact where a
  * float32 saved mean would not be; given, they are used, but for LayerNorm's and GroupNorm's
  * where a |mean| * rstd is above 16, which the library's host calls recompute (src/execute.c,
- * recompute_saved; not --cpu's reference); precomputed statistics (--mean-input / --rstd-input) are
- * constants of the backward instead. The same rules as `run`: everything validated first,
+ * recompute_saved; not --cpu's reference); precomputed statistics (--mean-input /
+ * --rstd-input) are constants of the backward instead. The same rules as `run`: everything validated first,
  * one error line, the outputs written all-or-nothing.
  */
 #include "cli_grad.h"

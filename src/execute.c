@@ -379,14 +379,10 @@ static clnorm_status host_call(clnorm_plan *plan, clnorm_direction dir,
     clnorm_status st;
     int inline_ran = 0;
     const char *ran_on = ctx->name;
-    /* saved statistics whose mean's rounding would reach dx: left out, so recomputed */
-    const int recompute = recompute_saved(plan, dir, a);
     if (plan->strategy == CLNORM_STRATEGY_REFERENCE) {
         clnorm_host_ptrs p;
         for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
             p.p[s] = (void *)(uintptr_t)a->handle[s];
-        if (recompute) /* (the reference of layer 3, clnorm_ref_*, takes them as given) */
-            p.p[CLNORM_ARG_MEAN] = p.p[CLNORM_ARG_RSTD] = NULL;
         st = plan->op->ref(plan->op, &plan->desc, dir, &p);
         RETURN_IF(st != CLNORM_OK, ctx, st, "the CPU reference failed: %s",
                   clnorm_status_string(st));
@@ -398,23 +394,16 @@ static clnorm_status host_call(clnorm_plan *plan, clnorm_direction dir,
         clnorm_host_ptrs p;
         for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
             p.p[s] = (void *)(uintptr_t)a->handle[s];
-        if (recompute)
-            p.p[CLNORM_ARG_MEAN] = p.p[CLNORM_ARG_RSTD] = NULL;
         st = plan->op->host(plan->op, &plan->desc, dir, &p, ctx);
         RETURN_IF(st != CLNORM_OK, ctx, st, "the host loop failed: %s", clnorm_status_string(st));
         ran_on = clnorm_host_loop_name(ctx);
     } else {
         host_bufs h;
         memset(&h, 0, sizeof h);
-        clnorm_call_args b = *a;
-        if (recompute) {
-            b.handle[CLNORM_ARG_MEAN] = b.handle[CLNORM_ARG_RSTD] = NULL;
-            b.present &= ~(SLOT_BIT(CLNORM_ARG_MEAN) | SLOT_BIT(CLNORM_ARG_RSTD));
-        }
         /* A latency plan's copies and reads are the in-thread device's commands too. */
         if (plan->inline_ok)
             clnorm_mutex_lock(&ctx->inline_lock);
-        st = run_host(plan, dir, &b, &h, &inline_ran);
+        st = run_host(plan, dir, a, &h, &inline_ran);
         release_bufs(&h);
         if (plan->inline_ok)
             clnorm_mutex_unlock(&ctx->inline_lock);
@@ -444,6 +433,13 @@ clnorm_status clnorm_execute_host(clnorm_plan *plan, clnorm_direction dir,
     TRY(clnorm_check_args(ctx, plan->op, &plan->desc, dir, &a, 0));
     if (!writes_anything(&a))
         return CLNORM_OK; /* an empty batch: nothing to compute (no scratch to size either) */
+    /* saved statistics whose mean's rounding would reach dx: left out, so that whatever runs
+     * the call (host loop, kernels, the reference plan) recomputes them; layer 3, clnorm_ref_*,
+     * takes them as given */
+    if (recompute_saved(plan, dir, &a)) {
+        a.handle[CLNORM_ARG_MEAN] = a.handle[CLNORM_ARG_RSTD] = NULL;
+        a.present &= ~(SLOT_BIT(CLNORM_ARG_MEAN) | SLOT_BIT(CLNORM_ARG_RSTD));
+    }
     return host_call(plan, dir, &a);
 }
 

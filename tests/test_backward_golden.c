@@ -20,10 +20,10 @@
  * float64 (F64 dtype, when the device has fp64): the golden statistics as they are; every
  * result within 1e-10 of the golden.
  * Recomputed statistics: every result within 1e-5 (F32) or 1e-10 (F64) of the golden. So
- * are the host loop's from the saved statistics of LayerNorm, the fused add and GroupNorm
- * (clnorm's choice, test_host_auto) where it recomputes them from x, a row's or group's
- * |mean| * rstd being above 16 (src/execute.c): there ln_2x3000_mean1e4's dgamma is 6e-5
- * normwise from the oracle of the rounded statistics and within the golden's 1e-5.
+ * are the host calls' from the saved statistics of LayerNorm, the fused add and GroupNorm
+ * (clnorm's choice, test_host_auto) where the library recomputes them from x, a row's or
+ * group's |mean| * rstd being above 16 (src/execute.c): there ln_2x3000_mean1e4's dgamma is
+ * 6e-5 normwise from the oracle of the rounded statistics and within the golden's 1e-5.
  * The oracle (golden_oracle.h) must itself reproduce the golden within 1e-10 from the exact
  * statistics.
  */
@@ -112,7 +112,7 @@ static void golden_close(golden *o)
  * clnorm_ref_execute; AUTO: the host layer; a device strategy: layer 1), from the golden
  * statistics or (recompute) without them, and returns the arguments with the outputs filled
  * (0 when the strategy cannot take the case; the caller frees a->p either way). *loop_own:
- * given statistics that the host loop recomputed from x, as it does LayerNorm's and
+ * given statistics that the host call recomputed from x, as it does LayerNorm's and
  * GroupNorm's float32 saved ones where a row's or group's |mean| * rstd is above 16
  * (src/execute.c, recompute_saved), so that the result is the golden's, not the oracle's of
  * the rounded statistics. */
@@ -151,15 +151,13 @@ static int run(const golden *o, clnorm_strategy strategy, clnorm_dtype t, int re
         return 0; /* no fp64, or subgroup too short */
     clnorm_op_info op;
     if (strategy == CLNORM_STRATEGY_AUTO && !recompute && t == CLNORM_F32 &&
-        clnorm_plan_uses_host_loop(plan, CLNORM_BACKWARD) &&
         clnorm_op_query(d.kind, &op) == CLNORM_OK && op.has_mean &&
         !(d.flags & CLNORM_USE_GLOBAL_STATS)) {
         const clnorm_slot_info *mi = &info[CLNORM_ARG_MEAN], *ri = &info[CLNORM_ARG_RSTD];
         const float *m = a->p[CLNORM_ARG_MEAN], *r = a->p[CLNORM_ARG_RSTD];
-        for (size_t i = 0; i < mi->rows; i++)
-            for (size_t j = 0; j < mi->cols; j++)
-                if (fabs((double)m[i * mi->stride + j] * r[i * ri->stride + j]) > 16)
-                    *loop_own = 1;
+        for (size_t i = 0; i < mi->rows && !*loop_own; i++)
+            for (size_t j = 0; j < mi->cols && !*loop_own; j++)
+                *loop_own = fabs((double)m[i * mi->stride + j] * r[i * ri->stride + j]) > 16;
     }
     if (strategy == CLNORM_STRATEGY_AUTO)
         tu_run_host(g_ctx, plan, &d, CLNORM_BACKWARD, &l, a);

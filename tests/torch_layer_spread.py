@@ -18,8 +18,8 @@ rows of rstd 16 or more take dx in double (kernels/norm_backward.cl, BWD_WIDE).
 
 With --saved-stats `clnorm run --mean --rstd` runs first and `clnorm grad` takes its float32
 statistics, as a training step's backward does: the float32 mean of rows near 300 is rounded
-by up to 1.5e-5, which dx multiplies by rstd (the host loop recomputes them from x since
-2026-12-05; the kernels use them as given and fail this).
+by up to 1.5e-5, which dx multiplies by rstd (host calls, the CLI's, recompute such
+statistics from x since 2026-12-05; before, both paths failed this).
 
 Exit status: 0 when every case agrees, 1 when one differs or the CLI fails, 2 without the
 CLI, 77 without numpy and torch.
