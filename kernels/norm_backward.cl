@@ -64,6 +64,46 @@ inline void bwd_stats_of(__global const P *mean, ulong m_off, __global const P *
     bwd_stats_of(mean, mean_off, rstd, rstd_off, stats, row, flags, K, m, r, sc, rlo)
 
 /*
+ * A saved float32 mean is the row's rounded: up to |mean| 2^-24 off, which xhat carries times
+ * rstd and dx and dgamma with it (a row near 300 of spread 1e-3: dx 18,916x torch's float64
+ * bound, tests/torch_layer_spread.py --saved-stats). Host calls recompute such statistics
+ * (src/execute.c, recompute_saved); a layer-1 call's are in device memory, so the kernels
+ * correct them here. A row refines (bwd_refines: LayerNorm's or the fused add's saved
+ * float32 statistics, |mean| * rstd above CLNORM_SAVED_MEAN_SPAN, the same for every item) is
+ * taken around its shift K (row_shift: elements of the row, exact differences) with m the
+ * given mean around it; the sums pass adds the deviations d = (v - K) - m beside g and
+ * g * xhat, and then m + mean(d), the row's mean to float's rounding of the deviations,
+ * replaces m: sum(g * xhat) = sum(g * xhat') - mean(d) r sum(g), xhat' the deviations' xhat
+ * from m. rstd stays as given: its rounding is relative, 2^-24 of xhat. Other rows keep the
+ * statistics exactly as given (the same bits as before).
+ */
+inline int bwd_refines(uint flags, A m, A r)
+{
+#if defined(CLNORM_F64)
+    return 0;
+#else
+    return (flags & (CLNORM_KF_RECOMPUTE | CLNORM_KF_RMS | CLNORM_KF_GLOBAL_STATS)) == 0 &&
+           fabs(m) * fabs(r) > (A)CLNORM_SAVED_MEAN_SPAN;
+#endif
+}
+
+/* A refining row's shift K and its mean m around it (from K = 0 and the given mean). */
+inline void bwd_refine_shift(row_in in, ulong cols, A2 *K, A *m)
+{
+    *K = row_shift(in, cols, 1, 0);
+    *m = (*m - (*K).s0) - (*K).s1;
+}
+
+/* ... and once its sums are in (sd: of the deviations from m, sg: of g, *sgx: of g * xhat
+ * from m): sum(g * xhat) from the row's mean, and that mean into m, in W (rounded once). */
+inline void bwd_refine_sums(W sd, W sg, W *sgx, A *m, W rw, ulong cols)
+{
+    const W dm = sd / (W)cols;
+    *sgx -= dm * rw * sg;
+    *m = (A)((W)*m + dm);
+}
+
+/*
  * Wide rows: a LayerNorm row (not RMSNorm's) whose rstd = r * sc, times its sample's factor
  * gf (BWD_GF: max(1, max |gamma| max |1 + scale|), or 1), is at least CLNORM_ROW_WIDE
  * (flags.h) takes dx in W where that is double: its statistics again when recomputed
@@ -362,9 +402,33 @@ inline void bwd_row_sums(bwd_row bw, ulong b, ulong e, uint lid, uint L, A2 K, A
     *sum_gx = s2;
 }
 
+/* The sum of a refining row's deviations (v - K) - m from its given mean (bwd_refines) over
+ * the item's share of columns [b, e): a pass of its own, so that rows which keep their
+ * statistics (all but data of a large mean) run the sums loop as before; such a row reads x
+ * once more, from cache where the row fits. */
+inline A bwd_row_dev_sum(row_in in, ulong b, ulong e, uint lid, uint L, A2 K, A m)
+{
+    const ulong nv = (e - b) / VW;
+    A s = 0, c = 0;
+    for (ulong v0 = lid; v0 < nv; v0 += (ulong)L * BLOCK_V) {
+        const ulong vend = min(nv, v0 + (ulong)L * BLOCK_V);
+        AV a = (AV)(0);
+        for (ulong v = v0; v < vend; v += L)
+            a += IN_DEVV(in, b + v * VW, K, 1) - m;
+        kahan_add(&s, &c, HSUM(a));
+    }
+    A t = 0;
+    for (ulong i = b + nv * VW + lid; i < e; i += L)
+        t += IN_DEV1(in, i, K, 1) - m;
+    kahan_add(&s, &c, t);
+    return s;
+}
+
 /* Sums of g and g * xhat of every (row, chunk) into sums[(row * chunks + chunk) *
- * BWD_SUMS_PER_CHUNK + 0/1], what their rounding left at + 2/3: the first step when rows are
- * cut into chunks (few long rows). */
+ * BWD_SUMS_PER_CHUNK + 0/1], what their rounding left at + 2/3, and a row that refines its
+ * saved mean (bwd_refines) the sum of its deviations at + 4, its rest at + 5: the first step
+ * when rows are cut into chunks (few long rows), for dx or, with saved statistics, for the
+ * parameters' xhat. */
 __kernel void norm_bwd_sums(BWD_IN_PTRS, __global const A *stats, __global A *sums,
                             __global const A *gm, __local A *scratch, __local A *scratch2,
                             KS_PARAM)
@@ -386,26 +450,33 @@ __kernel void norm_bwd_sums(BWD_IN_PTRS, __global const A *stats, __global A *su
         A2 K;
         A m, r, sc, rlo, fg, fgx;
         BWD_STATS(row, flags, &K, &m, &r, &sc, &rlo);
-        W sg, sgx;
+        const bwd_row bw = BWD_ROW_IN(row, flags);
+        const int refine = bwd_refines(flags, m, r);
+        if (refine)
+            bwd_refine_shift(bw.in, cols, &K, &m);
+        W sg, sgx, sd = refine ? bwd_row_dev_sum(bw.in, b, e, lid, L, K, m) : 0;
 #if W_DOUBLE
         if (BWD_WIDE(r * sc, BWD_GF(row, flags), flags)) {
-            bwd_row_sums_w(BWD_ROW_IN(row, flags), b, e, lid, L, K, m, (W)r + (W)rlo, sc, &sg,
-                           &sgx);
+            bwd_row_sums_w(bw, b, e, lid, L, K, m, (W)r + (W)rlo, sc, &sg, &sgx);
         } else
 #endif
         {
-            bwd_row_sums(BWD_ROW_IN(row, flags), b, e, lid, L, K, m, r, sc, &fg, &fgx);
+            bwd_row_sums(bw, b, e, lid, L, K, m, r, sc, &fg, &fgx);
             sg = fg;
             sgx = fgx;
         }
         sg = BWD_WG_SUM_W(sg); /* (no barrier under the branch: norm_bwd_rows says why) */
         sgx = BWD_WG_SUM_W(sgx);
+        if (refine) /* (the same for every item: a barrier may lie under it) */
+            sd = BWD_WG_SUM_W(sd);
         if (lid == 0) {
             __global A *s = sums + (row * chunks + c) * BWD_SUMS_PER_CHUNK;
             s[0] = (A)sg;
             s[1] = (A)sgx;
             s[2] = (A)(sg - (W)s[0]);
             s[3] = (A)(sgx - (W)s[1]);
+            s[4] = refine ? (A)sd : 0;
+            s[5] = refine ? (A)(sd - (W)s[4]) : 0;
         }
     }
 }
@@ -532,6 +603,9 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global A *part,
         const bwd_row bw = BWD_ROW(row, flags);
         /* (the same for every item) */
         const int wide = BWD_WIDE(r * sc, BWD_GF(row, flags), flags);
+        const int refine = bwd_refines(flags, m, r);
+        if (refine)
+            bwd_refine_shift(bw.in, cols, &K, &m);
 #if W_DOUBLE
         /* a row that gamma alone makes wide, its statistics recomputed in float (see
          * norm_bwd_stats, which decides without the factor here): again in double, by the
@@ -545,14 +619,16 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global A *part,
         A mg = 0, mgx = 0; /* stay 0 with global statistics: dx = rstd * g */
         const W rw = (W)r + (W)rlo;
         W mgw = 0, mgxw = 0; /* a wide row's mean(g) and mean(g * xhat) */
-        if (want_dx && !global_stats) {
+        /* The row's sums: for dx, and where the row refines its saved mean for the
+         * parameters' xhat too (with precomputed statistics neither: dx = rstd * g). */
+        if ((want_dx || refine) && !global_stats) {
             if (chunks == 1) {
                 /* The sums in W where the row is wide, else in A; either way added over the
                  * items in W, so that no barrier lies under a branch on the row's data: PoCL's
                  * work-group compiler replicates the code between barriers per path
                  * (group_backward_wg.cl). With one item (CPU devices) the float sums come back
                  * as they were. */
-                W sg, sgx;
+                W sg, sgx, sd = refine ? bwd_row_dev_sum(bw.in, 0, cols, lid, L, K, m) : 0;
 #if W_DOUBLE
                 if (wide) {
                     bwd_row_sums_w(bw, 0, cols, lid, L, K, m, rw, sc, &sg, &sgx);
@@ -566,25 +642,38 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global A *part,
                 }
                 sg = BWD_WG_SUM_W(sg);
                 sgx = BWD_WG_SUM_W(sgx);
+                if (refine) { /* (the same for every item: a barrier may lie under it) */
+                    sd = BWD_WG_SUM_W(sd);
+                    bwd_refine_sums(sd, sg, &sgx, &m, rw, cols);
+                }
                 mg = rms ? 0 : (A)sg / (A)cols;
                 mgx = (A)sgx / (A)cols;
                 mgw = sg / (W)cols;
                 mgxw = sgx / (W)cols;
             } else if (wide) { /* the chunks' sums with what their rounding left, in W */
-                W sg = 0, sgx = 0;
+                W sg = 0, sgx = 0, sd = 0;
                 for (uint k = 0; k < chunks; k++) {
                     __global const A *s = sums + (row * chunks + k) * BWD_SUMS_PER_CHUNK;
                     sg += (W)s[0] + (W)s[2];
                     sgx += (W)s[1] + (W)s[3];
+                    sd += (W)s[4] + (W)s[5];
                 }
+                if (refine)
+                    bwd_refine_sums(sd, sg, &sgx, &m, rw, cols);
                 mgw = sg / (W)cols;
                 mgxw = sgx / (W)cols;
             } else {
-                A sg = 0, sgx = 0, c1 = 0, c2 = 0;
+                A sg = 0, sgx = 0, sd = 0, c1 = 0, c2 = 0, c3 = 0;
                 for (uint k = 0; k < chunks; k++) {
                     __global const A *s = sums + (row * chunks + k) * BWD_SUMS_PER_CHUNK;
                     kahan_add(&sg, &c1, s[0]);
                     kahan_add(&sgx, &c2, s[1]);
+                    kahan_add(&sd, &c3, s[4]);
+                }
+                if (refine) {
+                    W sgxw = sgx;
+                    bwd_refine_sums(sd, sg, &sgxw, &m, rw, cols);
+                    sgx = (A)sgxw;
                 }
                 mg = rms ? 0 : sg / (A)cols;
                 mgx = sgx / (A)cols;

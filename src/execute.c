@@ -330,22 +330,19 @@ static clnorm_status run_host(clnorm_plan *plan, clnorm_direction dir,
     return CLNORM_OK;
 }
 
-/* Saved float32 statistics stay as given up to this |mean| * rstd per row (group): the mean's
- * rounding, at most |mean| 2^-24, then moves xhat by at most 2^-20, float32's own rounding of
- * an xhat of 8 to 16. */
-#define SAVED_MEAN_SPAN 16.0
-
 /* Whether a host call's backward recomputes its saved statistics from x: LayerNorm's, the
  * fused add's and GroupNorm's (an op with a mean; not precomputed ones,
  * CLNORM_USE_GLOBAL_STATS, which are not the data's), float32 ones (a float64 mean is off by
- * 2^-53), where a row's or group's |mean| * rstd is above SAVED_MEAN_SPAN. dx multiplies the
- * mean's rounding by rstd: float32 means of rows near 300 of spread 1e-3 put dx 18,916x its
- * bound off torch's float64 (tests/torch_layer_spread.py --saved-stats); recomputed, 0.006x
- * (README, Numerics, "Saved statistics of host calls"). Recomputing costs a backward 1.0-1.4x
- * its time on the host loop and up to 1.6x on the kernels, one more read of x (clnorm-lib-ab
- * --saved-stats), so data whose mean is small against its spread keeps them. Host calls
- * only: the statistics are in host memory, where a layer-1 call's would take a blocking
- * read. */
+ * 2^-53), where a row's or group's |mean| * rstd is above CLNORM_SAVED_MEAN_SPAN (flags.h).
+ * dx multiplies the mean's rounding by rstd: float32 means of rows near 300 of spread 1e-3
+ * put dx 18,916x its bound off torch's float64 (tests/torch_layer_spread.py --saved-stats);
+ * recomputed, 0.006x (README, Numerics, "Saved statistics"). Recomputing costs a backward
+ * 1.0-1.4x its time on the host loop and up to 1.6x on the kernels, one more read of x
+ * (clnorm-lib-ab --saved-stats), so data whose mean is small against its spread keeps them.
+ * Layer-1 calls' statistics are in device memory, where the host cannot look without a
+ * blocking read: there the row ops' kernels correct such a mean themselves
+ * (kernels/norm_backward.cl, bwd_refines), though less closely than recomputing does (its
+ * wide rows keep rstd's rest in double: dx 0.006x the bound above, corrected 0.2-0.35x). */
 static int recompute_saved(const clnorm_plan *plan, clnorm_direction dir,
                            const clnorm_call_args *a)
 {
@@ -365,7 +362,7 @@ static int recompute_saved(const clnorm_plan *plan, clnorm_direction dir,
     for (size_t r = 0; r < rows; r++) {
         const float *mr = m + r * mi->stride, *vr = v + r * ri->stride;
         for (size_t c = 0; c < cols; c++)
-            hits += fabsf(mr[c]) * fabsf(vr[c]) > (float)SAVED_MEAN_SPAN;
+            hits += fabsf(mr[c]) * fabsf(vr[c]) > (float)CLNORM_SAVED_MEAN_SPAN;
     }
     return hits > 0;
 }

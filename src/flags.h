@@ -93,10 +93,17 @@
 /* The row kernels' backward (kernels/norm_backward.cl) takes such a LayerNorm row in double
  * where the device has it, by the same criterion (BWD_WIDE, its factor from gamma and the
  * scale: BWD_GF, norm_bwd_gmax): its statistics again when it recomputes them, g, the sums
- * and dx. Few long rows cut into chunks keep, per (row, chunk), the sums of g and g * xhat
- * and what their rounding left (CLNORM_ROW_SUMS_PER_CHUNK values; src/op/row_norm.c sizes
- * that scratch by it). */
-#define CLNORM_ROW_SUMS_PER_CHUNK 4
+ * and dx. Few long rows cut into chunks keep, per (row, chunk), the sums of g, g * xhat and
+ * of the deviations from a saved mean (CLNORM_SAVED_MEAN_SPAN), and what their rounding left
+ * (CLNORM_ROW_SUMS_PER_CHUNK values; src/op/row_norm.c sizes that scratch by it). */
+#define CLNORM_ROW_SUMS_PER_CHUNK 6
+
+/* Saved float32 statistics whose |mean| * rstd (a row's, a group's) is above this have a mean
+ * whose rounding, up to |mean| 2^-24, moves xhat by more than 2^-20, float32's own rounding
+ * of an xhat of 8 to 16. Host calls recompute such statistics from x (src/execute.c,
+ * recompute_saved); the row kernels of layer-1 calls correct such a row's mean by the mean of
+ * its deviations from it (kernels/norm_backward.cl, bwd_refines). */
+#define CLNORM_SAVED_MEAN_SPAN 16
 
 /* GroupNorm's NHWC backward on one-item work-groups lays out each (n, tile)'s per-channel
  * statistics and parameters as this many rows of C values (kernels/group_backward.cl,

@@ -259,6 +259,10 @@ static unsigned run_conditions(const clnorm_geometry *g, unsigned flags)
     if ((run & RUN_DX_SUMS) || (flags & (CLNORM_KF_GRAD_GAMMA | CLNORM_KF_GRAD_BETA |
                                          CLNORM_KF_GRAD_SCALE | CLNORM_KF_GRAD_SHIFT)))
         run |= RUN_GRAD_SUMS;
+    if ((run & RUN_DX_SUMS) ||
+        ((run & RUN_GRAD_SUMS) &&
+         !(flags & (CLNORM_KF_RECOMPUTE | CLNORM_KF_RMS | CLNORM_KF_GLOBAL_STATS))))
+        run |= RUN_ROW_SUMS;
     if (g->bwd_slices)
         run |= RUN_SLICED;
     if (flags & CLNORM_KF_GMAX)

@@ -21,9 +21,10 @@
  * result within 1e-10 of the golden.
  * Recomputed statistics: every result within 1e-5 (F32) or 1e-10 (F64) of the golden. So
  * are the host calls' from the saved statistics of LayerNorm, the fused add and GroupNorm
- * (clnorm's choice, test_host_auto) where the library recomputes them from x, a row's or
- * group's |mean| * rstd being above 16 (src/execute.c): there ln_2x3000_mean1e4's dgamma is
- * 6e-5 normwise from the oracle of the rounded statistics and within the golden's 1e-5.
+ * (clnorm's choice, test_host_auto), and the row ops' layer-1 calls, where the library
+ * corrects their mean, a row's or group's |mean| * rstd being above 16 (src/execute.c,
+ * kernels/norm_backward.cl): there ln_2x3000_mean1e4's dgamma is 6e-5 normwise from the
+ * oracle of the rounded statistics and within the golden's 1e-5.
  * The oracle (golden_oracle.h) must itself reproduce the golden within 1e-10 from the exact
  * statistics.
  */
@@ -112,10 +113,12 @@ static void golden_close(golden *o)
  * clnorm_ref_execute; AUTO: the host layer; a device strategy: layer 1), from the golden
  * statistics or (recompute) without them, and returns the arguments with the outputs filled
  * (0 when the strategy cannot take the case; the caller frees a->p either way). *loop_own:
- * given statistics that the host call recomputed from x, as it does LayerNorm's and
- * GroupNorm's float32 saved ones where a row's or group's |mean| * rstd is above 16
- * (src/execute.c, recompute_saved), so that the result is the golden's, not the oracle's of
- * the rounded statistics. */
+ * given statistics whose mean the library corrected, so that the result is the golden's, not
+ * the oracle's of the rounded statistics: float32 saved ones of an op with a mean where a
+ * row's or group's |mean| * rstd is above 16, which host calls recompute from x
+ * (src/execute.c, recompute_saved) and the row ops' kernels, layer 1 too, correct by the mean
+ * of the row's deviations (kernels/norm_backward.cl, bwd_refines; GroupNorm's layer-1 calls
+ * take them as given). */
 static int run(const golden *o, clnorm_strategy strategy, clnorm_dtype t, int recompute,
                clnorm_slot_info info[SLOTS], tu_args *a, int *loop_own)
 {
@@ -150,8 +153,8 @@ static int run(const golden *o, clnorm_strategy strategy, clnorm_dtype t, int re
     if (plan == NULL)
         return 0; /* no fp64, or subgroup too short */
     clnorm_op_info op;
-    if (strategy == CLNORM_STRATEGY_AUTO && !recompute && t == CLNORM_F32 &&
-        clnorm_op_query(d.kind, &op) == CLNORM_OK && op.has_mean &&
+    if ((strategy == CLNORM_STRATEGY_AUTO || d.kind != CLNORM_GROUP) && !recompute &&
+        t == CLNORM_F32 && clnorm_op_query(d.kind, &op) == CLNORM_OK && op.has_mean &&
         !(d.flags & CLNORM_USE_GLOBAL_STATS)) {
         const clnorm_slot_info *mi = &info[CLNORM_ARG_MEAN], *ri = &info[CLNORM_ARG_RSTD];
         const float *m = a->p[CLNORM_ARG_MEAN], *r = a->p[CLNORM_ARG_RSTD];

@@ -84,7 +84,11 @@ enum {
      * rows kernel or not), or dx needs its row sums (RUN_DX_SUMS). Not with precomputed
      * statistics' dx alone: GroupNorm's sums pass then does not run. */
     RUN_GRAD_SUMS = 1u << 10,
-    RUN_GMAX = 1u << 11 /* CLNORM_KF_GMAX: the row backward's wide-row factors */
+    RUN_GMAX = 1u << 11, /* CLNORM_KF_GMAX: the row backward's wide-row factors */
+    /* The row backward's chunk sums are read: for dx (RUN_DX_SUMS), or for a parameter
+     * gradient from saved statistics, whose rows may correct their mean by them
+     * (kernels/norm_backward.cl, bwd_refines). */
+    RUN_ROW_SUMS = 1u << 12
 };
 /* The bits that choose between alternative steps (a warm-up runs only the chosen ones). */
 #define RUN_CHOICES (RUN_SAMPLES | RUN_TILES | RUN_PARAM_LANES | RUN_PARAM_GROUPS)

@@ -346,7 +346,7 @@ static const clnorm_karg bwd_params_args[] = {SAMPLE_ROWS, {KA_OP, 1}, {KA_SCRAT
         {{"norm_bwd_gmax", B(GAMMA) | B(SCALE), bwd_gmax_args, GEOM_BWD_SAMPLES, RUN_GMAX},  \
          {"norm_bwd_stats", B(X) | (RIN), bwd_stats_args, GEOM_BWD_STATS, RUN_RECOMPUTE},   \
          {"norm_bwd_sums", BWD_IN_T | (RIN), bwd_sums_args, GEOM_BWD_CHUNKS,                \
-          RUN_CHUNKED | RUN_DX_SUMS},                                                       \
+          RUN_CHUNKED | RUN_ROW_SUMS},                                                      \
          {"norm_bwd_rows", BWD_IN_T | B(DX) | B(DGAMMA) | B(DBETA) | (RBWD), bwd_rows_args,   \
           GEOM_BWD_ROWS, 0},                                                                \
          {"norm_bwd_slices", 0u, bwd_slices_args, GEOM_BWD_SLICES,                          \
