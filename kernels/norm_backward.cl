@@ -68,14 +68,14 @@ inline void bwd_stats_of(__global const P *mean, ulong m_off, __global const P *
  * rstd and dx and dgamma with it (a row near 300 of spread 1e-3: dx 18,916x torch's float64
  * bound, tests/torch_layer_spread.py --saved-stats). Host calls recompute such statistics
  * (src/execute.c, recompute_saved); a layer-1 call's are in device memory, so the kernels
- * correct them here. A row refines (bwd_refines: LayerNorm's or the fused add's saved
+ * correct them here. A row that refines (bwd_refines: LayerNorm's or the fused add's saved
  * float32 statistics, |mean| * rstd above CLNORM_SAVED_MEAN_SPAN, the same for every item) is
  * taken around its shift K (row_shift: elements of the row, exact differences) with m the
- * given mean around it; the sums pass adds the deviations d = (v - K) - m beside g and
- * g * xhat, and then m + mean(d), the row's mean to float's rounding of the deviations,
- * replaces m: sum(g * xhat) = sum(g * xhat') - mean(d) r sum(g), xhat' the deviations' xhat
- * from m. rstd stays as given: its rounding is relative, 2^-24 of xhat. Other rows keep the
- * statistics exactly as given (the same bits as before).
+ * given mean around it; a pass of its own sums the deviations d = (v - K) - m
+ * (bwd_row_dev_sum), and m + mean(d), the row's mean to float's rounding of the deviations,
+ * replaces m, while the sums pass's sum(g * xhat') from m becomes sum(g * xhat') - mean(d) r
+ * sum(g) (bwd_refine_sums). rstd stays as given: its rounding is relative, 2^-24 of xhat.
+ * Other rows keep the statistics exactly as given and run as before (the same bits).
  */
 inline int bwd_refines(uint flags, A m, A r)
 {
