@@ -89,6 +89,19 @@ static double relnorm(const float *got, const double *want, size_t n)
     return err / fmax(sqrt(norm), 1e-300);
 }
 
+/* Fails the test where an error is past 1e-5. */
+static void check_limit(const char *what, double edx, double edg, double edb)
+{
+    if (!(edx <= 1e-5 && edg <= 1e-5 && edb <= 1e-5))
+        fail_msg("%s: dx %.3g, dgamma %.3g, dbeta %.3g (limit 1e-5)", what, edx, edg, edb);
+}
+
+static void free_all(void *const *p, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        free(p[k]);
+}
+
 static void run_family(int rms, size_t rows, size_t cols, double offset, double scale,
                        uint64_t seed)
 {
@@ -142,20 +155,11 @@ static void run_family(int rms, size_t rows, size_t cols, double offset, double 
             clnorm_plan_free(plan);
         }
         assert_int_equal(st, CLNORM_OK);
-        const double edx = normwise(dx, dx64, n), edg = relnorm(dg, dg64, cols),
-                     edb = relnorm(db, db64, cols);
-        if (!(edx <= 1e-5 && edg <= 1e-5 && edb <= 1e-5))
-            fail_msg("%s: dx %.3g, dgamma %.3g, dbeta %.3g (limit 1e-5)", what, edx, edg, edb);
+        check_limit(what, normwise(dx, dx64, n), relnorm(dg, dg64, cols),
+                    relnorm(db, db64, cols));
     }
-    free(x);
-    free(dy);
-    free(dx);
-    free(g);
-    free(dg);
-    free(db);
-    free(dx64);
-    free(dg64);
-    free(db64);
+    void *const mem[] = {x, dy, dx, g, dg, db, dx64, dg64, db64};
+    free_all(mem, sizeof mem / sizeof mem[0]);
 }
 
 /* The forward's numerics families, short and long rows. */
@@ -249,19 +253,10 @@ static void run_saved(size_t rows, size_t cols, double offset, double scale, uns
         for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
             clReleaseMemObject(all[k]);
         clnorm_plan_free(plan);
-        if (!(edx <= 1e-5 && edg <= 1e-5 && edb <= 1e-5))
-            fail_msg("%s: dx %.3g, dgamma %.3g, dbeta %.3g (limit 1e-5)", what, edx, edg, edb);
+        check_limit(what, edx, edg, edb);
     }
-    free(x);
-    free(dy);
-    free(dx);
-    free(g);
-    free(dg);
-    free(db);
-    free(bt);
-    free(dx64);
-    free(dg64);
-    free(db64);
+    void *const mem[] = {x, dy, dx, g, dg, db, bt, dx64, dg64, db64};
+    free_all(mem, sizeof mem / sizeof mem[0]);
 }
 
 static void test_saved_layer1(void **state)
