@@ -474,10 +474,9 @@ CLNORM_API clnorm_status clnorm_forward(clnorm_plan *plan,
  * more accurate when rows have a large mean, since a mean saved as float32 is rounded by up
  * to |mean| * 2^-24 before x - mean is formed (0.03 at a mean of 1e6); the recomputation
  * keeps the forward's split of the mean into an element of the row plus a small rest. Given
- * float32 statistics of a row whose |mean| * rstd is above 16, LayerNorm's and the fused
- * add's kernels correct that mean by the mean of the row's deviations from it (one more
- * pass over such a row); GroupNorm's take them as given. Host calls (layer 2) recompute such
- * statistics.
+ * float32 statistics of a row (a group) whose |mean| * rstd is above 16, the kernels correct
+ * that mean by the mean of its deviations from it (one more pass over such a row or group).
+ * Host calls (layer 2) recompute such statistics.
  * The wrapper over clnorm_execute(CLNORM_BACKWARD) for the kinds without a residual or a
  * modulation (those run through clnorm_execute, which also gives dscale and dshift).
  */

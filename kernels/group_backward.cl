@@ -743,6 +743,112 @@ inline void gn_row_stats_w(row_in in, ulong cols, uint lid, uint L, __local A *l
 }
 #endif
 
+/*
+ * Saved float32 statistics of a backward (CLNORM_KF_REFINED, group_norm.c: layer-1 calls;
+ * host calls recompute such statistics before, src/execute.c) into the stats scratch, where
+ * the chain's kernels read them as they read recomputed ones (gn_stats_of). A float32 mean is
+ * the group's rounded, up to |mean| 2^-24 off, which xhat carries times rstd into dx, dgamma
+ * and through the SiLU into dz: where a group's |mean| * rstd is above
+ * CLNORM_SAVED_MEAN_SPAN (flags.h) it is taken around its shift K (the median of its first
+ * three elements, an element of the group, so x - K is exact) with m = (mean - K) plus the
+ * mean of the deviations ((x - K) - (mean - K)), read here: the group's mean to the rounding
+ * of its deviations. rstd stays as given (its rounding is relative). Other groups go in as
+ * given (K 0, m the mean), the same values the kernels read without this step. One
+ * work-group per group row; the sum over its items runs for every group, so that no barrier
+ * lies under a branch on the data (gn_nhwc_group_stats says why). nhwc: the group is cpg
+ * channels strided by C over the positions, else one contiguous block.
+ */
+inline void gn_refine_group(__global const T *xs, __global const P *mean, __global const P *rstd,
+                            __global A *stats, ulong row, ulong g, ulong C, ulong cpg, ulong hw,
+                            const int nhwc, __local A *scratch, __local A *scratch2, uint lid,
+                            uint L)
+{
+    const ulong len = cpg * hw;
+    __global const T *xg = xs + (nhwc ? g * cpg : g * len);
+    const A mu = mean[row], r = rstd[row];
+    const int fix = fabs(mu) * fabs(r) > (A)CLNORM_SAVED_MEAN_SPAN && len > 0;
+    /* element j of the group: NCHW contiguous; NHWC position j / cpg, channel j % cpg */
+#define GN_REFINE_AT(j) LOAD1(xg + (nhwc ? ((j) / cpg) * C + (j) % cpg : (j)))
+    const A K = !fix ? 0
+                : len >= 3 ? med3(GN_REFINE_AT(0), GN_REFINE_AT(1), GN_REFINE_AT(2))
+                           : GN_REFINE_AT(0);
+#undef GN_REFINE_AT
+    const A m0 = mu - K;
+    /* the deviations' sum: float vectors (NCHW) or a position's channels (NHWC) at a time,
+     * each then Kahan-added; the item's positions or vectors every L-th */
+    A s = 0, c = 0;
+    if (fix && !nhwc) {
+        const ulong nv = len / VW;
+        for (ulong v0 = lid; v0 < nv; v0 += (ulong)L * BLOCK_V) {
+            const ulong vend = min(nv, v0 + (ulong)L * BLOCK_V);
+            AV a = (AV)(0);
+            for (ulong v = v0; v < vend; v += L)
+                a += (LOADV(xg + v * VW) - K) - m0;
+            kahan_add(&s, &c, HSUM(a));
+        }
+        for (ulong j = nv * VW + lid; j < len; j += L)
+            kahan_add(&s, &c, (LOAD1(xg + j) - K) - m0);
+    } else if (fix) {
+        for (ulong p = lid; p < hw; p += L) {
+            __global const T *xp = xg + p * C;
+            A a0 = 0, a1 = 0;
+            ulong k = 0;
+            for (; k + 1 < cpg; k += 2) {
+                a0 += (LOAD1(xp + k) - K) - m0;
+                a1 += (LOAD1(xp + k + 1) - K) - m0;
+            }
+            if (k < cpg)
+                a0 += (LOAD1(xp + k) - K) - m0;
+            kahan_add(&s, &c, a0 + a1);
+        }
+    }
+#if W_DOUBLE
+    const W tot = wg_sum_w((W)s, scratch, scratch2, lid, L);
+#else
+    const W tot = wg_sum(s, scratch, lid, L);
+#endif
+    if (lid == 0) {
+        if (fix)
+            gn_put_stats(stats, row, K, (A)((W)m0 + tot / (W)len), r, 0, 1);
+        else
+            gn_put_stats(stats, row, 0, mu, r, 0, 1);
+    }
+}
+
+__kernel void gn_refine_stats(__global const T *x, __global const P *mean,
+                              __global const P *rstd, __global A *stats, __local A *scratch,
+                              __local A *scratch2, KS_PARAM)
+{
+    KS_BEGIN;
+    KS_TENSOR(x);
+    KS_TENSOR(mean);
+    KS_TENSOR(rstd);
+    GN_UNPACK
+    KS_UL(rows);
+    const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw;
+    const uint lid = get_local_id(0), L = get_local_size(0);
+    for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0))
+        gn_refine_group(x + x_off + (row / G) * x_stride, mean + mean_off, rstd + rstd_off,
+                        stats, row, row % G, G * cpg, cpg, hw, 0, scratch, scratch2, lid, L);
+}
+
+__kernel void gn_nhwc_refine_stats(__global const T *x, __global const P *mean,
+                                   __global const P *rstd, __global A *stats,
+                                   __local A *scratch, __local A *scratch2, KS_PARAM)
+{
+    KS_BEGIN;
+    KS_TENSOR(x);
+    KS_TENSOR(mean);
+    KS_TENSOR(rstd);
+    GN_UNPACK
+    KS_UL(rows);
+    const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw;
+    const uint lid = get_local_id(0), L = get_local_size(0);
+    for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0))
+        gn_refine_group(x + x_off + (row / G) * x_stride, mean + mean_off, rstd + rstd_off,
+                        stats, row, row % G, G * cpg, cpg, hw, 1, scratch, scratch2, lid, L);
+}
+
 /* Statistics of every group row, as the NCHW forward computes them; where rstd is at least
  * CLNORM_GN_VAR_WIDE and the device has double, again in double (gn_stats_w,
  * op_group_norm.cl). */

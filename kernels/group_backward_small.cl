@@ -190,11 +190,24 @@ __kernel void gn_small_bwd(GN_BWD_PTRS, __global A *sums, KS_PARAM)
             s = gn_small_moments(xg, L, (W)eps);
         } else { /* the saved or precomputed statistics (no stats scratch here) */
             A K, m, r, sc;
-            gn_stats_of(mean, mean_off, rstd, rstd_off, 0, row, flags, &K, &m, &r, &sc);
+            gn_stats_of(mean, mean_off, rstd, rstd_off, 0, row, flags & ~CLNORM_KF_REFINED, &K,
+                        &m, &r, &sc);
             s.K = K;
             s.m = m;
             s.r = r;
             s.sc = sc;
+            /* saved float32 ones whose mean's rounding would reach xhat (gn_refine_stats,
+             * group_backward.cl): around the group's first element, the mean of the
+             * deviations added */
+            if ((flags & CLNORM_KF_REFINED) != 0 &&
+                fabs(m) * fabs(r) > (A)CLNORM_SAVED_MEAN_SPAN) {
+                const W K0 = LOAD1(xg), m0 = (W)m - K0;
+                W d = 0;
+                for (ulong i = 0; i < L; i++)
+                    d += ((W)LOAD1(xg + i) - K0) - m0;
+                s.K = K0;
+                s.m = m0 + d / (W)L;
+            }
         }
         /* dx only where it is asked for (no pointer arithmetic on an absent one) */
         __global T *og = (flags & CLNORM_KF_GRAD_X) ? dx + dx_off + n * dx_stride + c0 * hw : dx;

@@ -314,12 +314,13 @@ inline void out_apply1(row_out out, row_in in, ulong i, A2 K, A m, A r, A sc)
 
 /* A group's statistics (K, m, r, sc), xhat = ((x * sc - K) - m) * r, r * sc the true rstd:
  * from the saved mean and rstd (K = 0, m = mean, sc = 1), or from the stats scratch the chain
- * recomputed (CLNORM_KF_RECOMPUTE; CLNORM_STATS_PER_ROW values per group: K, 0, m, r, sc). */
+ * recomputed (CLNORM_KF_RECOMPUTE) or put the saved ones into, checked (CLNORM_KF_REFINED,
+ * gn_refine_stats; CLNORM_STATS_PER_ROW values per group: K, rlo, m, r, sc). */
 inline void gn_stats_of(__global const P *mean, ulong m_off, __global const P *rstd,
                         ulong r_off, __global const A *stats, ulong row, uint flags, A *K,
                         A *m, A *r, A *sc)
 {
-    if ((flags & CLNORM_KF_RECOMPUTE) != 0) {
+    if ((flags & (CLNORM_KF_RECOMPUTE | CLNORM_KF_REFINED)) != 0) {
         __global const A *st = stats + row * CLNORM_STATS_PER_ROW;
         *K = st[0];
         *m = st[2];
@@ -336,7 +337,9 @@ inline void gn_stats_of(__global const P *mean, ulong m_off, __global const P *r
 /* The rest of group `row`'s r (gn_put_stats), 0 with statistics given. */
 inline A gn_stats_rlo(__global const A *stats, ulong row, uint flags)
 {
-    return (flags & CLNORM_KF_RECOMPUTE) != 0 ? stats[row * CLNORM_STATS_PER_ROW + 1] : (A)0;
+    return (flags & (CLNORM_KF_RECOMPUTE | CLNORM_KF_REFINED)) != 0
+               ? stats[row * CLNORM_STATS_PER_ROW + 1]
+               : (A)0;
 }
 
 /* The statistics of group `row` into the stats scratch. */

@@ -124,7 +124,7 @@ static unsigned aligned_flag(const clnorm_plan *plan, const clnorm_call_args *a)
 clnorm_status clnorm_execute_quiet(clnorm_plan *plan, clnorm_direction dir,
                                    const clnorm_arg *args, size_t nargs, cl_command_queue queue,
                                    cl_uint nwait, const cl_event *wait, cl_event *event,
-                                   int *inline_ran)
+                                   int *inline_ran, int stats_checked)
 {
     if (inline_ran)
         *inline_ran = 0;
@@ -148,6 +148,8 @@ clnorm_status clnorm_execute_quiet(clnorm_plan *plan, clnorm_direction dir,
         flags = plan->op->geometry_flags(plan->op, &plan->desc, &plan->geo, dir, flags);
     if (dir == CLNORM_FORWARD)
         flags |= aligned_flag(plan, &a);
+    if (stats_checked)
+        flags &= ~CLNORM_KF_REFINED;
     int taken = 0;
     TRY(clnorm_latency_launch(plan, dir, &a, flags, queue, nwait, wait, event, &taken));
     if (inline_ran)
@@ -168,7 +170,7 @@ clnorm_status clnorm_execute(clnorm_plan *plan, clnorm_direction dir, const clno
     const double t0 = ctx->verbose ? clnorm_now_ms() : 0.0;
     int inline_ran = 0;
     clnorm_status st =
-        clnorm_execute_quiet(plan, dir, args, nargs, queue, nwait, wait, event, &inline_ran);
+        clnorm_execute_quiet(plan, dir, args, nargs, queue, nwait, wait, event, &inline_ran, 0);
     if (st == CLNORM_OK && ctx->verbose) {
         CL_CHECK(ctx, clFinish(queue ? queue : ctx->queue), "clFinish (CLNORM_VERBOSE timing)");
         char on[320];
@@ -305,7 +307,8 @@ static clnorm_status run_host(clnorm_plan *plan, clnorm_direction dir,
         args[nargs++] = (clnorm_arg){(clnorm_arg_slot)s, h->mem[s], 0};
     }
     cl_event done = NULL;
-    TRY(clnorm_execute_quiet(plan, dir, args, nargs, ctx->queue, 0, NULL, &done, inline_ran));
+    TRY(clnorm_execute_quiet(plan, dir, args, nargs, ctx->queue, 0, NULL, &done, inline_ran,
+                             1));
     /* The reads go where the kernels ran: on the latency path, the in-thread device (its
      * kernels are done; an event of one device is never waited on by the other's queue). */
     cl_command_queue rq = *inline_ran ? ctx->inline_queue : ctx->queue;

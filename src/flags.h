@@ -46,6 +46,10 @@
                                           from gamma and the scale themselves (and a row's
                                           statistics again in double where only the factor
                                           makes it wide); norm_bwd_gmax does not run */
+#define CLNORM_KF_REFINED (1u << 21) /* GroupNorm's backward given saved float32 statistics:
+                                        gn_refine_stats put them into the stats scratch, a
+                                        group's mean corrected where |mean| * rstd is above
+                                        CLNORM_SAVED_MEAN_SPAN (kernels/group_backward.cl) */
 
 /* The backward's parameter partials (one row per block of rows) are added per column in
  * slices of at most CLNORM_PARAM_SLICE inside a sample first, one work-item per (column,

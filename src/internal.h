@@ -46,7 +46,7 @@ typedef struct {
 } clnorm_tuning;
 
 #define CLNORM_MAX_SCRATCH 5
-#define CLNORM_MAX_KERNELS 8 /* steps of one chain */
+#define CLNORM_MAX_KERNELS 9 /* steps of one chain */
 
 /* Launch geometry of a plan: a pure function of (device profile, description, strategy,
  * tuning, kernels' work-group limits), policy.c. */
@@ -422,11 +422,13 @@ clnorm_status clnorm_check_launch(clnorm_plan *plan, const char *fn, cl_command_
 /* ---- execution (execute.c) ---- */
 /* clnorm_execute without clearing the error message or printing a verbose line (the host
  * path's inner call). */
-/* clnorm_execute_quiet: *inline_ran (may be NULL) says whether the latency path ran it. */
+/* clnorm_execute_quiet: *inline_ran (may be NULL) says whether the latency path ran it;
+ * stats_checked: the caller has looked at the saved statistics (a host call, execute.c
+ * recompute_saved), so GroupNorm's backward need not check them again (CLNORM_KF_REFINED). */
 clnorm_status clnorm_execute_quiet(clnorm_plan *plan, clnorm_direction dir,
                                    const clnorm_arg *args, size_t nargs, cl_command_queue queue,
                                    cl_uint nwait, const cl_event *wait, cl_event *event,
-                                   int *inline_ran);
+                                   int *inline_ran, int stats_checked);
 /* Waits for event, releases it either way. */
 clnorm_status clnorm_wait_release(clnorm_ctx *ctx, cl_event event);
 

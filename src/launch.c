@@ -246,6 +246,8 @@ static unsigned run_conditions(const clnorm_geometry *g, unsigned flags)
     unsigned run = 0;
     if (flags & CLNORM_KF_RECOMPUTE)
         run |= RUN_RECOMPUTE;
+    if (flags & CLNORM_KF_REFINED)
+        run |= RUN_REFINED;
     if (g->bwd_chunks > 1)
         run |= RUN_CHUNKED;
     if (flags & CLNORM_KF_GRAD_X)

@@ -239,21 +239,6 @@ static void test_host_api(void **state)
 /* ------------------------------------------------------------------------------------------ */
 /* Hard data: a mean 1e4 times the spread, and a spread of 1e-3 at 1e3 (eps dominates).        */
 
-/* The reference of a problem from statistics recomputed from x (mean and rstd not given):
- * LayerNorm's rows here have |mean| * rstd far above 16, where the kernels correct the saved
- * float32 mean by the mean of the row's deviations from it (kernels/norm_backward.cl,
- * bwd_refines), so their answer is the exact statistics', not the rounded ones'. */
-static void reference_from_x(tu_problem *p)
-{
-    tu_args a = p->in;
-    for (unsigned s = 0; s < CLNORM_ARG_SLOT_COUNT; s++)
-        if (p->ref.p[s] != NULL)
-            a.p[s] = p->ref.p[s];
-    a.p[CLNORM_ARG_MEAN] = a.p[CLNORM_ARG_RSTD] = NULL;
-    const tu_launch plain = {{0}, {0}, 0, 0, 0};
-    tu_run_host(NULL, NULL, &p->desc, p->dir, &plain, &a);
-}
-
 static void test_data_families(void **state)
 {
     (void)state;
@@ -269,8 +254,9 @@ static void test_data_families(void **state)
                 make_data(&p, (clnorm_kind)kind, shapes[s][0], shapes[s][1], 0, 0,
                             0, 800 + 16 * f + 2 * s + (uint64_t)kind, families[f][0],
                             families[f][1]);
-                if (kind == CLNORM_LAYER)
-                    reference_from_x(&p);
+                if (kind == CLNORM_LAYER) /* the kernels correct the rows' saved mean
+                                            * (kernels/norm_backward.cl, bwd_refines) */
+                    tu_problem_reference_from_x(&p);
                 for (int i = 0; i < TU_NUM_STRATEGIES; i++)
                     run_strategy(&p, tu_strategies[i], ALL_GRADS, &launch);
                 tu_problem_free(&p);

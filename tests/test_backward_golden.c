@@ -153,8 +153,8 @@ static int run(const golden *o, clnorm_strategy strategy, clnorm_dtype t, int re
     if (plan == NULL)
         return 0; /* no fp64, or subgroup too short */
     clnorm_op_info op;
-    if ((strategy == CLNORM_STRATEGY_AUTO || d.kind != CLNORM_GROUP) && !recompute &&
-        t == CLNORM_F32 && clnorm_op_query(d.kind, &op) == CLNORM_OK && op.has_mean &&
+    if (!recompute && t == CLNORM_F32 && clnorm_op_query(d.kind, &op) == CLNORM_OK &&
+        op.has_mean &&
         !(d.flags & CLNORM_USE_GLOBAL_STATS)) {
         const clnorm_slot_info *mi = &info[CLNORM_ARG_MEAN], *ri = &info[CLNORM_ARG_RSTD];
         const float *m = a->p[CLNORM_ARG_MEAN], *r = a->p[CLNORM_ARG_RSTD];

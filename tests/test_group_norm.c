@@ -964,6 +964,45 @@ static int group_teardown(void **state)
  * forward and backward together within 10% of the faster strategy's on every shape. The
  * rule before (a work-group per group up to 64K elements) took 2.26x the tiles' time on
  * 1x320x64x64. */
+/* Layer 1 given the forward's saved float32 statistics of groups whose mean is large against
+ * their spread (300 + N(0, 0.01^2), rstd near 100): the backward corrects such a group's mean
+ * before its sums (CLNORM_KF_REFINED: kernels/group_backward.cl gn_refine_stats, the small
+ * groups' kernel in itself), so every strategy gives the answer of exact statistics, the
+ * reference's with mean and rstd left out. Both layouts, with and without the SiLU, small
+ * groups (8 elements), groups of 256 and of 315 (3-D spatial), and a long one. */
+static void test_saved_layer1(void **state)
+{
+    (void)state;
+    require_device();
+    static const shape shapes[] = {{3, 8, 4, 4}, {2, 16, 4, 64}, {1, 12, 4, 105}, {1, 4, 1, 5000}};
+    tu_data data = tu_data_default();
+    data.x_offset = 300;
+    data.x_scale = 0.01;
+    const tu_launch l = tu_launch_offsets();
+    size_t failed = 0;
+    for (int lay = 0; lay < 2; lay++)
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+            for (int silu = 0; silu < 2; silu++) {
+                const clnorm_desc d = make_desc(CLNORM_F32, shapes[i], (clnorm_layout)lay,
+                                                silu ? CLNORM_SILU : 0u);
+                tu_problem p;
+                tu_problem_make(&p, &d, CLNORM_BACKWARD, TU_ALL_OPTIONAL,
+                                7000 + 100 * (uint64_t)lay + 10 * i + (uint64_t)silu, &data);
+                tu_problem_reference_from_x(&p);
+                clnorm_strategy st[5];
+                const size_t ns = strategies_for(&d, st);
+                for (size_t k = 0; k < ns; k++) {
+                    clnorm_plan *plan = tu_plan_if(g_ctx, &d, st[k]);
+                    if (plan == NULL)
+                        continue;
+                    failed += tu_problem_try_cl(g_ctx, &p, plan, &l, 0) != 0;
+                    clnorm_plan_free(plan);
+                }
+                tu_problem_free(&p);
+            }
+    all_passed(failed, "saved statistics through layer 1");
+}
+
 static void test_nhwc_gpu_choice(void **state)
 {
     (void)state;
@@ -1034,6 +1073,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_sweep_more_bf16),
         cmocka_unit_test(test_sweep_more_f64),
         cmocka_unit_test(test_nhwc_gpu_choice),
+        cmocka_unit_test(test_saved_layer1),
     };
     return cmocka_run_group_tests_name("group norm", tests, group_setup, group_teardown);
 }

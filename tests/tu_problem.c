@@ -150,6 +150,17 @@ void tu_problem_reference(tu_problem *p)
     tu_run_host(NULL, NULL, &p->desc, p->dir, &plain, &a);
 }
 
+void tu_problem_reference_from_x(tu_problem *p)
+{
+    tu_args a = p->in;
+    for (unsigned s = 0; s < SLOTS; s++)
+        if (p->ref.p[s] != NULL)
+            a.p[s] = p->ref.p[s];
+    a.p[CLNORM_ARG_MEAN] = a.p[CLNORM_ARG_RSTD] = NULL;
+    const tu_launch plain = {{0}, {0}, 0, 0, 0};
+    tu_run_host(NULL, NULL, &p->desc, p->dir, &plain, &a);
+}
+
 void tu_problem_make(tu_problem *p, const clnorm_desc *desc, clnorm_direction dir,
                      unsigned optional, uint64_t seed, const tu_data *data)
 {

@@ -56,6 +56,10 @@ void tu_problem_make_rows(tu_problem *p, clnorm_direction dir, clnorm_dtype dtyp
 /* Recomputes the saved statistics of a backward problem and the reference's answer, after
  * the caller changed inputs. */
 void tu_problem_reference(tu_problem *p);
+/* The backward's reference again from statistics recomputed from x (mean and rstd left out of
+ * the reference call, still given to the runs): the answer where the library corrects saved
+ * float32 statistics whose mean's rounding would reach xhat (|mean| * rstd above 16). */
+void tu_problem_reference_from_x(tu_problem *p);
 void tu_problem_free(tu_problem *p);
 
 /* The outputs given (TU_SLOT bits). */

@@ -198,6 +198,12 @@ static unsigned kernel_flags(const clnorm_op *op, const clnorm_desc *d, clnorm_d
         f |= CLNORM_KF_SHIFT; /* and u = z * (1 + scale) + shift */
     if (d->flags & CLNORM_SILU)
         f |= CLNORM_KF_SILU;
+    /* saved float32 statistics: checked, and a mean whose rounding would reach xhat
+     * corrected, before the backward's sums (gn_refine_stats; the small groups' kernel in
+     * itself); host calls have checked them already (execute.c) */
+    if (dir == CLNORM_BACKWARD && (present & B(MEAN)) && (present & B(RSTD)) &&
+        !(d->flags & CLNORM_USE_GLOBAL_STATS) && d->dtype != CLNORM_F64)
+        f |= CLNORM_KF_REFINED;
     return f;
 }
 
@@ -548,6 +554,11 @@ static const clnorm_chain nhwc_workgroup = {
 static const clnorm_karg stats_args[] = {OPS, {KA_SCRATCH, 0}, {KA_ROWS, 0}, {KA_COLS, 0},
                                          {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
                                          {KA_LOCAL_ACC, 0}, {KA_END, 0}};
+/* Saved statistics checked into scratch 0 (CLNORM_KF_REFINED; group_backward.cl,
+ * gn_refine_stats): a work-group per group row. */
+#define REFINE_T (B(X) | B(MEAN) | B(RSTD))
+static const clnorm_karg refine_args[] = {OPS, {KA_SCRATCH, 0}, {KA_ROWS, 0},
+                                          {KA_LOCAL_ACC, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
 static const clnorm_karg bpart_args[] = {OPS, {KA_SCRATCH, 1}, {KA_ROWS, 0}, {KA_CHUNK_LEN, 0},
                                          {KA_CHUNKS, 0}, {KA_FIRST_BLOCK, 0}, {KA_LOCAL_ACC, 0},
                                          {KA_END, 0}};
@@ -599,24 +610,26 @@ static const clnorm_karg dx_nhwc_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 2}
  * last (MOD_PARAMS_STEP), so that a plain plan launches nothing for them. */
 #define NCHW_BWD_FILES "common.cl", "op_group_norm.cl", "row_stats.cl", "group_backward.cl", NULL
 #define NCHW_BWD_STEPS                                                                      \
-    {"gn_nchw_stats", B(X), stats_args, GEOM_BWD_STATS, RUN_RECOMPUTE},                     \
+    {"gn_refine_stats", REFINE_T, refine_args, GEOM_ITEMS, RUN_REFINED},                    \
+        {"gn_nchw_stats", B(X), stats_args, GEOM_BWD_STATS, RUN_RECOMPUTE},                 \
         {"gn_nchw_bwd_sums", BWD_IN, sums_nchw_args, GEOM_BWD_STATS, RUN_GRAD_SUMS},        \
         COEF_STEP, PARAMS_STEPS,                                                            \
         {"gn_nchw_bwd_dx", BWD_IN | B(DX), dx_nchw_args, GEOM_BWD_STATS, RUN_GRAD_X}
-static const clnorm_chain nchw_backward = {{NCHW_BWD_FILES}, {NCHW_BWD_STEPS}, 6};
+static const clnorm_chain nchw_backward = {{NCHW_BWD_FILES}, {NCHW_BWD_STEPS}, 7};
 static const clnorm_chain nchw_backward_mod = {{NCHW_BWD_FILES},
-                                               {NCHW_BWD_STEPS, MOD_PARAMS_STEP}, 7};
+                                               {NCHW_BWD_STEPS, MOD_PARAMS_STEP}, 8};
 #define NHWC_BWD_FILES                                                                      \
     "common.cl", "op_group_norm.cl", "row_stats.cl", "group_nhwc.cl", "group_backward.cl", NULL
 #define NHWC_BWD_STEPS                                                                      \
-    {"gn_nhwc_moments", B(X), bpart_args, GEOM_SPLIT, RUN_RECOMPUTE},                       \
+    {"gn_nhwc_refine_stats", REFINE_T, refine_args, GEOM_ITEMS, RUN_REFINED},               \
+        {"gn_nhwc_moments", B(X), bpart_args, GEOM_SPLIT, RUN_RECOMPUTE},                   \
         {"gn_nhwc_merge", MERGE_T, bmerge_args, GEOM_ITEMS, RUN_RECOMPUTE},                 \
         {"gn_nhwc_bwd_sums", BWD_IN, sums_nhwc_args, GEOM_SPLIT, RUN_GRAD_SUMS},            \
         COEF_STEP, PARAMS_STEPS,                                                            \
         {"gn_nhwc_bwd_dx", BWD_IN | B(DX), dx_nhwc_args, GEOM_SPLIT, RUN_GRAD_X}
-static const clnorm_chain nhwc_backward = {{NHWC_BWD_FILES}, {NHWC_BWD_STEPS}, 7};
+static const clnorm_chain nhwc_backward = {{NHWC_BWD_FILES}, {NHWC_BWD_STEPS}, 8};
 static const clnorm_chain nhwc_backward_mod = {{NHWC_BWD_FILES},
-                                               {NHWC_BWD_STEPS, MOD_PARAMS_STEP}, 8};
+                                               {NHWC_BWD_STEPS, MOD_PARAMS_STEP}, 9};
 
 /* NHWC, strategy workgroup (kernels/group_nhwc_wg.cl, group_backward_wg.cl): a work-group per
  * group row, first its statistics into scratch 0 when they are not given, then its
@@ -631,11 +644,12 @@ static const clnorm_karg bgroup_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1},
     "common.cl", "op_group_norm.cl", "row_stats.cl", "group_nhwc.cl", "group_backward.cl",     \
         "group_nhwc_wg.cl", "group_backward_wg.cl", NULL
 #define WG_BWD_STEPS                                                                        \
-    {"gn_nhwc_group_stats", B(X), gstats_args, GEOM_ITEMS, RUN_RECOMPUTE},                  \
+    {"gn_nhwc_refine_stats", REFINE_T, refine_args, GEOM_ITEMS, RUN_REFINED},               \
+        {"gn_nhwc_group_stats", B(X), gstats_args, GEOM_ITEMS, RUN_RECOMPUTE},              \
         {"gn_nhwc_bwd_group", BWD_IN | B(DX), bgroup_args, GEOM_ITEMS, 0}, PARAMS_STEPS
-static const clnorm_chain nhwc_backward_workgroup = {{WG_BWD_FILES}, {WG_BWD_STEPS}, 4};
+static const clnorm_chain nhwc_backward_workgroup = {{WG_BWD_FILES}, {WG_BWD_STEPS}, 5};
 static const clnorm_chain nhwc_backward_workgroup_mod = {{WG_BWD_FILES},
-                                                         {WG_BWD_STEPS, MOD_PARAMS_STEP}, 5};
+                                                         {WG_BWD_STEPS, MOD_PARAMS_STEP}, 6};
 
 /* Small contiguous groups without the SiLU (small_backward; kernels/group_backward_small.cl):
  * one item per group row does the statistics, the sums (scratch 1, one tile per sample) and

@@ -88,7 +88,8 @@ enum {
     /* The row backward's chunk sums are read: for dx (RUN_DX_SUMS), or for a parameter
      * gradient from saved statistics, whose rows may correct their mean by them
      * (kernels/norm_backward.cl, bwd_refines). */
-    RUN_ROW_SUMS = 1u << 12
+    RUN_ROW_SUMS = 1u << 12,
+    RUN_REFINED = 1u << 13 /* CLNORM_KF_REFINED: GroupNorm's saved statistics checked first */
 };
 /* The bits that choose between alternative steps (a warm-up runs only the chosen ones). */
 #define RUN_CHOICES (RUN_SAMPLES | RUN_TILES | RUN_PARAM_LANES | RUN_PARAM_GROUPS)
