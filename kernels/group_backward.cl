@@ -815,39 +815,26 @@ inline void gn_refine_group(__global const T *xs, __global const P *mean, __glob
     }
 }
 
-__kernel void gn_refine_stats(__global const T *x, __global const P *mean,
-                              __global const P *rstd, __global A *stats, __local A *scratch,
-                              __local A *scratch2, KS_PARAM)
-{
-    KS_BEGIN;
-    KS_TENSOR(x);
-    KS_TENSOR(mean);
-    KS_TENSOR(rstd);
-    GN_UNPACK
-    KS_UL(rows);
-    const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw;
-    const uint lid = get_local_id(0), L = get_local_size(0);
-    for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0))
-        gn_refine_group(x + x_off + (row / G) * x_stride, mean + mean_off, rstd + rstd_off,
-                        stats, row, row % G, G * cpg, cpg, hw, 0, scratch, scratch2, lid, L);
-}
-
-__kernel void gn_nhwc_refine_stats(__global const T *x, __global const P *mean,
-                                   __global const P *rstd, __global A *stats,
-                                   __local A *scratch, __local A *scratch2, KS_PARAM)
-{
-    KS_BEGIN;
-    KS_TENSOR(x);
-    KS_TENSOR(mean);
-    KS_TENSOR(rstd);
-    GN_UNPACK
-    KS_UL(rows);
-    const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw;
-    const uint lid = get_local_id(0), L = get_local_size(0);
-    for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0))
-        gn_refine_group(x + x_off + (row / G) * x_stride, mean + mean_off, rstd + rstd_off,
-                        stats, row, row % G, G * cpg, cpg, hw, 1, scratch, scratch2, lid, L);
-}
+/* gn_refine_group over every group row: name's kernel for one layout (nhwc 0 or 1). */
+#define GN_REFINE_KERNEL(name, nhwc)                                                        \
+    __kernel void name(__global const T *x, __global const P *mean, __global const P *rstd,  \
+                       __global A *stats, __local A *scratch, __local A *scratch2, KS_PARAM) \
+    {                                                                                       \
+        KS_BEGIN;                                                                           \
+        KS_TENSOR(x);                                                                       \
+        KS_TENSOR(mean);                                                                    \
+        KS_TENSOR(rstd);                                                                    \
+        GN_UNPACK                                                                           \
+        KS_UL(rows);                                                                        \
+        const ulong G = gn_groups, cpg = gn_cpg, hw = gn_hw;                                \
+        const uint lid = get_local_id(0), L = get_local_size(0);                            \
+        for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0))             \
+            gn_refine_group(x + x_off + (row / G) * x_stride, mean + mean_off,              \
+                            rstd + rstd_off, stats, row, row % G, G * cpg, cpg, hw, (nhwc),  \
+                            scratch, scratch2, lid, L);                                     \
+    }
+GN_REFINE_KERNEL(gn_refine_stats, 0)
+GN_REFINE_KERNEL(gn_nhwc_refine_stats, 1)
 
 /* Statistics of every group row, as the NCHW forward computes them; where rstd is at least
  * CLNORM_GN_VAR_WIDE and the device has double, again in double (gn_stats_w,
