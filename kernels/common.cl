@@ -342,6 +342,13 @@ inline W wg_sum_w(W v, __local A *lo, __local A *hi, uint lid, uint L)
 /* The median of three values (a row's shift, op_*.cl row_shift): one of them exactly; fmin and
  * fmax pass over a NaN, so two finite values give a finite one. */
 inline A med3(A a, A b, A c) { return fmax(fmin(a, b), fmin(fmax(a, b), c)); }
+/* Saved statistics whose mean's rounding reaches xhat: |mean| * rstd above
+ * CLNORM_SAVED_MEAN_SPAN (flags.h), which the backward kernels correct (norm_backward.cl
+ * bwd_refines, group_backward.cl gn_refine_group, group_backward_small.cl); NaN: no. */
+inline int saved_mean_off(A mean, A rstd)
+{
+    return fabs(mean) * fabs(rstd) > (A)CLNORM_SAVED_MEAN_SPAN;
+}
 inline A max_nan(A a, A b) { return isnan(a) ? a : isnan(b) ? b : fmax(a, b); }
 
 inline A wg_max(A v, __local A *scratch, uint lid, uint L)

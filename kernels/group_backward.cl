@@ -766,7 +766,7 @@ inline void gn_refine_group(__global const T *xs, __global const P *mean, __glob
     const ulong len = cpg * hw;
     __global const T *xg = xs + (nhwc ? g * cpg : g * len);
     const A mu = mean[row], r = rstd[row];
-    const int fix = fabs(mu) * fabs(r) > (A)CLNORM_SAVED_MEAN_SPAN && len > 0;
+    const int fix = saved_mean_off(mu, r) && len > 0;
     /* element j of the group: NCHW contiguous; NHWC position j / cpg, channel j % cpg */
 #define GN_REFINE_AT(j) LOAD1(xg + (nhwc ? ((j) / cpg) * C + (j) % cpg : (j)))
     const A K = !fix ? 0

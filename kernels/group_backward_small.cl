@@ -199,8 +199,7 @@ __kernel void gn_small_bwd(GN_BWD_PTRS, __global A *sums, KS_PARAM)
             /* saved float32 ones whose mean's rounding would reach xhat (gn_refine_stats,
              * group_backward.cl): around the group's first element, the mean of the
              * deviations added */
-            if ((flags & CLNORM_KF_REFINED) != 0 &&
-                fabs(m) * fabs(r) > (A)CLNORM_SAVED_MEAN_SPAN) {
+            if ((flags & CLNORM_KF_REFINED) != 0 && saved_mean_off(m, r)) {
                 const W K0 = LOAD1(xg), m0 = (W)m - K0;
                 W d = 0;
                 for (ulong i = 0; i < L; i++)

@@ -83,7 +83,7 @@ inline int bwd_refines(uint flags, A m, A r)
     return 0;
 #else
     return (flags & (CLNORM_KF_RECOMPUTE | CLNORM_KF_RMS | CLNORM_KF_GLOBAL_STATS)) == 0 &&
-           fabs(m) * fabs(r) > (A)CLNORM_SAVED_MEAN_SPAN;
+           saved_mean_off(m, r);
 #endif
 }
 

@@ -343,9 +343,11 @@ static clnorm_status run_host(clnorm_plan *plan, clnorm_direction dir,
  * 1.0-1.4x its time on the host loop and up to 1.6x on the kernels, one more read of x
  * (clnorm-lib-ab --saved-stats), so data whose mean is small against its spread keeps them.
  * Layer-1 calls' statistics are in device memory, where the host cannot look without a
- * blocking read: there the row ops' kernels correct such a mean themselves
- * (kernels/norm_backward.cl, bwd_refines), though less closely than recomputing does (its
- * wide rows keep rstd's rest in double: dx 0.006x the bound above, corrected 0.2-0.35x). */
+ * blocking read: there the kernels correct such a mean themselves (kernels/norm_backward.cl
+ * bwd_refines, group_backward.cl gn_refine_stats), though less closely than recomputing does
+ * (its wide rows keep rstd's rest in double: dx 0.006x the bound above, corrected
+ * 0.2-0.35x). Host calls of GroupNorm skip that check (clnorm_execute_quiet's
+ * stats_checked): they looked here. */
 static int recompute_saved(const clnorm_plan *plan, clnorm_direction dir,
                            const clnorm_call_args *a)
 {

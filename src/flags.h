@@ -105,8 +105,8 @@
 /* Saved float32 statistics whose |mean| * rstd (a row's, a group's) is above this have a mean
  * whose rounding, up to |mean| 2^-24, moves xhat by more than 2^-20, float32's own rounding
  * of an xhat of 8 to 16. Host calls recompute such statistics from x (src/execute.c,
- * recompute_saved); the row kernels of layer-1 calls correct such a row's mean by the mean of
- * its deviations from it (kernels/norm_backward.cl, bwd_refines). */
+ * recompute_saved); the kernels of layer-1 calls correct such a mean by the mean of the
+ * deviations from it (kernels/common.cl, saved_mean_off, and its callers). */
 #define CLNORM_SAVED_MEAN_SPAN 16
 
 /* GroupNorm's NHWC backward on one-item work-groups lays out each (n, tile)'s per-channel
