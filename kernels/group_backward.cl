@@ -745,28 +745,31 @@ inline void gn_row_stats_w(row_in in, ulong cols, uint lid, uint L, __local A *l
 
 /*
  * Saved float32 statistics of a backward (CLNORM_KF_REFINED, group_norm.c: layer-1 calls;
- * host calls recompute such statistics before, src/execute.c) into the stats scratch, where
- * the chain's kernels read them as they read recomputed ones (gn_stats_of). A float32 mean is
+ * host calls recompute such statistics before, src/execute.c): gn_refine_stats writes them
+ * into the stats scratch, where the chain's kernels read them as they read recomputed ones
+ * (gn_stats_of); the NHWC work-group kernel (gn_nhwc_bwd_group, group_backward_wg.cl) takes
+ * gn_refined_mean's in itself, one launch fewer. A float32 mean is
  * the group's rounded, up to |mean| 2^-24 off, which xhat carries times rstd into dx, dgamma
  * and through the SiLU into dz: where a group's |mean| * rstd is above
  * CLNORM_SAVED_MEAN_SPAN (flags.h) it is taken around its shift K (the median of its first
  * three elements, an element of the group, so x - K is exact) with m = (mean - K) plus the
  * mean of the deviations ((x - K) - (mean - K)), read here: the group's mean to the rounding
  * of its deviations. rstd stays as given (its rounding is relative). Other groups go in as
- * given (K 0, m the mean), the same values the kernels read without this step. One
- * work-group per group row; the sum over its items runs for every group, so that no barrier
+ * given (K 0, m the mean), the same values the kernels read without this step. A
+ * work-group per group row, every item getting K and m; the sum over its items runs for
+ * every group (fix or not), so that no barrier
  * lies under a branch on the data (gn_nhwc_group_stats says why). nhwc: the group is cpg
  * channels strided by C over the positions, else one contiguous block.
  */
-inline void gn_refine_group(__global const T *xs, __global const P *mean, __global const P *rstd,
-                            __global A *stats, ulong row, ulong g, ulong C, ulong cpg, ulong hw,
-                            const int nhwc, __local A *scratch, __local A *scratch2, uint lid,
-                            uint L)
+/* Where fix: the mean mu corrected, as (*K_out, *m_out); else those left as they are. Every
+ * item of the work-group must call it (its sum's barriers). */
+inline void gn_refined_mean(__global const T *xs, A mu, int fix, ulong g, ulong C, ulong cpg,
+                            ulong hw, const int nhwc, __local A *scratch, __local A *scratch2,
+                            uint lid, uint L, A *K_out, A *m_out)
 {
     const ulong len = cpg * hw;
     __global const T *xg = xs + (nhwc ? g * cpg : g * len);
-    const A mu = mean[row], r = rstd[row];
-    const int fix = saved_mean_off(mu, r) && len > 0;
+    fix = fix && len > 0;
     /* element j of the group: NCHW contiguous; NHWC position j / cpg, channel j % cpg */
 #define GN_REFINE_AT(j) LOAD1(xg + (nhwc ? ((j) / cpg) * C + (j) % cpg : (j)))
     const A K = !fix ? 0
@@ -807,12 +810,24 @@ inline void gn_refine_group(__global const T *xs, __global const P *mean, __glob
 #else
     const W tot = wg_sum(s, scratch, lid, L);
 #endif
-    if (lid == 0) {
-        if (fix)
-            gn_put_stats(stats, row, K, (A)((W)m0 + tot / (W)len), r, 0, 1);
-        else
-            gn_put_stats(stats, row, 0, mu, r, 0, 1);
+    if (fix) {
+        *K_out = K;
+        *m_out = (A)((W)m0 + tot / (W)len);
     }
+}
+
+/* gn_refined_mean of group row `row` (group g of the sample at xs) into the stats scratch. */
+inline void gn_refine_group(__global const T *xs, __global const P *mean, __global const P *rstd,
+                            __global A *stats, ulong row, ulong g, ulong C, ulong cpg, ulong hw,
+                            const int nhwc, __local A *scratch, __local A *scratch2, uint lid,
+                            uint L)
+{
+    const A mu = mean[row], r = rstd[row];
+    A K = 0, m = mu;
+    gn_refined_mean(xs, mu, saved_mean_off(mu, r), g, C, cpg, hw, nhwc, scratch, scratch2, lid,
+                    L, &K, &m);
+    if (lid == 0)
+        gn_put_stats(stats, row, K, m, r, 0, 1);
 }
 
 /* gn_refine_group over every group row: name's kernel for one layout (nhwc 0 or 1). */

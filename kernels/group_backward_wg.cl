@@ -1,8 +1,9 @@
 /*
  * group_backward_wg.cl - GroupNorm backward in channels-last layout, strategy "workgroup": a
  * work-group per group row n * G + g (gn_nhwc_bwd_group), in one launch where the tiles take
- * four to six: the group's statistics (saved, or recomputed before by gn_nhwc_group_stats,
- * group_nhwc_wg.cl, into the stats scratch), its channels' sums of dz * xhat and dz (into
+ * four to six: the group's statistics (saved, a saved float32 mean corrected in the kernel,
+ * or recomputed before by gn_nhwc_group_stats, group_nhwc_wg.cl, into the stats scratch), its
+ * channels' sums of dz * xhat and dz (into
  * the sums scratch, one tile per sample, for group_backward.cl's parameter pass, which adds
  * them over the samples), the dx coefficients mean(g) and mean(g * xhat), then dx. Each
  * item's share of x and dy (the lanes of group_nhwc_wg.cl) is read once for the sums and
@@ -71,9 +72,16 @@ __kernel void gn_nhwc_bwd_group(GN_BWD_PTRS, __global const A *stats, __global A
         __global const T *ds = dy + dy_off + n * dy_stride;
         gn_chan ch;
         ch.silu = (flags & CLNORM_KF_SILU) != 0;
-        gn_stats_of(mean, mean_off, rstd, rstd_off, stats, row, flags, &ch.K, &ch.m, &ch.r,
-                    &ch.sc);
-        ch.rlo = gn_stats_rlo(stats, row, flags);
+        /* recomputed ones from the stats scratch, or as given; saved float32 ones whose
+         * mean's rounding would reach xhat corrected here (gn_refined_mean, group_backward.cl:
+         * the chain has no refine step), its sum run by every group as no barrier may sit
+         * under a branch (below) */
+        gn_stats_of(mean, mean_off, rstd, rstd_off, stats, row, flags & ~CLNORM_KF_REFINED,
+                    &ch.K, &ch.m, &ch.r, &ch.sc);
+        ch.rlo = gn_stats_rlo(stats, row, flags & ~CLNORM_KF_REFINED);
+        gn_refined_mean(xs, ch.m,
+                        (flags & CLNORM_KF_REFINED) != 0 && saved_mean_off(ch.m, ch.r),
+                        row % G, C, cpg, hw, 1, scratch, scratch2, lid, L, &ch.K, &ch.m);
         /* Round by round of cw channels: each item's sums over its positions, then the
          * position lanes' added in lane order by the channel's first item, which writes them
          * and keeps gamma_c times them for the group's sums. */

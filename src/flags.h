@@ -49,7 +49,9 @@
 #define CLNORM_KF_REFINED (1u << 21) /* GroupNorm's backward given saved float32 statistics:
                                         gn_refine_stats put them into the stats scratch, a
                                         group's mean corrected where |mean| * rstd is above
-                                        CLNORM_SAVED_MEAN_SPAN (kernels/group_backward.cl) */
+                                        CLNORM_SAVED_MEAN_SPAN (kernels/group_backward.cl);
+                                        the small groups' and the NHWC work-group kernels
+                                        correct it in themselves */
 
 /* The backward's parameter partials (one row per block of rows) are added per column in
  * slices of at most CLNORM_PARAM_SLICE inside a sample first, one work-item per (column,

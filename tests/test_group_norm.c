@@ -966,10 +966,11 @@ static int group_teardown(void **state)
  * 1x320x64x64. */
 /* Layer 1 given the forward's saved float32 statistics of groups whose mean is large against
  * their spread (300 + N(0, 0.01^2), rstd near 100): the backward corrects such a group's mean
- * before its sums (CLNORM_KF_REFINED: kernels/group_backward.cl gn_refine_stats, the small
- * groups' kernel in itself), so every strategy gives the answer of exact statistics, the
- * reference's with mean and rstd left out. Both layouts, with and without the SiLU, small
- * groups (8 elements), groups of 256 and of 315 (3-D spatial), and a long one. */
+ * before its sums (CLNORM_KF_REFINED: kernels/group_backward.cl gn_refine_stats; the small
+ * groups' and the NHWC work-group kernels in themselves), so every strategy gives the answer
+ * of exact statistics, the reference's with mean and rstd left out. Both layouts, with and
+ * without the SiLU, small groups (8 elements), groups of 256 and of 315 (3-D spatial), and a
+ * long one. */
 static void test_saved_layer1(void **state)
 {
     (void)state;

@@ -199,8 +199,8 @@ static unsigned kernel_flags(const clnorm_op *op, const clnorm_desc *d, clnorm_d
     if (d->flags & CLNORM_SILU)
         f |= CLNORM_KF_SILU;
     /* saved float32 statistics: checked, and a mean whose rounding would reach xhat
-     * corrected, before the backward's sums (gn_refine_stats; the small groups' kernel in
-     * itself); host calls have checked them already (execute.c) */
+     * corrected, before the backward's sums (gn_refine_stats; the small groups' and the NHWC
+     * work-group kernels in themselves); host calls have checked them already (execute.c) */
     if (dir == CLNORM_BACKWARD && (present & B(MEAN)) && (present & B(RSTD)) &&
         !(d->flags & CLNORM_USE_GLOBAL_STATS) && d->dtype != CLNORM_F64)
         f |= CLNORM_KF_REFINED;
@@ -643,13 +643,13 @@ static const clnorm_karg bgroup_args[] = {OPS, {KA_SCRATCH, 0}, {KA_SCRATCH, 1},
 #define WG_BWD_FILES                                                                        \
     "common.cl", "op_group_norm.cl", "row_stats.cl", "group_nhwc.cl", "group_backward.cl",     \
         "group_nhwc_wg.cl", "group_backward_wg.cl", NULL
+/* (saved float32 statistics: the group kernel corrects their mean itself, no refine step) */
 #define WG_BWD_STEPS                                                                        \
-    {"gn_nhwc_refine_stats", REFINE_T, refine_args, GEOM_ITEMS, RUN_REFINED},               \
-        {"gn_nhwc_group_stats", B(X), gstats_args, GEOM_ITEMS, RUN_RECOMPUTE},              \
+    {"gn_nhwc_group_stats", B(X), gstats_args, GEOM_ITEMS, RUN_RECOMPUTE},                  \
         {"gn_nhwc_bwd_group", BWD_IN | B(DX), bgroup_args, GEOM_ITEMS, 0}, PARAMS_STEPS
-static const clnorm_chain nhwc_backward_workgroup = {{WG_BWD_FILES}, {WG_BWD_STEPS}, 5};
+static const clnorm_chain nhwc_backward_workgroup = {{WG_BWD_FILES}, {WG_BWD_STEPS}, 4};
 static const clnorm_chain nhwc_backward_workgroup_mod = {{WG_BWD_FILES},
-                                                         {WG_BWD_STEPS, MOD_PARAMS_STEP}, 6};
+                                                         {WG_BWD_STEPS, MOD_PARAMS_STEP}, 5};
 
 /* Small contiguous groups without the SiLU (small_backward; kernels/group_backward_small.cl):
  * one item per group row does the statistics, the sums (scratch 1, one tile per sample) and
