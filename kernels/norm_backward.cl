@@ -25,9 +25,9 @@
  *   (a second NDRange dimension); their sums then come from norm_bwd_sums, merged in chunk
  *   order, and each chunk's group writes only its own columns of the partials.
  * norm_bwd_slices, norm_bwd_params: per column, the groups' partials are added in group
- *   order (Kahan compensated), in slices of CLNORM_PARAM_SLICE first when there are many (a
- *   work-item per column and slice), then the slices in order: a fixed order, so dgamma and
- *   dbeta are the same bits run after run.
+ *   order (in double, PW, or Kahan compensated), in slices of CLNORM_PARAM_SLICE first when
+ *   there are many (a work-item per column and slice), then the slices in order: a fixed
+ *   order, so dgamma and dbeta are the same bits run after run.
  */
 
 /*
@@ -113,8 +113,9 @@ inline void bwd_refine_sums(W sd, W sg, W *sgx, A *m, W rw, ulong cols)
  * carries their roundings times rstd: LayerNorm rows of 64 at spread 3e-4 and 1e-4 about 300
  * (rstd near 316) missed torch's float64 by 1.13x and 1.27x of the bound 1e-5 + 1e-5 |ref|,
  * rows of N(0, 0.005^2) by 1.26x (tests/torch_layer_spread.py; bench/RESULTS.md, "The row
- * kernels' backward of a large rstd in double"). The parameter gradients keep their float
- * partials. Without double, or with precomputed statistics (dx = rstd * g), no row is wide.
+ * kernels' backward of a large rstd in double"). The parameter gradients' terms keep xhat in
+ * float, their partials in PW (below) as every row's. Without double, or with precomputed
+ * statistics (dx = rstd * g), no row is wide.
  */
 #define BWD_WIDE(rs, gf, flags)                                                             \
     (W_DOUBLE &&                                                                            \
@@ -502,6 +503,33 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
     }
 }
 
+/*
+ * The parameter partials (a block's S1 and S0 per column, the slices' sums, the parameter
+ * pass's) in PW: double where the device has it (W_DOUBLE), else A. Each term dy * xhat is
+ * exact in double and the sums then lose nothing that matters, where float32 partials of up
+ * to 256 rows, even Kahan-added across the blocks, put dgamma and dbeta of LayerNorm's
+ * float32 backward 1.0-4.7x the bound 1e-5 + 1e-5 |ref| away from torch's float64 on batches
+ * of 1024x768 to 16384x256 of N(0, 1) data (torch's own float32 1.1-19x; bench/RESULTS.md,
+ * "The row backward's parameter partials in double"). What stays is xhat's float32 rounding
+ * in each term. The one-block case (CLNORM_KF_PARAMS_DIRECT: a row or a few long rows) sums
+ * into dgamma and dbeta in A.
+ */
+#if W_DOUBLE
+typedef W PW;
+typedef WV PWV;
+#define PWV_OF TO_WV  /* AV -> PWV */
+#define AV_OF FROM_WV /* PWV -> AV */
+inline void pw_add(PW *s, PW *c, PW v) { *s += v; } /* (c: unused) */
+inline void pw_addv(PWV *s, PWV *c, PWV v) { *s += v; }
+#else
+typedef A PW;
+typedef AV PWV;
+#define PWV_OF(v) (v)
+#define AV_OF(v) (v)
+#define pw_add kahan_add
+#define pw_addv kahan_addv
+#endif
+
 /* dx of element i and its share of the parameter partials (one element). */
 #define BWD_ELEM(i)                                                                         \
     do {                                                                                    \
@@ -511,16 +539,23 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
             STORE1(bwd_dx1(bw, (i), bwd_g1(bw, (i), dyv), xh, rs, mg, mgx), bw.dx + (i));   \
         BWD_ELEM_PARAMS(i, dyv, xh);                                                        \
     } while (0)
-/* ... the parameter partials' share alone */
+/* ... the parameter partials' share alone (PW; direct: dgamma and dbeta, in A) */
 #define BWD_ELEM_PARAMS(i, dyv, xh)                                                         \
     do {                                                                                    \
-        if (want_dg)                                                                        \
-            pg[i] = first ? (dyv) * (xh) : fma((dyv), (xh), pg[i]);                         \
-        if (want_db)                                                                        \
-            pb[i] = first ? (dyv) : (dyv) + pb[i];                                          \
+        if (direct) {                                                                       \
+            if (want_dg)                                                                    \
+                dg[i] = first ? (dyv) * (xh) : fma((dyv), (xh), dg[i]);                     \
+            if (want_db)                                                                    \
+                db[i] = first ? (dyv) : (dyv) + db[i];                                      \
+        } else {                                                                            \
+            if (want_dg)                                                                    \
+                pg[i] = first ? (PW)(dyv) * (PW)(xh) : fma((PW)(dyv), (PW)(xh), pg[i]);     \
+            if (want_db)                                                                    \
+                pb[i] = first ? (PW)(dyv) : (PW)(dyv) + pb[i];                              \
+        }                                                                                   \
     } while (0)
 
-/* BWD_ELEM of a wide row: dx in W (bwd_g_w, bwd_dx_w), rounded once; the partials in A. */
+/* BWD_ELEM of a wide row: dx in W (bwd_g_w, bwd_dx_w), rounded once; the partials in PW. */
 #define BWD_ELEM_W(i)                                                                       \
     do {                                                                                    \
         const A dyv = LOAD1(bw.dy + (i));                                                   \
@@ -539,14 +574,28 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
             STOREV(bwd_dxv(bw, (i), bwd_gv(bw, (i), (dyv)), (xh), rs, mg, mgx), bw.dx + (i)); \
         BWD_VEC_PUT_PARAMS(i, dyv, xh);                                                     \
     } while (0)
-/* ... the parameter partials' share alone */
+/* ... the parameter partials' share alone (as BWD_ELEM_PARAMS) */
 #define BWD_VEC_PUT_PARAMS(i, dyv, xh)                                                      \
     do {                                                                                    \
-        if (want_dg)                                                                        \
-            CAT(vstore, VW)(first ? (dyv) * (xh) : fma((dyv), (xh), CAT(vload, VW)(0, pg + (i))), \
-                            0, pg + (i));                                                   \
-        if (want_db)                                                                        \
-            CAT(vstore, VW)(first ? (dyv) : (dyv) + CAT(vload, VW)(0, pb + (i)), 0, pb + (i)); \
+        if (direct) {                                                                       \
+            if (want_dg)                                                                    \
+                CAT(vstore, VW)(first ? (dyv) * (xh)                                        \
+                                      : fma((dyv), (xh), CAT(vload, VW)(0, dg + (i))),      \
+                                0, dg + (i));                                               \
+            if (want_db)                                                                    \
+                CAT(vstore, VW)(first ? (dyv) : (dyv) + CAT(vload, VW)(0, db + (i)), 0,     \
+                                db + (i));                                                  \
+        } else {                                                                            \
+            if (want_dg) {                                                                  \
+                const PWV dw = PWV_OF(dyv), xw = PWV_OF(xh);                                \
+                CAT(vstore, VW)(first ? dw * xw : fma(dw, xw, CAT(vload, VW)(0, pg + (i))), \
+                                0, pg + (i));                                               \
+            }                                                                               \
+            if (want_db) {                                                                  \
+                const PWV dw = PWV_OF(dyv);                                                 \
+                CAT(vstore, VW)(first ? dw : dw + CAT(vload, VW)(0, pb + (i)), 0, pb + (i)); \
+            }                                                                               \
+        }                                                                                   \
     } while (0)
 
 /*
@@ -555,7 +604,7 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
  * chunk order from norm_bwd_sums), then dx and the partials of the chunk's columns in one
  * sweep. first_block is 0 unless the host launches some of the blocks only (src/latency.c).
  */
-__kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global A *part,
+__kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global PW *part,
                             __global const A *sums, __global const A *gm, __local A *scratch,
                             __local A *scratch2, KS_PARAM)
 {
@@ -595,8 +644,10 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global A *part,
     for (ulong row = r0; row < r1; row++) {
         const ulong p = per_sample ? row / sample_rows : p0;
         /* The block's partial sums, or with one block (direct) the gradients themselves. */
-        __global A *pg = !direct ? part + p * 2 * cols : want_dg ? dgamma + dgamma_off : 0;
-        __global A *pb = !direct ? part + p * 2 * cols + cols : want_db ? dbeta + dbeta_off : 0;
+        __global PW *pg = !direct ? part + p * 2 * cols : 0;
+        __global PW *pb = !direct ? part + p * 2 * cols + cols : 0;
+        __global A *dg = direct && want_dg ? dgamma + dgamma_off : 0;
+        __global A *db = direct && want_db ? dbeta + dbeta_off : 0;
         A2 K;
         A m, r, sc, rlo;
         BWD_STATS(row, flags, &K, &m, &r, &sc, &rlo);
@@ -759,10 +810,7 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global A *part,
                 }
             }
 #endif
-            if (want_dg)
-                CAT(vstore, VW)(first ? dyv * xh : fma(dyv, xh, CAT(vload, VW)(0, pg + i)), 0, pg + i);
-            if (want_db)
-                CAT(vstore, VW)(first ? dyv : dyv + CAT(vload, VW)(0, pb + i), 0, pb + i);
+            BWD_VEC_PUT_PARAMS(i, dyv, xh);
         }
         for (ulong i = i0 + nv * VW + lid; i < e; i += L)
             BWD_ELEM(i);
@@ -787,12 +835,12 @@ inline int params_sliced(ulong samples, ulong per)
 }
 
 /*
- * Slice q of column j: the Kahan sums of S1 and S0 over at most CLNORM_PARAM_SLICE partials
+ * Slice q of column j: the sums of S1 and S0 (pw_add) over at most CLNORM_PARAM_SLICE partials
  * of one sample, in block order, into slices[q][j] and slices[q][cols + j]. Many blocks then
  * cost the parameter pass a few slice sums per column instead of a long dependent chain, and
  * a GPU gets (columns x slices) items rather than one per column.
  */
-__kernel void norm_bwd_slices(__global const A *part, __global A *slices, KS_PARAM)
+__kernel void norm_bwd_slices(__global const PW *part, __global PW *slices, KS_PARAM)
 {
     KS_BEGIN;
     KS_UL(sample_rows);
@@ -811,12 +859,12 @@ __kernel void norm_bwd_slices(__global const A *part, __global A *slices, KS_PAR
     const int s1_read = (flags & (CLNORM_KF_GRAD_GAMMA | CLNORM_KF_GRAD_SCALE)) != 0,
               s0_read = (flags & (CLNORM_KF_GRAD_BETA | CLNORM_KF_GRAD_SHIFT |
                                   CLNORM_KF_GRAD_SCALE)) != 0;
-    A s1 = 0, c1 = 0, s0 = 0, c0 = 0;
+    PW s1 = 0, c1 = 0, s0 = 0, c0 = 0;
     for (ulong k = k0; k < k1; k++) {
         if (s1_read)
-            kahan_add(&s1, &c1, part[k * 2 * cols + j]);
+            pw_add(&s1, &c1, part[k * 2 * cols + j]);
         if (s0_read)
-            kahan_add(&s0, &c0, part[k * 2 * cols + cols + j]);
+            pw_add(&s0, &c0, part[k * 2 * cols + cols + j]);
     }
     slices[q * 2 * cols + j] = s1;
     slices[q * 2 * cols + cols + j] = s0;
@@ -824,64 +872,68 @@ __kernel void norm_bwd_slices(__global const A *part, __global A *slices, KS_PAR
 
 /*
  * Column j of the parameter gradients: per sample, its partials S1 and S0 (or their slice
- * sums) added in order (Kahan compensated), then dscale and dshift of the sample, and dgamma
- * and dbeta accumulated over the samples in sample order. A fixed order: the same bits run
- * after run.
+ * sums) added in order (pw_add: in double, or Kahan compensated), then dscale and dshift of
+ * the sample, and dgamma and dbeta accumulated over the samples in sample order. A fixed
+ * order: the same bits run after run.
  *
- * PARAM_COLUMNS is written once for a type V of W columns: A and 1 (one column per call), and
- * on CPU devices (CLNORM_PARAMS_VEC) also AV and VW, VW neighbouring columns per work-item in
+ * PARAM_COLUMNS is written once for a type V of N columns (A and 1: one column per call; on
+ * CPU devices (CLNORM_PARAMS_VEC) also AV and VW, VW neighbouring columns per work-item in
  * vector lanes: PoCL's own vectorization of the one-column form ran four lanes with the
- * Kahan chains exposed, about 10 ns per column. The operations per column are the same in
- * both forms, so the bits are too.
+ * Kahan chains exposed, about 10 ns per column), S its sums' type (PW or PWV), TO_S and TO_V
+ * the conversions. The operations per column are the same in both forms, so the bits are too.
  */
-#define PARAM_COLUMNS(NAME, V, W, KAHAN)                                                    \
+#define PARAM_COLUMNS(NAME, V, S, N, ADD, TO_S, TO_V)                                       \
     inline void NAME(ulong j, __global const P *gamma, ulong gamma_off,                     \
                      __global const P *beta, ulong beta_off, __global P *dgamma,            \
                      ulong dgamma_off, __global P *dbeta, ulong dbeta_off,                  \
                      __global const P *scale, ulong scale_off, ulong scale_stride,          \
                      __global P *dscale, ulong dscale_off, ulong dscale_stride,             \
                      __global P *dshift, ulong dshift_off, ulong dshift_stride,             \
-                     ulong samples, ulong per, __global const A *src, ulong cols, uint flags) \
+                     ulong samples, ulong per, __global const PW *src, ulong cols,          \
+                     uint flags)                                                            \
     {                                                                                       \
         const int s1_read = (flags & (CLNORM_KF_GRAD_GAMMA | CLNORM_KF_GRAD_SCALE)) != 0,    \
                   s0_read = (flags & (CLNORM_KF_GRAD_BETA | CLNORM_KF_GRAD_SHIFT |          \
                                       CLNORM_KF_GRAD_SCALE)) != 0;                          \
-        const V gj = (flags & CLNORM_KF_GAMMA) ? PLOAD_##W(gamma + gamma_off + j) : (V)1;   \
-        const V bj = (flags & CLNORM_KF_BETA) ? PLOAD_##W(beta + beta_off + j) : (V)0;      \
-        V sg = 0, cg = 0, sb = 0, cb = 0;                                                   \
+        const V gj = (flags & CLNORM_KF_GAMMA) ? PLOAD_##N(gamma + gamma_off + j) : (V)1;   \
+        const V bj = (flags & CLNORM_KF_BETA) ? PLOAD_##N(beta + beta_off + j) : (V)0;      \
+        S sg = 0, cg = 0, sb = 0, cb = 0;                                                   \
         for (ulong s = 0; s < samples; s++) {                                               \
-            V s1 = 0, c1 = 0, s0 = 0, c0 = 0;                                               \
+            S s1 = 0, c1 = 0, s0 = 0, c0 = 0;                                               \
             for (ulong k = s * per; k < (s + 1) * per; k++) {                               \
                 if (s1_read)                                                                \
-                    KAHAN(&s1, &c1, PLOAD_##W(src + k * 2 * cols + j));                     \
+                    ADD(&s1, &c1, PLOAD_##N(src + k * 2 * cols + j));                       \
                 if (s0_read)                                                                \
-                    KAHAN(&s0, &c0, PLOAD_##W(src + k * 2 * cols + cols + j));              \
+                    ADD(&s0, &c0, PLOAD_##N(src + k * 2 * cols + cols + j));                \
             }                                                                               \
             if ((flags & CLNORM_KF_GRAD_SCALE) != 0)                                        \
-                PSTORE_##W(gj * s1 + bj * s0, dscale + dscale_off + s * dscale_stride + j); \
+                PSTORE_##N(TO_V(TO_S(gj) * s1 + TO_S(bj) * s0),                             \
+                           dscale + dscale_off + s * dscale_stride + j);                    \
             if ((flags & CLNORM_KF_GRAD_SHIFT) != 0)                                        \
-                PSTORE_##W(s0, dshift + dshift_off + s * dshift_stride + j);                \
+                PSTORE_##N(TO_V(s0), dshift + dshift_off + s * dshift_stride + j);          \
             /* dz = dy * (1 + scale): (1 + scale) S1 and (1 + scale) S0 */                  \
             const V f = (flags & CLNORM_KF_SCALE)                                           \
-                            ? (V)1 + PLOAD_##W(scale + scale_off + s * scale_stride + j)    \
+                            ? (V)1 + PLOAD_##N(scale + scale_off + s * scale_stride + j)    \
                             : (V)1;                                                         \
-            KAHAN(&sg, &cg, s1 * f);                                                        \
-            KAHAN(&sb, &cb, s0 * f);                                                        \
+            ADD(&sg, &cg, s1 * TO_S(f));                                                    \
+            ADD(&sb, &cb, s0 * TO_S(f));                                                    \
         }                                                                                   \
         if ((flags & CLNORM_KF_GRAD_GAMMA) != 0)                                            \
-            PSTORE_##W(sg, dgamma + dgamma_off + j);                                        \
+            PSTORE_##N(TO_V(sg), dgamma + dgamma_off + j);                                  \
         if ((flags & CLNORM_KF_GRAD_BETA) != 0)                                             \
-            PSTORE_##W(sb, dbeta + dbeta_off + j);                                          \
+            PSTORE_##N(TO_V(sb), dbeta + dbeta_off + j);                                    \
     }
 
 #define PLOAD_1(p) (*(p))
 #define PSTORE_1(v, p) (*(p) = (v))
-PARAM_COLUMNS(param_column, A, 1, kahan_add)
+#define PW_OF1(v) ((PW)(v))
+#define A_OF1(v) ((A)(v))
+PARAM_COLUMNS(param_column, A, PW, 1, pw_add, PW_OF1, A_OF1)
 
 #if defined(CLNORM_PARAMS_VEC)
 #define PLOAD_VW(p) CAT(vload, VW)(0, (p))
 #define PSTORE_VW(v, p) CAT(vstore, VW)((v), 0, (p))
-PARAM_COLUMNS(param_columns_v, AV, VW, kahan_addv)
+PARAM_COLUMNS(param_columns_v, AV, PWV, VW, pw_addv, PWV_OF, AV_OF)
 #endif
 
 /* Work-item i takes columns [i * PARAM_W, (i + 1) * PARAM_W): in lanes where all of them are
@@ -894,8 +946,8 @@ PARAM_COLUMNS(param_columns_v, AV, VW, kahan_addv)
 
 __kernel void norm_bwd_params(__global const P *gamma, __global const P *beta,
                               __global P *dgamma, __global P *dbeta, __global const P *scale,
-                              __global P *dscale, __global P *dshift, __global const A *part,
-                              __global const A *slices, KS_PARAM)
+                              __global P *dscale, __global P *dshift, __global const PW *part,
+                              __global const PW *slices, KS_PARAM)
 {
     KS_BEGIN;
     KS_TENSOR(gamma);
@@ -918,7 +970,7 @@ __kernel void norm_bwd_params(__global const P *gamma, __global const P *beta,
     const ulong np = partials_per_sample(sample_rows, rows_per_group);
     const int sliced = params_sliced(samples, np);
     const ulong per = sliced ? (np + CLNORM_PARAM_SLICE - 1) / CLNORM_PARAM_SLICE : np;
-    __global const A *src = sliced ? slices : part;
+    __global const PW *src = sliced ? slices : part;
 #if defined(CLNORM_PARAMS_VEC)
     if (j0 + VW <= cols) {
         param_columns_v(j0, gamma, gamma_off, beta, beta_off, dgamma, dgamma_off, dbeta,

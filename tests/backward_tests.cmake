@@ -14,3 +14,6 @@ clnorm_add_test(test_backward_errors test_backward_errors.c)
 # The backward pass with statistics recomputed from x (mean/rstd NULL) vs a float64 backward,
 # on the large-mean and tiny-spread families where a float32 saved mean would not do.
 clnorm_add_test(test_backward_recompute test_backward_recompute.c)
+# The row operations' parameter gradients of tall float32 batches per element (1e-5 + 1e-5
+# |ref|), where the normwise tolerance of the suites above passes float32 partial sums.
+clnorm_add_test(test_backward_params test_backward_params.c)

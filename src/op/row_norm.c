@@ -239,9 +239,11 @@ unsigned clnorm_row_norm_flags(const clnorm_op *op, const clnorm_desc *d, clnorm
 }
 
 /* One block of rows holding the only sample, no modulation: the block's partial sums are
- * dgamma and dbeta (the parameter pass would add one partial: the same bits), so the rows
- * kernel writes them there and one launch is saved. On a CPU's latency path that launch is
- * half of a small backward's time. */
+ * dgamma and dbeta, so the rows kernel writes them there and one launch is saved. On a
+ * CPU's latency path that launch is half of a small backward's time. Only for blocks of at
+ * most CLNORM_PARAMS_DIRECT_ROWS rows: the kernel sums them in float where the partials are
+ * double (kernels/norm_backward.cl, PW), and 127 rows of 131072 columns in one block had put
+ * dbeta 1.04x past the bound 1e-5 + 1e-5 |ref| from torch's float64 (tests/torch_layer_params.py). */
 unsigned clnorm_row_norm_geometry_flags(const clnorm_op *op, const clnorm_desc *d,
                                         const struct clnorm_geometry *g, clnorm_direction dir,
                                         unsigned flags)
@@ -252,7 +254,7 @@ unsigned clnorm_row_norm_geometry_flags(const clnorm_op *op, const clnorm_desc *
     if (dir != CLNORM_BACKWARD)
         return flags;
     if ((flags & (CLNORM_KF_GRAD_GAMMA | CLNORM_KF_GRAD_BETA)) && !(flags & modulated) &&
-        d->samples <= 1 && g->bwd_groups == 1)
+        d->samples <= 1 && g->bwd_groups == 1 && d->rows <= CLNORM_PARAMS_DIRECT_ROWS)
         flags |= CLNORM_KF_PARAMS_DIRECT;
     /* The wide rows' factors (kernels/norm_backward.cl, BWD_GF): only where a row can be
      * wide (LayerNorm's dx from its own statistics) and gamma or a scale makes the factor
@@ -479,8 +481,11 @@ void clnorm_row_norm_scratch(const clnorm_desc *d, const clnorm_geometry *g,
         return;
     }
     bytes[0] = clnorm_bytes3(d->rows, CLNORM_STATS_PER_ROW, acc);
-    bytes[1] = clnorm_bytes3(d->samples * bwd_partials_per_sample(d, g), 2 * d->cols, acc);
-    bytes[3] = clnorm_bytes3(g->bwd_slices, 2 * d->cols, acc);
+    /* the parameter partials and their slices in double where the device has it
+     * (kernels/norm_backward.cl, PW); sized for double on every device */
+    const size_t pw = acc > sizeof(double) ? acc : sizeof(double);
+    bytes[1] = clnorm_bytes3(d->samples * bwd_partials_per_sample(d, g), 2 * d->cols, pw);
+    bytes[3] = clnorm_bytes3(g->bwd_slices, 2 * d->cols, pw);
     if (g->bwd_chunks > 1) /* (kernels/norm_backward.cl, BWD_SUMS_PER_CHUNK) */
         bytes[2] = clnorm_bytes3(d->rows, CLNORM_ROW_SUMS_PER_CHUNK * g->bwd_chunks, acc);
     bytes[4] = clnorm_bytes3(d->samples, 1, acc); /* (norm_bwd_gmax) */

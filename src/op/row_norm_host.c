@@ -12,9 +12,9 @@
  * statistics (row_norm_host_body.h), and is tested against the reference like a strategy;
  * but a float32 LayerNorm row of a large rstd * |gamma| takes its backward in double
  * (row_norm_host_body.h, HN(row_wide)).
- * Parameter gradients are summed in float over blocks of HROWS rows, then in double within
- * each chunk of rows, then over the chunks in order: deterministic, and the same whatever the
- * number of threads, since the chunks depend on the shape alone.
+ * Parameter gradients are summed in double row by row within each chunk of rows, then over
+ * the chunks in order: deterministic, and the same whatever the number of threads, since the
+ * chunks depend on the shape alone.
  */
 #include "../dtype.h"
 #include "../half_bits.h"
@@ -27,16 +27,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Rows whose parameter-gradient partials are summed in the arithmetic type before they are
- * added into double (the kernels' backward row blocks). */
+/* The backward's chunks are multiples of HROWS rows (below), as when their parameter
+ * gradients' float partials were blocks of that many rows. */
 #define HROWS 32
 
 /* Rows of one chunk: about HCHUNK elements and at most HMAX_CHUNKS chunks (the backward keeps
- * a few rows of double sums per chunk). The backward's chunks are whole HROWS blocks (so that
- * its float partials are the blocks one thread would form) unless that makes one chunk of
- * rows that would have been several: a few long rows (32 x 4096 was one chunk, so one
- * thread, at 0.45x oneDNN) are cut into HFEW_CHUNKS chunks then, each at least a quarter of
- * HCHUNK, each flushing its partials at its end. Four, not eight: each chunk adds its rows of
+ * a few rows of double sums per chunk). The backward's chunks are whole HROWS blocks unless
+ * that makes one chunk of rows that would have been several: a few long rows (32 x 4096 was
+ * one chunk, so one thread, at 0.45x oneDNN) are cut into HFEW_CHUNKS chunks then, each at
+ * least a quarter of HCHUNK. Four, not eight: each chunk adds its rows of
  * double sums in the calling thread at the end, and 16 x 4096 in eight chunks ran 0.86-1.27x
  * the single chunk, in four 1.27-1.63x. (Cutting every call of fewer than eight whole
  * chunks, 64 x 768's two chunks of 32 rows became eight of 8 and ran 0.92-0.95x on two

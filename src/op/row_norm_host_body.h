@@ -174,7 +174,6 @@ typedef struct {
     size_t chunk_rows, nchunks;
     HA *params;    /* gamma, beta as HA: loaded once, read by every thread */
     HA *scratch;   /* per thread: NBUF rows of staging (HN(bufs)) */
-    HA *part;      /* backward, per thread: 4 rows of HA partials (HN(accumulate)) */
     double *cur;   /* backward with dscale/dshift, per thread: the current sample's 2 rows */
     double *sums;  /* backward, per chunk: acc_rows rows of double sums (HN(backward)) */
     double *carry; /* backward with dscale/dshift: 2 rows of zeros (HN(combine)) */
@@ -253,38 +252,39 @@ HPHASE_AVX2 static void HN(forward)(const HN(job) *job, HN(bufs) *b, size_t r0, 
 #endif
 }
 
-/* The parameter gradients' running sums: per row in HA partials (dgamma, dbeta, dscale,
- * dshift; part + 4 cols), added into double sums every HROWS rows and at each sample's end,
- * as the kernels add per-block partials; rounded once at the end. */
-static HINLINE void HN(accumulate)(const HN(bufs) *b, size_t cols, HA *part, int mod,
-                                   int scaled)
+/* The parameter gradients' running sums, in double row by row: dgamma and dbeta into acc
+ * (acc + cols), dscale and dshift into cur (cur + cols); rounded once at the end. Each term
+ * dz * xhat is exact in double (float32 storage), so what stays is xhat's own rounding: float
+ * partials of 32 rows, then added in double, had put dgamma and dbeta of float32 batches of
+ * 1024x256 to 16384x16 at 0.4-0.96x the bound 1e-5 + 1e-5 |ref| from torch's float64, and
+ * 1.3-1.8x at 32768x32 and 4096x1024 (bench/RESULTS.md, "The row backward's parameter
+ * partials in double"), as the kernels' partials do. */
+static HINLINE void HN(add_terms)(double *restrict s1, double *restrict s0,
+                                  const HA *restrict dz, const HA *restrict v, size_t cols)
 {
-    HA *dg = part, *db = part + cols, *dsc = part + 2 * cols, *dsh = part + 3 * cols;
-    if (scaled) {
-        for (size_t j = 0; j < cols; j++) {
-            const HA dz = b->dyr[j] * b->ops[j];
-            dg[j] += dz * b->xh[j];
-            db[j] += dz;
-        }
-    } else { /* ops is 1: dy * 1 is dy, bit for bit, without reading ops */
-        for (size_t j = 0; j < cols; j++) {
-            dg[j] += b->dyr[j] * b->xh[j];
-            db[j] += b->dyr[j];
-        }
+    for (size_t j = 0; j < cols; j++) {
+        s1[j] += (double)dz[j] * (double)v[j];
+        s0[j] += (double)dz[j];
     }
-    if (mod)
-        for (size_t j = 0; j < cols; j++) {
-            dsc[j] += b->dyr[j] * (b->xh[j] * b->gam[j] + b->bet[j]);
-            dsh[j] += b->dyr[j];
-        }
 }
 
-/* n partials added into the double sums, and zeroed. */
-static HINLINE void HN(flush)(double *acc, HA *part, size_t n)
+static HINLINE void HN(accumulate)(const HN(bufs) *b, size_t cols, double *acc, double *cur,
+                                   int mod, int scaled)
 {
-    for (size_t j = 0; j < n; j++) {
-        acc[j] += (double)part[j];
-        part[j] = 0;
+    /* (out, the outputs' staging, is free until dx: it takes dz or z) */
+    if (scaled) { /* dz = dy * (1 + scale), rounded as the kernels do */
+        HA *restrict dz = b->out;
+        for (size_t j = 0; j < cols; j++)
+            dz[j] = b->dyr[j] * b->ops[j];
+        HN(add_terms)(acc, acc + cols, dz, b->xh, cols);
+    } else { /* ops is 1: dy * 1 is dy, bit for bit, without reading ops */
+        HN(add_terms)(acc, acc + cols, b->dyr, b->xh, cols);
+    }
+    if (mod) {
+        HA *restrict z = b->out;
+        for (size_t j = 0; j < cols; j++)
+            z[j] = b->xh[j] * b->gam[j] + b->bet[j];
+        HN(add_terms)(cur, cur + cols, b->dyr, z, cols);
     }
 }
 
@@ -403,8 +403,8 @@ static HNOINLINE void HN(row_w_dx)(const HN(bufs) *b, size_t cols, int residual,
  * sample the chunk starts in, up to that sample's end or the chunk's ("head"), and the
  * sample it ends in when that one goes on past it ("tail"). Samples wholly inside the chunk
  * are stored here; HN(combine) adds the rest in chunk order. A phase function (HPHASE_AVX2). */
-HPHASE_AVX2 static void HN(backward)(const HN(job) *job, HN(bufs) *b, HA *part, double *cur,
-                                     size_t c, size_t r0, size_t r1)
+HPHASE_AVX2 static void HN(backward)(const HN(job) *job, HN(bufs) *b, double *cur, size_t c,
+                                     size_t r0, size_t r1)
 {
     const clnorm_op *op = job->op;
     const clnorm_desc *d = job->d;
@@ -476,16 +476,8 @@ HPHASE_AVX2 static void HN(backward)(const HN(job) *job, HN(bufs) *b, HA *part, 
                                         (row + 1) * d->residual_stride, cols);
         }
         if (acc) {
-            HN(accumulate)(b, cols, part, mod, scaled);
+            HN(accumulate)(b, cols, acc, cur, mod, scaled);
             const int sample_end = (row + 1) % T == 0;
-            /* Blocks of HROWS rows (a chunk's last block ends with it: chunks of whole
-             * blocks give the blocks one thread running every row would form) or to a
-             * sample's end. */
-            if (sample_end || (row + 1) % HROWS == 0 || row + 1 == r1) {
-                HN(flush)(acc, part, 2 * cols);
-                if (mod)
-                    HN(flush)(cur, part + 2 * cols, 2 * cols);
-            }
             if (sample_end && mod) {
                 if (!ended) { /* the sample the chunk starts in: HN(combine) finishes it */
                     HN(move_sums)(head, cur, 2 * cols, 0);
@@ -590,8 +582,8 @@ static void HN(chunk)(void *arg, size_t c, unsigned worker)
     if (job->dir == CLNORM_FORWARD)
         HN(forward)(job, &b, r0, r1);
     else
-        HN(backward)(job, &b, job->part ? job->part + (size_t)worker * 4 * cols : NULL,
-                     job->cur ? job->cur + (size_t)worker * 2 * cols : NULL, c, r0, r1);
+        HN(backward)(job, &b, job->cur ? job->cur + (size_t)worker * 2 * cols : NULL, c, r0,
+                     r1);
 }
 
 /* One call: its chunks (row_norm_host.c, host_chunk_rows) run on the pool, the scratch of
@@ -615,30 +607,27 @@ static clnorm_status HN(run)(const clnorm_op *op, const clnorm_desc *d, clnorm_d
                        a->p[CLNORM_ARG_DSCALE] || a->p[CLNORM_ARG_DSHIFT]);
     const int mod = dir == CLNORM_BACKWARD && (a->p[CLNORM_ARG_DSCALE] || a->p[CLNORM_ARG_DSHIFT]);
     job.acc_rows = mod ? 6 : 2;
-    /* HA: params, scratch, part; double: cur, sums, total; bytes: ends */
-    const size_t nha = 2 * cols + width * HN(NBUF) * cols + (grads ? width * 4 * cols : 0);
+    /* HA: params, scratch; double: cur, sums, total; bytes: ends */
+    const size_t nha = 2 * cols + width * HN(NBUF) * cols;
     const size_t ndbl = (mod ? width * 2 * cols : 0) +
                         (grads ? job.nchunks * job.acc_rows * cols + 2 * cols : 0);
     const size_t nbytes = mod ? job.nchunks : 0;
     if (nha > SIZE_MAX / 4 / sizeof(HA) || ndbl > SIZE_MAX / 4 / sizeof(double) ||
         nbytes > SIZE_MAX / 4)
         return CLNORM_OUT_OF_MEMORY;
-    /* One allocation: the double sums, the HA rows, the flags. Only the partials, the sums
-     * and the flags start at zero: the staging is written before it is read (zeroing it
-     * would cost a small call a quarter of its time). */
+    /* One allocation: the double sums, the HA rows, the flags. Only the sums and the flags
+     * start at zero: the staging is written before it is read (zeroing it would cost a
+     * small call a quarter of its time). */
     char *mem = malloc(ndbl * sizeof(double) + nha * sizeof(HA) + nbytes + 1);
     if (!mem)
         return CLNORM_OUT_OF_MEMORY;
     double *dbl = (double *)(void *)mem;
     HA *ha = (HA *)(void *)(mem + ndbl * sizeof(double));
     unsigned char *ends = (unsigned char *)(ha + nha);
-    const size_t nzero = grads ? width * 4 * cols : 0; /* the partials, last of the HA rows */
     memset(dbl, 0, ndbl * sizeof(double));
-    memset(ha + (nha - nzero), 0, nzero * sizeof(HA));
     memset(ends, 0, nbytes);
     job.params = ha;
     job.scratch = ha + 2 * cols;
-    job.part = grads ? job.scratch + width * HN(NBUF) * cols : NULL;
     job.cur = mod ? dbl : NULL;
     job.sums = grads ? dbl + (mod ? width * 2 * cols : 0) : NULL;
     job.carry = grads ? job.sums + job.nchunks * job.acc_rows * cols : NULL;
