@@ -87,49 +87,83 @@ static const char *op_name(clnorm_kind k)
     return info.name;
 }
 
+/* Every row operation at each of n shapes, plain and modulated: run checks one problem
+ * (who names it) and returns its elements out of the bound. */
+typedef size_t (*case_fn)(const tu_problem *p, const char *who);
+
+static size_t each_case(const size_t shapes[][2], size_t n, uint64_t seed, case_fn run)
+{
+    clnorm_kind kinds[8];
+    const size_t nk = row_kinds(kinds);
+    size_t bad = 0;
+    for (size_t s = 0; s < n; s++)
+        for (size_t k = 0; k < nk; k++)
+            for (int mod = 0; mod < 2; mod++) {
+                tu_problem p;
+                make(&p, kinds[k], shapes[s][0], shapes[s][1], mod,
+                     seed + 10 * s + 2 * k + (uint64_t)mod);
+                char who[96];
+                snprintf(who, sizeof who, "%s %zux%zu%s", op_name(kinds[k]), shapes[s][0],
+                         shapes[s][1], mod ? " modulated" : "");
+                bad += run(&p, who);
+                tu_problem_free(&p);
+            }
+    return bad;
+}
+
 /* Layer 1 on every strategy, and the host call of the auto plan. */
+static size_t on_kernels(const tu_problem *p, const char *who)
+{
+    static const clnorm_strategy strategies[] = {CLNORM_STRATEGY_AUTO, CLNORM_STRATEGY_ROW,
+                                                 CLNORM_STRATEGY_WORKGROUP, CLNORM_STRATEGY_SPLIT,
+                                                 CLNORM_STRATEGY_SUBGROUP};
+    const tu_launch l = tu_launch_offsets();
+    size_t bad = 0;
+    for (size_t i = 0; i < TU_COUNT(strategies); i++) {
+        clnorm_plan *plan = tu_plan_if(g_ctx, &p->desc, strategies[i]);
+        if (plan == NULL)
+            continue;
+        tu_args got;
+        char what[128];
+        tu_problem_run_cl(g_ctx, p, plan, &l, 0, &got);
+        snprintf(what, sizeof what, "%s %s", who, clnorm_strategy_name(strategies[i]));
+        bad += params_elementwise(p, &got, what);
+        tu_args_free(&got);
+        if (strategies[i] == CLNORM_STRATEGY_AUTO) {
+            tu_problem_run_host(g_ctx, p, plan, &l, 0, &got);
+            snprintf(what, sizeof what, "%s host call", who);
+            bad += params_elementwise(p, &got, what);
+            tu_args_free(&got);
+        }
+        clnorm_plan_free(plan);
+    }
+    return bad;
+}
+
 static void test_tall_kernels(void **state)
 {
     (void)state;
     if (!tu_has_device(g_ctx))
         skip();
     static const size_t shapes[][2] = {{2048, 512}, {8192, 64}};
-    clnorm_kind kinds[8];
-    const size_t nk = row_kinds(kinds);
-    static const clnorm_strategy strategies[] = {CLNORM_STRATEGY_AUTO, CLNORM_STRATEGY_ROW,
-                                                 CLNORM_STRATEGY_WORKGROUP, CLNORM_STRATEGY_SPLIT,
-                                                 CLNORM_STRATEGY_SUBGROUP};
-    const tu_launch l = tu_launch_offsets();
-    size_t bad = 0;
-    for (size_t s = 0; s < TU_COUNT(shapes); s++)
-        for (size_t k = 0; k < nk; k++)
-            for (int mod = 0; mod < 2; mod++) {
-                tu_problem p;
-                make(&p, kinds[k], shapes[s][0], shapes[s][1], mod,
-                     9100 + 10 * s + 2 * k + (uint64_t)mod);
-                for (size_t i = 0; i < TU_COUNT(strategies); i++) {
-                    clnorm_plan *plan = tu_plan_if(g_ctx, &p.desc, strategies[i]);
-                    if (plan == NULL)
-                        continue;
-                    tu_args got;
-                    tu_problem_run_cl(g_ctx, &p, plan, &l, 0, &got);
-                    char who[96];
-                    snprintf(who, sizeof who, "%s %zux%zu%s %s", op_name(kinds[k]),
-                             shapes[s][0], shapes[s][1], mod ? " modulated" : "",
-                             clnorm_strategy_name(strategies[i]));
-                    bad += params_elementwise(&p, &got, who);
-                    tu_args_free(&got);
-                    if (strategies[i] == CLNORM_STRATEGY_AUTO) { /* the host call too */
-                        tu_problem_run_host(g_ctx, &p, plan, &l, 0, &got);
-                        bad += params_elementwise(&p, &got, "host call");
-                        tu_args_free(&got);
-                    }
-                    clnorm_plan_free(plan);
-                }
-                tu_problem_free(&p);
-            }
+    const size_t bad = each_case(shapes, TU_COUNT(shapes), 9100, on_kernels);
     if (bad)
         fail_msg("%zu parameter-gradient elements beyond 1e-5 + 1e-5 |ref|", bad);
+}
+
+/* The host call of the auto plan, which takes the host loop (test_tall_host_loop). */
+static size_t on_host_loop(const tu_problem *p, const char *who)
+{
+    const tu_launch l = tu_launch_offsets();
+    clnorm_plan *plan = tu_plan(g_ctx, &p->desc, CLNORM_STRATEGY_AUTO);
+    tu_args got;
+    char what[128];
+    tu_problem_run_host(g_ctx, p, plan, &l, 0, &got);
+    snprintf(what, sizeof what, "%s host loop", who);
+    const size_t bad = params_elementwise(p, &got, what);
+    tu_args_free(&got);
+    clnorm_plan_free(plan);
+    return bad;
 }
 
 /* The host loop (CPU devices) past the size it runs by default, read when a plan is made. */
@@ -142,27 +176,7 @@ static void test_tall_host_loop(void **state)
     char *saved = was ? strdup(was) : NULL;
     setenv("CLNORM_HOST_BACKWARD_BYTES", "1099511627776", 1);
     static const size_t shapes[][2] = {{4096, 1024}, {32768, 32}};
-    clnorm_kind kinds[8];
-    const size_t nk = row_kinds(kinds);
-    const tu_launch l = tu_launch_offsets();
-    size_t bad = 0;
-    for (size_t s = 0; s < TU_COUNT(shapes); s++)
-        for (size_t k = 0; k < nk; k++)
-            for (int mod = 0; mod < 2; mod++) {
-                tu_problem p;
-                make(&p, kinds[k], shapes[s][0], shapes[s][1], mod,
-                     9200 + 10 * s + 2 * k + (uint64_t)mod);
-                clnorm_plan *plan = tu_plan(g_ctx, &p.desc, CLNORM_STRATEGY_AUTO);
-                tu_args got;
-                tu_problem_run_host(g_ctx, &p, plan, &l, 0, &got);
-                char who[96];
-                snprintf(who, sizeof who, "host loop %s %zux%zu%s", op_name(kinds[k]),
-                         shapes[s][0], shapes[s][1], mod ? " modulated" : "");
-                bad += params_elementwise(&p, &got, who);
-                tu_args_free(&got);
-                clnorm_plan_free(plan);
-                tu_problem_free(&p);
-            }
+    const size_t bad = each_case(shapes, TU_COUNT(shapes), 9200, on_host_loop);
     if (saved) {
         setenv("CLNORM_HOST_BACKWARD_BYTES", saved, 1);
         free(saved);
