@@ -511,8 +511,8 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
  * float32 backward 1.0-4.7x the bound 1e-5 + 1e-5 |ref| away from torch's float64 on batches
  * of 1024x768 to 16384x256 of N(0, 1) data (torch's own float32 1.1-19x; bench/RESULTS.md,
  * "The row backward's parameter partials in double"). What stays is xhat's float32 rounding
- * in each term. The one-block case (CLNORM_KF_PARAMS_DIRECT: a row or a few long rows) sums
- * into dgamma and dbeta in A.
+ * in each term. The one-block case (CLNORM_KF_PARAMS_DIRECT: at most
+ * CLNORM_PARAMS_DIRECT_ROWS rows, flags.h) sums into dgamma and dbeta in A.
  */
 #if W_DOUBLE
 typedef W PW;
@@ -587,13 +587,13 @@ typedef AV PWV;
                                 db + (i));                                                  \
         } else {                                                                            \
             if (want_dg) {                                                                  \
-                const PWV dw = PWV_OF(dyv), xw = PWV_OF(xh);                                \
-                CAT(vstore, VW)(first ? dw * xw : fma(dw, xw, CAT(vload, VW)(0, pg + (i))), \
+                const PWV pd = PWV_OF(dyv), px = PWV_OF(xh);                                \
+                CAT(vstore, VW)(first ? pd * px : fma(pd, px, CAT(vload, VW)(0, pg + (i))), \
                                 0, pg + (i));                                               \
             }                                                                               \
             if (want_db) {                                                                  \
-                const PWV dw = PWV_OF(dyv);                                                 \
-                CAT(vstore, VW)(first ? dw : dw + CAT(vload, VW)(0, pb + (i)), 0, pb + (i)); \
+                const PWV pd = PWV_OF(dyv);                                                 \
+                CAT(vstore, VW)(first ? pd : pd + CAT(vload, VW)(0, pb + (i)), 0, pb + (i)); \
             }                                                                               \
         }                                                                                   \
     } while (0)
