@@ -747,22 +747,22 @@ inline void gn_row_stats_w(row_in in, ulong cols, uint lid, uint L, __local A *l
  * Saved float32 statistics of a backward (CLNORM_KF_REFINED, group_norm.c: layer-1 calls;
  * host calls recompute such statistics before, src/execute.c): gn_refine_stats writes them
  * into the stats scratch, where the chain's kernels read them as they read recomputed ones
- * (gn_stats_of); the NHWC work-group kernel (gn_nhwc_bwd_group, group_backward_wg.cl) takes
- * gn_refined_mean's in itself, one launch fewer. A float32 mean is
- * the group's rounded, up to |mean| 2^-24 off, which xhat carries times rstd into dx, dgamma
- * and through the SiLU into dz: where a group's |mean| * rstd is above
- * CLNORM_SAVED_MEAN_SPAN (flags.h) it is taken around its shift K (the median of its first
- * three elements, an element of the group, so x - K is exact) with m = (mean - K) plus the
- * mean of the deviations ((x - K) - (mean - K)), read here: the group's mean to the rounding
- * of its deviations. rstd stays as given (its rounding is relative). Other groups go in as
- * given (K 0, m the mean), the same values the kernels read without this step. A
- * work-group per group row, every item getting K and m; the sum over its items runs for
- * every group (fix or not), so that no barrier
- * lies under a branch on the data (gn_nhwc_group_stats says why). nhwc: the group is cpg
- * channels strided by C over the positions, else one contiguous block.
+ * (gn_stats_of); the NHWC work-group kernel (gn_nhwc_bwd_group, group_backward_wg.cl) calls
+ * gn_refined_mean itself, one launch fewer. A float32 mean is the group's rounded, up to
+ * |mean| 2^-24 off, which xhat carries times rstd into dx, dgamma and through the SiLU into
+ * dz: where a group's |mean| * rstd is above CLNORM_SAVED_MEAN_SPAN (flags.h) it is taken
+ * around its shift K (the median of its first three elements, an element of the group, so
+ * x - K is exact) with m = (mean - K) plus the mean of the deviations ((x - K) - (mean - K)),
+ * read here: the group's mean to the rounding of its deviations. rstd stays as given (its
+ * rounding is relative). Other groups go in as given (K 0, m the mean), the same values the
+ * kernels read without this step. nhwc: the group is cpg channels strided by C over the
+ * positions, else one contiguous block.
+ *
+ * gn_refined_mean: where fix, (*K_out, *m_out) the corrected pair, else left as they are. A
+ * work-group per group row, every item getting the result; every item must call it, fix or
+ * not, since its sum's barriers may not lie under a branch on the data (gn_nhwc_group_stats
+ * says why).
  */
-/* Where fix: the mean mu corrected, as (*K_out, *m_out); else those left as they are. Every
- * item of the work-group must call it (its sum's barriers). */
 inline void gn_refined_mean(__global const T *xs, A mu, int fix, ulong g, ulong C, ulong cpg,
                             ulong hw, const int nhwc, __local A *scratch, __local A *scratch2,
                             uint lid, uint L, A *K_out, A *m_out)

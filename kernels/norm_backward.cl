@@ -511,8 +511,8 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
  * float32 backward 1.0-4.7x the bound 1e-5 + 1e-5 |ref| away from torch's float64 on batches
  * of 1024x768 to 16384x256 of N(0, 1) data (torch's own float32 1.1-19x; bench/RESULTS.md,
  * "The row backward's parameter partials in double"). What stays is xhat's float32 rounding
- * in each term. The one-block case (CLNORM_KF_PARAMS_DIRECT: at most
- * CLNORM_PARAMS_DIRECT_ROWS rows, flags.h) sums into dgamma and dbeta in A.
+ * in each term. With one block (CLNORM_KF_PARAMS_DIRECT) the rows kernel stores its
+ * partials as dgamma and dbeta itself.
  */
 #if W_DOUBLE
 typedef W PW;
@@ -539,20 +539,13 @@ typedef AV PWV;
             STORE1(bwd_dx1(bw, (i), bwd_g1(bw, (i), dyv), xh, rs, mg, mgx), bw.dx + (i));   \
         BWD_ELEM_PARAMS(i, dyv, xh);                                                        \
     } while (0)
-/* ... the parameter partials' share alone (PW; direct: dgamma and dbeta, in A) */
+/* ... the parameter partials' share alone (PW) */
 #define BWD_ELEM_PARAMS(i, dyv, xh)                                                         \
     do {                                                                                    \
-        if (direct) {                                                                       \
-            if (want_dg)                                                                    \
-                dg[i] = first ? (dyv) * (xh) : fma((dyv), (xh), dg[i]);                     \
-            if (want_db)                                                                    \
-                db[i] = first ? (dyv) : (dyv) + db[i];                                      \
-        } else {                                                                            \
-            if (want_dg)                                                                    \
-                pg[i] = first ? (PW)(dyv) * (PW)(xh) : fma((PW)(dyv), (PW)(xh), pg[i]);     \
-            if (want_db)                                                                    \
-                pb[i] = first ? (PW)(dyv) : (PW)(dyv) + pb[i];                              \
-        }                                                                                   \
+        if (want_dg)                                                                        \
+            pg[i] = first ? (PW)(dyv) * (PW)(xh) : fma((PW)(dyv), (PW)(xh), pg[i]);         \
+        if (want_db)                                                                        \
+            pb[i] = first ? (PW)(dyv) : (PW)(dyv) + pb[i];                                  \
     } while (0)
 
 /* BWD_ELEM of a wide row: dx in W (bwd_g_w, bwd_dx_w), rounded once; the partials in PW. */
@@ -577,24 +570,14 @@ typedef AV PWV;
 /* ... the parameter partials' share alone (as BWD_ELEM_PARAMS) */
 #define BWD_VEC_PUT_PARAMS(i, dyv, xh)                                                      \
     do {                                                                                    \
-        if (direct) {                                                                       \
-            if (want_dg)                                                                    \
-                CAT(vstore, VW)(first ? (dyv) * (xh)                                        \
-                                      : fma((dyv), (xh), CAT(vload, VW)(0, dg + (i))),      \
-                                0, dg + (i));                                               \
-            if (want_db)                                                                    \
-                CAT(vstore, VW)(first ? (dyv) : (dyv) + CAT(vload, VW)(0, db + (i)), 0,     \
-                                db + (i));                                                  \
-        } else {                                                                            \
-            if (want_dg) {                                                                  \
-                const PWV pd = PWV_OF(dyv), px = PWV_OF(xh);                                \
-                CAT(vstore, VW)(first ? pd * px : fma(pd, px, CAT(vload, VW)(0, pg + (i))), \
-                                0, pg + (i));                                               \
-            }                                                                               \
-            if (want_db) {                                                                  \
-                const PWV pd = PWV_OF(dyv);                                                 \
-                CAT(vstore, VW)(first ? pd : pd + CAT(vload, VW)(0, pb + (i)), 0, pb + (i)); \
-            }                                                                               \
+        if (want_dg) {                                                                      \
+            const PWV pd = PWV_OF(dyv), px = PWV_OF(xh);                                    \
+            CAT(vstore, VW)(first ? pd * px : fma(pd, px, CAT(vload, VW)(0, pg + (i))), 0,  \
+                            pg + (i));                                                      \
+        }                                                                                   \
+        if (want_db) {                                                                      \
+            const PWV pd = PWV_OF(dyv);                                                     \
+            CAT(vstore, VW)(first ? pd : pd + CAT(vload, VW)(0, pb + (i)), 0, pb + (i));    \
         }                                                                                   \
     } while (0)
 
@@ -643,11 +626,8 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global PW *part
     BWD_GF_CACHE;
     for (ulong row = r0; row < r1; row++) {
         const ulong p = per_sample ? row / sample_rows : p0;
-        /* The block's partial sums, or with one block (direct) the gradients themselves. */
-        __global PW *pg = !direct ? part + p * 2 * cols : 0;
-        __global PW *pb = !direct ? part + p * 2 * cols + cols : 0;
-        __global A *dg = direct && want_dg ? dgamma + dgamma_off : 0;
-        __global A *db = direct && want_db ? dbeta + dbeta_off : 0;
+        /* The block's partial sums (with one block, direct, dgamma and dbeta: below). */
+        __global PW *pg = part + p * 2 * cols, *pb = pg + cols;
         A2 K;
         A m, r, sc, rlo;
         BWD_STATS(row, flags, &K, &m, &r, &sc, &rlo);
@@ -814,6 +794,27 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global PW *part
         }
         for (ulong i = i0 + nv * VW + lid; i < e; i += L)
             BWD_ELEM(i);
+    }
+    /* One block (direct): its partials are dgamma and dbeta, each item storing the columns
+     * it summed (vectors lid, lid + L, ... and the tail, as every loop above takes them on
+     * GPUs; one item, CPU devices, owns them all), rounded once. */
+    if (direct) {
+        __global const PW *pg = part + p0 * 2 * cols, *pb = pg + cols;
+        const ulong nv = (e - b) / VW;
+        for (ulong v = lid; v < nv; v += L)
+            for (uint k = 0; k < VW; k++) {
+                const ulong j = b + v * VW + k;
+                if (want_dg)
+                    dgamma[dgamma_off + j] = (A)pg[j];
+                if (want_db)
+                    dbeta[dbeta_off + j] = (A)pb[j];
+            }
+        for (ulong j = b + nv * VW + lid; j < e; j += L) {
+            if (want_dg)
+                dgamma[dgamma_off + j] = (A)pg[j];
+            if (want_db)
+                dbeta[dbeta_off + j] = (A)pb[j];
+        }
     }
 }
 

@@ -30,12 +30,10 @@
                                              reads them, the backward drops their terms) */
 #define CLNORM_KF_GRAD_SCALE (1u << 15) /* backward: write dscale */
 #define CLNORM_KF_GRAD_SHIFT (1u << 16) /* backward: write dshift */
-#define CLNORM_KF_PARAMS_DIRECT (1u << 17) /* backward of the row kinds: one block of at most
-                                              CLNORM_PARAMS_DIRECT_ROWS rows and one sample,
-                                              no modulation: norm_bwd_rows writes dgamma and
-                                              dbeta itself (its partial is the sum, in float)
-                                              and the parameter pass does not run */
-#define CLNORM_PARAMS_DIRECT_ROWS 16
+#define CLNORM_KF_PARAMS_DIRECT (1u << 17) /* backward of the row kinds: one block of rows and
+                                              one sample, no modulation: norm_bwd_rows stores
+                                              its partial as dgamma and dbeta itself and the
+                                              parameter pass does not run */
 #define CLNORM_KF_ALIGNED (1u << 18) /* forward: every row and parameter vector of the call
                                         starts on a multiple of the vector width (VW
                                         elements), so kernels may use aligned vector

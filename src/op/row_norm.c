@@ -239,11 +239,8 @@ unsigned clnorm_row_norm_flags(const clnorm_op *op, const clnorm_desc *d, clnorm
 }
 
 /* One block of rows holding the only sample, no modulation: the block's partial sums are
- * dgamma and dbeta, so the rows kernel writes them there and one launch is saved. On a
- * CPU's latency path that launch is half of a small backward's time. Only for blocks of at
- * most CLNORM_PARAMS_DIRECT_ROWS rows: the kernel sums them in float where the partials are
- * double (kernels/norm_backward.cl, PW), and 127 rows of 131072 columns in one block had put
- * dbeta 1.04x past the bound 1e-5 + 1e-5 |ref| from torch's float64 (tests/torch_layer_params.py). */
+ * dgamma and dbeta, so the rows kernel stores them there and one launch is saved. On a
+ * CPU's latency path that launch is half of a small backward's time. */
 unsigned clnorm_row_norm_geometry_flags(const clnorm_op *op, const clnorm_desc *d,
                                         const struct clnorm_geometry *g, clnorm_direction dir,
                                         unsigned flags)
@@ -254,7 +251,7 @@ unsigned clnorm_row_norm_geometry_flags(const clnorm_op *op, const clnorm_desc *
     if (dir != CLNORM_BACKWARD)
         return flags;
     if ((flags & (CLNORM_KF_GRAD_GAMMA | CLNORM_KF_GRAD_BETA)) && !(flags & modulated) &&
-        d->samples <= 1 && g->bwd_groups == 1 && d->rows <= CLNORM_PARAMS_DIRECT_ROWS)
+        d->samples <= 1 && g->bwd_groups == 1)
         flags |= CLNORM_KF_PARAMS_DIRECT;
     /* The wide rows' factors (kernels/norm_backward.cl, BWD_GF): only where a row can be
      * wide (LayerNorm's dx from its own statistics) and gamma or a scale makes the factor
