@@ -9,11 +9,11 @@
  * both:
  *   gn_*_bwd_sums  per (n, tile, c): dz * xhat and dz summed (NCHW: one tile, the channel's
  *                  contiguous positions; NHWC: group_nhwc.cl's tiles). Layout per (n, tile):
- *                  2 C values, the dz * xhat sums of every channel, then the dz sums;
+ *                  2 C values of W, the dz * xhat sums of every channel, then the dz sums;
  *   gn_bwd_coef    per (n, g): mean(g) and mean(g * xhat) into coef (not with precomputed
  *                  statistics, whose dx is rstd * g: gn_coef_of);
- *   gn_bwd_params  per c: dgamma, dbeta, adding samples and tiles in order (Kahan): fixed
- *                  order, so the same bits run after run;
+ *   gn_bwd_params  per c: dgamma, dbeta, adding samples and tiles in order (in W; Kahan
+ *                  without double): fixed order, so the same bits run after run;
  *   gn_*_bwd_dx    dx, elementwise.
  * gn_nchw_stats recomputes the statistics when mean/rstd are not given (NCHW; NHWC uses
  * group_nhwc.cl's moments and merge).
@@ -27,14 +27,15 @@
  *   (gn_bwd_mod_params).
  * The sums are dgamma and dbeta themselves, of up to every position of every sample, and
  * their true values are often small against their terms (a sum of N x spatial values of
- * dy): every loop adds each term into a compensated sum (Kahan; dz * xhat through
- * gn_kahan_fma). Plain sums over a whole tile (256 positions) put the NHWC dgamma and dbeta
+ * dy): without double every loop adds each term into a compensated sum (Kahan; dz * xhat
+ * through gn_kahan_fma). Plain sums over a whole tile (256 positions) put the NHWC dgamma and dbeta
  * up to 2.4e-5 away from torch's float64 (relative to 1 + |value|), torch's own float32
  * 2.6e-5 (bench/RESULTS.md, "GroupNorm's parameter gradients in compensated blocks"). Plain
  * blocks of 16 positions, each then compensated, left dbeta 1.3e-5 off, 1.18x the bound
  * 1e-5 + 1e-5 |ref|, on 3x64x16x64 NHWC with SiLU, 3,072 positions a channel
  * (tests/torch_group_sweep.py, seed 1, case 98); blocks of 2 left 0.66x, every term 0.14x.
- * The work-group kernels' sums are double where the device has it (gn_channel_sums says why).
+ * Where the device has double, every loop's sums are double instead, xhat too, and stay so
+ * up to dgamma (gn_channel_sums, gn_chan_sums_cv say why).
  * (bench/RESULTS.md, "GroupNorm's parameter gradients in double on the host, every term
  * compensated on the kernels".)
  * Needs common.cl, op_group_norm.cl and row_stats.cl (and for NHWC group_nhwc.cl) before it.
@@ -63,12 +64,11 @@ typedef double2 W2;
 #else
 typedef A2 W2;
 #endif
-#define GN_A2(w) ((A2)((A)(w).s0, (A)(w).s1))
 
 /* The statistics and parameters of one channel of one sample. */
 typedef struct {
     A K, m, r, sc; /* xhat = ((x * sc - K) - m) * r */
-    A rlo;         /* what r's rounding left, for the double paths (gn_stats_rlo) */
+    A rlo, mlo;    /* what r's and m's roundings left, for the double paths (gn_stats_w) */
     A gam, bet;
     A glo, blo; /* what the modulation's float fold left of gam and bet (gn_fold_rest) */
     int silu;
@@ -144,6 +144,7 @@ inline gn_chan gn_chan_of(__global const P *gamma, ulong gamma_off, __global con
     gn_stats_of(mean, mean_off, rstd, rstd_off, stats, n * groups + c / cpg, flags, &ch.K,
                 &ch.m, &ch.r, &ch.sc);
     ch.rlo = gn_stats_rlo(stats, n * groups + c / cpg, flags);
+    ch.mlo = gn_stats_mlo(stats, n * groups + c / cpg, flags);
     ch.silu = (flags & CLNORM_KF_SILU) != 0;
     return gn_chan_at(ch, gamma, gamma_off, beta, beta_off, sr, hr, c, flags);
 }
@@ -153,13 +154,14 @@ inline gn_chan gn_chan_of(__global const P *gamma, ulong gamma_off, __global con
 
 inline A gn_xhat(gn_chan ch, A v) { return ((v * ch.sc - ch.K) - ch.m) * ch.r; }
 
-/* r in W: r and what its rounding left. */
+/* r and m in W: each and what its rounding left. */
 inline W gn_r_w(gn_chan ch) { return (W)ch.r + (W)ch.rlo; }
+inline W gn_m_w(gn_chan ch) { return (W)ch.m + (W)ch.mlo; }
 
 /* xhat in W, from x unrounded. */
 inline W gn_xhat_w(gn_chan ch, A v)
 {
-    return (((W)v * (W)ch.sc - (W)ch.K) - (W)ch.m) * gn_r_w(ch);
+    return (((W)v * (W)ch.sc - (W)ch.K) - gn_m_w(ch)) * gn_r_w(ch);
 }
 
 /* dz of one element v with its xhat. A channel with ch.wide takes z = xhat * gamma + beta and
@@ -326,12 +328,53 @@ inline void gn_kahan_fmav(AV *s, AV *c, AV a, AV b)
     *s = t;
 }
 
-/* (sum of dz * xhat, sum of dz) over positions [0, hw) of one channel row: each lane's
- * compensated sums (every term: this file's header), two of each, of the even and of the odd
- * vectors (one chain of Kahan steps, four dependent additions a vector, held the SiLU
- * backward to 0.31 of the copy bandwidth at 8x320x32x32 on PoCL's CPU device), then the
- * lanes. */
-ALWAYS_INLINE inline A2 gn_chan_sums_cv(gn_chan ch, __global const T *xc,
+/* (sum of dz * xhat, sum of dz) over positions [0, hw) of one channel row. Where W is
+ * double: xhat in W from m + mlo and r + rlo (gn_xhat_w; the statistics in double,
+ * gn_stats_w), each term dz * xhat and the sums in W, the even and the odd vectors' apart,
+ * then the lanes; dz is A's as the dx pass takes it (dy, or the SiLU's from the float xhat).
+ * A channel's sum there is dgamma's share of one sample, and the sums stay W up to dgamma
+ * (the sums scratch is W): the float xhat of each term, the group's float m and r, and each
+ * sum rounded to float had each left about 1e-5 RMS on a channel of 32 x 3,136 terms, and
+ * together dgamma 1.6x the bound 1e-5 + 1e-5 |ref| from torch's float64 on 32x256x56x56
+ * (issue #10's ResNet shape; tests/torch_layer_params.py, bench/RESULTS.md, "GroupNorm's
+ * dgamma over long channels in double"). Without double: each lane's compensated sums
+ * (every term: this file's header), two of each, of the even and of the odd vectors (one
+ * chain of Kahan steps, four dependent additions a vector, held the SiLU backward to 0.31 of
+ * the copy bandwidth at 8x320x32x32 on PoCL's CPU device), then the lanes. */
+#if W_DOUBLE
+ALWAYS_INLINE inline W2 gn_chan_sums_cv(gn_chan ch, __global const T *xc,
+                                        __global const T *dc, ulong hw, const int silu)
+{
+    const ulong pv = hw / VW * VW;
+    const WV sc = (WV)(ch.sc), K = (WV)(ch.K), m = (WV)(gn_m_w(ch)), r = (WV)(gn_r_w(ch));
+    WV v1 = (WV)(0), v2 = (WV)(0), w1 = (WV)(0), w2 = (WV)(0);
+    ulong p = 0;
+    for (; p + 2 * VW <= pv; p += 2 * VW) {
+        const AV xv = LOADV(xc + p), xv2 = LOADV(xc + p + VW);
+        const WV dz = TO_WV(GN_CH_DZ(ch, LOADV(dc + p), xv, GN_CH_XHAT(ch, xv), silu));
+        const WV dz2 = TO_WV(GN_CH_DZ(ch, LOADV(dc + p + VW), xv2, GN_CH_XHAT(ch, xv2), silu));
+        v1 = fma(dz, ((TO_WV(xv) * sc - K) - m) * r, v1);
+        w1 = fma(dz2, ((TO_WV(xv2) * sc - K) - m) * r, w1);
+        v2 += dz;
+        w2 += dz2;
+    }
+    if (p < pv) {
+        const AV xv = LOADV(xc + p);
+        const WV dz = TO_WV(GN_CH_DZ(ch, LOADV(dc + p), xv, GN_CH_XHAT(ch, xv), silu));
+        v1 = fma(dz, ((TO_WV(xv) * sc - K) - m) * r, v1);
+        v2 += dz;
+    }
+    W s1 = WV_HSUM(v1 + w1), s2 = WV_HSUM(v2 + w2);
+    for (p = pv; p < hw; p++) {
+        const A v = LOAD1(xc + p);
+        const W dz = gn_dz(ch, LOAD1(dc + p), v, gn_xhat(ch, v));
+        s1 = fma(dz, gn_xhat_w(ch, v), s1);
+        s2 += dz;
+    }
+    return (W2)(s1, s2);
+}
+#else
+ALWAYS_INLINE inline W2 gn_chan_sums_cv(gn_chan ch, __global const T *xc,
                                         __global const T *dc, ulong hw, const int silu)
 {
     const ulong pv = hw / VW * VW;
@@ -357,25 +400,8 @@ ALWAYS_INLINE inline A2 gn_chan_sums_cv(gn_chan ch, __global const T *xc,
         gn_kahan_fmav(&v1, &k1, dz, xh);
         kahan_addv(&v2, &k2, dz);
     }
-    /* each chain's total less its compensation (a lane no longer finite has none), then the
-     * lanes and the positions past the last vector: in W where that is double, rounded once
-     * (in float, the lanes' and the tail's roundings put mean(g * xhat) 6 ulps off at rstd
-     * 114, and dx 1.08x the bound: bench/RESULTS.md, "dx of large rstd * |gamma| in double
-     * on the kernels") */
-#if W_DOUBLE
-    W s1 = 0, s2 = 0;
-    if (pv > 0) {
-        s1 = WV_HSUM((TO_WV(v1) - TO_WV(k1)) + (TO_WV(w1) - TO_WV(j1)));
-        s2 = WV_HSUM((TO_WV(v2) - TO_WV(k2)) + (TO_WV(w2) - TO_WV(j2)));
-    }
-    for (ulong p = pv; p < hw; p++) {
-        const A v = LOAD1(xc + p), xh = gn_xhat(ch, v);
-        const W dz = gn_dz(ch, LOAD1(dc + p), v, xh);
-        s1 = fma(dz, (W)xh, s1);
-        s2 += dz;
-    }
-    return (A2)((A)s1, (A)s2);
-#else
+    /* each chain's total less its compensation, then the lanes and the positions past the
+     * last vector */
     A s1 = HSUM((v1 - k1) + (w1 - j1)), s2 = HSUM((v2 - k2) + (w2 - j2)), t1 = 0, t2 = 0;
     for (ulong p = pv; p < hw; p++) {
         const A v = LOAD1(xc + p), xh = gn_xhat(ch, v);
@@ -383,9 +409,9 @@ ALWAYS_INLINE inline A2 gn_chan_sums_cv(gn_chan ch, __global const T *xc,
         t1 = fma(dz, xh, t1);
         t2 += dz;
     }
-    return (A2)(s1 + t1, s2 + t2);
-#endif
+    return (W2)(s1 + t1, s2 + t2);
 }
+#endif
 
 /* The channel rows (n, c) of this work-group: on CPU devices (L == 1) a contiguous block of
  * them, which one core then streams through in memory order (with 16x16 positions, rows of
@@ -427,13 +453,16 @@ ALWAYS_INLINE inline void gn_chan_dx_cv(gn_chan ch, A2 cf, __global const T *xc,
  * two groups, so each (n, tile) item first lays out every channel's statistics and
  * parameters as rows of C values (tables, GN_BT_LEN(C) per item): K, m, r, sc, gamma, beta
  * (gn_bwd_table_put), then its group's mean(g) and mean(g * xhat) (the dx pass,
- * gn_bwd_table_coef), then the compensations of the sums pass's sums of dz * xhat and dz
- * (two rows; in the dx pass, what the two means' roundings left), then r's rest (rlo), a
- * twelfth row unused, and what the modulation's fold left of gamma and beta (glo, blo;
- * gn_fold_rest): an even count, so that every item's rows 6 to 9, where a tile with a wide
- * channel sums in W instead (gn_bwd_sums_vec_wide), lie on 8 bytes. */
+ * gn_bwd_table_coef), then the compensations of the float sums pass's sums of dz * xhat and
+ * dz (two rows; in the dx pass, what the two means' roundings left), then where W is double
+ * the centre K + m + mlo in W (rows 10 and 11), what the modulation's fold left of gamma and
+ * beta (glo, blo; gn_fold_rest) and r + rlo in W (rows 14 and 15): the W rows lie on 8 bytes,
+ * every count of rows before them even (gn_xw_tab). */
 #define GN_BT_LEN(C) (CLNORM_GN_TABLE_ROWS * (C)) /* (flags.h) */
 #define GN_TBV(tb, k, C, c) GN_LDV((tb) + (k) * (C) + (c))
+#if W_DOUBLE
+#define GN_TBW(tb, k, C) ((__global W *)((tb) + (k) * (C))) /* a W row from row k */
+#endif
 
 inline void gn_bwd_table_put(__global A *tb, ulong C, ulong c, gn_chan ch)
 {
@@ -443,9 +472,12 @@ inline void gn_bwd_table_put(__global A *tb, ulong C, ulong c, gn_chan ch)
     tb[3 * C + c] = ch.sc;
     tb[4 * C + c] = ch.gam;
     tb[5 * C + c] = ch.bet;
-    tb[10 * C + c] = ch.rlo; /* (gn_xw_tab) */
     tb[12 * C + c] = ch.glo; /* (gn_gam_w_tab) */
     tb[13 * C + c] = ch.blo;
+#if W_DOUBLE
+    GN_TBW(tb, 10, C)[c] = (W)ch.K + gn_m_w(ch); /* (gn_xw_tab) */
+    GN_TBW(tb, 14, C)[c] = gn_r_w(ch);
+#endif
 }
 
 inline void gn_bwd_table_coef(__global A *tb, ulong C, ulong c, A2 cf, A2 lo)
@@ -455,6 +487,21 @@ inline void gn_bwd_table_coef(__global A *tb, ulong C, ulong c, A2 cf, A2 lo)
     tb[8 * C + c] = lo.s0; /* (gn_bwd_dx_vec_wide) */
     tb[9 * C + c] = lo.s1;
 }
+
+#if W_DOUBLE
+inline WV gn_rw_tab(__global const A *tb, ulong C, ulong c) /* r in W (gn_r_w) */
+{
+    return GN_LDW(GN_TBW(tb, 14, C) + c);
+}
+
+/* xhat in W: x * sc (exact: sc is a power of two) less the centre K + m + mlo (rounded in W,
+ * 2^-53 of |K|), times r + rlo. */
+inline WV gn_xw_tab(__global const A *tb, ulong C, ulong c, AV xv)
+{
+    return (TO_WV(xv) * TO_WV(GN_TBV(tb, 3, C, c)) - GN_LDW(GN_TBW(tb, 10, C) + c)) *
+           gn_rw_tab(tb, C, c);
+}
+#endif
 
 inline AV gn_xhatv(__global const A *tb, ulong C, ulong c, AV v)
 {
@@ -479,19 +526,22 @@ inline AV gn_dxv(__global const A *tb, ulong C, ulong c, AV v, AV dyv, const int
 }
 
 /* Positions [p0, p1) of a sample: the sums of dz * xhat and dz of each whole vector of
- * channels into st (st[c], st[C + c]), position by position as the scalar loop adds them,
- * every term compensated (this file's header; the compensations in the table's rows 8 and
- * 9). st starts at zero. */
+ * channels into st (st[c], st[C + c]), position by position as the scalar loop adds them.
+ * Where W is double, xhat (gn_xw_tab), each term and the sums in W (gn_chan_sums_cv says
+ * why), dz A's as the dx pass takes it; else every term compensated (this file's header; the
+ * compensations in the table's rows 8 and 9). st starts at zero. */
 ALWAYS_INLINE inline void gn_bwd_sums_vec(__global const T *xs, __global const T *ds,
-                                          __global A *tb, __global A *st, ulong p0, ulong p1,
+                                          __global A *tb, __global W *st, ulong p0, ulong p1,
                                           ulong C, const int silu)
 {
     const ulong cv = C / VW * VW;
+#if !W_DOUBLE
     __global A *k1 = tb + 8 * C, *k2 = tb + 9 * C;
     for (ulong c = 0; c < cv; c += VW) {
         GN_STV((AV)(0), k1 + c);
         GN_STV((AV)(0), k2 + c);
     }
+#endif
     for (ulong p = p0; p < p1; p++) {
         __global const T *xp = xs + p * C, *dp = ds + p * C;
         for (ulong c = 0; c < cv; c += VW) {
@@ -501,6 +551,11 @@ ALWAYS_INLINE inline void gn_bwd_sums_vec(__global const T *xs, __global const T
 #endif
             const AV xv = GN_LDX(xp + c), xh = gn_xhatv(tb, C, c, xv);
             const AV dz = gn_dzv(tb, C, c, GN_LDX(dp + c), xv, xh, silu);
+#if W_DOUBLE
+            const WV dw = TO_WV(dz);
+            GN_STW(fma(dw, gn_xw_tab(tb, C, c, xv), GN_LDW(st + c)), st + c);
+            GN_STW(GN_LDW(st + C + c) + dw, st + C + c);
+#else
             AV s = GN_LDV(st + c), k = GN_LDV(k1 + c);
             gn_kahan_fmav(&s, &k, dz, xh);
             GN_STV(s, st + c);
@@ -510,12 +565,15 @@ ALWAYS_INLINE inline void gn_bwd_sums_vec(__global const T *xs, __global const T
             kahan_addv(&s, &k, dz);
             GN_STV(s, st + C + c);
             GN_STV(k, k2 + c);
+#endif
         }
     }
+#if !W_DOUBLE
     for (ulong c = 0; c < cv; c += VW) { /* each total less its compensation */
         GN_STV(GN_LDV(st + c) - GN_LDV(k1 + c), st + c);
         GN_STV(GN_LDV(st + C + c) - GN_LDV(k2 + c), st + C + c);
     }
+#endif
 }
 
 /* dx of positions [p0, p1) of a sample, whole vectors of channels. */
@@ -567,7 +625,7 @@ inline WV gn_dz_xw_lanes(gn_chan ch, AV xv, AV dyv, WV *xw)
     return gn_dz_w_lanes(*xw, dyv, (WV)(GN_GAM_W(ch)), (WV)(GN_BET_W(ch)), ch.silu);
 }
 
-NOINLINE A2 gn_chan_sums_cv_wide(gn_chan ch, __global const T *xc, __global const T *dc,
+NOINLINE W2 gn_chan_sums_cv_wide(gn_chan ch, __global const T *xc, __global const T *dc,
                                  ulong hw)
 {
     const ulong pv = hw / VW * VW;
@@ -584,7 +642,7 @@ NOINLINE A2 gn_chan_sums_cv_wide(gn_chan ch, __global const T *xc, __global cons
         t1 = fma(dz, gn_xhat_w(ch, v), t1);
         t2 += dz;
     }
-    return (A2)((A)t1, (A)t2);
+    return (W2)(t1, t2);
 }
 
 NOINLINE void gn_chan_dx_cv_wide(gn_chan ch, A2 cf, A2 lo, __global const T *xc,
@@ -602,7 +660,7 @@ NOINLINE void gn_chan_dx_cv_wide(gn_chan ch, A2 cf, A2 lo, __global const T *xc,
         STORE1(gn_dx_of_w(ch, mw, mxw, LOAD1(xc + p), LOAD1(dc + p)), oc + p);
 }
 #else /* (never called: no channel is wide without double) */
-NOINLINE A2 gn_chan_sums_cv_wide(gn_chan ch, __global const T *xc, __global const T *dc,
+NOINLINE W2 gn_chan_sums_cv_wide(gn_chan ch, __global const T *xc, __global const T *dc,
                                  ulong hw)
 {
     return ch.silu ? gn_chan_sums_cv(ch, xc, dc, hw, 1) : gn_chan_sums_cv(ch, xc, dc, hw, 0);
@@ -621,21 +679,8 @@ NOINLINE void gn_chan_dx_cv_wide(gn_chan ch, A2 cf, A2 lo, __global const T *xc,
 #if W_DOUBLE
 /* NHWC, a tile one of whose channels is wide: every channel's xhat, dz, sums and dx in W
  * vectors, as gn_chan_sums_cv_wide and gn_chan_dx_cv_wide, the statistics and parameters
- * from the table (gn_bwd_table_put). The sums of a tile run in the table's rows 6 to 9 (free
- * in the sums pass), read as 2 C values of W, then rounded into st once; the dx pass finds
- * the group means' remainders in rows 8 and 9 (gn_bwd_table_coef). */
-inline WV gn_rw_tab(__global const A *tb, ulong C, ulong c) /* r in W (gn_r_w) */
-{
-    return TO_WV(GN_TBV(tb, 2, C, c)) + TO_WV(GN_TBV(tb, 10, C, c));
-}
-
-inline WV gn_xw_tab(__global const A *tb, ulong C, ulong c, AV xv)
-{
-    return ((TO_WV(xv) * TO_WV(GN_TBV(tb, 3, C, c)) - TO_WV(GN_TBV(tb, 0, C, c))) -
-            TO_WV(GN_TBV(tb, 1, C, c))) *
-           gn_rw_tab(tb, C, c);
-}
-
+ * from the table (gn_bwd_table_put); the dx pass finds the group means' remainders in rows 8
+ * and 9 (gn_bwd_table_coef). */
 /* gam and bet in W (GN_GAM_W, GN_BET_W) */
 #if defined(CLNORM_GN_MOD)
 inline WV gn_gam_w_tab(__global const A *tb, ulong C, ulong c)
@@ -652,14 +697,9 @@ inline WV gn_bet_w_tab(__global const A *tb, ulong C, ulong c)
 #endif
 
 NOINLINE void gn_bwd_sums_vec_wide(__global const T *xs, __global const T *ds, __global A *tb,
-                                   __global A *st, ulong p0, ulong p1, ulong C, int silu)
+                                   __global W *st, ulong p0, ulong p1, ulong C, int silu)
 {
     const ulong cv = C / VW * VW;
-    __global W *acc = (__global W *)(tb + 6 * C); /* 2 C values of W: rows 6 to 9 */
-    for (ulong c = 0; c < cv; c += VW) {
-        CAT(vstore, VW)((WV)(0), 0, acc + c);
-        CAT(vstore, VW)((WV)(0), 0, acc + C + c);
-    }
     for (ulong p = p0; p < p1; p++) {
         __global const T *xp = xs + p * C, *dp = ds + p * C;
         for (ulong c = 0; c < cv; c += VW) {
@@ -667,13 +707,9 @@ NOINLINE void gn_bwd_sums_vec_wide(__global const T *xs, __global const T *ds, _
             const WV xw = gn_xw_tab(tb, C, c, xv);
             const WV dz = gn_dz_w_lanes(xw, GN_LDX(dp + c), gn_gam_w_tab(tb, C, c),
                                         gn_bet_w_tab(tb, C, c), silu);
-            CAT(vstore, VW)(fma(dz, xw, CAT(vload, VW)(0, acc + c)), 0, acc + c);
-            CAT(vstore, VW)(CAT(vload, VW)(0, acc + C + c) + dz, 0, acc + C + c);
+            GN_STW(fma(dz, xw, GN_LDW(st + c)), st + c);
+            GN_STW(GN_LDW(st + C + c) + dz, st + C + c);
         }
-    }
-    for (ulong c = 0; c < cv; c += VW) {
-        GN_STV(FROM_WV(CAT(vload, VW)(0, acc + c)), st + c);
-        GN_STV(FROM_WV(CAT(vload, VW)(0, acc + C + c)), st + C + c);
     }
 }
 
@@ -698,7 +734,7 @@ NOINLINE void gn_bwd_dx_vec_wide(__global const T *xs, __global const T *ds, __g
 }
 #else /* (never called: no channel is wide without double) */
 NOINLINE void gn_bwd_sums_vec_wide(__global const T *xs, __global const T *ds, __global A *tb,
-                                   __global A *st, ulong p0, ulong p1, ulong C, int silu)
+                                   __global W *st, ulong p0, ulong p1, ulong C, int silu)
 {
     if (silu)
         gn_bwd_sums_vec(xs, ds, tb, st, p0, p1, C, 1);
@@ -717,29 +753,37 @@ NOINLINE void gn_bwd_dx_vec_wide(__global const T *xs, __global const T *ds, __g
 #endif
 
 #if W_DOUBLE
-/* gn_stats_w (op_group_norm.cl) of an NCHW group row: its contiguous elements in W vectors. */
+/* gn_stats_w (op_group_norm.cl) of an NCHW group row: its contiguous elements in W vectors,
+ * two vectors a step (their own sums: the chain of dependent double additions, not the
+ * loads, bounds a row that is in cache). */
 inline void gn_row_stats_w(row_in in, ulong cols, uint lid, uint L, __local A *lo,
-                           __local A *hi, A *K, A *m, A *r, A *rlo, A sc, A eps, int wide)
+                           __local A *hi, A *K, A *m, A *r, A *rlo, A *mlo, A sc, A eps,
+                           int wide)
 {
-    W S = 0, Q = 0;
     const W Kw = *K, mw = *m, sw = sc;
-    if (wide) {
-        const ulong nv = cols / VW;
-        WV sv = (WV)(0), qv = (WV)(0);
-        for (ulong v = lid; v < nv; v += L) {
-            const WV d = (TO_WV(LOADV(in.x + v * VW)) * (WV)(sw) - (WV)(Kw)) - (WV)(mw);
-            sv += d;
-            qv = fma(d, d, qv);
-        }
-        S = WV_HSUM(sv);
-        Q = WV_HSUM(qv);
-        for (ulong i = nv * VW + lid; i < cols; i += L) {
-            const W d = gn_dev_w(LOAD1(in.x + i), sw, Kw, mw);
-            S += d;
-            Q = fma(d, d, Q);
-        }
+    const ulong nv = cols / VW;
+    WV s1 = (WV)(0), q1 = (WV)(0), s2 = (WV)(0), q2 = (WV)(0);
+    ulong v = lid;
+    for (; v + L < nv; v += 2 * L) {
+        const WV d1 = (TO_WV(LOADV(in.x + v * VW)) * (WV)(sw) - (WV)(Kw)) - (WV)(mw);
+        const WV d2 = (TO_WV(LOADV(in.x + (v + L) * VW)) * (WV)(sw) - (WV)(Kw)) - (WV)(mw);
+        s1 += d1;
+        s2 += d2;
+        q1 = fma(d1, d1, q1);
+        q2 = fma(d2, d2, q2);
     }
-    gn_stats_w(S, Q, cols, lid, L, lo, hi, K, m, r, rlo, sc, eps, wide);
+    if (v < nv) {
+        const WV d1 = (TO_WV(LOADV(in.x + v * VW)) * (WV)(sw) - (WV)(Kw)) - (WV)(mw);
+        s1 += d1;
+        q1 = fma(d1, d1, q1);
+    }
+    W S = WV_HSUM(s1 + s2), Q = WV_HSUM(q1 + q2);
+    for (ulong i = nv * VW + lid; i < cols; i += L) {
+        const W d = gn_dev_w(LOAD1(in.x + i), sw, Kw, mw);
+        S += d;
+        Q = fma(d, d, Q);
+    }
+    gn_stats_w(S, Q, cols, lid, L, lo, hi, K, m, r, rlo, mlo, sc, eps, wide, 1);
 }
 #endif
 
@@ -827,7 +871,7 @@ inline void gn_refine_group(__global const T *xs, __global const P *mean, __glob
     gn_refined_mean(xs, mu, saved_mean_off(mu, r), g, C, cpg, hw, nhwc, scratch, scratch2, lid,
                     L, &K, &m);
     if (lid == 0)
-        gn_put_stats(stats, row, K, m, r, 0, 1);
+        gn_put_stats(stats, row, K, m, r, 0, 1, 0);
 }
 
 /* gn_refine_group over every group row: name's kernel for one layout (nhwc 0 or 1). */
@@ -851,9 +895,12 @@ inline void gn_refine_group(__global const T *xs, __global const P *mean, __glob
 GN_REFINE_KERNEL(gn_refine_stats, 0)
 GN_REFINE_KERNEL(gn_nhwc_refine_stats, 1)
 
-/* Statistics of every group row, as the NCHW forward computes them; where rstd is at least
- * CLNORM_GN_VAR_WIDE and the device has double, again in double (gn_stats_w,
- * op_group_norm.cl). */
+/* Statistics of every group row, as the NCHW forward computes them; where the device has
+ * double, again in double (gn_stats_w, op_group_norm.cl): replacing the float ones where rstd
+ * is at least CLNORM_GN_VAR_WIDE, elsewhere what their roundings left (rlo, mlo) for the
+ * double sums (gn_chan_sums_cv). The row again from cache: on PoCL's CPU device a group row
+ * of up to a few hundred KiB is still in the core's L2 (bench/RESULTS.md, "GroupNorm's dgamma
+ * over long channels in double"). */
 __kernel void gn_nchw_stats(IN_PTRS, __global A *stats, __local A *scratch, __local A *scratch2,
                             KS_PARAM)
 {
@@ -866,13 +913,13 @@ __kernel void gn_nchw_stats(IN_PTRS, __global A *stats, __local A *scratch, __lo
         A m, r, sc;
         const row_in in = make_row_in(IN_ARGS, row);
         row_stats(in, cols, lid, L, scratch, 0, eps, &K, &m, &r, &sc);
-        A k = K.s0, rlo = 0;
+        A k = K.s0, rlo = 0, mlo = 0;
 #if W_DOUBLE
-        gn_row_stats_w(in, cols, lid, L, scratch, scratch2, &k, &m, &r, &rlo, sc, eps,
+        gn_row_stats_w(in, cols, lid, L, scratch, scratch2, &k, &m, &r, &rlo, &mlo, sc, eps,
                        r * sc >= (A)CLNORM_GN_VAR_WIDE);
 #endif
         if (lid == 0)
-            gn_put_stats(stats, row, k, m, r, rlo, sc);
+            gn_put_stats(stats, row, k, m, r, rlo, sc, mlo);
     }
 }
 
@@ -882,10 +929,9 @@ __kernel void gn_nchw_stats(IN_PTRS, __global A *stats, __local A *scratch, __lo
  * step cannot remove: over 8,192 terms a channel it put dgamma at 1.40x the bound on
  * 4x48x8x16x16 NHWC in the GPU geometry (tests/torch_group_sweep.py, seed 1, case 101), 0.72x
  * in double. Without double, W is A and each term goes into a Kahan sum (gn_kahan_fma). The
- * CPU devices' vector loops (gn_chan_sums_cv, gn_bwd_sums_vec) keep A with Kahan: in double
- * the SiLU backward on PoCL's CPU device ran at 0.22-0.30 of the copy bandwidth where it had
- * 0.32-0.44 (2x640x32x32 and 8x320x32x32 NHWC), and that geometry's sweep was no better (0.81x
- * at most against 0.71x). dz stays A (dy itself, or through the SiLU: gn_dz). */
+ * CPU devices' vector loops (gn_chan_sums_cv, gn_bwd_sums_vec) take W too, with the
+ * statistics' remainders (mlo, rlo), since 2026-12-06. dz stays A (dy itself, or through the
+ * SiLU: gn_dz). */
 #if W_DOUBLE
 inline void gn_wsum_prod(W *s, W *c, W a, W b) { *s = fma(a, b, *s); } /* c: unused */
 inline void gn_wsum_add(W *s, W *c, W v) { *s += v; }
@@ -918,7 +964,7 @@ inline W2 gn_channel_sums(gn_chan ch, __global const T *xc, __global const T *dc
 #endif
 
 /* A work-group per channel row (n, c) of hw contiguous positions. */
-__kernel void gn_nchw_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global A *sums,
+__kernel void gn_nchw_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global W *sums,
                                __local A *scratch, __local A *scratch2, KS_PARAM)
 {
     KS_BEGIN;
@@ -936,7 +982,7 @@ __kernel void gn_nchw_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global
         __global const T *xc = x + x_off + n * x_stride + c * hw;
         __global const T *dc = dy + dy_off + n * dy_stride + c * hw;
         if (L == 1) {
-            const A2 s = ch.wide   ? gn_chan_sums_cv_wide(ch, xc, dc, hw)
+            const W2 s = ch.wide   ? gn_chan_sums_cv_wide(ch, xc, dc, hw)
                          : ch.silu ? gn_chan_sums_cv(ch, xc, dc, hw, 1)
                                    : gn_chan_sums_cv(ch, xc, dc, hw, 0);
             sums[n * 2 * C + c] = s.s0;
@@ -947,14 +993,14 @@ __kernel void gn_nchw_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global
         const W s1 = GN_WG_SUM_W(s.s0, scratch, scratch2, lid, L);
         const W s2 = GN_WG_SUM_W(s.s1, scratch, scratch2, lid, L);
         if (lid == 0) {
-            sums[n * 2 * C + c] = (A)s1;
-            sums[n * 2 * C + C + c] = (A)s2;
+            sums[n * 2 * C + c] = s1;
+            sums[n * 2 * C + C + c] = s2;
         }
     }
 }
 
 /* A work-group per tile of positions x all channels of a sample (group_nhwc.cl). */
-__kernel void gn_nhwc_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global A *sums,
+__kernel void gn_nhwc_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global W *sums,
                                __global A *tables, KS_PARAM)
 {
     KS_BEGIN;
@@ -976,7 +1022,7 @@ __kernel void gn_nhwc_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global
     for (ulong n = get_group_id(1); n < N; n += get_num_groups(1)) {
         __global const T *xs = x + x_off + n * x_stride;
         __global const T *ds = dy + dy_off + n * dy_stride;
-        __global A *st = sums + (n * chunks + t) * 2 * C;
+        __global W *st = sums + (n * chunks + t) * 2 * C;
         if (L == 1) {
             __global A *tb = tables + (n * chunks + t) * GN_BT_LEN(C);
             int wide = 0; /* a channel's dz in double: the vectors' in double */
@@ -998,14 +1044,14 @@ __kernel void gn_nhwc_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global
                 gn_bwd_sums_vec(xs, ds, tb, st, p0, p1, C, 0);
             /* channels past the last whole vector */
             for (ulong c = C / VW * VW; c < C; c++) {
-                const A2 s = GN_A2(gn_channel_sums(GN_CHAN(n, c), xs + c, ds + c, p0, p1, 1, C));
+                const W2 s = gn_channel_sums(GN_CHAN(n, c), xs + c, ds + c, p0, p1, 1, C);
                 st[c] = s.s0;
                 st[C + c] = s.s1;
             }
             continue;
         }
         for (ulong c = lid; c < C; c += L) {
-            const A2 s = GN_A2(gn_channel_sums(GN_CHAN(n, c), xs + c, ds + c, p0, p1, 1, C));
+            const W2 s = gn_channel_sums(GN_CHAN(n, c), xs + c, ds + c, p0, p1, 1, C);
             st[c] = s.s0;
             st[C + c] = s.s1;
         }
@@ -1020,7 +1066,7 @@ __kernel void gn_nhwc_bwd_sums(GN_BWD_IN_PTRS, __global const A *stats, __global
  * the wide paths' g takes (GN_GAM_W): the sums of dz and dz * xhat weighted by what the float
  * fold left (gn_fold_rest) go into the remainders alone. */
 __kernel void gn_bwd_coef(__global const P *gamma, __global const P *scale,
-                          __global const A *sums, __global A *coef, __local A *scratch,
+                          __global const W *sums, __global A *coef, __local A *scratch,
                           __local A *scratch2, KS_PARAM)
 {
     KS_BEGIN;
@@ -1036,7 +1082,7 @@ __kernel void gn_bwd_coef(__global const P *gamma, __global const P *scale,
     const A total = (A)(cpg * hw);
     for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0)) {
         const ulong n = row / G, c0 = (row % G) * cpg;
-        __global const A *sn = sums + n * chunks * 2 * C + c0;
+        __global const W *sn = sums + n * chunks * 2 * C + c0;
         __global const P *sr = GN_SCALE_ROW(n);
         W sg = 0, cg = 0, sgx = 0, cgx = 0;
 #if W_DOUBLE && defined(CLNORM_GN_MOD)
@@ -1044,18 +1090,18 @@ __kernel void gn_bwd_coef(__global const P *gamma, __global const P *scale,
 #endif
         for (ulong j = lid; j < entries; j += L) {
             const ulong k = j % cpg;
-            __global const A *e = sn + (j / cpg) * 2 * C + k;
+            __global const W *e = sn + (j / cpg) * 2 * C + k;
             const A g0 = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c0 + k] : (A)1;
             A gam = g0;
             if (sr)
                 gam *= (A)1 + sr[c0 + k];
-            gn_wsum_prod(&sgx, &cgx, (W)gam, (W)e[0]);
-            gn_wsum_prod(&sg, &cg, (W)gam, (W)e[C]);
+            gn_wsum_prod(&sgx, &cgx, (W)gam, e[0]);
+            gn_wsum_prod(&sg, &cg, (W)gam, e[C]);
 #if W_DOUBLE && defined(CLNORM_GN_MOD)
             if (sr) { /* (gn_fold_rest's glo) */
                 const W rest = gn_gam_rest(g0, gam, sr, c0 + k);
-                rgx = fma(rest, (W)e[0], rgx);
-                rg = fma(rest, (W)e[C], rg);
+                rgx = fma(rest, e[0], rgx);
+                rg = fma(rest, e[C], rg);
             }
 #endif
         }
@@ -1102,35 +1148,38 @@ inline gn_tile_weights gn_weights_of(__global const P *scale, ulong scale_off,
 #define GN_WEIGHTS(c) gn_weights_of(scale, scale_off, scale_stride, c, gn_srows, chunks, flags)
 
 /* One column of sums (which: 0 dz * xhat, 1 dz) of channel c over tiles first, first + step,
- * ... in order (Kahan), each tile weighted by its (1 + scale) under a modulation. */
-inline A gn_param_slice(__global const A *sums, ulong C, ulong c, uint which, ulong first,
+ * ... in order, each tile weighted by its (1 + scale) under a modulation: in W, plain where
+ * that is double (a few thousand tiles at most, each 2^-53 off), else Kahan (gn_wsum_add). */
+inline W gn_param_slice(__global const W *sums, ulong C, ulong c, uint which, ulong first,
                         ulong step, ulong tiles, gn_tile_weights w)
 {
-    A s = 0, k = 0;
+    W s = 0, k = 0;
     for (ulong i = first; i < tiles; i += step) {
-        A v = sums[i * 2 * C + (ulong)which * C + c];
+        W v = sums[i * 2 * C + (ulong)which * C + c];
         if (w.sw)
-            v *= (A)1 + w.sw[(i / w.tpb) * w.stride];
-        kahan_add(&s, &k, v);
+            v *= (W)1 + (W)w.sw[(i / w.tpb) * w.stride];
+        gn_wsum_add(&s, &k, v);
     }
     return s;
 }
 
 /* The column over the tiles of slice sl, then the S slices added in slice order; the total to
- * items of slice 0. Every item of the group must call it. */
-inline A gn_param_sum(__global const A *sums, ulong C, ulong c, int valid, ulong tiles,
-                      uint which, uint sl, uint S, uint cl, uint CB, __local A *scratch,
-                      uint lid, uint L, gn_tile_weights w)
+ * items of slice 0. Every item of the group must call it. A slice's W crosses local memory as
+ * two words of A, itself rounded (hi) and what that left (lo). */
+inline W gn_param_sum(__global const W *sums, ulong C, ulong c, int valid, ulong tiles,
+                      uint which, uint sl, uint S, uint cl, uint CB, __local A *hi,
+                      __local A *lo, uint lid, uint L, gn_tile_weights w)
 {
-    A s = valid ? gn_param_slice(sums, C, c, which, sl, S, tiles, w) : (A)0, k;
+    W s = valid ? gn_param_slice(sums, C, c, which, sl, S, tiles, w) : (W)0, k;
     if (L == 1)
         return s;
-    scratch[lid] = s;
+    hi[lid] = (A)s;
+    lo[lid] = (A)(s - (W)(A)s);
     barrier(CLK_LOCAL_MEM_FENCE);
     if (sl == 0) {
         k = 0;
         for (uint j = 1; j < S; j++)
-            kahan_add(&s, &k, scratch[j * CB + cl]);
+            gn_wsum_add(&s, &k, (W)hi[j * CB + cl] + (W)lo[j * CB + cl]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     return s;
@@ -1153,7 +1202,8 @@ inline A gn_param_sum(__global const A *sums, ulong C, ulong c, int valid, ulong
  * in local memory (CB = 8 on GPUs, where a channel's tiles are many; CPU devices run
  * gn_bwd_params_lanes, and this kernel with L = 1 only under a forced work-group size). */
 __kernel void gn_bwd_params(__global P *dgamma, __global P *dbeta, __global const P *scale,
-                            __global const A *sums, __local A *scratch, KS_PARAM)
+                            __global const W *sums, __local A *scratch, __local A *scratch2,
+                            KS_PARAM)
 {
     GN_PARAMS_UNPACK
     const ulong C = gn_groups * gn_cpg, N = rows / gn_groups;
@@ -1166,14 +1216,16 @@ __kernel void gn_bwd_params(__global P *dgamma, __global P *dbeta, __global cons
     const gn_tile_weights w = GN_WEIGHTS(c);
     /* the flags are the same for every item: every item reaches the same barriers */
     if ((flags & CLNORM_KF_GRAD_GAMMA) != 0) {
-        const A s = gn_param_sum(sums, C, c, valid, tiles, 0, sl, S, cl, CB, scratch, lid, L, w);
+        const W s =
+            gn_param_sum(sums, C, c, valid, tiles, 0, sl, S, cl, CB, scratch, scratch2, lid, L, w);
         if (sl == 0 && valid)
-            dgamma[dgamma_off + c] = s;
+            dgamma[dgamma_off + c] = (A)s;
     }
     if ((flags & CLNORM_KF_GRAD_BETA) != 0) {
-        const A s = gn_param_sum(sums, C, c, valid, tiles, 1, sl, S, cl, CB, scratch, lid, L, w);
+        const W s =
+            gn_param_sum(sums, C, c, valid, tiles, 1, sl, S, cl, CB, scratch, scratch2, lid, L, w);
         if (sl == 0 && valid)
-            dbeta[dbeta_off + c] = s;
+            dbeta[dbeta_off + c] = (A)s;
     }
 }
 
@@ -1187,6 +1239,20 @@ __kernel void gn_bwd_params(__global P *dgamma, __global P *dbeta, __global cons
  * kernel (heap corruption under four-item work-groups). */
 #if defined(CLNORM_PARAMS_VEC)
 #define GN_PW VW
+#if W_DOUBLE
+inline AV gn_param_sumv(__global const W *sums, ulong C, ulong c, ulong tiles, uint which,
+                        gn_tile_weights w)
+{
+    WV s = 0;
+    for (ulong i = 0; i < tiles; i++) {
+        WV v = GN_LDW(sums + i * 2 * C + (ulong)which * C + c);
+        if (w.sw)
+            v *= (WV)(1) + TO_WV(CAT(vload, VW)(0, w.sw + (i / w.tpb) * w.stride));
+        s += v;
+    }
+    return FROM_WV(s);
+}
+#else
 inline AV gn_param_sumv(__global const A *sums, ulong C, ulong c, ulong tiles, uint which,
                         gn_tile_weights w)
 {
@@ -1199,12 +1265,13 @@ inline AV gn_param_sumv(__global const A *sums, ulong C, ulong c, ulong tiles, u
     }
     return s;
 }
+#endif
 #else
 #define GN_PW 1
 #endif
 
 __kernel void gn_bwd_params_lanes(__global P *dgamma, __global P *dbeta,
-                                  __global const P *scale, __global const A *sums, KS_PARAM)
+                                  __global const P *scale, __global const W *sums, KS_PARAM)
 {
     GN_PARAMS_UNPACK
     const ulong C = gn_groups * gn_cpg, tiles = rows / gn_groups * chunks;
@@ -1226,9 +1293,9 @@ __kernel void gn_bwd_params_lanes(__global P *dgamma, __global P *dbeta,
     for (ulong c = c0; c < min(C, c0 + GN_PW); c++) {
         const gn_tile_weights w = GN_WEIGHTS(c);
         if (gg)
-            dgamma[dgamma_off + c] = gn_param_slice(sums, C, c, 0, 0, 1, tiles, w);
+            dgamma[dgamma_off + c] = (A)gn_param_slice(sums, C, c, 0, 0, 1, tiles, w);
         if (gb)
-            dbeta[dbeta_off + c] = gn_param_slice(sums, C, c, 1, 0, 1, tiles, w);
+            dbeta[dbeta_off + c] = (A)gn_param_slice(sums, C, c, 1, 0, 1, tiles, w);
     }
 }
 
@@ -1239,7 +1306,7 @@ __kernel void gn_bwd_params_lanes(__global P *dgamma, __global P *dbeta,
  * sum of dz * z. An empty batch (rows 0) may have samples, of no entries: zeros. */
 __kernel void gn_bwd_mod_params(__global const P *gamma, __global const P *beta,
                                 __global P *dscale, __global P *dshift,
-                                __global const A *sums, KS_PARAM)
+                                __global const W *sums, KS_PARAM)
 {
     KS_BEGIN;
     KS_TENSOR(gamma);
@@ -1257,18 +1324,18 @@ __kernel void gn_bwd_mod_params(__global const P *gamma, __global const P *beta,
         return;
     for (ulong e = get_global_id(0); e < B * C; e += get_global_size(0)) {
         const ulong b = e / C, c = e % C;
-        A s1 = 0, k1 = 0, s0 = 0, k0 = 0;
+        W s1 = 0, k1 = 0, s0 = 0, k0 = 0;
         for (ulong i = b * tpb; i < (b + 1) * tpb; i++) {
-            kahan_add(&s1, &k1, sums[i * 2 * C + c]);
-            kahan_add(&s0, &k0, sums[i * 2 * C + C + c]);
+            gn_wsum_add(&s1, &k1, sums[i * 2 * C + c]);
+            gn_wsum_add(&s0, &k0, sums[i * 2 * C + C + c]);
         }
         if (gs) {
-            const A gam = (flags & CLNORM_KF_GAMMA) ? gamma[gamma_off + c] : (A)1;
-            const A bet = (flags & CLNORM_KF_BETA) ? beta[beta_off + c] : (A)0;
-            dscale[dscale_off + b * dscale_stride + c] = tpb ? gam * s1 + bet * s0 : (A)0;
+            const W gam = (flags & CLNORM_KF_GAMMA) ? (W)gamma[gamma_off + c] : (W)1;
+            const W bet = (flags & CLNORM_KF_BETA) ? (W)beta[beta_off + c] : (W)0;
+            dscale[dscale_off + b * dscale_stride + c] = tpb ? (A)(gam * s1 + bet * s0) : (A)0;
         }
         if (gh)
-            dshift[dshift_off + b * dshift_stride + c] = s0;
+            dshift[dshift_off + b * dshift_stride + c] = (A)s0;
     }
 }
 

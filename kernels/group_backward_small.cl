@@ -108,7 +108,7 @@ inline W gn_small_gamma(__global const P *gamma, ulong gamma_off, __global const
  * read before its store. */
 inline void gn_small_group(__global const T *xg, __global const T *dg, __global T *og,
                            gn_small_stats s, __global const P *gamma, ulong gamma_off,
-                           __global const P *sr, __global A *sn, ulong C, ulong c0, ulong cpg,
+                           __global const P *sr, __global W *sn, ulong C, ulong c0, ulong cpg,
                            ulong hw, uint flags)
 {
     W sg = 0, sgx = 0;
@@ -133,8 +133,8 @@ inline void gn_small_group(__global const T *xg, __global const T *dg, __global 
         }
         s1 += t1;
         s2 += t2;
-        sn[c0 + k] = (A)s1;
-        sn[C + c0 + k] = (A)s2;
+        sn[c0 + k] = s1;
+        sn[C + c0 + k] = s2;
         const W gam = gn_small_gamma(gamma, gamma_off, sr, c0 + k, flags);
         sgx = fma(gam, s1, sgx);
         sg = fma(gam, s2, sg);
@@ -171,7 +171,7 @@ inline void gn_small_rows(ulong rows, ulong *b, ulong *e, ulong *step)
     }
 }
 
-__kernel void gn_small_bwd(GN_BWD_PTRS, __global A *sums, KS_PARAM)
+__kernel void gn_small_bwd(GN_BWD_PTRS, __global W *sums, KS_PARAM)
 {
     KS_BEGIN;
     GN_BWD_UNPACK

@@ -54,7 +54,7 @@ inline W gn_wg_lanes_add_w(W v, gn_wg_lanes w, __local A *lo, __local A *hi, uin
 /* The backward of one group row per work-group. sums: per sample (one tile), the dz * xhat
  * sums of every channel, then the dz sums (group_backward.cl's layout, which its parameter
  * pass adds over the samples). */
-__kernel void gn_nhwc_bwd_group(GN_BWD_PTRS, __global const A *stats, __global A *sums,
+__kernel void gn_nhwc_bwd_group(GN_BWD_PTRS, __global const A *stats, __global W *sums,
                                 __local A *scratch, __local A *scratch2, KS_PARAM)
 {
     KS_BEGIN;
@@ -79,13 +79,14 @@ __kernel void gn_nhwc_bwd_group(GN_BWD_PTRS, __global const A *stats, __global A
         gn_stats_of(mean, mean_off, rstd, rstd_off, stats, row, flags & ~CLNORM_KF_REFINED,
                     &ch.K, &ch.m, &ch.r, &ch.sc);
         ch.rlo = gn_stats_rlo(stats, row, flags & ~CLNORM_KF_REFINED);
+        ch.mlo = gn_stats_mlo(stats, row, flags & ~CLNORM_KF_REFINED);
         gn_refined_mean(xs, ch.m,
                         (flags & CLNORM_KF_REFINED) != 0 && saved_mean_off(ch.m, ch.r),
                         row % G, C, cpg, hw, 1, scratch, scratch2, lid, L, &ch.K, &ch.m);
         /* Round by round of cw channels: each item's sums over its positions, then the
          * position lanes' added in lane order by the channel's first item, which writes them
          * and keeps gamma_c times them for the group's sums. */
-        __global A *sn = sums + n * 2 * C;
+        __global W *sn = sums + n * 2 * C;
         W sg = 0, sgx = 0; /* sum of gamma_c * (sum of dz), of gamma_c * (sum of dz * xhat) */
 #if W_DOUBLE && defined(CLNORM_GN_MOD)
         W rg = 0, rgx = 0; /* the same of what the modulation's fold left (gn_bwd_coef) */
@@ -103,8 +104,8 @@ __kernel void gn_nhwc_bwd_group(GN_BWD_PTRS, __global const A *stats, __global A
             const W s1 = gn_wg_lanes_add_w(s.s0, w, scratch, scratch2, lid);
             const W s2 = gn_wg_lanes_add_w(s.s1, w, scratch, scratch2, lid);
             if (w.q0 == 0 && k < cpg) {
-                sn[c] = (A)s1;
-                sn[C + c] = (A)s2;
+                sn[c] = s1;
+                sn[C + c] = s2;
                 sgx = fma((W)cc.gam, s1, sgx); /* gamma_c, modulated */
                 sg = fma((W)cc.gam, s2, sg);
 #if W_DOUBLE && defined(CLNORM_GN_MOD)

@@ -33,12 +33,15 @@
  * Moments per (n, tile): GN_TILE_LEN values of A: the mean and M2 of every channel (CPU
  * devices; scratch space on GPUs), then the S and M2 of every group, then C values of
  * staging space, the C shifts K_c and 4 C running totals (S, its compensation, M2, its
- * compensation; CPU devices, gn_tile_moments_rows). The table per sample: 3 C values, the K
- * of every channel, then the a, then the b.
+ * compensation; CPU devices, gn_tile_moments_rows), then per group what its float S and M2
+ * leave of them in double (gn_group_moments_w; 0 on GPUs and without double), which the
+ * backward's merge adds (gn_group_stats_w). The table per sample: 3 C values, the K of every
+ * channel, then the a, then the b.
  * Needs common.cl and op_group_norm.cl before it.
  */
 
-#define GN_TILE_LEN(C, G) (8 * (C) + 2 * (G)) /* src/op/group_norm.c, nhwc_tile_len */
+#define GN_TILE_LEN(C, G) (8 * (C) + 4 * (G)) /* src/op/group_norm.c, nhwc_tile_len */
+#define GN_TILE_LO(C, G) (8 * (C) + 2 * (G))  /* the groups' S and M2 remainders (below) */
 
 /* Channel c's shift K_c (xs: the sample's position 0): the median of its values at positions
  * 0, 1 and 2 (the first three rows of the sample, contiguous), an element of the channel but
@@ -120,6 +123,33 @@ inline void gn_group_moments(__global const A *kr, __global const A *mc, ulong c
     out[0] = s * cnt;
     out[1] = q;
 }
+
+#if W_DOUBLE
+/* The same group's S and M2 in W from the tile's running totals (tot: gn_tile_moments_rows;
+ * each total less its compensation), lo what out's float ones leave of them. The float S is
+ * cnt times a mean of float channel means: one rounding of about 2^-24 |mean - K| a tile,
+ * which at one tile a sample put the backward's mean (gn_stats_w's m + mlo) as far off as the
+ * float m, and GroupNorm's NHWC dgamma at 32x256x56x56 2.4x the bound (group_backward.cl,
+ * gn_chan_sums_cv). */
+inline void gn_group_moments_w(__global const A *kr, __global const A *tot, ulong c0,
+                               ulong cpg, ulong C, A cnt, __global const A *out,
+                               __global A *lo)
+{
+    const W K = kr[c0], n = cnt;
+    W s = 0;
+    for (ulong k = 0; k < cpg; k++)
+        s += ((W)tot[c0 + k] - (W)tot[C + c0 + k]) + n * ((W)kr[c0 + k] - K);
+    const W mg = s / (n * (W)cpg);
+    W q = 0;
+    for (ulong k = 0; k < cpg; k++) {
+        const W S = ((W)tot[c0 + k] - (W)tot[C + c0 + k]) + n * ((W)kr[c0 + k] - K);
+        const W d = S / n - mg;
+        q += ((W)tot[2 * C + c0 + k] - (W)tot[3 * C + c0 + k]) + n * d * d;
+    }
+    lo[0] = (A)(s - (W)out[0]);
+    lo[1] = (A)(q - (W)out[1]);
+}
+#endif
 
 /* CPU devices, one work-item per tile: the moments of every channel of positions [p0, p1),
  * the mean mu_c into sc[c] and M2_c into sc[C + c], in one read of the tile.
@@ -260,8 +290,17 @@ inline void gn_tile_moments_cpu(__global const T *xs, __global A *pt, ulong p0, 
     const ulong C = G * cpg;
     __global A *kr = pt + 3 * C + 2 * G;
     gn_tile_moments_rows(xs, pt, pt + 2 * C + 2 * G, kr, pt + 4 * C + 2 * G, p0, p1, C, hw);
-    for (ulong g = 0; g < G; g++)
-        gn_group_moments(kr, pt, g * cpg, cpg, C, (A)(p1 - p0), pt + 2 * C + 2 * g);
+    for (ulong g = 0; g < G; g++) {
+        __global A *out = pt + 2 * C + 2 * g, *lo = pt + GN_TILE_LO(C, G) + 2 * g;
+        gn_group_moments(kr, pt, g * cpg, cpg, C, (A)(p1 - p0), out);
+#if W_DOUBLE
+        if (p1 > p0) {
+            gn_group_moments_w(kr, pt + 4 * C + 2 * G, g * cpg, cpg, C, (A)(p1 - p0), out, lo);
+            continue;
+        }
+#endif
+        lo[0] = lo[1] = 0;
+    }
 }
 
 __kernel void gn_nhwc_moments(IN_PTRS, __global A *part, __local A *scratch, KS_PARAM)
@@ -321,6 +360,7 @@ __kernel void gn_nhwc_moments(IN_PTRS, __global A *part, __local A *scratch, KS_
                 const ulong g = (c0 + lid) / cpg;
                 pt[2 * C + 2 * g] = Sg;
                 pt[2 * C + 2 * g + 1] = M2;
+                pt[GN_TILE_LO(C, G) + 2 * g] = pt[GN_TILE_LO(C, G) + 2 * g + 1] = 0;
             }
             barrier(CLK_LOCAL_MEM_FENCE);
         }
@@ -384,6 +424,15 @@ inline void gn_table_group(__global A *tn, ulong C, ulong c0, ulong cpg, A K, A 
 }
 
 #if W_DOUBLE
+/* A group's moments in its tiles (gn_merge_row): pn the first tile's S and M2 (GN_TILE_LEN
+ * apart), or 0 where there are none to read (the workgroup strategy, or a group redone at a
+ * scale, whose tiles' moments are not in its units). */
+typedef struct {
+    __global const A *pn, *lo; /* lo: the same tile's remainders (GN_TILE_LO) */
+    ulong chunk_len;
+    uint chunks;
+} gn_tile_moments;
+
 /* gn_stats_w (op_group_norm.cl) of an NHWC group: its channels [c0, c0 + cpg) of every
  * position, an item every L-th position (gn_nhwc_group_stats, group_nhwc_wg.cl, and the
  * backward's merge of the tiles, gn_merge_row). In the merge it reads the group's channels
@@ -391,14 +440,27 @@ inline void gn_table_group(__global A *tn, ulong C, ulong c0, ulong cpg, A K, A 
  * spread 1e-2 (the merge had 12 us), 18-70% of that backward, paid only where a group's float
  * rstd * sc is at least CLNORM_GN_VAR_WIDE; without it the tiles' float statistics left dx
  * 1.10x the bound there (bench/RESULTS.md, "dx of large rstd * |gamma| in double on the
- * kernels"). */
+ * kernels"). Other groups of the merge take their tiles' moments (tm) in double instead,
+ * which costs nothing: that gives mlo and rlo, what the float m and r leave of the merged
+ * mean and rstd, for the backward's double sums (group_backward.cl, gn_chan_sums_cv). */
 inline void gn_group_stats_w(__global const T *xs, ulong c0, ulong cpg, ulong C, ulong hw,
                              uint lid, uint L, __local A *lo, __local A *hi, A *K, A *m, A *r,
-                             A *rlo, A sc, A eps, int wide)
+                             A *rlo, A *mlo, A sc, A eps, int wide, gn_tile_moments tm)
 {
     W S = 0, Q = 0;
     const W Kw = *K, mw = *m, sw = sc;
-    if (wide) {
+    if (!wide && tm.pn) {
+        /* the tiles' moments (S_t of x - K, M2_t around the tile's mean) in double, around
+         * K + m: S = sum S_t - n m, Q = sum M2_t + n_t (S_t / n_t - m)^2 */
+        for (uint t = lid; t < tm.chunks; t += L) {
+            const W nt = (W)((min(hw, (t + 1) * tm.chunk_len) - t * tm.chunk_len) * cpg);
+            __global const A *e = tm.pn + t * GN_TILE_LEN(C, C / cpg);
+            __global const A *el = tm.lo + t * GN_TILE_LEN(C, C / cpg);
+            const W St = (W)e[0] + (W)el[0], d = St / nt - mw;
+            S += St - nt * mw;
+            Q += fma(d * d, nt, (W)e[1] + (W)el[1]);
+        }
+    } else if (wide) {
         /* four positions a step, each its own sums: one chain of dependent double additions
          * took 4.6 ms of the merge at 8x320x32x32 on PoCL's CPU device, four 2.0-2.5 */
         W S1 = 0, S2 = 0, S3 = 0, Q1 = 0, Q2 = 0, Q3 = 0;
@@ -430,7 +492,8 @@ inline void gn_group_stats_w(__global const T *xs, ulong c0, ulong cpg, ulong C,
         S = (S + S1) + (S2 + S3);
         Q = (Q + Q1) + (Q2 + Q3);
     }
-    gn_stats_w(S, Q, cpg * hw, lid, L, lo, hi, K, m, r, rlo, sc, eps, wide);
+    gn_stats_w(S, Q, cpg * hw, lid, L, lo, hi, K, m, r, rlo, mlo, sc, eps, wide,
+               wide || tm.pn);
 }
 #endif
 
@@ -454,6 +517,7 @@ inline void gn_merge_row(__global const T *x, ulong x_off, ulong x_stride,
     const A total = (A)(cpg * hw);
     __global const T *xs = x + x_off + n * x_stride;
     A K = gn_shift1(xs, c0, C, hw), sc = 1, m, var;
+    int redone = 0; /* the same for every item of the group */
     /* the group's moments of tile t: pn[t * GN_TILE_LEN] (S, then M2), all around K */
     __global const A *pn = part + n * chunks * GN_TILE_LEN(C, G) + 2 * C + 2 * (row % G);
     /* pass 0 from the tiles' moments; pass 1, the redo at a scale, from the elements */
@@ -481,15 +545,21 @@ inline void gn_merge_row(__global const T *x, ulong x_off, ulong x_stride,
         sc = rescale_factor(wg_max(gn_group_absmax_part(xs, c0, cpg, C, hw, lid, L), scratch,
                                    lid, L));
         K = K * sc; /* the shift, scaled */
+        redone = 1;
     }
     A r = rstd_rounded(var, eps * sc * sc), rlo = 0;
-#if W_DOUBLE /* the backward (no table): again in double where r * sc is large */
-    if (!table)
-        gn_group_stats_w(xs, c0, cpg, C, hw, lid, L, scratch, scratch2, &K, &m, &r, &rlo, sc,
-                         eps, r * sc >= (A)CLNORM_GN_VAR_WIDE);
+    A mlo = 0;
+#if W_DOUBLE /* the backward (no table): again in double (gn_group_stats_w) */
+    if (!table) {
+        /* (the group's remainders lie GN_TILE_LO - 2 C past its S and M2) */
+        const gn_tile_moments tm = {redone ? 0 : pn, pn + GN_TILE_LO(C, G) - 2 * C, chunk_len,
+                                    chunks};
+        gn_group_stats_w(xs, c0, cpg, C, hw, lid, L, scratch, scratch2, &K, &m, &r, &rlo, &mlo,
+                         sc, eps, r * sc >= (A)CLNORM_GN_VAR_WIDE, tm);
+    }
 #endif
     if (lid == 0) {
-        gn_put_stats(stats, row, K, m, r, rlo, sc);
+        gn_put_stats(stats, row, K, m, r, rlo, sc, mlo);
         if ((flags & CLNORM_KF_MEAN) != 0)
             mean[mean_off + row] = (K + m) / sc;
         if ((flags & CLNORM_KF_RSTD) != 0)

@@ -193,14 +193,15 @@ __kernel void gn_nhwc_group_stats(__global const T *x, __global A *stats, __loca
     const gn_wg_lanes w = gn_wg_lanes_of(cpg, hw, lid, L);
     for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0)) {
         const ulong n = row / G, c0 = (row % G) * cpg;
-        A K, m, r, sc, rlo = 0;
+        A K, m, r, sc, rlo = 0, mlo = 0;
         __global const T *xs = x + x_off + n * x_stride;
         gn_wg_stats(xs, c0, C, cpg, hw, w, eps, scratch, lid, L, &K, &m, &r, &sc);
 #if W_DOUBLE /* again in double where r * sc is at least CLNORM_GN_VAR_WIDE */
-        gn_group_stats_w(xs, c0, cpg, C, hw, lid, L, scratch, scratch2, &K, &m, &r, &rlo, sc,
-                         eps, r * sc >= (A)CLNORM_GN_VAR_WIDE);
+        const gn_tile_moments none = {0, 0, 0, 0};
+        gn_group_stats_w(xs, c0, cpg, C, hw, lid, L, scratch, scratch2, &K, &m, &r, &rlo, &mlo,
+                         sc, eps, r * sc >= (A)CLNORM_GN_VAR_WIDE, none);
 #endif
         if (lid == 0)
-            gn_put_stats(stats, row, K, m, r, rlo, sc);
+            gn_put_stats(stats, row, K, m, r, rlo, sc, mlo);
     }
 }

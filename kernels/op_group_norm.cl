@@ -93,6 +93,15 @@ inline void gn_fold_mod(A *gam, A *bet, __global const P *sr, __global const P *
 #define GN_LDX(p) LOADV(p)
 #define GN_STX(v, p) STOREV(v, p)
 #endif
+/* The same for W's vectors (the backward's sums and tables in double, group_backward.cl). */
+#if W_DOUBLE && defined(CLNORM_STREAM_STORES)
+typedef W Wv_e __attribute__((ext_vector_type(VW), aligned(sizeof(W))));
+#define GN_LDW(p) (*(__global const Wv_e *)(p))
+#define GN_STW(v, p) (*(__global Wv_e *)(p) = (v))
+#elif W_DOUBLE
+#define GN_LDW(p) CAT(vload, VW)(0, (p))
+#define GN_STW(v, p) CAT(vstore, VW)((v), 0, (p))
+#endif
 
 /* Positions a GroupNorm kernel adds plainly before a block joins its compensated sum (Kahan):
  * a work-group item's share of a group (group_nhwc_wg.cl), a tile's moments (group_nhwc.cl),
@@ -334,36 +343,44 @@ inline void gn_stats_of(__global const P *mean, ulong m_off, __global const P *r
     }
 }
 
-/* The rest of group `row`'s r (gn_put_stats), 0 with statistics given. */
-inline A gn_stats_rlo(__global const A *stats, ulong row, uint flags)
+/* The rests of group `row`'s r and m (gn_put_stats), 0 with statistics given. */
+inline A gn_stats_word(__global const A *stats, ulong row, uint flags, uint word)
 {
     return (flags & (CLNORM_KF_RECOMPUTE | CLNORM_KF_REFINED)) != 0
-               ? stats[row * CLNORM_STATS_PER_ROW + 1]
+               ? stats[row * CLNORM_STATS_PER_ROW + word]
                : (A)0;
 }
+#define gn_stats_rlo(stats, row, flags) gn_stats_word(stats, row, flags, 1)
+#define gn_stats_mlo(stats, row, flags) gn_stats_word(stats, row, flags, 5)
 
-/* The statistics of group `row` into the stats scratch. */
-inline void gn_put_stats(__global A *stats, ulong row, A K, A m, A r, A rlo, A sc)
+/* The statistics of group `row` into the stats scratch: rlo and mlo what r's and m's float
+ * rounding left where the statistics were taken in double (gn_stats_w, gn_merge_row), 0
+ * elsewhere; the backward's double paths read r + rlo and m + mlo (gn_chan). */
+inline void gn_put_stats(__global A *stats, ulong row, A K, A m, A r, A rlo, A sc, A mlo)
 {
     __global A *st = stats + row * CLNORM_STATS_PER_ROW;
     st[0] = K;
-    st[1] = rlo; /* what r's rounding left (gn_stats_w), 0 elsewhere: gn_stats_rlo */
+    st[1] = rlo;
     st[2] = m;
     st[3] = r;
     st[4] = sc;
+    st[5] = mlo;
 }
 
-/* ---- the backward's statistics again in double (NCHW, and NHWC's workgroup strategy) ---- */
+/* ---- the backward's statistics again in double (NCHW, NHWC's workgroup strategy) ---- */
 #if W_DOUBLE
-/* The statistics of a group of n elements again, where the float32 ones (*K, *m, *r, sc:
- * xhat = ((x * sc - K) - m) * r) have r * sc at least CLNORM_GN_VAR_WIDE (`wide`; the
- * work-group's items all agree), from the items' sums S of d = (x * sc - K) - m and Q of d^2
- * in double (d exact in double): mean = K + m + S / n, var = Q / n - (S / n)^2; then K the
- * float nearest that mean, m what is left of it (within an ulp of K: its own rounding is
- * below 1e-12 of the spread), r = 1 / sqrt(var + eps sc^2) rounded once and *rlo what that
- * rounding left (the backward's double paths read r + rlo: gn_chan's rlo; one float ulp of r
- * alone put dx 1.1x the bound through the SiLU at rstd 300). Every item calls
- * it (barriers), `wide` or not; the statistics stay as they were where it is not.
+/* The statistics of a group of n elements again (`pass`: the callers took the sums), from
+ * the items' sums S of d = (x * sc - K) - m and Q of d^2 in double (d exact in double), the
+ * float32 ones (*K, *m, *r, sc: xhat = ((x * sc - K) - m) * r) their centre: mean = K + m +
+ * S / n, var = Q / n - (S / n)^2, rw = 1 / sqrt(var + eps sc^2). Where r * sc is at least
+ * CLNORM_GN_VAR_WIDE (`wide`; the work-group's items all agree) K becomes the float nearest
+ * that mean, m what is left of it (within an ulp of K: its own rounding is below 1e-12 of
+ * the spread), r = rw rounded once; elsewhere K, m and r stay, the float paths' bits. Either
+ * way *mlo and *rlo are what m and r leave of the mean and rw (the backward's double paths
+ * read m + mlo and r + rlo: gn_chan; one float ulp of r alone put dx 1.1x the bound through
+ * the SiLU at rstd 300, and the float m and r of every group dgamma 1.6x at 100,352 terms a
+ * channel, gn_chan_sums_cv). Every item calls it (barriers), `pass` or not; without it
+ * nothing changes.
  * Why: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) at a large rstd moves by about
  * rstd |mean(g * xhat)| per unit of a shift of xhat, and by about 2 rstd |xhat mean(g *
  * xhat)| per unit of rstd's relative error: one float32 ulp of m (the mean's offset from an
@@ -377,18 +394,21 @@ inline void gn_put_stats(__global A *stats, ulong row, A K, A m, A r, A rlo, A s
 inline W gn_dev_w(A v, W sc, W K, W m) { return ((W)v * sc - K) - m; }
 
 inline void gn_stats_w(W S, W Q, ulong n, uint lid, uint L, __local A *lo, __local A *hi,
-                       A *K, A *m, A *r, A *rlo, A sc, A eps, int wide)
+                       A *K, A *m, A *r, A *rlo, A *mlo, A sc, A eps, int wide, int pass)
 {
     S = wg_sum_w(S, lo, hi, lid, L);
     Q = wg_sum_w(Q, lo, hi, lid, L);
-    if (!wide)
+    if (!pass)
         return;
     const W dm = S / (W)n, mean = ((W)*K + (W)*m) + dm;
     const W var = fmax(Q / (W)n - dm * dm, (W)0);
-    *K = (A)mean;
-    *m = (A)(mean - (W)*K);
     const W rw = (W)1 / sqrt(var + (W)eps * (W)sc * (W)sc);
-    *r = (A)rw;
+    if (wide) {
+        *K = (A)mean;
+        *m = (A)(mean - (W)*K);
+        *r = (A)rw;
+    }
+    *mlo = (A)((mean - (W)*K) - (W)*m);
     *rlo = (A)(rw - (W)*r);
 }
 #endif

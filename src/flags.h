@@ -63,8 +63,8 @@
 /* Row statistics in the backward's stats scratch: six values of the arithmetic type per
  * row, (K of x, K of the residual, m, r, sc, rlo) with xhat = ((v * sc - K) - m) * r
  * (kernels/op_row_norm.cl) and rlo what r's rounding from double left, 0 where it was not
- * (kernels/norm_backward.cl, row_stats_w; GroupNorm keeps its rlo in the residual's slot,
- * kernels/op_group_norm.cl, gn_put_stats). */
+ * (kernels/norm_backward.cl, row_stats_w; GroupNorm keeps its rlo in the residual's slot and
+ * in the sixth what m's rounding left, mlo: kernels/op_group_norm.cl, gn_put_stats). */
 #define CLNORM_STATS_PER_ROW 6
 
 /* Rows of at least this many elements are shifted by the median of their first three
@@ -114,7 +114,7 @@
 /* GroupNorm's NHWC backward on one-item work-groups lays out each (n, tile)'s per-channel
  * statistics and parameters as this many rows of C values (kernels/group_backward.cl,
  * GN_BT_LEN, which lists them; src/op/group_norm.c sizes that scratch by it). */
-#define CLNORM_GN_TABLE_ROWS 14
+#define CLNORM_GN_TABLE_ROWS 16
 
 /* GroupNorm's backward recomputing a group's statistics on the kernels (NCHW, NHWC's
  * workgroup strategy and, since 2026-12-05, the NHWC tiles' merge) takes them again in double

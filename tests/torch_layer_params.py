@@ -15,6 +15,7 @@ the host loop alone). A shape NxCxHxW:G is GroupNorm through `clnorm grad --grou
 
     /usr/bin/python3 tests/torch_layer_params.py --clnorm build/host/clnorm
     /usr/bin/python3 tests/torch_layer_params.py --shapes 32x256x56x56:32 --layout nhwc
+    /usr/bin/python3 tests/torch_layer_params.py --shapes 8x320x32x32:32 --silu
 
 Float32 partials of up to 256 rows (kernels) or 32 rows (host loop) had dgamma and dbeta at
 1.0-4.7x the bound on 1024x768 to 16384x256; in double, 0.005x for dbeta and up to 0.86x for
@@ -59,9 +60,10 @@ def one_case(args, work, seed, shape, groups):
     cmd = [args.clnorm, "grad", "--grad-output", f("dy"), "--input", f("x"), "--gamma", f("g"),
            "--beta", f("b")] + (["--device", args.device] if args.device else [])
     if groups:
-        cmd += ["--groups", str(groups), "--layout", args.layout]
+        cmd += ["--groups", str(groups), "--layout", args.layout] + (["--silu"] if args.silu else [])
     cmd += [a for k, o in outs.items() for a in (o, f(k))]
-    what = f"seed {seed} {'x'.join(map(str, shape))}" + (f":{groups} {args.layout}" if groups else "")
+    what = f"seed {seed} {'x'.join(map(str, shape))}" + (
+        f":{groups} {args.layout}{' silu' if args.silu else ''}" if groups else "")
     run = subprocess.run(cmd, capture_output=True, text=True)
     if run.returncode != 0:
         return what, [run.stderr.strip()], {}, {}
@@ -71,6 +73,8 @@ def one_case(args, work, seed, shape, groups):
         xt, gt, bt = t(x, dt), t(g, dt), t(b, dt)
         if groups:
             y = torch.nn.functional.group_norm(xt, groups, gt, bt, 1e-5)
+            if args.silu:
+                y = torch.nn.functional.silu(y)
         else:
             y = torch.nn.functional.layer_norm(xt, (K,), gt, bt, 1e-5)
         y.backward(torch.tensor(dy, dtype=dt))
@@ -88,6 +92,7 @@ def main():
     ap.add_argument("--layout", choices=("nchw", "nhwc"), default="nchw",
                     help="GroupNorm shapes' layout")
     ap.add_argument("--seeds", type=int, default=2, help="seeds per shape, from --seed")
+    ap.add_argument("--silu", action="store_true", help="GroupNorm shapes through the SiLU")
     args = ap.parse_args()
     try:
         shapes = []

@@ -407,16 +407,20 @@ static void geometry(const clnorm_device_profile *p, const clnorm_desc *d, clnor
 
 /* Values per (sample, tile) of the NHWC tiles' moments (kernels/group_nhwc.cl, GN_TILE_LEN):
  * per channel its mean and M2, per group its S and M2, per channel a staging row, its shift
- * and the four running totals of the CPU devices' blocks (sum, M2, their compensations). */
+ * and the four running totals of the CPU devices' blocks (sum, M2, their compensations), per
+ * group what its float S and M2 leave of them in double. */
 static size_t nhwc_tile_len(const clnorm_desc *d)
 {
-    return 8 * d->cols + 2 * d->groups;
+    return 8 * d->cols + 4 * d->groups;
 }
 
 static void scratch_bytes(const clnorm_desc *d, const clnorm_geometry *g, clnorm_direction dir,
                           size_t bytes[])
 {
     const size_t acc = clnorm_param_size(d->dtype);
+    /* the backward's sums per (n, tile, c) are W (kernels/common.cl): double where the device
+     * has it, sized for it on every device */
+    const size_t wacc = acc > sizeof(double) ? acc : sizeof(double);
     const size_t ng = d->rows * d->groups;
     for (int i = 0; i < CLNORM_MAX_SCRATCH; i++)
         bytes[i] = 0;
@@ -440,18 +444,20 @@ static void scratch_bytes(const clnorm_desc *d, const clnorm_geometry *g, clnorm
         return;
     }
     if (small_backward(d)) { /* sums per (n, c) alone (kernels/group_backward_small.cl) */
-        bytes[1] = clnorm_bytes3(d->rows, 2 * d->cols, acc);
+        bytes[1] = clnorm_bytes3(d->rows, 2 * d->cols, wacc);
         return;
     }
     if (g->whole_groups) { /* statistics per (n, g), sums per (n, c): no tiles */
         bytes[0] = clnorm_bytes3(ng, CLNORM_STATS_PER_ROW, acc);
-        bytes[1] = clnorm_bytes3(d->rows, 2 * d->cols, acc);
+        bytes[1] = clnorm_bytes3(d->rows, 2 * d->cols, wacc);
         return;
     }
-    /* statistics per (n, g); sums (or recomputed moments) per (n, tile, c); dx's group
-     * coefficients per (n, g) */
+    /* statistics per (n, g); sums (or first the recomputed moments) per (n, tile, c); dx's
+     * group coefficients per (n, g) */
     bytes[0] = clnorm_bytes3(ng, CLNORM_STATS_PER_ROW, acc);
-    bytes[1] = clnorm_bytes3(d->rows * g->bwd_chunks, nhwc_tile_len(d), acc);
+    const size_t moments = clnorm_bytes3(d->rows * g->bwd_chunks, nhwc_tile_len(d), acc);
+    const size_t sums = clnorm_bytes3(d->rows * g->bwd_chunks, 2 * d->cols, wacc);
+    bytes[1] = moments > sums ? moments : sums;
     bytes[2] = clnorm_bytes3(ng, 4, acc); /* (GN_COEF_PER_ROW, group_backward.cl) */
     /* NHWC on one-item work-groups (CPU devices): per-channel tables per (n, tile), which
      * let the sums and dx loops run in vectors (group_backward.cl, GN_BT_LEN) */
@@ -578,7 +584,8 @@ static const clnorm_karg coef_args[] = {OPS, {KA_SCRATCH, 1}, {KA_SCRATCH, 2}, {
                                         {KA_CHUNKS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
                                         {KA_LOCAL_ACC, 0}, {KA_END, 0}};
 static const clnorm_karg params_args[] = {OPS, {KA_SCRATCH, 1}, {KA_ROWS, 0}, {KA_CHUNKS, 0},
-                                          {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
+                                          {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_LOCAL_ACC, 0},
+                                          {KA_END, 0}};
 static const clnorm_karg lanes_args[] = {OPS, {KA_SCRATCH, 1}, {KA_ROWS, 0}, {KA_CHUNKS, 0},
                                          {KA_FLAGS, 0}, {KA_END, 0}};
 static const clnorm_karg mod_params_args[] = {OPS, {KA_OP, 4}, {KA_SCRATCH, 1}, {KA_ROWS, 0},
