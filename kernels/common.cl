@@ -87,6 +87,10 @@ inline W whsum4(double4 v) { return whsum2(v.lo + v.hi); }
 inline W whsum8(double8 v) { return whsum4(v.lo + v.hi); }
 inline W whsum16(double16 v) { return whsum8(v.lo + v.hi); }
 #define WV_HSUM(v) CAT(whsum, VW)(v)
+#else /* W is A: its vector AV, no conversions */
+typedef AV WV;
+#define TO_WV(v) (v)
+#define FROM_WV(v) (v)
 #endif
 
 /* 1 / sqrt(var + eps) rounded once from W where that is double (else rsqrt), for GroupNorm's
@@ -283,6 +287,17 @@ inline void kahan_addv(AV *s, AV *c, AV v)
     *c = select((AV)0, (t - *s) - y, isfinite(t));
     *s = t;
 }
+
+/* A running sum in W (the backward's parameter sums: norm_backward.cl, group_backward.cl):
+ * plain where W is double, each term then exact or 2^-53 off and nothing left for a
+ * compensation to catch (c unused); Kahan-compensated where W is A. */
+#if W_DOUBLE
+inline void w_add(W *s, W *c, W v) { *s += v; }
+inline void w_addv(WV *s, WV *c, WV v) { *s += v; }
+#else
+#define w_add kahan_add
+#define w_addv kahan_addv
+#endif
 
 /*
  * Sum (or maximum) of v over the L items of a work-group, returned to every item. scratch

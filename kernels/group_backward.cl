@@ -934,10 +934,8 @@ __kernel void gn_nchw_stats(IN_PTRS, __global A *stats, __local A *scratch, __lo
  * SiLU: gn_dz). */
 #if W_DOUBLE
 inline void gn_wsum_prod(W *s, W *c, W a, W b) { *s = fma(a, b, *s); } /* c: unused */
-inline void gn_wsum_add(W *s, W *c, W v) { *s += v; }
 #else
 #define gn_wsum_prod gn_kahan_fma
-#define gn_wsum_add kahan_add
 #endif
 
 /* (sum of dz * xhat, sum of dz) of one channel at positions p0, p0 + step, ... < p1 of the
@@ -950,7 +948,7 @@ inline W2 gn_channel_sums(gn_chan ch, __global const T *xc, __global const T *dc
         const A v = LOAD1(xc + p * pstride);
         const W dz = (W)gn_dz(ch, LOAD1(dc + p * pstride), v, gn_xhat(ch, v));
         gn_wsum_prod(&s1, &k1, dz, gn_xhat_w(ch, v));
-        gn_wsum_add(&s2, &k2, dz);
+        w_add(&s2, &k2, dz);
     }
     return (W2)(s1, s2);
 }
@@ -1149,7 +1147,7 @@ inline gn_tile_weights gn_weights_of(__global const P *scale, ulong scale_off,
 
 /* One column of sums (which: 0 dz * xhat, 1 dz) of channel c over tiles first, first + step,
  * ... in order, each tile weighted by its (1 + scale) under a modulation: in W, plain where
- * that is double (a few thousand tiles at most, each 2^-53 off), else Kahan (gn_wsum_add). */
+ * that is double (a few thousand tiles at most, each 2^-53 off), else Kahan (w_add). */
 inline W gn_param_slice(__global const W *sums, ulong C, ulong c, uint which, ulong first,
                         ulong step, ulong tiles, gn_tile_weights w)
 {
@@ -1158,7 +1156,7 @@ inline W gn_param_slice(__global const W *sums, ulong C, ulong c, uint which, ul
         W v = sums[i * 2 * C + (ulong)which * C + c];
         if (w.sw)
             v *= (W)1 + (W)w.sw[(i / w.tpb) * w.stride];
-        gn_wsum_add(&s, &k, v);
+        w_add(&s, &k, v);
     }
     return s;
 }
@@ -1179,7 +1177,7 @@ inline W gn_param_sum(__global const W *sums, ulong C, ulong c, int valid, ulong
     if (sl == 0) {
         k = 0;
         for (uint j = 1; j < S; j++)
-            gn_wsum_add(&s, &k, (W)hi[j * CB + cl] + (W)lo[j * CB + cl]);
+            w_add(&s, &k, (W)hi[j * CB + cl] + (W)lo[j * CB + cl]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     return s;
@@ -1239,33 +1237,18 @@ __kernel void gn_bwd_params(__global P *dgamma, __global P *dbeta, __global cons
  * kernel (heap corruption under four-item work-groups). */
 #if defined(CLNORM_PARAMS_VEC)
 #define GN_PW VW
-#if W_DOUBLE
 inline AV gn_param_sumv(__global const W *sums, ulong C, ulong c, ulong tiles, uint which,
                         gn_tile_weights w)
 {
-    WV s = 0;
+    WV s = 0, k = 0;
     for (ulong i = 0; i < tiles; i++) {
         WV v = GN_LDW(sums + i * 2 * C + (ulong)which * C + c);
         if (w.sw)
             v *= (WV)(1) + TO_WV(CAT(vload, VW)(0, w.sw + (i / w.tpb) * w.stride));
-        s += v;
+        w_addv(&s, &k, v);
     }
     return FROM_WV(s);
 }
-#else
-inline AV gn_param_sumv(__global const A *sums, ulong C, ulong c, ulong tiles, uint which,
-                        gn_tile_weights w)
-{
-    AV s = 0, k = 0;
-    for (ulong i = 0; i < tiles; i++) {
-        AV v = CAT(vload, VW)(0, sums + i * 2 * C + (ulong)which * C + c);
-        if (w.sw)
-            v *= (AV)(1) + CAT(vload, VW)(0, w.sw + (i / w.tpb) * w.stride);
-        kahan_addv(&s, &k, v);
-    }
-    return s;
-}
-#endif
 #else
 #define GN_PW 1
 #endif
@@ -1326,8 +1309,8 @@ __kernel void gn_bwd_mod_params(__global const P *gamma, __global const P *beta,
         const ulong b = e / C, c = e % C;
         W s1 = 0, k1 = 0, s0 = 0, k0 = 0;
         for (ulong i = b * tpb; i < (b + 1) * tpb; i++) {
-            gn_wsum_add(&s1, &k1, sums[i * 2 * C + c]);
-            gn_wsum_add(&s0, &k0, sums[i * 2 * C + C + c]);
+            w_add(&s1, &k1, sums[i * 2 * C + c]);
+            w_add(&s0, &k0, sums[i * 2 * C + C + c]);
         }
         if (gs) {
             const W gam = (flags & CLNORM_KF_GAMMA) ? (W)gamma[gamma_off + c] : (W)1;

@@ -25,8 +25,8 @@
  *   (a second NDRange dimension); their sums then come from norm_bwd_sums, merged in chunk
  *   order, and each chunk's group writes only its own columns of the partials.
  * norm_bwd_slices, norm_bwd_params: per column, the groups' partials are added in group
- *   order (in double, PW, or Kahan compensated), in slices of CLNORM_PARAM_SLICE first when
- *   there are many (a work-item per column and slice), then the slices in order: a fixed
+ *   order (w_add: in double, or Kahan compensated), in slices of CLNORM_PARAM_SLICE first
+ *   when there are many (a work-item per column and slice), then the slices in order: a fixed
  *   order, so dgamma and dbeta are the same bits run after run.
  */
 
@@ -114,7 +114,7 @@ inline void bwd_refine_sums(W sd, W sg, W *sgx, A *m, W rw, ulong cols)
  * (rstd near 316) missed torch's float64 by 1.13x and 1.27x of the bound 1e-5 + 1e-5 |ref|,
  * rows of N(0, 0.005^2) by 1.26x (tests/torch_layer_spread.py; bench/RESULTS.md, "The row
  * kernels' backward of a large rstd in double"). The parameter gradients' terms keep xhat in
- * float, their partials in PW (below) as every row's. Without double, or with precomputed
+ * float, their partials in W (below) as every row's. Without double, or with precomputed
  * statistics (dx = rstd * g), no row is wide.
  */
 #define BWD_WIDE(rs, gf, flags)                                                             \
@@ -505,30 +505,15 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
 
 /*
  * The parameter partials (a block's S1 and S0 per column, the slices' sums, the parameter
- * pass's) in PW: double where the device has it (W_DOUBLE), else A. Each term dy * xhat is
- * exact in double and the sums then lose nothing that matters, where float32 partials of up
- * to 256 rows, even Kahan-added across the blocks, put dgamma and dbeta of LayerNorm's
- * float32 backward 1.0-4.7x the bound 1e-5 + 1e-5 |ref| away from torch's float64 on batches
- * of 1024x768 to 16384x256 of N(0, 1) data (torch's own float32 1.1-19x; bench/RESULTS.md,
- * "The row backward's parameter partials in double"). What stays is xhat's float32 rounding
- * in each term. With one block (CLNORM_KF_PARAMS_DIRECT) the rows kernel stores its
- * partials as dgamma and dbeta itself.
+ * pass's) are W, added with w_add (common.cl): double where the device has it, else A with
+ * Kahan's step. Each term dy * xhat is exact in double and the sums then lose nothing that
+ * matters, where float32 partials of up to 256 rows, even Kahan-added across the blocks, put
+ * dgamma and dbeta of LayerNorm's float32 backward 1.0-4.7x the bound 1e-5 + 1e-5 |ref| away
+ * from torch's float64 on batches of 1024x768 to 16384x256 of N(0, 1) data (torch's own
+ * float32 1.1-19x; bench/RESULTS.md, "The row backward's parameter partials in double"). What
+ * stays is xhat's float32 rounding in each term. With one block (CLNORM_KF_PARAMS_DIRECT) the
+ * rows kernel stores its partials as dgamma and dbeta itself.
  */
-#if W_DOUBLE
-typedef W PW;
-typedef WV PWV;
-#define PWV_OF TO_WV  /* AV -> PWV */
-#define AV_OF FROM_WV /* PWV -> AV */
-inline void pw_add(PW *s, PW *c, PW v) { *s += v; } /* (c: unused) */
-inline void pw_addv(PWV *s, PWV *c, PWV v) { *s += v; }
-#else
-typedef A PW;
-typedef AV PWV;
-#define PWV_OF(v) (v)
-#define AV_OF(v) (v)
-#define pw_add kahan_add
-#define pw_addv kahan_addv
-#endif
 
 /* dx of element i and its share of the parameter partials (one element). */
 #define BWD_ELEM(i)                                                                         \
@@ -539,16 +524,16 @@ typedef AV PWV;
             STORE1(bwd_dx1(bw, (i), bwd_g1(bw, (i), dyv), xh, rs, mg, mgx), bw.dx + (i));   \
         BWD_ELEM_PARAMS(i, dyv, xh);                                                        \
     } while (0)
-/* ... the parameter partials' share alone (PW) */
+/* ... the parameter partials' share alone (W) */
 #define BWD_ELEM_PARAMS(i, dyv, xh)                                                         \
     do {                                                                                    \
         if (want_dg)                                                                        \
-            pg[i] = first ? (PW)(dyv) * (PW)(xh) : fma((PW)(dyv), (PW)(xh), pg[i]);         \
+            pg[i] = first ? (W)(dyv) * (W)(xh) : fma((W)(dyv), (W)(xh), pg[i]);             \
         if (want_db)                                                                        \
-            pb[i] = first ? (PW)(dyv) : (PW)(dyv) + pb[i];                                  \
+            pb[i] = first ? (W)(dyv) : (W)(dyv) + pb[i];                                    \
     } while (0)
 
-/* BWD_ELEM of a wide row: dx in W (bwd_g_w, bwd_dx_w), rounded once; the partials in PW. */
+/* BWD_ELEM of a wide row: dx in W (bwd_g_w, bwd_dx_w), rounded once; the partials in W. */
 #define BWD_ELEM_W(i)                                                                       \
     do {                                                                                    \
         const A dyv = LOAD1(bw.dy + (i));                                                   \
@@ -571,12 +556,12 @@ typedef AV PWV;
 #define BWD_VEC_PUT_PARAMS(i, dyv, xh)                                                      \
     do {                                                                                    \
         if (want_dg) {                                                                      \
-            const PWV pd = PWV_OF(dyv), px = PWV_OF(xh);                                    \
+            const WV pd = TO_WV(dyv), px = TO_WV(xh);                                       \
             CAT(vstore, VW)(first ? pd * px : fma(pd, px, CAT(vload, VW)(0, pg + (i))), 0,  \
                             pg + (i));                                                      \
         }                                                                                   \
         if (want_db) {                                                                      \
-            const PWV pd = PWV_OF(dyv);                                                     \
+            const WV pd = TO_WV(dyv);                                                       \
             CAT(vstore, VW)(first ? pd : pd + CAT(vload, VW)(0, pb + (i)), 0, pb + (i));    \
         }                                                                                   \
     } while (0)
@@ -587,7 +572,7 @@ typedef AV PWV;
  * chunk order from norm_bwd_sums), then dx and the partials of the chunk's columns in one
  * sweep. first_block is 0 unless the host launches some of the blocks only (src/latency.c).
  */
-__kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global PW *part,
+__kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global W *part,
                             __global const A *sums, __global const A *gm, __local A *scratch,
                             __local A *scratch2, KS_PARAM)
 {
@@ -627,7 +612,7 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global PW *part
     for (ulong row = r0; row < r1; row++) {
         const ulong p = per_sample ? row / sample_rows : p0;
         /* The block's partial sums (with one block, direct, dgamma and dbeta: below). */
-        __global PW *pg = part + p * 2 * cols, *pb = pg + cols;
+        __global W *pg = part + p * 2 * cols, *pb = pg + cols;
         A2 K;
         A m, r, sc, rlo;
         BWD_STATS(row, flags, &K, &m, &r, &sc, &rlo);
@@ -799,7 +784,7 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global PW *part
      * it summed (vectors lid, lid + L, ... and the tail, as every loop above takes them on
      * GPUs; one item, CPU devices, owns them all), rounded once. */
     if (direct) {
-        __global const PW *pg = part + p0 * 2 * cols, *pb = pg + cols;
+        __global const W *pg = part + p0 * 2 * cols, *pb = pg + cols;
         const ulong nv = (e - b) / VW;
         for (ulong v = lid; v < nv; v += L)
             for (uint k = 0; k < VW; k++) {
@@ -836,12 +821,12 @@ inline int params_sliced(ulong samples, ulong per)
 }
 
 /*
- * Slice q of column j: the sums of S1 and S0 (pw_add) over at most CLNORM_PARAM_SLICE partials
+ * Slice q of column j: the sums of S1 and S0 (w_add) over at most CLNORM_PARAM_SLICE partials
  * of one sample, in block order, into slices[q][j] and slices[q][cols + j]. Many blocks then
  * cost the parameter pass a few slice sums per column instead of a long dependent chain, and
  * a GPU gets (columns x slices) items rather than one per column.
  */
-__kernel void norm_bwd_slices(__global const PW *part, __global PW *slices, KS_PARAM)
+__kernel void norm_bwd_slices(__global const W *part, __global W *slices, KS_PARAM)
 {
     KS_BEGIN;
     KS_UL(sample_rows);
@@ -860,12 +845,12 @@ __kernel void norm_bwd_slices(__global const PW *part, __global PW *slices, KS_P
     const int s1_read = (flags & (CLNORM_KF_GRAD_GAMMA | CLNORM_KF_GRAD_SCALE)) != 0,
               s0_read = (flags & (CLNORM_KF_GRAD_BETA | CLNORM_KF_GRAD_SHIFT |
                                   CLNORM_KF_GRAD_SCALE)) != 0;
-    PW s1 = 0, c1 = 0, s0 = 0, c0 = 0;
+    W s1 = 0, c1 = 0, s0 = 0, c0 = 0;
     for (ulong k = k0; k < k1; k++) {
         if (s1_read)
-            pw_add(&s1, &c1, part[k * 2 * cols + j]);
+            w_add(&s1, &c1, part[k * 2 * cols + j]);
         if (s0_read)
-            pw_add(&s0, &c0, part[k * 2 * cols + cols + j]);
+            w_add(&s0, &c0, part[k * 2 * cols + cols + j]);
     }
     slices[q * 2 * cols + j] = s1;
     slices[q * 2 * cols + cols + j] = s0;
@@ -873,14 +858,14 @@ __kernel void norm_bwd_slices(__global const PW *part, __global PW *slices, KS_P
 
 /*
  * Column j of the parameter gradients: per sample, its partials S1 and S0 (or their slice
- * sums) added in order (pw_add: in double, or Kahan compensated), then dscale and dshift of
+ * sums) added in order (w_add: in double, or Kahan compensated), then dscale and dshift of
  * the sample, and dgamma and dbeta accumulated over the samples in sample order. A fixed
  * order: the same bits run after run.
  *
  * PARAM_COLUMNS is written once for a type V of N columns (A and 1: one column per call; on
  * CPU devices (CLNORM_PARAMS_VEC) also AV and VW, VW neighbouring columns per work-item in
  * vector lanes: PoCL's own vectorization of the one-column form ran four lanes with the
- * Kahan chains exposed, about 10 ns per column), S its sums' type (PW or PWV), TO_S and TO_V
+ * Kahan chains exposed, about 10 ns per column), S its sums' type (W or WV), TO_S and TO_V
  * the conversions. The operations per column are the same in both forms, so the bits are too.
  */
 #define PARAM_COLUMNS(NAME, V, S, N, ADD, TO_S, TO_V)                                       \
@@ -890,7 +875,7 @@ __kernel void norm_bwd_slices(__global const PW *part, __global PW *slices, KS_P
                      __global const P *scale, ulong scale_off, ulong scale_stride,          \
                      __global P *dscale, ulong dscale_off, ulong dscale_stride,             \
                      __global P *dshift, ulong dshift_off, ulong dshift_stride,             \
-                     ulong samples, ulong per, __global const PW *src, ulong cols,          \
+                     ulong samples, ulong per, __global const W *src, ulong cols,          \
                      uint flags)                                                            \
     {                                                                                       \
         const int s1_read = (flags & (CLNORM_KF_GRAD_GAMMA | CLNORM_KF_GRAD_SCALE)) != 0,    \
@@ -927,14 +912,14 @@ __kernel void norm_bwd_slices(__global const PW *part, __global PW *slices, KS_P
 
 #define PLOAD_1(p) (*(p))
 #define PSTORE_1(v, p) (*(p) = (v))
-#define PW_OF1(v) ((PW)(v))
+#define W_OF1(v) ((W)(v))
 #define A_OF1(v) ((A)(v))
-PARAM_COLUMNS(param_column, A, PW, 1, pw_add, PW_OF1, A_OF1)
+PARAM_COLUMNS(param_column, A, W, 1, w_add, W_OF1, A_OF1)
 
 #if defined(CLNORM_PARAMS_VEC)
 #define PLOAD_VW(p) CAT(vload, VW)(0, (p))
 #define PSTORE_VW(v, p) CAT(vstore, VW)((v), 0, (p))
-PARAM_COLUMNS(param_columns_v, AV, PWV, VW, pw_addv, PWV_OF, AV_OF)
+PARAM_COLUMNS(param_columns_v, AV, WV, VW, w_addv, TO_WV, FROM_WV)
 #endif
 
 /* Work-item i takes columns [i * PARAM_W, (i + 1) * PARAM_W): in lanes where all of them are
@@ -947,8 +932,8 @@ PARAM_COLUMNS(param_columns_v, AV, PWV, VW, pw_addv, PWV_OF, AV_OF)
 
 __kernel void norm_bwd_params(__global const P *gamma, __global const P *beta,
                               __global P *dgamma, __global P *dbeta, __global const P *scale,
-                              __global P *dscale, __global P *dshift, __global const PW *part,
-                              __global const PW *slices, KS_PARAM)
+                              __global P *dscale, __global P *dshift, __global const W *part,
+                              __global const W *slices, KS_PARAM)
 {
     KS_BEGIN;
     KS_TENSOR(gamma);
@@ -971,7 +956,7 @@ __kernel void norm_bwd_params(__global const P *gamma, __global const P *beta,
     const ulong np = partials_per_sample(sample_rows, rows_per_group);
     const int sliced = params_sliced(samples, np);
     const ulong per = sliced ? (np + CLNORM_PARAM_SLICE - 1) / CLNORM_PARAM_SLICE : np;
-    __global const PW *src = sliced ? slices : part;
+    __global const W *src = sliced ? slices : part;
 #if defined(CLNORM_PARAMS_VEC)
     if (j0 + VW <= cols) {
         param_columns_v(j0, gamma, gamma_off, beta, beta_off, dgamma, dgamma_off, dbeta,

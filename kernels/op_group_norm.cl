@@ -98,7 +98,7 @@ inline void gn_fold_mod(A *gam, A *bet, __global const P *sr, __global const P *
 typedef W Wv_e __attribute__((ext_vector_type(VW), aligned(sizeof(W))));
 #define GN_LDW(p) (*(__global const Wv_e *)(p))
 #define GN_STW(v, p) (*(__global Wv_e *)(p) = (v))
-#elif W_DOUBLE
+#else
 #define GN_LDW(p) CAT(vload, VW)(0, (p))
 #define GN_STW(v, p) CAT(vstore, VW)((v), 0, (p))
 #endif

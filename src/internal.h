@@ -282,6 +282,10 @@ void clnorm_release_errors(clnorm_ctx *ctx);
 size_t clnorm_dtype_size(clnorm_dtype dtype);
 /* Bytes of one parameter (gamma, beta, mean, rstd, dgamma, dbeta): 8 for F64, else 4. */
 size_t clnorm_param_size(clnorm_dtype dtype);
+/* Bytes of one W of the kernels (kernels/common.cl: double where the device has it, else the
+ * arithmetic type), as the backward's parameter sums are kept: scratch of W is sized for
+ * double on every device. */
+#define CLNORM_W_SIZE sizeof(double)
 /* The parameters' element type: F64 for F64, else F32. */
 clnorm_dtype clnorm_param_dtype(clnorm_dtype dtype);
 /* Storage of the residual and the sum of a description. */

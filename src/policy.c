@@ -331,7 +331,7 @@ static clnorm_status forward_geometry(const clnorm_device_profile *p, const clno
 }
 
 /* The backward pass: blocks of at most 256 rows per work-group (each a partial row of
- * dgamma/dbeta, in double where the device has it: kernels/norm_backward.cl, PW), at least a
+ * dgamma/dbeta, in double where the device has it: kernels/norm_backward.cl, W), at least a
  * few groups per compute unit. Items per group: 1 with the row strategy, else the
  * cooperative size. */
 static void backward_geometry(const clnorm_device_profile *p, const clnorm_desc *d,

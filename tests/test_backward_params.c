@@ -5,17 +5,14 @@
  * whose small columns are several times further from float64 than the per-element bound
  * issue #10's and PyTorch-style checks use, 1e-5 + 1e-5 |ref|. Float32 partials of up to 256
  * rows put LayerNorm's dgamma 3.7x that bound away at 2048 x 512 and the host loop's 1.8x at
- * 4096 x 1024 (their partials are in double now: kernels/norm_backward.cl, PW;
+ * 4096 x 1024 (their partials are in double now: kernels/norm_backward.cl, W;
  * src/op/row_norm_host_body.h, HN(accumulate)). Every row operation of the registry (the
  * fused adds' dx is also their residual's gradient), through layer 1 on every strategy, the
  * host call as planned, and the host loop at a size it would leave to the kernels.
  */
-#define _POSIX_C_SOURCE 200809L
 #include "tu_problem.h"
 
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 static clnorm_ctx *g_ctx;
 
@@ -172,17 +169,10 @@ static void test_tall_host_loop(void **state)
     (void)state;
     if (!tu_has_device(g_ctx) || !tu_device_is_cpu(g_ctx))
         skip();
-    const char *was = getenv("CLNORM_HOST_BACKWARD_BYTES");
-    char *saved = was ? strdup(was) : NULL;
-    setenv("CLNORM_HOST_BACKWARD_BYTES", "1099511627776", 1);
+    char *was = tu_env_set("CLNORM_HOST_BACKWARD_BYTES", "1099511627776");
     static const size_t shapes[][2] = {{4096, 1024}, {32768, 32}};
     const size_t bad = each_case(shapes, TU_COUNT(shapes), 9200, on_host_loop);
-    if (saved) {
-        setenv("CLNORM_HOST_BACKWARD_BYTES", saved, 1);
-        free(saved);
-    } else {
-        unsetenv("CLNORM_HOST_BACKWARD_BYTES");
-    }
+    tu_env_restore("CLNORM_HOST_BACKWARD_BYTES", was);
     if (bad)
         fail_msg("%zu parameter-gradient elements beyond 1e-5 + 1e-5 |ref|", bad);
 }

@@ -142,6 +142,11 @@ size_t tu_cmp_bits(const float *got, const float *want, size_t n, const char *wh
 /* A context for a whole test binary (group setup): NULL when none can be made, so device
  * tests skip. Prints the device. */
 clnorm_ctx *tu_context(const char *suite);
+/* Sets the environment variable name to value (the library reads its CLNORM_* tuning
+ * variables when a plan is made) and returns what it was, NULL when unset, for
+ * tu_env_restore, which puts it back and frees that. */
+char *tu_env_set(const char *name, const char *value);
+void tu_env_restore(const char *name, char *was);
 /* True when ctx runs on an OpenCL device (device-strategy tests skip otherwise). */
 int tu_has_device(const clnorm_ctx *ctx);
 /* Whether the context's device reports cl_khr_fp64 (what F64 plans need). */

@@ -1,6 +1,7 @@
 /*
  * tu_device.c - contexts, plans and cl_mem helpers of test_util.h.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv, strdup */
 #include "test_util.h"
 
 #include <stdio.h>
@@ -14,6 +15,22 @@ clnorm_ctx *tu_context(const char *suite)
         return NULL; /* device tests skip */
     print_message("%s: running on %s\n", suite, clnorm_device_name(ctx));
     return ctx;
+}
+
+char *tu_env_set(const char *name, const char *value)
+{
+    const char *was = getenv(name);
+    char *saved = was ? strdup(was) : NULL;
+    if ((was && !saved) || setenv(name, value, 1) != 0)
+        fail_msg("cannot set %s", name);
+    return saved;
+}
+
+void tu_env_restore(const char *name, char *was)
+{
+    if (was ? setenv(name, was, 1) != 0 : unsetenv(name) != 0)
+        fail_msg("cannot restore %s", name);
+    free(was);
 }
 
 int tu_has_device(const clnorm_ctx *ctx)

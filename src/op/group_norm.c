@@ -418,9 +418,6 @@ static void scratch_bytes(const clnorm_desc *d, const clnorm_geometry *g, clnorm
                           size_t bytes[])
 {
     const size_t acc = clnorm_param_size(d->dtype);
-    /* the backward's sums per (n, tile, c) are W (kernels/common.cl): double where the device
-     * has it, sized for it on every device */
-    const size_t wacc = acc > sizeof(double) ? acc : sizeof(double);
     const size_t ng = d->rows * d->groups;
     for (int i = 0; i < CLNORM_MAX_SCRATCH; i++)
         bytes[i] = 0;
@@ -444,19 +441,19 @@ static void scratch_bytes(const clnorm_desc *d, const clnorm_geometry *g, clnorm
         return;
     }
     if (small_backward(d)) { /* sums per (n, c) alone (kernels/group_backward_small.cl) */
-        bytes[1] = clnorm_bytes3(d->rows, 2 * d->cols, wacc);
+        bytes[1] = clnorm_bytes3(d->rows, 2 * d->cols, CLNORM_W_SIZE);
         return;
     }
     if (g->whole_groups) { /* statistics per (n, g), sums per (n, c): no tiles */
         bytes[0] = clnorm_bytes3(ng, CLNORM_STATS_PER_ROW, acc);
-        bytes[1] = clnorm_bytes3(d->rows, 2 * d->cols, wacc);
+        bytes[1] = clnorm_bytes3(d->rows, 2 * d->cols, CLNORM_W_SIZE);
         return;
     }
-    /* statistics per (n, g); sums (or first the recomputed moments) per (n, tile, c); dx's
-     * group coefficients per (n, g) */
+    /* statistics per (n, g); sums of W (or first the recomputed moments) per (n, tile, c);
+     * dx's group coefficients per (n, g) */
     bytes[0] = clnorm_bytes3(ng, CLNORM_STATS_PER_ROW, acc);
     const size_t moments = clnorm_bytes3(d->rows * g->bwd_chunks, nhwc_tile_len(d), acc);
-    const size_t sums = clnorm_bytes3(d->rows * g->bwd_chunks, 2 * d->cols, wacc);
+    const size_t sums = clnorm_bytes3(d->rows * g->bwd_chunks, 2 * d->cols, CLNORM_W_SIZE);
     bytes[1] = moments > sums ? moments : sums;
     bytes[2] = clnorm_bytes3(ng, 4, acc); /* (GN_COEF_PER_ROW, group_backward.cl) */
     /* NHWC on one-item work-groups (CPU devices): per-channel tables per (n, tile), which

@@ -478,11 +478,10 @@ void clnorm_row_norm_scratch(const clnorm_desc *d, const clnorm_geometry *g,
         return;
     }
     bytes[0] = clnorm_bytes3(d->rows, CLNORM_STATS_PER_ROW, acc);
-    /* the parameter partials and their slices in double where the device has it
-     * (kernels/norm_backward.cl, PW); sized for double on every device */
-    const size_t pw = acc > sizeof(double) ? acc : sizeof(double);
-    bytes[1] = clnorm_bytes3(d->samples * bwd_partials_per_sample(d, g), 2 * d->cols, pw);
-    bytes[3] = clnorm_bytes3(g->bwd_slices, 2 * d->cols, pw);
+    /* the parameter partials and their slices: W (kernels/norm_backward.cl) */
+    bytes[1] = clnorm_bytes3(d->samples * bwd_partials_per_sample(d, g), 2 * d->cols,
+                             CLNORM_W_SIZE);
+    bytes[3] = clnorm_bytes3(g->bwd_slices, 2 * d->cols, CLNORM_W_SIZE);
     if (g->bwd_chunks > 1) /* (kernels/norm_backward.cl, BWD_SUMS_PER_CHUNK) */
         bytes[2] = clnorm_bytes3(d->rows, CLNORM_ROW_SUMS_PER_CHUNK * g->bwd_chunks, acc);
     bytes[4] = clnorm_bytes3(d->samples, 1, acc); /* (norm_bwd_gmax) */
