@@ -33,9 +33,10 @@
  * Moments per (n, tile): GN_TILE_LEN values of A: the mean and M2 of every channel (CPU
  * devices; scratch space on GPUs), then the S and M2 of every group, then C values of
  * staging space, the C shifts K_c and 4 C running totals (S, its compensation, M2, its
- * compensation; CPU devices, gn_tile_moments_rows), then per group what its float S and M2
- * leave of them in double (gn_group_moments_w; 0 on GPUs and without double), which the
- * backward's merge adds (gn_group_stats_w). The table per sample: 3 C values, the K of every
+ * compensation; CPU devices, gn_tile_moments_rows; on GPUs each channel's S and M2 in W as
+ * two values, gn_channel_moments), then per group what its float S and M2 leave of them in
+ * double (gn_group_moments_w; 0 without double), which the backward's merge adds
+ * (gn_group_stats_w). The table per sample: 3 C values, the K of every
  * channel, then the a, then the b.
  * Needs common.cl and op_group_norm.cl before it.
  */
@@ -72,7 +73,7 @@ inline AV gn_shiftv(__global const T *xs, ulong c, ulong C, ulong hw)
  * channels over millions of positions) lost its last bits (rstd 8e-5 off at 3 x 2000 x 2000
  * on the CPU tiles, which had the same plain sums). */
 inline A gn_channel_sum(__global const T *xs, ulong c, ulong C, ulong p0, ulong p1, A K, A mc,
-                        const int sq)
+                        const int sq, A *comp)
 {
     A s = 0, cs = 0;
     for (ulong pb = p0; pb < p1; pb += GN_SUM_BLOCK) {
@@ -91,16 +92,42 @@ inline A gn_channel_sum(__global const T *xs, ulong c, ulong C, ulong p0, ulong 
         }
         kahan_add(&s, &cs, b0 + b1);
     }
+    *comp = cs; /* the sum is s - cs */
     return s;
 }
 
+/* v in W as two values of A, hi - lo (at pair[0] and pair[C]: the layout of the CPU tiles'
+ * running totals and their compensations, which gn_group_moments_w reads). */
+#if W_DOUBLE
+inline void gn_put_w(__global A *pair, ulong C, W v)
+{
+    const A hi = (A)v;
+    pair[0] = hi;
+    pair[C] = (A)((W)hi - v);
+}
+#endif
+
+/* GPUs: channel c's S (around K_c, stored in kr[c]) and M2 in *s_out and *q_out and, where W
+ * is double, in W into tot (gn_put_w; M2 around the channel's mean in W, where the float
+ * pass took it around the float s / cnt), for gn_group_moments_w as on CPU devices. */
 inline void gn_channel_moments(__global const T *xs, ulong c, ulong C, ulong hw, ulong p0,
-                               ulong p1, A cnt, A *s_out, A *q_out)
+                               ulong p1, A cnt, A *s_out, A *q_out, __global A *kr,
+                               __global A *tot)
 {
     const A K = gn_shift1(xs, c, C, hw);
-    const A s = gn_channel_sum(xs, c, C, p0, p1, K, 0, 0);
+    A cs, cq;
+    const A s = gn_channel_sum(xs, c, C, p0, p1, K, 0, 0, &cs), mc = s / cnt;
+    const A q = gn_channel_sum(xs, c, C, p0, p1, K, mc, 1, &cq);
     *s_out = s;
-    *q_out = gn_channel_sum(xs, c, C, p0, p1, K, s / cnt, 1);
+    *q_out = q;
+    kr[c] = K;
+#if W_DOUBLE
+    const W S = (W)s - (W)cs, dm = S / (W)cnt - (W)mc;
+    gn_put_w(tot + c, C, S);
+    gn_put_w(tot + 2 * C + c, C, ((W)q - (W)cq) - (W)cnt * dm * dm);
+#else
+    (void)tot;
+#endif
 }
 
 /* The moments (S, M2) of one tile of the group of channels [c0, c0 + cpg) into out, from its
@@ -125,12 +152,13 @@ inline void gn_group_moments(__global const A *kr, __global const A *mc, ulong c
 }
 
 #if W_DOUBLE
-/* The same group's S and M2 in W from the tile's running totals (tot: gn_tile_moments_rows;
- * each total less its compensation), lo what out's float ones leave of them. The float S is
- * cnt times a mean of float channel means: one rounding of about 2^-24 |mean - K| a tile,
- * which at one tile a sample put the backward's mean (gn_stats_w's m + mlo) as far off as the
- * float m, and GroupNorm's NHWC dgamma at 32x256x56x56 2.4x the bound (group_backward.cl,
- * gn_chan_sums_cv). */
+/* The same group's S and M2 in W from the tile's running totals (tot: gn_tile_moments_rows,
+ * or on GPUs gn_channel_moments; each total less its compensation, M2 around the channel's
+ * mean), lo what out's float ones leave of them. The float S is cnt times a mean of float
+ * channel means (CPU devices; on GPUs a sum of float channel sums): one rounding of about
+ * 2^-24 |mean - K| a tile, which at one tile a sample put the backward's mean (gn_stats_w's
+ * m + mlo) as far off as the float m, and GroupNorm's NHWC dgamma at 32x256x56x56 2.4x the
+ * bound (group_backward.cl, gn_chan_sums_cv; GPU tiles 0.41-0.88x with float moments). */
 inline void gn_group_moments_w(__global const A *kr, __global const A *tot, ulong c0,
                                ulong cpg, ulong C, A cnt, __global const A *out,
                                __global A *lo)
@@ -329,18 +357,21 @@ __kernel void gn_nhwc_moments(IN_PTRS, __global A *part, __local A *scratch, KS_
             continue;
         }
         /* GPUs: L is a multiple of cpg dividing C (group_norm.c), so each round of L
-         * channels holds whole groups; item lid's group starts at item lid - lid % cpg. */
+         * channels holds whole groups; item lid's group starts at item lid - lid % cpg. The
+         * channels' shifts and moments in W lie where CPU devices keep theirs. */
         const uint lead = lid - lid % (uint)cpg;
+        __global A *kr = pt + 3 * C + 2 * G, *tot = pt + 4 * C + 2 * G;
         for (ulong c0 = 0; c0 < C; c0 += L) {
             const ulong c = c0 + lid;
-            const A K = gn_shift1(xs, c, C, hw);
             A s, q;
-            gn_channel_moments(xs, c, C, hw, p0, p1, cnt, &s, &q);
+            gn_channel_moments(xs, c, C, hw, p0, p1, cnt, &s, &q, kr, tot);
+            const A K = kr[c];
             /* the group's S: S'_c added in channel order by the group's first item */
             const A Kg = gn_shift1(xs, c0 + lead, C, hw);
             const A sh = fma(cnt, K - Kg, s); /* S'_c */
             scratch[lid] = sh;
-            barrier(CLK_LOCAL_MEM_FENCE);
+            /* (the global fence: the lead reads the group's kr and tot, below) */
+            barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
             A Sg = 0;
             if (lid == lead)
                 for (uint k = 0; k < cpg; k++)
@@ -358,9 +389,14 @@ __kernel void gn_nhwc_moments(IN_PTRS, __global A *part, __local A *scratch, KS_
                 for (uint k = 0; k < cpg; k++)
                     M2 += scratch[lid + k];
                 const ulong g = (c0 + lid) / cpg;
-                pt[2 * C + 2 * g] = Sg;
-                pt[2 * C + 2 * g + 1] = M2;
-                pt[GN_TILE_LO(C, G) + 2 * g] = pt[GN_TILE_LO(C, G) + 2 * g + 1] = 0;
+                __global A *out = pt + 2 * C + 2 * g, *lo = pt + GN_TILE_LO(C, G) + 2 * g;
+                out[0] = Sg;
+                out[1] = M2;
+#if W_DOUBLE
+                gn_group_moments_w(kr, tot, g * cpg, cpg, C, cnt, out, lo);
+#else
+                lo[0] = lo[1] = 0;
+#endif
             }
             barrier(CLK_LOCAL_MEM_FENCE);
         }
@@ -433,22 +469,26 @@ typedef struct {
     uint chunks;
 } gn_tile_moments;
 
-/* gn_stats_w (op_group_norm.cl) of an NHWC group: its channels [c0, c0 + cpg) of every
- * position, an item every L-th position (gn_nhwc_group_stats, group_nhwc_wg.cl, and the
- * backward's merge of the tiles, gn_merge_row). In the merge it reads the group's channels
- * strided by C, scalar: on PoCL's CPU device 2-2.5 ms more on 8x320x32x32 around 300 at
- * spread 1e-2 (the merge had 12 us), 18-70% of that backward, paid only where a group's float
- * rstd * sc is at least CLNORM_GN_VAR_WIDE; without it the tiles' float statistics left dx
- * 1.10x the bound there (bench/RESULTS.md, "dx of large rstd * |gamma| in double on the
- * kernels"). Other groups of the merge take their tiles' moments (tm) in double instead,
- * which costs nothing: that gives mlo and rlo, what the float m and r leave of the merged
- * mean and rstd, for the backward's double sums (group_backward.cl, gn_chan_sums_cv). */
-inline void gn_group_stats_w(__global const T *xs, ulong c0, ulong cpg, ulong C, ulong hw,
-                             uint lid, uint L, __local A *lo, __local A *hi, A *K, A *m, A *r,
-                             A *rlo, A *mlo, A sc, A eps, int wide, gn_tile_moments tm)
+/* The item's part (S, Q: the sums of d and d^2, d = x * sc - K - m, in W; returned: whether
+ * there is one) of gn_stats_w (op_group_norm.cl) of an NHWC group: where wide, from its
+ * channels [c0, c0 + cpg) of every position, an item every L-th position
+ * (gn_nhwc_group_stats, group_nhwc_wg.cl, and the backward's merge of the tiles,
+ * gn_merge_row), else from the tiles' moments (tm) where there are. In the merge it reads
+ * the group's channels strided by C, scalar: on PoCL's CPU device 2-2.5 ms more on
+ * 8x320x32x32 around 300 at spread 1e-2 (the merge had 12 us), 18-70% of that backward, paid
+ * only where a group's float rstd * sc is at least CLNORM_GN_VAR_WIDE; without it the tiles'
+ * float statistics left dx 1.10x the bound there (bench/RESULTS.md, "dx of large rstd *
+ * |gamma| in double on the kernels"). Other groups of the merge take their tiles' moments
+ * (tm) in double instead, which costs nothing: that gives mlo and rlo, what the float m and r
+ * leave of the merged mean and rstd, for the backward's double sums (group_backward.cl,
+ * gn_chan_sums_cv; the workgroup strategy's take its items' shares, gn_nhwc_group_stats).
+ * No barrier. */
+inline int gn_group_part_w(__global const T *xs, ulong c0, ulong cpg, ulong C, ulong hw,
+                           uint lid, uint L, A K, A m, A sc, int wide, gn_tile_moments tm,
+                           W *S_out, W *Q_out)
 {
     W S = 0, Q = 0;
-    const W Kw = *K, mw = *m, sw = sc;
+    const W Kw = K, mw = m, sw = sc;
     if (!wide && tm.pn) {
         /* the tiles' moments (S_t of x - K, M2_t around the tile's mean) in double, around
          * K + m: S = sum S_t - n m, Q = sum M2_t + n_t (S_t / n_t - m)^2 */
@@ -492,8 +532,19 @@ inline void gn_group_stats_w(__global const T *xs, ulong c0, ulong cpg, ulong C,
         S = (S + S1) + (S2 + S3);
         Q = (Q + Q1) + (Q2 + Q3);
     }
-    gn_stats_w(S, Q, cpg * hw, lid, L, lo, hi, K, m, r, rlo, mlo, sc, eps, wide,
-               wide || tm.pn);
+    *S_out = S;
+    *Q_out = Q;
+    return wide || tm.pn;
+}
+
+/* The group's statistics so (gn_group_part_w, then gn_stats_w). Every item must call it. */
+inline void gn_group_stats_w(__global const T *xs, ulong c0, ulong cpg, ulong C, ulong hw,
+                             uint lid, uint L, __local A *lo, __local A *hi, A *K, A *m, A *r,
+                             A *rlo, A *mlo, A sc, A eps, int wide, gn_tile_moments tm)
+{
+    W S, Q;
+    const int pass = gn_group_part_w(xs, c0, cpg, C, hw, lid, L, *K, *m, sc, wide, tm, &S, &Q);
+    gn_stats_w(S, Q, cpg * hw, lid, L, lo, hi, K, m, r, rlo, mlo, sc, eps, wide, pass);
 }
 #endif
 

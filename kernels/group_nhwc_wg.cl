@@ -35,7 +35,7 @@
  * whole group with one item (a CPU device asked for this strategy), whose plain float32 sum
  * of squares would lose digits with the count. */
 inline A gn_wg_share_sum(__global const T *xc, ulong C, ulong cpg, ulong hw, ulong k0,
-                         ulong q0, ulong cw, ulong PL, A K, A mb, const int squares)
+                         ulong q0, ulong cw, ulong PL, A K, A mb, const int squares, A *comp)
 {
     A s = 0, cs = 0;
     for (ulong k = k0; k < cpg; k += cw) {
@@ -61,6 +61,7 @@ inline A gn_wg_share_sum(__global const T *xc, ulong C, ulong cpg, ulong hw, ulo
             kahan_add(&s, &cs, (a0 + a1) + (a2 + a3));
         }
     }
+    *comp = cs; /* the sum is s - cs */
     return s;
 }
 
@@ -86,12 +87,23 @@ inline gn_wg_lanes gn_wg_lanes_of(ulong cpg, ulong hw, uint lid, uint L)
     return w;
 }
 
+/* An item's share of a group's moments, as its float sums took them: S around K and M2
+ * around S / n, each a compensated sum (the sum less its compensation); valid unless the
+ * group was redone at a scale. */
+typedef struct {
+    A S, cS, M2, cM2;
+    int valid;
+} gn_wg_share;
+
 /* The statistics (K, m, r, sc) of the group of channels [c0, c0 + cpg) of the sample at xs
- * (its position 0), xhat = ((x * sc - K) - m) * r. Every item of the group must call it. */
+ * (its position 0), xhat = ((x * sc - K) - m) * r, and the item's share of the moments in
+ * *sh. Every item of the group must call it. */
 inline void gn_wg_stats(__global const T *xs, ulong c0, ulong C, ulong cpg, ulong hw,
                         gn_wg_lanes w, A eps, __local A *scratch, uint lid, uint L, A *K,
-                        A *m, A *r, A *sc)
+                        A *m, A *r, A *sc, gn_wg_share *sh)
 {
+    sh->S = sh->cS = sh->M2 = sh->cM2 = 0;
+    sh->valid = 1;
     const A total = (A)(cpg * hw);
     *K = gn_shift1(xs, c0, C, hw);
     *sc = 1;
@@ -101,11 +113,14 @@ inline void gn_wg_stats(__global const T *xs, ulong c0, ulong C, ulong cpg, ulon
     for (int pass = 0;; pass++) {
         A S = 0, M2 = 0;
         if (pass == 0 && w.nshare > 0) {
-            S = gn_wg_share_sum(xs + c0, C, cpg, hw, w.k0, w.q0, w.cw, w.PL, *K, 0, 0);
+            S = gn_wg_share_sum(xs + c0, C, cpg, hw, w.k0, w.q0, w.cw, w.PL, *K, 0, 0, &sh->cS);
             M2 = gn_wg_share_sum(xs + c0, C, cpg, hw, w.k0, w.q0, w.cw, w.PL, *K, S / w.nshare,
-                                 1);
+                                 1, &sh->cM2);
+            sh->S = S;
+            sh->M2 = M2;
         } else if (pass == 1) {
             S = gn_group_scaled_part(xs, c0, cpg, C, hw, lid, L, *sc, *K, 0, 0);
+            sh->valid = 0;
         }
         *m = wg_sum(S, scratch, lid, L) / total;
         if (pass == 0)
@@ -138,7 +153,8 @@ __kernel void gn_nhwc_group(FWD_PTRS, __local A *scratch, KS_PARAM)
         __global const T *xs = x + x_off + n * x_stride; /* position 0 */
         __global T *yc = y + y_off + n * y_stride + c0;
         A K, m, r, sc;
-        gn_wg_stats(xs, c0, C, cpg, hw, w, eps, scratch, lid, L, &K, &m, &r, &sc);
+        gn_wg_share sh;
+        gn_wg_stats(xs, c0, C, cpg, hw, w, eps, scratch, lid, L, &K, &m, &r, &sc, &sh);
         if (lid == 0) {
             if ((flags & CLNORM_KF_MEAN) != 0)
                 mean[mean_off + row] = (K + m) / sc;
@@ -195,11 +211,29 @@ __kernel void gn_nhwc_group_stats(__global const T *x, __global A *stats, __loca
         const ulong n = row / G, c0 = (row % G) * cpg;
         A K, m, r, sc, rlo = 0, mlo = 0;
         __global const T *xs = x + x_off + n * x_stride;
-        gn_wg_stats(xs, c0, C, cpg, hw, w, eps, scratch, lid, L, &K, &m, &r, &sc);
-#if W_DOUBLE /* again in double where r * sc is at least CLNORM_GN_VAR_WIDE */
+        gn_wg_share sh;
+        gn_wg_stats(xs, c0, C, cpg, hw, w, eps, scratch, lid, L, &K, &m, &r, &sc, &sh);
+#if W_DOUBLE
+        /* again in double, from the elements where r * sc is at least CLNORM_GN_VAR_WIDE;
+         * elsewhere what m's and r's roundings left (mlo, rlo, for the backward's double
+         * sums), from the items' shares in W, as the tiles' merge takes its tiles' moments
+         * (gn_group_stats_w): float ones put NHWC dgamma at 16x64x112x112 2.6x the bound */
         const gn_tile_moments none = {0, 0, 0, 0};
-        gn_group_stats_w(xs, c0, cpg, C, hw, lid, L, scratch, scratch2, &K, &m, &r, &rlo, &mlo,
-                         sc, eps, r * sc >= (A)CLNORM_GN_VAR_WIDE, none);
+        const int wide = r * sc >= (A)CLNORM_GN_VAR_WIDE;
+        W S = 0, Q = 0;
+        int pass = 1;
+        if (wide || !sh.valid) {
+            pass = gn_group_part_w(xs, c0, cpg, C, hw, lid, L, K, m, sc, wide, none, &S, &Q);
+        } else if (w.nshare > 0) { /* around K + m: S - n m, M2 + n (S / n - m)^2 */
+            const W nw = (W)w.nshare, Sw = (W)sh.S - (W)sh.cS;
+            const W dm = Sw / nw - (W)(sh.S / w.nshare); /* M2's centre, as taken */
+            const W d = Sw / nw - (W)m;
+            S = Sw - nw * (W)m;
+            Q = fma(d * d, nw, ((W)sh.M2 - (W)sh.cM2) - nw * dm * dm);
+        }
+        /* (no barrier under the branch: gn_stats_w's sums for every item) */
+        gn_stats_w(S, Q, cpg * hw, lid, L, scratch, scratch2, &K, &m, &r, &rlo, &mlo, sc, eps,
+                   wide, pass);
 #endif
         if (lid == 0)
             gn_put_stats(stats, row, K, m, r, rlo, sc, mlo);

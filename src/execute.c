@@ -333,10 +333,27 @@ static clnorm_status run_host(clnorm_plan *plan, clnorm_direction dir,
     return CLNORM_OK;
 }
 
-/* Whether a host call's backward recomputes its saved statistics from x: LayerNorm's, the
- * fused add's and GroupNorm's (an op with a mean; not precomputed ones,
- * CLNORM_USE_GLOBAL_STATS, which are not the data's), float32 ones (a float64 mean is off by
- * 2^-53), where a row's or group's |mean| * rstd is above CLNORM_SAVED_MEAN_SPAN (flags.h).
+/* The terms each element of the parameter gradients asked for sums, where the statistics
+ * reach them (0: none such asked for): dgamma's (and with the SiLU dbeta's, whose dz reads
+ * xhat) every row and position, dscale's (dshift's with the SiLU) a sample's. */
+static size_t saved_param_terms(const clnorm_plan *plan, const clnorm_call_args *a)
+{
+    const clnorm_desc *d = &plan->desc;
+    const int silu = (d->flags & CLNORM_SILU) != 0;
+    const size_t all = d->rows * (d->spatial ? d->spatial : 1);
+    if (a->handle[CLNORM_ARG_DGAMMA] || (silu && a->handle[CLNORM_ARG_DBETA]))
+        return all;
+    if (a->handle[CLNORM_ARG_DSCALE] || (silu && a->handle[CLNORM_ARG_DSHIFT]))
+        return all / (d->samples ? d->samples : 1);
+    return 0;
+}
+
+/* Whether a host call's backward recomputes its saved statistics from x: float32 ones (a
+ * float64 rstd is off by 2^-53), not precomputed ones (CLNORM_USE_GLOBAL_STATS, which are not
+ * the data's), where the parameter gradients asked for sum more than
+ * CLNORM_SAVED_PARAM_TERMS terms an element (flags.h; an op with exact_param_terms,
+ * GroupNorm), or, for LayerNorm's, the fused add's and GroupNorm's (an op with a mean),
+ * where a row's or group's |mean| * rstd is above CLNORM_SAVED_MEAN_SPAN (flags.h).
  * dx multiplies the mean's rounding by rstd: float32 means of rows near 300 of spread 1e-3
  * put dx 18,916x its bound off torch's float64 (tests/torch_layer_spread.py --saved-stats);
  * recomputed, 0.006x (README, Numerics, "Saved statistics"). Recomputing costs a backward
@@ -346,16 +363,23 @@ static clnorm_status run_host(clnorm_plan *plan, clnorm_direction dir,
  * blocking read: there the kernels correct such a mean themselves (kernels/norm_backward.cl
  * bwd_refines, group_backward.cl gn_refine_stats), though less closely than recomputing does
  * (its wide rows keep rstd's rest in double: dx 0.006x the bound above, corrected
- * 0.2-0.35x). Host calls of GroupNorm skip that check (clnorm_execute_quiet's
- * stats_checked): they looked here. */
+ * 0.2-0.35x), and keep statistics of many terms, whose cost the caller chose by passing
+ * them (README, Numerics, "Saved statistics of host calls"). Host calls of GroupNorm skip
+ * that check (clnorm_execute_quiet's stats_checked): they looked here. */
 static int recompute_saved(const clnorm_plan *plan, clnorm_direction dir,
                            const clnorm_call_args *a)
 {
     const void *mean = a->handle[CLNORM_ARG_MEAN], *rstd = a->handle[CLNORM_ARG_RSTD];
     const clnorm_slot_info *mi = &a->info[CLNORM_ARG_MEAN], *ri = &a->info[CLNORM_ARG_RSTD];
-    if (dir != CLNORM_BACKWARD || !plan->op->has_mean || mean == NULL || rstd == NULL ||
-        (plan->desc.flags & CLNORM_USE_GLOBAL_STATS) != 0 || mi->dtype != CLNORM_F32 ||
-        ri->dtype != CLNORM_F32)
+    const int has_mean = plan->op->has_mean;
+    if (dir != CLNORM_BACKWARD || rstd == NULL || ri->dtype != CLNORM_F32 ||
+        (has_mean && (mean == NULL || mi->dtype != CLNORM_F32)) ||
+        (plan->desc.flags & CLNORM_USE_GLOBAL_STATS) != 0)
+        return 0;
+    /* rstd's rounding, gathered by parameter gradients of many terms (flags.h) */
+    if (plan->op->exact_param_terms && saved_param_terms(plan, a) > CLNORM_SAVED_PARAM_TERMS)
+        return 1;
+    if (!has_mean)
         return 0;
     /* counted, not searched: a loop GCC vectorizes (a row each, it had cost a backward of
      * 16384x16 about 4%); a NaN counts as 0 (as given) */

@@ -111,6 +111,17 @@
  * deviations from it (kernels/common.cl, saved_mean_off, and its callers). */
 #define CLNORM_SAVED_MEAN_SPAN 16
 
+/* GroupNorm's saved float32 statistics of a backward whose parameter gradients sum more than
+ * this many terms an element (dgamma: every sample's positions) are recomputed by host calls
+ * too, whatever their mean (src/op/op.h, exact_param_terms): each group's rstd carries its
+ * own float32 rounding (up to 2^-24 relative; the forward's mean its sum's, about 1e-8 of the
+ * spread), which xhat takes into every term of that group, so the sums over many samples
+ * gather it as a random walk. 8x320x32x32 NHWC given the forward's statistics had dgamma at
+ * 1.29x torch's float64 bound 1e-5 + 1e-5 |ref|, 32x256x56x56 NHWC at 2.01x; recomputed,
+ * 0.05x and 0.09x (src/execute.c, recompute_saved; bench/RESULTS.md, "GroupNorm's NHWC
+ * moments in double on GPUs, and its saved statistics of many terms recomputed"). */
+#define CLNORM_SAVED_PARAM_TERMS 4096
+
 /* GroupNorm's NHWC backward on one-item work-groups lays out each (n, tile)'s per-channel
  * statistics and parameters as this many rows of C values (kernels/group_backward.cl,
  * GN_BT_LEN, which lists them; src/op/group_norm.c sizes that scratch by it). */

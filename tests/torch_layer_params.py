@@ -11,7 +11,8 @@ from 1024x768 (a BERT-base batch of 8 x 128 tokens) to 65536x16, two seeds each;
 runs whatever path it plans (the host loop up to 1 MiB of x, the kernels above:
 CLNORM_HOST_BYTES=0 for the kernels alone, CLNORM_HOST_BACKWARD_BYTES=1099511627776 for
 the host loop alone). A shape NxCxHxW:G is GroupNorm through `clnorm grad --groups G` in
---layout (nchw or nhwc), against torch's `group_norm`.
+--layout (nchw or nhwc), against torch's `group_norm`. With --saved-stats, `clnorm grad`
+takes the float32 mean and rstd `clnorm run` saved instead of recomputing them.
 
     /usr/bin/python3 tests/torch_layer_params.py --clnorm build/host/clnorm
     /usr/bin/python3 tests/torch_layer_params.py --shapes 32x256x56x56:32 --layout nhwc
@@ -59,11 +60,22 @@ def one_case(args, work, seed, shape, groups):
     outs = dict(dx="--grad-input", dg="--grad-gamma", db="--grad-beta")
     cmd = [args.clnorm, "grad", "--grad-output", f("dy"), "--input", f("x"), "--gamma", f("g"),
            "--beta", f("b")] + (["--device", args.device] if args.device else [])
-    if groups:
-        cmd += ["--groups", str(groups), "--layout", args.layout] + (["--silu"] if args.silu else [])
-    cmd += [a for k, o in outs.items() for a in (o, f(k))]
     what = f"seed {seed} {'x'.join(map(str, shape))}" + (
-        f":{groups} {args.layout}{' silu' if args.silu else ''}" if groups else "")
+        f":{groups} {args.layout}{' silu' if args.silu else ''}" if groups else "") + (
+        " saved" if args.saved_stats else "")
+    norm = (["--groups", str(groups), "--layout", args.layout] + (["--silu"] if args.silu else [])
+            if groups else [])
+    cmd += norm + [a for k, o in outs.items() for a in (o, f(k))]
+    if args.saved_stats:
+        # the statistics a forward saved (float32 files), as a training step's backward takes
+        saved = ["--mean", f("mean"), "--rstd", f("rstd")]
+        fwd = [args.clnorm, "run", "--input", f("x"), "--gamma", f("g"), "--beta", f("b"),
+               "--output", f("y")] + saved + norm + (
+                   ["--device", args.device] if args.device else [])
+        run = subprocess.run(fwd, capture_output=True, text=True)
+        if run.returncode != 0:
+            return what, ["clnorm run: " + run.stderr.strip()], {}, {}
+        cmd += saved
     run = subprocess.run(cmd, capture_output=True, text=True)
     if run.returncode != 0:
         return what, [run.stderr.strip()], {}, {}
@@ -93,6 +105,8 @@ def main():
                     help="GroupNorm shapes' layout")
     ap.add_argument("--seeds", type=int, default=2, help="seeds per shape, from --seed")
     ap.add_argument("--silu", action="store_true", help="GroupNorm shapes through the SiLU")
+    ap.add_argument("--saved-stats", action="store_true",
+                    help="grad takes the mean and rstd `clnorm run` saved (float32 files)")
     args = ap.parse_args()
     try:
         shapes = []

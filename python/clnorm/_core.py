@@ -48,6 +48,11 @@ ZERO_COPY_FROM = 256 * 1024
 # library's host calls (layer 2) do this themselves (src/execute.c, SAVED_MEAN_SPAN); the
 # zero-copy path is layer 1, which cannot look at the statistics, so it looks here.
 SAVED_MEAN_SPAN = 16.0
+# ... and so are GroupNorm's, whatever their mean, where a parameter gradient sums more than
+# this many terms an element: each group's float32 rstd carries its own rounding into every
+# term (src/flags.h, CLNORM_SAVED_PARAM_TERMS, and src/op/op.h, exact_param_terms, which
+# the host calls apply).
+SAVED_PARAM_TERMS = 4096
 _HAS_MEAN = {}
 
 
@@ -129,23 +134,43 @@ def _has_mean(op_kind):
     return _HAS_MEAN[op_kind]
 
 
+def _param_terms(call, tensors):
+    """The terms each element of the parameter gradients asked for sums, where the statistics
+    reach them (src/execute.c, saved_param_terms): dgamma's (dbeta's with the SiLU) every row
+    and position, dscale's (dshift's with the SiLU) a sample's; 0 for none."""
+    key, asked = call.key, {s for s, _ in tensors}
+    silu = key[7] & _lib.SILU
+    every = key[2] * max(key[11], 1)
+    if _lib.SLOT["dgamma"] in asked or (silu and _lib.SLOT["dbeta"] in asked):
+        return every
+    if _lib.SLOT["dscale"] in asked or (silu and _lib.SLOT["dshift"] in asked):
+        return every // max(key[13], 1)
+    return 0
+
+
 def _saved_stats_kept(call, direction, tensors):
-    """tensors, less a backward's saved mean and rstd (float32, of an op with a mean, not
-    precomputed) where a row's or group's |mean| * rstd is above SAVED_MEAN_SPAN: the library
-    then recomputes them, as its host calls do (README, Numerics, "Saved statistics of host
-    calls")."""
+    """tensors, less a backward's saved float32 statistics (not precomputed ones) where
+    GroupNorm's parameter gradients sum more than SAVED_PARAM_TERMS terms an element or, for
+    an op with a mean, where a row's or group's |mean| * rstd is above SAVED_MEAN_SPAN: the
+    library then recomputes them, as its host calls do (README, Numerics, "Saved statistics
+    of host calls")."""
     key = call.key
-    if (direction != _lib.BACKWARD or key[1] == _lib.F64 or key[7] & _lib.USE_GLOBAL_STATS or
-            not _has_mean(key[0])):
+    if direction != _lib.BACKWARD or key[1] == _lib.F64 or key[7] & _lib.USE_GLOBAL_STATS:
         return tensors
     got = dict(tensors)
     mean, rstd = got.get(_lib.SLOT["mean"]), got.get(_lib.SLOT["rstd"])
-    if mean is None or rstd is None:
+    has_mean = _has_mean(key[0])
+    if rstd is None or (has_mean and mean is None):
+        return tensors
+    drop = [(s, t) for s, t in tensors if s not in (_lib.SLOT["mean"], _lib.SLOT["rstd"])]
+    if key[0] == _lib.GROUP and _param_terms(call, tensors) > SAVED_PARAM_TERMS:
+        return drop
+    if not has_mean:
         return tensors
     n = mean.numel() if callable(getattr(mean, "numel", None)) else mean.size
     if n == 0 or not float((abs(mean) * abs(rstd)).max()) > SAVED_MEAN_SPAN:  # (NaN: kept)
         return tensors
-    return [(s, t) for s, t in tensors if s not in (_lib.SLOT["mean"], _lib.SLOT["rstd"])]
+    return drop
 
 
 def _check_args(kind, info, tensors, key):
