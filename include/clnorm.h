@@ -476,10 +476,10 @@ CLNORM_API clnorm_status clnorm_forward(clnorm_plan *plan,
  * keeps the forward's split of the mean into an element of the row plus a small rest. Given
  * float32 statistics of a row (a group) whose |mean| * rstd is above 16, the kernels correct
  * that mean by the mean of its deviations from it (one more pass over such a row or group).
- * Host calls (layer 2) recompute such statistics, and GroupNorm's float32 ones whenever a
- * parameter gradient asked for sums more than 4096 terms an element (samples x positions):
- * rstd's float32 rounding, one per group, gathers there past 1e-5 (README, Numerics, "Saved
- * statistics of host calls").
+ * Host calls (layer 2) recompute such statistics, and on a device with double any float32
+ * ones whenever a parameter gradient asked for sums more than 4096 terms an element (rows,
+ * or samples x positions): rstd's float32 rounding, one per row or group, gathers there past
+ * 1e-5 (README, Numerics, "Saved statistics of host calls").
  * The wrapper over clnorm_execute(CLNORM_BACKWARD) for the kinds without a residual or a
  * modulation (those run through clnorm_execute, which also gives dscale and dshift).
  */

@@ -51,7 +51,7 @@ inline void bwd_stats_of(__global const P *mean, ulong m_off, __global const P *
         *m = st[2];
         *r = st[3];
         *sc = st[4];
-        *rlo = st[5]; /* (row_stats_w) */
+        *rlo = st[5]; /* (row_stats_w_from) */
     } else {
         *K = (A2)(0, 0);
         *m = (flags & CLNORM_KF_RMS) ? 0 : mean[m_off + row];
@@ -106,22 +106,38 @@ inline void bwd_refine_sums(W sd, W sg, W *sgx, A *m, W rw, ulong cols)
 /*
  * Wide rows: a LayerNorm row (not RMSNorm's) whose rstd = r * sc, times its sample's factor
  * gf (BWD_GF: max(1, max |gamma| max |1 + scale|), or 1), is at least CLNORM_ROW_WIDE
- * (flags.h) takes dx in W where that is double: its statistics again when recomputed
- * (row_stats_w), g = dy (1 + scale) gamma, xhat from x unrounded with r's rest, the sums of g
- * and g * xhat, mean(g), mean(g * xhat) and dx, rounded once (bwd_row_sums_w, BWD_ELEM_W). In
+ * (flags.h) takes dx in W where that is double: its statistics, when recomputed, in double
+ * (row_stats_w_from, as every row's), g = dy (1 + scale) gamma, xhat from x unrounded with
+ * r's rest, the sums of g and g * xhat, mean(g), mean(g * xhat) and dx, rounded once
+ * (bwd_row_sums_w, BWD_ELEM_W). In
  * float, dx = rstd * ((g - mean(g)) - xhat * mean(g * xhat)) near 0 between terms of rstd * |g|
  * carries their roundings times rstd: LayerNorm rows of 64 at spread 3e-4 and 1e-4 about 300
  * (rstd near 316) missed torch's float64 by 1.13x and 1.27x of the bound 1e-5 + 1e-5 |ref|,
  * rows of N(0, 0.005^2) by 1.26x (tests/torch_layer_spread.py; bench/RESULTS.md, "The row
- * kernels' backward of a large rstd in double"). The parameter gradients' terms keep xhat in
- * float, their partials in W (below) as every row's. Without double, or with precomputed
- * statistics (dx = rstd * g), no row is wide.
+ * kernels' backward of a large rstd in double"). The parameter gradients' terms take xhat in
+ * W for every row (BWD_PXV, below). Without double, or with precomputed statistics
+ * (dx = rstd * g), no row is wide.
  */
 #define BWD_WIDE(rs, gf, flags)                                                             \
     (W_DOUBLE &&                                                                            \
      ((flags) & (CLNORM_KF_RMS | CLNORM_KF_GLOBAL_STATS | CLNORM_KF_GRAD_X)) ==             \
          CLNORM_KF_GRAD_X &&                                                                \
      (rs) * (gf) >= (A)CLNORM_ROW_WIDE)
+
+/* The parameter partials' xhat (S1's terms dy * xhat, for dgamma and dscale): where W is
+ * double, from x unrounded and the row's mean and rstd in W (K + m, r + rlo: double
+ * statistics where recomputed, norm_bwd_stats or bwd_row_stats_here), as the wide rows' dx
+ * takes it; else the float xhat. A float xhat's rounding in each term (and each row's float
+ * rstd's, in all of the row's) had put LayerNorm's dgamma at 0.72-0.86x the bound 1e-5 +
+ * 1e-5 |ref| at 16384x256 and 1.04x at 32768x256 (bench/RESULTS.md, "The row ops' parameter
+ * terms with xhat in double"). In norm_bwd_rows' scope (bw, K, m, sc, rw). */
+#if W_DOUBLE
+#define BWD_PX1(i, xh) ((IN_DEV_W(bw.in, (i), K, sc) - (W)(m)) * rw)
+#define BWD_PXV(i, xh) ((IN_DEV_WV(bw.in, (i), K, sc) - (WV)(m)) * (WV)(rw))
+#else
+#define BWD_PX1(i, xh) ((W)(xh))
+#define BWD_PXV(i, xh) TO_WV(xh)
+#endif
 
 /* The item's largest |p[j] + one| over its share of [0, cols), in vectors (a NaN may be
  * passed over: dx is NaN then, wide or not). */
@@ -229,23 +245,28 @@ __kernel void norm_bwd_gmax(__global const P *gamma, __global const P *scale, __
 
 #if W_DOUBLE
 /* The sums of d = v * sc - K - m and d^2 in double over the item's share of a row (one item:
- * in vectors of double, CPU devices): row_stats_w. */
+ * in vectors of double, CPU devices), and the share's largest magnitude (x's or the
+ * residual's, as seg_absmax takes it): norm_bwd_stats, bwd_row_stats_here. */
 inline void row_stats_w_sums(row_in in, ulong cols, uint lid, uint L, A2 K, A m, A sc, W *S,
-                             W *Q)
+                             W *Q, A *amax)
 {
     W s = 0, q = 0;
+    A mx = 0;
     ulong i0 = 0;
     if (L == 1) {
         const ulong nv = cols / VW;
         WV sv = (WV)(0), qv = (WV)(0);
+        AV mv = (AV)(0);
         for (ulong v = 0; v < nv; v++) {
             const WV d = IN_DEV_WV(in, v * VW, K, sc) - (WV)(m);
             sv += d;
             qv = fma(d, d, qv);
+            mv = fmax(mv, IN_ABSMAXV(in, v * VW));
         }
         if (nv > 0) {
             s = WV_HSUM(sv);
             q = WV_HSUM(qv);
+            mx = HMAX(mv);
         }
         i0 = nv * VW;
     }
@@ -253,53 +274,67 @@ inline void row_stats_w_sums(row_in in, ulong cols, uint lid, uint L, A2 K, A m,
         const W d = IN_DEV_W(in, i, K, sc) - (W)m;
         s += d;
         q = fma(d, d, q);
+        mx = fmax(mx, IN_ABSMAX1(in, i));
     }
     *S = s;
     *Q = q;
+    *amax = mx;
 }
 
-/* ... and the statistics from the row's sums (row_stats_w) */
-inline void row_stats_w_from(W S, W Q, ulong cols, A2 *K, A *m, A *r, A *rlo, A sc, A eps)
+/* A row's sums taken unscaled (sc 1; in double no square of a float overflows): where its
+ * variance overflows float nonetheless, the scale the float statistics take (row_stats:
+ * rescale_factor of the row's largest magnitude), the sums and the shift scaled by it
+ * (exact, a power of two), so that the float K, m and xhat of the row stay finite. */
+inline void row_sums_scaled(W *S, W *Q, A2 *K, A *sc, A amax, ulong cols, int rms)
 {
-    const W dm = S / (W)cols, mean = ((W)K->s0 + (W)*m) + dm;
-    const W var = fmax(Q / (W)cols - dm * dm, (W)0);
-    K->s0 = (A)mean;
-    *m = (A)(mean - (W)K->s0);
+    const W dm = rms ? (W)0 : *S / (W)cols;
+    *sc = 1;
+    if (needs_rescale((A)(*Q / (W)cols - dm * dm))) {
+        *sc = rescale_factor(amax);
+        *S *= (W)*sc;
+        *Q *= (W)*sc * (W)*sc;
+        *K *= *sc;
+    }
+}
+
+/* ... and the statistics from the row's sums: K.s0 the float nearest the mean of
+ * v * sc - K.s1 (the residual's shift stays), m what is left of it, r = 1 / sqrt(var +
+ * eps sc^2) rounded once and *rlo what that left; an RMS row (rms: K and m 0, so Q is the sum
+ * of squares) its rstd alone. */
+inline void row_stats_w_from(W S, W Q, ulong cols, A2 *K, A *m, A *r, A *rlo, A sc, A eps,
+                             int rms)
+{
+    W var = Q / (W)cols;
+    if (!rms) {
+        const W dm = S / (W)cols, mean = ((W)K->s0 + (W)*m) + dm;
+        var = fmax(var - dm * dm, (W)0);
+        K->s0 = (A)mean;
+        *m = (A)(mean - (W)K->s0);
+    }
     const W rw = (W)1 / sqrt(var + (W)eps * (W)sc * (W)sc);
     *r = (A)rw;
     *rlo = (A)(rw - (W)*r);
 }
 
-/* A wide row's statistics again, where the float ones (*K, *m, *r, sc) have r * sc (times
- * the sample's factor, BWD_GF) at least CLNORM_ROW_WIDE (`wide`, the same for every item), as
- * GroupNorm's gn_stats_w (op_group_norm.cl, which says why): the sums of d = v * sc - K - m
- * and d^2 in double (d exact there), then K.s0 the float nearest the mean of v * sc - K.s1
- * (the residual's shift stays), m what is left of it, r = 1 / sqrt(var + eps sc^2) rounded
- * once and *rlo what that left. Every item calls it (its sums' barriers), `wide` or not. */
-inline void row_stats_w(row_in in, ulong cols, uint lid, uint L, __local A *lo, __local A *hi,
-                        A2 *K, A *m, A *r, A *rlo, A sc, A eps, int wide)
+/* A row's statistics in double, for the rows kernel's one item (CLNORM_KF_STATS_HERE, set
+ * where norm_bwd_stats would otherwise recompute them): the row around its shift, unscaled,
+ * in one pass of double sums (row_stats_w_sums; a float's square does not overflow a double),
+ * so the row comes into cache for the sums and dx passes after it instead of being read by a
+ * kernel of its own. The same statistics as norm_bwd_stats' exact ones. */
+inline void bwd_row_stats_here(row_in in, ulong cols, A2 *K, A *m, A *r, A *sc, A *rlo, A eps,
+                               int rms)
 {
-    W S = 0, Q = 0;
-    if (wide)
-        row_stats_w_sums(in, cols, lid, L, *K, *m, sc, &S, &Q);
-    S = wg_sum_w(S, lo, hi, lid, L);
-    Q = wg_sum_w(Q, lo, hi, lid, L);
-    if (wide)
-        row_stats_w_from(S, Q, cols, K, m, r, rlo, sc, eps);
-}
-
-/* row_stats_w by a work-group of one item, which needs no barrier: norm_bwd_rows' rows that
- * gamma makes wide under CLNORM_KF_GMAX_HERE, whose statistics norm_bwd_stats (which decides
- * by rstd alone there) left in float. */
-inline void row_stats_w_one(row_in in, ulong cols, A2 *K, A *m, A *r, A *rlo, A sc, A eps)
-{
-    W S = 0, Q = 0;
-    row_stats_w_sums(in, cols, 0, 1, *K, *m, sc, &S, &Q);
-    row_stats_w_from(S, Q, cols, K, m, r, rlo, sc, eps);
+    W S, Q;
+    A amax;
+    *K = row_shift(in, cols, 1, rms);
+    *m = 0;
+    row_stats_w_sums(in, cols, 0, 1, *K, 0, 1, &S, &Q, &amax);
+    row_sums_scaled(&S, &Q, K, sc, amax, cols, rms);
+    row_stats_w_from(S, Q, cols, K, m, r, rlo, *sc, eps, rms);
 }
 
 /* bwd_row_sums of a wide row in W: g (bwd_g_w), xhat from x unrounded with rw = r + rlo. With
- * one item (CPU devices) in vectors of double (as row_stats_w and norm_bwd_rows' dx): element
+ * one item (CPU devices) in vectors of double (as row_stats_w_sums and norm_bwd_rows' dx): element
  * by element, the backward of wide rows took 2-3.7x the float one's time on PoCL's CPU
  * device, in vectors 1.05-1.2x (bench/RESULTS.md, "The row kernels' backward of a large rstd
  * in double"). */
@@ -334,10 +369,12 @@ inline void bwd_row_sums_w(bwd_row bw, ulong b, ulong e, uint lid, uint L, A2 K,
 }
 #endif
 
-/* Statistics of every row, as the forward computes them, into stats: the backward pass
- * without saved statistics. Wide rows by the factors of norm_bwd_gmax where it ran, else by
- * rstd alone (under CLNORM_KF_GMAX_HERE, norm_bwd_rows takes the rows that gamma makes wide
- * to double itself: row_stats_w_one). */
+/* Statistics of every row into stats: the backward pass without saved statistics (where
+ * the rows kernel does not take them itself, CLNORM_KF_STATS_HERE). Where the device has
+ * double, every row's in double (RMS rows: their rstd), whose parameter terms take xhat in
+ * double from them (BWD_PXV), the same whatever gradients are asked for (so dx has the same
+ * bits with or without dgamma); else as the forward computes them (no row is wide without
+ * double). */
 __kernel void norm_bwd_stats(IN_PTRS, __global A *stats, __global const A *gm,
                              __local A *scratch, __local A *scratch2, KS_PARAM)
 {
@@ -347,17 +384,30 @@ __kernel void norm_bwd_stats(IN_PTRS, __global A *stats, __global const A *gm,
     KS_ROW_SCALARS;
     const uint lid = get_local_id(0);
     const uint L = get_local_size(0);
+    const int rms = (flags & CLNORM_KF_RMS) != 0;
+    (void)gm; /* (the wide rows' factors: the rows kernel's; every row is double here, or */
+    (void)sample_rows; /* none is wide without double) */
     for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0)) {
         A2 K;
-        A m, r, sc, rlo = 0;
-        row_stats(make_row_in(IN_ARGS, row), cols, lid, L, scratch,
-                  (flags & CLNORM_KF_RMS) != 0, eps, &K, &m, &r, &sc);
+        A m = 0, r, sc, rlo = 0;
+        const row_in in = make_row_in(IN_ARGS, row);
 #if W_DOUBLE
-        row_stats_w(make_row_in(IN_ARGS, row), cols, lid, L, scratch, scratch2, &K, &m, &r,
-                    &rlo, sc, eps,
-                    BWD_WIDE(r * sc,
-                             (flags & CLNORM_KF_GMAX) != 0 ? gm[row / sample_rows] : (A)1,
-                             flags | CLNORM_KF_GRAD_X));
+        /* One pass of double sums around the row's shift, unscaled but where the float
+         * variance would overflow (row_sums_scaled), in place of the float statistics and a
+         * double pass after them (which together had taken this kernel 2.5x its time at
+         * 16384x256 on PoCL's CPU device; the double pass alone takes 0.9x the float
+         * statistics' time). */
+        W S, Q;
+        A amax;
+        K = row_shift(in, cols, 1, rms);
+        row_stats_w_sums(in, cols, lid, L, K, 0, 1, &S, &Q, &amax);
+        S = wg_sum_w(S, scratch, scratch2, lid, L);
+        Q = wg_sum_w(Q, scratch, scratch2, lid, L);
+        amax = wg_max(amax, scratch, lid, L);
+        row_sums_scaled(&S, &Q, &K, &sc, amax, cols, rms);
+        row_stats_w_from(S, Q, cols, &K, &m, &r, &rlo, sc, eps, rms);
+#else
+        row_stats(in, cols, lid, L, scratch, rms, eps, &K, &m, &r, &sc);
 #endif
         if (lid == 0) {
             __global A *st = stats + row * CLNORM_STATS_PER_ROW;
@@ -515,20 +565,26 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
  * rows kernel stores its partials as dgamma and dbeta itself.
  */
 
+/* The terms' xhat where dgamma is asked for (BWD_PX1, BWD_PXV), taken before dx's store:
+ * dx may be x (in place). */
+#define BWD_PX1_IF(i, xh) (want_dg ? BWD_PX1(i, xh) : (W)0)
+#define BWD_PXV_IF(i, xh) (want_dg ? BWD_PXV(i, xh) : (WV)(0))
+
 /* dx of element i and its share of the parameter partials (one element). */
 #define BWD_ELEM(i)                                                                         \
     do {                                                                                    \
         const A dyv = LOAD1(bw.dy + (i));                                                   \
         const A xh = (IN_DEV1(bw.in, (i), K, sc) - m) * r;                                  \
+        const W px = BWD_PX1_IF(i, xh);                                                     \
         if (bw.dx)                                                                          \
             STORE1(bwd_dx1(bw, (i), bwd_g1(bw, (i), dyv), xh, rs, mg, mgx), bw.dx + (i));   \
-        BWD_ELEM_PARAMS(i, dyv, xh);                                                        \
+        BWD_ELEM_PARAMS(i, dyv, px);                                                        \
     } while (0)
-/* ... the parameter partials' share alone (W) */
-#define BWD_ELEM_PARAMS(i, dyv, xh)                                                         \
+/* ... the parameter partials' share alone (W; px the term's xhat in W) */
+#define BWD_ELEM_PARAMS(i, dyv, px)                                                         \
     do {                                                                                    \
         if (want_dg)                                                                        \
-            pg[i] = first ? (W)(dyv) * (W)(xh) : fma((W)(dyv), (W)(xh), pg[i]);             \
+            pg[i] = first ? (W)(dyv) * (px) : fma((W)(dyv), (px), pg[i]);                   \
         if (want_db)                                                                        \
             pb[i] = first ? (W)(dyv) : (W)(dyv) + pb[i];                                    \
     } while (0)
@@ -538,27 +594,27 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
     do {                                                                                    \
         const A dyv = LOAD1(bw.dy + (i));                                                   \
         const A xh = (IN_DEV1(bw.in, (i), K, sc) - m) * r;                                  \
-        const W xw = (IN_DEV_W(bw.in, (i), K, sc) - (W)m) * rw;                             \
+        const W xw = (IN_DEV_W(bw.in, (i), K, sc) - (W)m) * rw; /* (= BWD_PX1) */          \
         STORE1(bwd_dx_w(bw, (i), bwd_g_w(bw, (i), dyv), xw, rsw, mgw, mgxw), bw.dx + (i));  \
-        BWD_ELEM_PARAMS(i, dyv, xh);                                                        \
+        BWD_ELEM_PARAMS(i, dyv, xw);                                                        \
     } while (0)
 
 /* dx of the VW elements at i from their dy and xhat, already loaded, and their share of the
  * parameter partials (norm_bwd_rows' two-vector loop on GPUs; its one-vector loop does the
  * same, with streaming stores and prefetches on CPU devices). */
-#define BWD_VEC_PUT(i, dyv, xh)                                                             \
+#define BWD_VEC_PUT(i, dyv, xh, px)                                                         \
     do {                                                                                    \
         if (want_dx)                                                                        \
             STOREV(bwd_dxv(bw, (i), bwd_gv(bw, (i), (dyv)), (xh), rs, mg, mgx), bw.dx + (i)); \
-        BWD_VEC_PUT_PARAMS(i, dyv, xh);                                                     \
+        BWD_VEC_PUT_PARAMS(i, dyv, px);                                                     \
     } while (0)
-/* ... the parameter partials' share alone (as BWD_ELEM_PARAMS) */
-#define BWD_VEC_PUT_PARAMS(i, dyv, xh)                                                      \
+/* ... the parameter partials' share alone (as BWD_ELEM_PARAMS; px the terms' xhat in WV) */
+#define BWD_VEC_PUT_PARAMS(i, dyv, px)                                                      \
     do {                                                                                    \
         if (want_dg) {                                                                      \
-            const WV pd = TO_WV(dyv), px = TO_WV(xh);                                       \
-            CAT(vstore, VW)(first ? pd * px : fma(pd, px, CAT(vload, VW)(0, pg + (i))), 0,  \
-                            pg + (i));                                                      \
+            const WV pd = TO_WV(dyv);                                                       \
+            CAT(vstore, VW)(first ? pd * (px) : fma(pd, (px), CAT(vload, VW)(0, pg + (i))), \
+                            0, pg + (i));                                                   \
         }                                                                                   \
         if (want_db) {                                                                      \
             const WV pd = TO_WV(dyv);                                                       \
@@ -615,22 +671,18 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global W *part,
         __global W *pg = part + p * 2 * cols, *pb = pg + cols;
         A2 K;
         A m, r, sc, rlo;
-        BWD_STATS(row, flags, &K, &m, &r, &sc, &rlo);
         const bwd_row bw = BWD_ROW(row, flags);
+#if W_DOUBLE
+        if ((flags & CLNORM_KF_STATS_HERE) != 0) /* (one item, whole rows: row_norm.c) */
+            bwd_row_stats_here(bw.in, cols, &K, &m, &r, &sc, &rlo, eps, rms);
+        else
+#endif
+            BWD_STATS(row, flags, &K, &m, &r, &sc, &rlo);
         /* (the same for every item) */
         const int wide = BWD_WIDE(r * sc, BWD_GF(row, flags), flags);
         const int refine = bwd_refines(flags, m, r);
         if (refine)
             bwd_refine_shift(bw.in, cols, &K, &m);
-#if W_DOUBLE
-        /* a row that gamma alone makes wide, its statistics recomputed in float (see
-         * norm_bwd_stats, which decides without the factor here): again in double, by the
-         * one item */
-        if (wide && (flags & (CLNORM_KF_GMAX_HERE | CLNORM_KF_RECOMPUTE)) ==
-                        (CLNORM_KF_GMAX_HERE | CLNORM_KF_RECOMPUTE) &&
-            !BWD_WIDE(r * sc, (A)1, flags))
-            row_stats_w_one(bw.in, cols, &K, &m, &r, &rlo, sc, eps);
-#endif
         const A rs = r * sc; /* the true rstd */
         A mg = 0, mgx = 0; /* stay 0 with global statistics: dx = rstd * g */
         const W rw = (W)r + (W)rlo;
@@ -710,7 +762,7 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global W *part,
                     const WV xw = (IN_DEV_WV(bw.in, i, K, sc) - (WV)(m)) * (WV)(rw);
                     STOREV(bwd_dx_wv(bw, i, bwd_g_wv(bw, i, dyv), xw, rsw, mgw, mgxw),
                            bw.dx + i);
-                    BWD_VEC_PUT_PARAMS(i, dyv, xh);
+                    BWD_VEC_PUT_PARAMS(i, dyv, xw); /* (xw = BWD_PXV) */
                 }
             else
                 for (ulong v = lid; v < nw; v += L)
@@ -743,13 +795,15 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global W *part,
                 const AV dya = LOADV(bw.dy + ia), dyb = LOADV(bw.dy + ib);
                 const AV xha = (IN_DEVV(bw.in, ia, K, sc) - m) * r;
                 const AV xhb = (IN_DEVV(bw.in, ib, K, sc) - m) * r;
-                BWD_VEC_PUT(ia, dya, xha);
-                BWD_VEC_PUT(ib, dyb, xhb);
+                const WV pxa = BWD_PXV_IF(ia, xha), pxb = BWD_PXV_IF(ib, xhb);
+                BWD_VEC_PUT(ia, dya, xha, pxa);
+                BWD_VEC_PUT(ib, dyb, xhb, pxb);
             }
         for (; v < nv; v += L) {
             const ulong i = i0 + v * VW;
             const AV dyv = LOADV(bw.dy + i);
             const AV xh = (IN_DEVV(bw.in, i, K, sc) - m) * r;
+            const WV px = BWD_PXV_IF(i, xh);
             if (want_dx) {
                 const AV d = bwd_dxv(bw, i, bwd_gv(bw, i, dyv), xh, rs, mg, mgx);
 #if defined(STREAM_STORE)
@@ -775,7 +829,7 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global W *part,
                 }
             }
 #endif
-            BWD_VEC_PUT_PARAMS(i, dyv, xh);
+            BWD_VEC_PUT_PARAMS(i, dyv, px);
         }
         for (ulong i = i0 + nv * VW + lid; i < e; i += L)
             BWD_ELEM(i);

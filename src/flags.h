@@ -43,15 +43,20 @@
                                      scale|) (kernels/norm_backward.cl, BWD_WIDE); without it
                                      or the next, the factor is 1 */
 #define CLNORM_KF_GMAX_HERE (1u << 20) /* ... the rows kernel's one-item work-groups take it
-                                          from gamma and the scale themselves (and a row's
-                                          statistics again in double where only the factor
-                                          makes it wide); norm_bwd_gmax does not run */
+                                          from gamma and the scale themselves;
+                                          norm_bwd_gmax does not run */
 #define CLNORM_KF_REFINED (1u << 21) /* GroupNorm's backward given saved float32 statistics:
                                         gn_refine_stats put them into the stats scratch, a
                                         group's mean corrected where |mean| * rstd is above
                                         CLNORM_SAVED_MEAN_SPAN (kernels/group_backward.cl);
                                         the small groups' and the NHWC work-group kernels
                                         correct it in themselves */
+#define CLNORM_KF_STATS_HERE (1u << 22) /* the row kinds' backward recomputing its statistics
+                                           (CLNORM_KF_RECOMPUTE) on one-item work-groups of
+                                           whole rows on a device with double: the rows
+                                           kernel takes each row's in double itself, in the
+                                           pass that brings the row into cache;
+                                           norm_bwd_stats does not run */
 
 /* The backward's parameter partials (one row per block of rows) are added per column in
  * slices of at most CLNORM_PARAM_SLICE inside a sample first, one work-item per (column,
@@ -63,7 +68,7 @@
 /* Row statistics in the backward's stats scratch: six values of the arithmetic type per
  * row, (K of x, K of the residual, m, r, sc, rlo) with xhat = ((v * sc - K) - m) * r
  * (kernels/op_row_norm.cl) and rlo what r's rounding from double left, 0 where it was not
- * (kernels/norm_backward.cl, row_stats_w; GroupNorm keeps its rlo in the residual's slot and
+ * (kernels/norm_backward.cl, row_stats_w_from; GroupNorm keeps its rlo in the residual's slot and
  * in the sixth what m's rounding left, mlo: kernels/op_group_norm.cl, gn_put_stats). */
 #define CLNORM_STATS_PER_ROW 6
 
@@ -111,15 +116,17 @@
  * deviations from it (kernels/common.cl, saved_mean_off, and its callers). */
 #define CLNORM_SAVED_MEAN_SPAN 16
 
-/* GroupNorm's saved float32 statistics of a backward whose parameter gradients sum more than
- * this many terms an element (dgamma: every sample's positions) are recomputed by host calls
- * too, whatever their mean (src/op/op.h, exact_param_terms): each group's rstd carries its
- * own float32 rounding (up to 2^-24 relative; the forward's mean its sum's, about 1e-8 of the
- * spread), which xhat takes into every term of that group, so the sums over many samples
- * gather it as a random walk. 8x320x32x32 NHWC given the forward's statistics had dgamma at
- * 1.29x torch's float64 bound 1e-5 + 1e-5 |ref|, 32x256x56x56 NHWC at 2.01x; recomputed,
- * 0.05x and 0.09x (src/execute.c, recompute_saved; bench/RESULTS.md, "GroupNorm's NHWC
- * moments in double on GPUs, and its saved statistics of many terms recomputed"). */
+/* Saved float32 statistics of a backward whose parameter gradients sum more than this many
+ * terms an element (dgamma: every row, or every sample's positions) are recomputed by host
+ * calls on devices with double too, whatever their mean (src/op/op.h, exact_param_terms):
+ * each row's or group's rstd carries its own float32 rounding (up to 2^-24 relative; the
+ * forward's mean its sum's, about 1e-8 of the spread), which xhat takes into every term of
+ * that row or group, so the sums over many rows or samples gather it as a random walk.
+ * GroupNorm 8x320x32x32 NHWC given the forward's statistics had dgamma at 1.29x torch's
+ * float64 bound 1e-5 + 1e-5 |ref|, 32x256x56x56 NHWC at 2.01x, LayerNorm 16384x256 at 1.88x;
+ * recomputed, 0.05x, 0.09x and 0.006x (src/execute.c, recompute_saved; bench/RESULTS.md,
+ * "GroupNorm's NHWC moments in double on GPUs, and saved statistics of many terms
+ * recomputed", and "The row ops' parameter terms with xhat in double"). */
 #define CLNORM_SAVED_PARAM_TERMS 4096
 
 /* GroupNorm's NHWC backward on one-item work-groups lays out each (n, tile)'s per-channel

@@ -87,6 +87,9 @@ typedef struct clnorm_geometry {
     int bwd_gmax;              /* non-zero: the row backward's wide rows count gamma and
                                   the scale (an op's own choice: CLNORM_KF_GMAX, a float32
                                   LayerNorm on a device with double) */
+    int bwd_stats_here;        /* non-zero: the row backward's rows kernel recomputes each
+                                  row's statistics itself (CLNORM_KF_STATS_HERE: one-item
+                                  work-groups of whole rows, a device with double) */
 } clnorm_geometry;
 
 /* The last error message of one thread on a context (see clnorm_last_error; status.c). Only

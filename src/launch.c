@@ -244,8 +244,8 @@ static int in_order(cl_command_queue queue)
 static unsigned run_conditions(const clnorm_geometry *g, unsigned flags)
 {
     unsigned run = 0;
-    if (flags & CLNORM_KF_RECOMPUTE)
-        run |= RUN_RECOMPUTE;
+    if ((flags & (CLNORM_KF_RECOMPUTE | CLNORM_KF_STATS_HERE)) == CLNORM_KF_RECOMPUTE)
+        run |= RUN_RECOMPUTE; /* (the rows kernel takes them itself: row_norm.c) */
     if (flags & CLNORM_KF_REFINED)
         run |= RUN_REFINED;
     if (g->bwd_chunks > 1)

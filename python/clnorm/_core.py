@@ -48,10 +48,10 @@ ZERO_COPY_FROM = 256 * 1024
 # library's host calls (layer 2) do this themselves (src/execute.c, SAVED_MEAN_SPAN); the
 # zero-copy path is layer 1, which cannot look at the statistics, so it looks here.
 SAVED_MEAN_SPAN = 16.0
-# ... and so are GroupNorm's, whatever their mean, where a parameter gradient sums more than
-# this many terms an element: each group's float32 rstd carries its own rounding into every
-# term (src/flags.h, CLNORM_SAVED_PARAM_TERMS, and src/op/op.h, exact_param_terms, which
-# the host calls apply).
+# ... and so are they, whatever their mean, where a parameter gradient sums more than this many
+# terms an element: each row's or group's float32 rstd carries its own rounding into every
+# term (src/flags.h, CLNORM_SAVED_PARAM_TERMS, which the host calls apply on devices with
+# double; the package applies it on any, whose context does not say).
 SAVED_PARAM_TERMS = 4096
 _HAS_MEAN = {}
 
@@ -149,11 +149,11 @@ def _param_terms(call, tensors):
 
 
 def _saved_stats_kept(call, direction, tensors):
-    """tensors, less a backward's saved float32 statistics (not precomputed ones) where
-    GroupNorm's parameter gradients sum more than SAVED_PARAM_TERMS terms an element or, for
-    an op with a mean, where a row's or group's |mean| * rstd is above SAVED_MEAN_SPAN: the
-    library then recomputes them, as its host calls do (README, Numerics, "Saved statistics
-    of host calls")."""
+    """tensors, less a backward's saved float32 statistics (not precomputed ones) where its
+    parameter gradients sum more than SAVED_PARAM_TERMS terms an element or, for an op with a
+    mean, where a row's or group's |mean| * rstd is above SAVED_MEAN_SPAN: the library then
+    recomputes them, as its host calls do (README, Numerics, "Saved statistics of host
+    calls")."""
     key = call.key
     if direction != _lib.BACKWARD or key[1] == _lib.F64 or key[7] & _lib.USE_GLOBAL_STATS:
         return tensors
@@ -163,7 +163,7 @@ def _saved_stats_kept(call, direction, tensors):
     if rstd is None or (has_mean and mean is None):
         return tensors
     drop = [(s, t) for s, t in tensors if s not in (_lib.SLOT["mean"], _lib.SLOT["rstd"])]
-    if key[0] == _lib.GROUP and _param_terms(call, tensors) > SAVED_PARAM_TERMS:
+    if _param_terms(call, tensors) > SAVED_PARAM_TERMS:
         return drop
     if not has_mean:
         return tensors

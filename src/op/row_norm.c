@@ -263,6 +263,8 @@ unsigned clnorm_row_norm_geometry_flags(const clnorm_op *op, const clnorm_desc *
         (flags & (CLNORM_KF_RMS | CLNORM_KF_GLOBAL_STATS | CLNORM_KF_GRAD_X)) ==
             CLNORM_KF_GRAD_X)
         flags |= g->bwd_local == 1 && g->bwd_chunks <= 1 ? CLNORM_KF_GMAX_HERE : CLNORM_KF_GMAX;
+    if ((flags & CLNORM_KF_RECOMPUTE) && g->bwd_stats_here)
+        flags |= CLNORM_KF_STATS_HERE;
     return flags;
 }
 
@@ -457,6 +459,13 @@ void clnorm_row_norm_geometry(const clnorm_device_profile *p, const clnorm_desc 
     /* Float32 LayerNorm rows of a large rstd * |gamma (1 + scale)| go to double where the
      * device has it (kernels/norm_backward.cl, norm_bwd_gmax). */
     g->bwd_gmax = p->has_fp64 && d->dtype == CLNORM_F32;
+    /* Recomputed statistics in the rows kernel itself (kernels/norm_backward.cl,
+     * bwd_row_stats_here): one pass over the row in double, no barrier, so only one-item
+     * work-groups (CPU devices) of rows not cut into chunks; the separate statistics kernel
+     * read x once more (a backward without statistics took 1.65-1.85x the time of one given
+     * them at 16384x256 and 8192x768 on PoCL's CPU device). */
+    g->bwd_stats_here =
+        p->has_fp64 && d->dtype != CLNORM_F64 && g->bwd_local == 1 && g->bwd_chunks <= 1;
     if ((d->flags & CLNORM_WITH_BACKWARD) && d->rows) {
         /* Row blocks never straddle samples: rpg rows inside one, or whole short samples. */
         const size_t T = d->rows / d->samples, rpg = g->bwd_rows_per_group;
