@@ -51,7 +51,7 @@ inline void bwd_stats_of(__global const P *mean, ulong m_off, __global const P *
         *m = st[2];
         *r = st[3];
         *sc = st[4];
-        *rlo = st[5]; /* (row_stats_w_from) */
+        *rlo = st[5]; /* (row_stats_exact) */
     } else {
         *K = (A2)(0, 0);
         *m = (flags & CLNORM_KF_RMS) ? 0 : mean[m_off + row];
@@ -107,7 +107,7 @@ inline void bwd_refine_sums(W sd, W sg, W *sgx, A *m, W rw, ulong cols)
  * Wide rows: a LayerNorm row (not RMSNorm's) whose rstd = r * sc, times its sample's factor
  * gf (BWD_GF: max(1, max |gamma| max |1 + scale|), or 1), is at least CLNORM_ROW_WIDE
  * (flags.h) takes dx in W where that is double: its statistics, when recomputed, in double
- * (row_stats_w_from, as every row's), g = dy (1 + scale) gamma, xhat from x unrounded with
+ * (row_stats_exact, as every row's), g = dy (1 + scale) gamma, xhat from x unrounded with
  * r's rest, the sums of g and g * xhat, mean(g), mean(g * xhat) and dx, rounded once
  * (bwd_row_sums_w, BWD_ELEM_W). In
  * float, dx = rstd * ((g - mean(g)) - xhat * mean(g * xhat)) near 0 between terms of rstd * |g|
@@ -244,11 +244,11 @@ __kernel void norm_bwd_gmax(__global const P *gamma, __global const P *scale, __
 #endif
 
 #if W_DOUBLE
-/* The sums of d = v * sc - K - m and d^2 in double over the item's share of a row (one item:
- * in vectors of double, CPU devices), and the share's largest magnitude (x's or the
- * residual's, as seg_absmax takes it): norm_bwd_stats, bwd_row_stats_here. */
-inline void row_stats_w_sums(row_in in, ulong cols, uint lid, uint L, A2 K, A m, A sc, W *S,
-                             W *Q, A *amax)
+/* The sums of d = v - K and d^2 in double over the item's share of a row (one item: in
+ * vectors of double, CPU devices), and the share's largest magnitude (x's or the residual's,
+ * as seg_absmax takes it): norm_bwd_stats, bwd_row_stats_here. */
+inline void row_stats_w_sums(row_in in, ulong cols, uint lid, uint L, A2 K, W *S, W *Q,
+                             A *amax)
 {
     W s = 0, q = 0;
     A mx = 0;
@@ -258,7 +258,7 @@ inline void row_stats_w_sums(row_in in, ulong cols, uint lid, uint L, A2 K, A m,
         WV sv = (WV)(0), qv = (WV)(0);
         AV mv = (AV)(0);
         for (ulong v = 0; v < nv; v++) {
-            const WV d = IN_DEV_WV(in, v * VW, K, sc) - (WV)(m);
+            const WV d = IN_DEV_WV(in, v * VW, K, 1);
             sv += d;
             qv = fma(d, d, qv);
             mv = fmax(mv, IN_ABSMAXV(in, v * VW));
@@ -271,7 +271,7 @@ inline void row_stats_w_sums(row_in in, ulong cols, uint lid, uint L, A2 K, A m,
         i0 = nv * VW;
     }
     for (ulong i = i0 + lid; i < cols; i += L) {
-        const W d = IN_DEV_W(in, i, K, sc) - (W)m;
+        const W d = IN_DEV_W(in, i, K, 1);
         s += d;
         q = fma(d, d, q);
         mx = fmax(mx, IN_ABSMAX1(in, i));
@@ -281,56 +281,50 @@ inline void row_stats_w_sums(row_in in, ulong cols, uint lid, uint L, A2 K, A m,
     *amax = mx;
 }
 
-/* A row's sums taken unscaled (sc 1; in double no square of a float overflows): where its
- * variance overflows float nonetheless, the scale the float statistics take (row_stats:
- * rescale_factor of the row's largest magnitude), the sums and the shift scaled by it
- * (exact, a power of two), so that the float K, m and xhat of the row stay finite. */
-inline void row_sums_scaled(W *S, W *Q, A2 *K, A *sc, A amax, ulong cols, int rms)
+/* A row's statistics from its double sums around its shift K, unscaled (S of d = v - K, Q of
+ * d^2, amax its largest magnitude: row_stats_w_sums; in double no float's square overflows):
+ * where the variance overflows float nonetheless, first the scale sc the float statistics
+ * take (row_stats: rescale_factor of the largest magnitude), the sums and the shift scaled
+ * by it (exact, a power of two), so that the float K, m and xhat stay finite; then K.s0 the
+ * float nearest the mean of v * sc - K.s1 (the residual's shift stays), m what is left of it,
+ * r = 1 / sqrt(var + eps sc^2) rounded once and *rlo what that left; an RMS row (rms: K 0, so
+ * Q is the sum of squares) its rstd alone (m 0). */
+inline void row_stats_exact(W S, W Q, A amax, ulong cols, A2 *K, A *m, A *r, A *sc, A *rlo,
+                            A eps, int rms)
 {
-    const W dm = rms ? (W)0 : *S / (W)cols;
+    const W n = (W)cols, dm = rms ? (W)0 : S / n;
     *sc = 1;
-    if (needs_rescale((A)(*Q / (W)cols - dm * dm))) {
+    if (needs_rescale((A)(Q / n - dm * dm))) {
         *sc = rescale_factor(amax);
-        *S *= (W)*sc;
-        *Q *= (W)*sc * (W)*sc;
+        S *= (W)*sc;
+        Q *= (W)*sc * (W)*sc;
         *K *= *sc;
     }
-}
-
-/* ... and the statistics from the row's sums: K.s0 the float nearest the mean of
- * v * sc - K.s1 (the residual's shift stays), m what is left of it, r = 1 / sqrt(var +
- * eps sc^2) rounded once and *rlo what that left; an RMS row (rms: K and m 0, so Q is the sum
- * of squares) its rstd alone. */
-inline void row_stats_w_from(W S, W Q, ulong cols, A2 *K, A *m, A *r, A *rlo, A sc, A eps,
-                             int rms)
-{
-    W var = Q / (W)cols;
+    W var = Q / n;
+    *m = 0;
     if (!rms) {
-        const W dm = S / (W)cols, mean = ((W)K->s0 + (W)*m) + dm;
-        var = fmax(var - dm * dm, (W)0);
+        const W ds = S / n, mean = (W)K->s0 + ds;
+        var = fmax(var - ds * ds, (W)0);
         K->s0 = (A)mean;
         *m = (A)(mean - (W)K->s0);
     }
-    const W rw = (W)1 / sqrt(var + (W)eps * (W)sc * (W)sc);
+    const W rw = (W)1 / sqrt(var + (W)eps * (W)*sc * (W)*sc);
     *r = (A)rw;
     *rlo = (A)(rw - (W)*r);
 }
 
 /* A row's statistics in double, for the rows kernel's one item (CLNORM_KF_STATS_HERE, set
- * where norm_bwd_stats would otherwise recompute them): the row around its shift, unscaled,
- * in one pass of double sums (row_stats_w_sums; a float's square does not overflow a double),
- * so the row comes into cache for the sums and dx passes after it instead of being read by a
- * kernel of its own. The same statistics as norm_bwd_stats' exact ones. */
+ * where norm_bwd_stats would otherwise recompute them): norm_bwd_stats' with no work-group to
+ * add over, so the row comes into cache for the sums and dx passes after it instead of being
+ * read by a kernel of its own. */
 inline void bwd_row_stats_here(row_in in, ulong cols, A2 *K, A *m, A *r, A *sc, A *rlo, A eps,
                                int rms)
 {
     W S, Q;
     A amax;
     *K = row_shift(in, cols, 1, rms);
-    *m = 0;
-    row_stats_w_sums(in, cols, 0, 1, *K, 0, 1, &S, &Q, &amax);
-    row_sums_scaled(&S, &Q, K, sc, amax, cols, rms);
-    row_stats_w_from(S, Q, cols, K, m, r, rlo, *sc, eps, rms);
+    row_stats_w_sums(in, cols, 0, 1, *K, &S, &Q, &amax);
+    row_stats_exact(S, Q, amax, cols, K, m, r, sc, rlo, eps, rms);
 }
 
 /* bwd_row_sums of a wide row in W: g (bwd_g_w), xhat from x unrounded with rw = r + rlo. With
@@ -375,37 +369,32 @@ inline void bwd_row_sums_w(bwd_row bw, ulong b, ulong e, uint lid, uint L, A2 K,
  * double from them (BWD_PXV), the same whatever gradients are asked for (so dx has the same
  * bits with or without dgamma); else as the forward computes them (no row is wide without
  * double). */
-__kernel void norm_bwd_stats(IN_PTRS, __global A *stats, __global const A *gm,
-                             __local A *scratch, __local A *scratch2, KS_PARAM)
+__kernel void norm_bwd_stats(IN_PTRS, __global A *stats, __local A *scratch,
+                             __local A *scratch2, KS_PARAM)
 {
     KS_BEGIN;
     IN_UNPACK
-    KS_UL(sample_rows);
     KS_ROW_SCALARS;
     const uint lid = get_local_id(0);
     const uint L = get_local_size(0);
     const int rms = (flags & CLNORM_KF_RMS) != 0;
-    (void)gm; /* (the wide rows' factors: the rows kernel's; every row is double here, or */
-    (void)sample_rows; /* none is wide without double) */
     for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0)) {
         A2 K;
         A m = 0, r, sc, rlo = 0;
         const row_in in = make_row_in(IN_ARGS, row);
 #if W_DOUBLE
-        /* One pass of double sums around the row's shift, unscaled but where the float
-         * variance would overflow (row_sums_scaled), in place of the float statistics and a
+        /* One pass of double sums (row_stats_exact), in place of the float statistics and a
          * double pass after them (which together had taken this kernel 2.5x its time at
          * 16384x256 on PoCL's CPU device; the double pass alone takes 0.9x the float
          * statistics' time). */
         W S, Q;
         A amax;
         K = row_shift(in, cols, 1, rms);
-        row_stats_w_sums(in, cols, lid, L, K, 0, 1, &S, &Q, &amax);
+        row_stats_w_sums(in, cols, lid, L, K, &S, &Q, &amax);
         S = wg_sum_w(S, scratch, scratch2, lid, L);
         Q = wg_sum_w(Q, scratch, scratch2, lid, L);
         amax = wg_max(amax, scratch, lid, L);
-        row_sums_scaled(&S, &Q, &K, &sc, amax, cols, rms);
-        row_stats_w_from(S, Q, cols, &K, &m, &r, &rlo, sc, eps, rms);
+        row_stats_exact(S, Q, amax, cols, &K, &m, &r, &sc, &rlo, eps, rms);
 #else
         row_stats(in, cols, lid, L, scratch, rms, eps, &K, &m, &r, &sc);
 #endif

@@ -351,9 +351,10 @@ static size_t saved_param_terms(const clnorm_plan *plan, const clnorm_call_args 
 /* Whether a host call's backward recomputes its saved statistics from x: float32 ones (a
  * float64 rstd is off by 2^-53), not precomputed ones (CLNORM_USE_GLOBAL_STATS, which are not
  * the data's), where the parameter gradients asked for sum more than
- * CLNORM_SAVED_PARAM_TERMS terms an element (flags.h; an op with exact_param_terms, on a
- * device with double), or, for LayerNorm's, the fused add's and GroupNorm's (an op with a
- * mean), where a row's or group's |mean| * rstd is above CLNORM_SAVED_MEAN_SPAN (flags.h).
+ * CLNORM_SAVED_PARAM_TERMS terms an element (flags.h; on a device with double, where every
+ * op's parameter terms take xhat in double from recomputed statistics), or, for LayerNorm's,
+ * the fused add's and GroupNorm's (an op with a mean), where a row's or group's
+ * |mean| * rstd is above CLNORM_SAVED_MEAN_SPAN (flags.h).
  * dx multiplies the mean's rounding by rstd: float32 means of rows near 300 of spread 1e-3
  * put dx 18,916x its bound off torch's float64 (tests/torch_layer_spread.py --saved-stats);
  * recomputed, 0.006x (README, Numerics, "Saved statistics"). Recomputing costs a backward
@@ -377,8 +378,7 @@ static int recompute_saved(const clnorm_plan *plan, clnorm_direction dir,
         (plan->desc.flags & CLNORM_USE_GLOBAL_STATS) != 0)
         return 0;
     /* rstd's rounding, gathered by parameter gradients of many terms (flags.h) */
-    if (plan->op->exact_param_terms && plan->ctx->profile.has_fp64 &&
-        saved_param_terms(plan, a) > CLNORM_SAVED_PARAM_TERMS)
+    if (plan->ctx->profile.has_fp64 && saved_param_terms(plan, a) > CLNORM_SAVED_PARAM_TERMS)
         return 1;
     if (!has_mean)
         return 0;

@@ -68,7 +68,7 @@
 /* Row statistics in the backward's stats scratch: six values of the arithmetic type per
  * row, (K of x, K of the residual, m, r, sc, rlo) with xhat = ((v * sc - K) - m) * r
  * (kernels/op_row_norm.cl) and rlo what r's rounding from double left, 0 where it was not
- * (kernels/norm_backward.cl, row_stats_w_from; GroupNorm keeps its rlo in the residual's slot and
+ * (kernels/norm_backward.cl, row_stats_exact; GroupNorm keeps its rlo in the residual's slot and
  * in the sixth what m's rounding left, mlo: kernels/op_group_norm.cl, gn_put_stats). */
 #define CLNORM_STATS_PER_ROW 6
 
@@ -118,7 +118,7 @@
 
 /* Saved float32 statistics of a backward whose parameter gradients sum more than this many
  * terms an element (dgamma: every row, or every sample's positions) are recomputed by host
- * calls on devices with double too, whatever their mean (src/op/op.h, exact_param_terms):
+ * calls on devices with double too, whatever their mean (their terms take xhat in double):
  * each row's or group's rstd carries its own float32 rounding (up to 2^-24 relative; the
  * forward's mean its sum's, about 1e-8 of the spread), which xhat takes into every term of
  * that row or group, so the sums over many rows or samples gather it as a random walk.

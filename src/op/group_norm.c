@@ -777,7 +777,6 @@ const clnorm_op clnorm_op_group_norm = {
     .bwd_slots = BWD_IN | B(DX) | B(DGAMMA) | B(DBETA) | B(DSCALE) | B(DSHIFT),
     .has_mean = 1,
     .residual = 0,
-    .exact_param_terms = 1,
     .row_slots = B(X) | B(Y) | B(DY) | B(DX),
     .check_desc = check_desc,
     .slot_info = slot_info,

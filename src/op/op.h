@@ -127,13 +127,6 @@ typedef struct clnorm_op {
     unsigned fwd_slots, bwd_slots;
     int has_mean; /* LayerNorm statistics (mean and rstd) rather than RMS (rstd only) */
     int residual; /* adds a residual (the ADD kinds) */
-    /* Its backward's parameter sums take xhat in double (on devices with double) from the
-     * statistics and what their float rounding left, which only recomputed statistics carry:
-     * host calls on such devices recompute saved float32 ones whose parameter gradients sum
-     * more than CLNORM_SAVED_PARAM_TERMS terms (flags.h; src/execute.c, recompute_saved).
-     * Every op since 2026-12-06 (GroupNorm's group_backward.cl, the rows' norm_backward.cl
-     * BWD_PXV); an op whose terms kept a float xhat would gain little from recomputing. */
-    int exact_param_terms;
     clnorm_kind base_kind; /* the kind it normalizes like (itself, or the ADD kind's plain one) */
     /* The row tensors: slots whose element (r, c) is read or written only together with the
      * same element of the others, so an output of them may be an input of them in place.

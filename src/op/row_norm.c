@@ -291,9 +291,8 @@ static const clnorm_karg apply_stats_args[] = {SAMPLE_ROWS, {KA_ROWS, 0}, {KA_CO
  * double (kernels/norm_backward.cl, BWD_WG_SUM_W). */
 static const clnorm_karg bwd_gmax_args[] = {{KA_OP, 1}, {KA_SCRATCH, 4}, {KA_COLS, 0},
                                             {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0}, {KA_END, 0}};
-static const clnorm_karg bwd_stats_args[] = {SAMPLE_ROWS, {KA_SCRATCH, 0}, {KA_SCRATCH, 4},
-                                             {KA_ROWS, 0}, {KA_COLS, 0}, {KA_EPS, 0},
-                                             {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
+static const clnorm_karg bwd_stats_args[] = {{KA_SCRATCH, 0}, {KA_ROWS, 0}, {KA_COLS, 0},
+                                             {KA_EPS, 0}, {KA_FLAGS, 0}, {KA_LOCAL_ACC, 0},
                                              {KA_LOCAL_ACC, 0}, {KA_END, 0}};
 static const clnorm_karg bwd_sums_args[] = {SAMPLE_ROWS, {KA_SCRATCH, 0}, {KA_SCRATCH, 2},
                                             {KA_SCRATCH, 4}, {KA_ROWS, 0}, {KA_COLS, 0},

@@ -76,8 +76,7 @@ size_t clnorm_row_norm_host_bytes(const clnorm_desc *d, clnorm_direction dir);
                      ((residual_) ? ROW_NORM_RESIDUAL_FWD_SLOTS : 0u),                      \
         .bwd_slots = ROW_NORM_BWD_SLOTS | ((has_mean_) ? ROW_NORM_MEAN_SLOTS : 0u) |        \
                      ((residual_) ? ROW_NORM_RESIDUAL_BWD_SLOTS : 0u),                      \
-        .has_mean = (has_mean_), .residual = (residual_), .exact_param_terms = 1,           \
-        .row_slots = ROW_NORM_ROW_SLOTS,                                                    \
+        .has_mean = (has_mean_), .residual = (residual_), .row_slots = ROW_NORM_ROW_SLOTS,  \
         .check_desc = clnorm_row_norm_check_desc, .slot_info = clnorm_row_norm_slot_info,   \
         .check_present = clnorm_row_norm_check_present,                                     \
         .build_defines = clnorm_row_norm_defines, .kernel_flags = clnorm_row_norm_flags,    \
