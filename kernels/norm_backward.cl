@@ -25,9 +25,9 @@
  *   (a second NDRange dimension); their sums then come from norm_bwd_sums, merged in chunk
  *   order, and each chunk's group writes only its own columns of the partials.
  * norm_bwd_slices, norm_bwd_params: per column, the groups' partials are added in group
- *   order (w_add: in double, or Kahan compensated), in slices of CLNORM_PARAM_SLICE first
- *   when there are many (a work-item per column and slice), then the slices in order: a fixed
- *   order, so dgamma and dbeta are the same bits run after run.
+ *   order (P_ADD: in double, or float with each addition's rest kept), in slices of
+ *   CLNORM_PARAM_SLICE first when there are many (a work-item per column and slice), then the
+ *   slices in order: a fixed order, so dgamma and dbeta are the same bits run after run.
  */
 
 /*
@@ -544,15 +544,72 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
 
 /*
  * The parameter partials (a block's S1 and S0 per column, the slices' sums, the parameter
- * pass's) are W, added with w_add (common.cl): double where the device has it, else A with
- * Kahan's step. Each term dy * xhat is exact in double and the sums then lose nothing that
- * matters, where float32 partials of up to 256 rows, even Kahan-added across the blocks, put
- * dgamma and dbeta of LayerNorm's float32 backward 1.0-4.7x the bound 1e-5 + 1e-5 |ref| away
- * from torch's float64 on batches of 1024x768 to 16384x256 of N(0, 1) data (torch's own
- * float32 1.1-19x; bench/RESULTS.md, "The row backward's parameter partials in double"). What
- * stays is xhat's float32 rounding in each term. With one block (CLNORM_KF_PARAMS_DIRECT) the
- * rows kernel stores its partials as dgamma and dbeta itself.
- */
+ * pass's) are W, added with P_ADD (below): double where the device has it, else A with each
+ * addition's rest kept. Each term dy * xhat is exact in double and the sums then lose
+ * nothing that matters, where float32 partials of up to 256 rows, even Kahan-added across
+ * the blocks, put dgamma and dbeta of LayerNorm's float32 backward 1.0-4.7x the bound 1e-5 +
+ * 1e-5 |ref| away from torch's float64 on batches of 1024x768 to 16384x256 of N(0, 1) data
+ * (torch's own float32 1.1-19x; bench/RESULTS.md, "The row backward's parameter partials in
+ * double"). What stays is xhat's float32 rounding in each term. With one block
+ * (CLNORM_KF_PARAMS_DIRECT) the rows kernel stores its partials as dgamma and dbeta itself.
+ *
+ * Without double, each partial also keeps what its float additions and products lost (C1,
+ * C0: PART_WORDS words per column and block, the scratch sized for double either way,
+ * CLNORM_W_SIZE; sum2_add below, and each product's fma rest), and the slices and the
+ * parameter pass add the partials the same way (P_ADD), their rests alongside: a value is
+ * S + C. Plain float32 partials of 256 rows, Kahan-added across the blocks, had dbeta at 7.1x
+ * and dgamma at 2.1x the bound at 32768x256 (CLNORM_NO_FP64=1; bench/RESULTS.md,
+ * "Parameter partials with their rests on devices without double"). */
+/* PART_RESTS: W is float (no double on the device, float32 or half storage). */
+#if !W_DOUBLE && !defined(CLNORM_F64)
+#define PART_RESTS 1
+#else
+#define PART_RESTS 0
+#endif
+#if PART_RESTS
+/* A running sum (*s, *c) whose value is *s + *c: each addition's rounding error, exact by
+ * Knuth's two-sum, goes into *c. Unlike kahan_add's remainder, which comes back only through
+ * the next term and loses what lies below that term's last bit, *c can also take errors made
+ * elsewhere (a product's fma rest, another sum's *c): the parameter partials without double
+ * (below). Once the total is not finite, *c stops. */
+inline void sum2_add(A *s, A *c, A v)
+{
+    const A t = *s + v, bv = t - *s;
+    *c += isfinite(t) ? (*s - (t - bv)) + (v - bv) : (A)0;
+    *s = t;
+}
+inline void sum2_addv(AV *s, AV *c, AV v)
+{
+    const AV t = *s + v, bv = t - *s;
+    *c += select((AV)0, (*s - (t - bv)) + (v - bv), isfinite(t));
+    *s = t;
+}
+#endif
+#if !PART_RESTS
+#define PART_WORDS 2
+#else
+#define PART_WORDS 4
+#endif
+/* The value of partial word j (S1 at j < cols, S0 after) of the block at p: S (+ C). */
+#if !PART_RESTS
+#define PART_VALUE(p, j, cols) ((p)[j])
+#else
+#define PART_VALUE(p, j, cols) ((p)[j] + (p)[(j) + 2 * (cols)])
+#endif
+/* The partials' running sums (the slices', the parameter pass's): P_ADD, P_ADDV, and a
+ * partial's rest r added to the running rest *c (PART_REST); the value is S + C. Where W is
+ * double, plain sums, C staying 0 (float64 data: Kahan's w_add, as before). */
+#if !PART_RESTS
+#define P_ADD w_add
+#define P_ADDV w_addv
+#define PART_REST(c, r) ((void)0)
+#define P_VALUE(s, c) (s)
+#else
+#define P_ADD sum2_add
+#define P_ADDV sum2_addv
+#define PART_REST(c, r) (*(c) += (r))
+#define P_VALUE(s, c) ((s) + (c))
+#endif
 
 /* The terms' xhat where dgamma is asked for (BWD_PX1, BWD_PXV), taken before dx's store:
  * dx may be x (in place). */
@@ -570,6 +627,7 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
         BWD_ELEM_PARAMS(i, dyv, px);                                                        \
     } while (0)
 /* ... the parameter partials' share alone (W; px the term's xhat in W) */
+#if !PART_RESTS
 #define BWD_ELEM_PARAMS(i, dyv, px)                                                         \
     do {                                                                                    \
         if (want_dg)                                                                        \
@@ -577,6 +635,25 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
         if (want_db)                                                                        \
             pb[i] = first ? (W)(dyv) : (W)(dyv) + pb[i];                                    \
     } while (0)
+#else /* with the two-sum remainders 2 cols on (PART_WORDS) */
+#define BWD_ELEM_PARAMS(i, dyv, px)                                                         \
+    do {                                                                                    \
+        if (want_dg) {                                                                      \
+            const A t = (dyv) * (px);                                                       \
+            A s = first ? (A)0 : pg[i], c = first ? (A)0 : pg[(i) + 2 * cols];              \
+            sum2_add(&s, &c, t);                                                            \
+            c += isfinite(t) ? fma((dyv), (px), -t) : (A)0; /* the product's rest */        \
+            pg[i] = s;                                                                      \
+            pg[(i) + 2 * cols] = c;                                                         \
+        }                                                                                   \
+        if (want_db) {                                                                      \
+            A s = first ? (A)0 : pb[i], c = first ? (A)0 : pb[(i) + 2 * cols];              \
+            sum2_add(&s, &c, (dyv));                                                        \
+            pb[i] = s;                                                                      \
+            pb[(i) + 2 * cols] = c;                                                         \
+        }                                                                                   \
+    } while (0)
+#endif
 
 /* BWD_ELEM of a wide row: dx in W (bwd_g_w, bwd_dx_w), rounded once; the partials in W. */
 #define BWD_ELEM_W(i)                                                                       \
@@ -598,6 +675,7 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
         BWD_VEC_PUT_PARAMS(i, dyv, px);                                                     \
     } while (0)
 /* ... the parameter partials' share alone (as BWD_ELEM_PARAMS; px the terms' xhat in WV) */
+#if !PART_RESTS
 #define BWD_VEC_PUT_PARAMS(i, dyv, px)                                                      \
     do {                                                                                    \
         if (want_dg) {                                                                      \
@@ -610,6 +688,27 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
             CAT(vstore, VW)(first ? pd : pd + CAT(vload, VW)(0, pb + (i)), 0, pb + (i));    \
         }                                                                                   \
     } while (0)
+#else /* with the two-sum remainders, lane by lane as BWD_ELEM_PARAMS */
+#define BWD_VEC_PUT_PARAMS(i, dyv, px)                                                      \
+    do {                                                                                    \
+        if (want_dg) {                                                                      \
+            const AV t = (dyv) * (px);                                                      \
+            AV s = first ? (AV)(0) : CAT(vload, VW)(0, pg + (i));                           \
+            AV c = first ? (AV)(0) : CAT(vload, VW)(0, pg + (i) + 2 * cols);                \
+            sum2_addv(&s, &c, t);                                                           \
+            c += select((AV)0, fma((dyv), (px), -t), isfinite(t));                          \
+            CAT(vstore, VW)(s, 0, pg + (i));                                                \
+            CAT(vstore, VW)(c, 0, pg + (i) + 2 * cols);                                     \
+        }                                                                                   \
+        if (want_db) {                                                                      \
+            AV s = first ? (AV)(0) : CAT(vload, VW)(0, pb + (i));                           \
+            AV c = first ? (AV)(0) : CAT(vload, VW)(0, pb + (i) + 2 * cols);                \
+            sum2_addv(&s, &c, (dyv));                                                       \
+            CAT(vstore, VW)(s, 0, pb + (i));                                                \
+            CAT(vstore, VW)(c, 0, pb + (i) + 2 * cols);                                     \
+        }                                                                                   \
+    } while (0)
+#endif
 
 /*
  * Row block grp = first_block + get_group_id(1), chunk c = get_group_id(0) (columns [b, e)):
@@ -657,7 +756,7 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global W *part,
     for (ulong row = r0; row < r1; row++) {
         const ulong p = per_sample ? row / sample_rows : p0;
         /* The block's partial sums (with one block, direct, dgamma and dbeta: below). */
-        __global W *pg = part + p * 2 * cols, *pb = pg + cols;
+        __global W *pg = part + p * PART_WORDS * cols, *pb = pg + cols;
         A2 K;
         A m, r, sc, rlo;
         const bwd_row bw = BWD_ROW(row, flags);
@@ -827,21 +926,21 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global W *part,
      * it summed (vectors lid, lid + L, ... and the tail, as every loop above takes them on
      * GPUs; one item, CPU devices, owns them all), rounded once. */
     if (direct) {
-        __global const W *pg = part + p0 * 2 * cols, *pb = pg + cols;
+        __global const W *pg = part + p0 * PART_WORDS * cols, *pb = pg + cols;
         const ulong nv = (e - b) / VW;
         for (ulong v = lid; v < nv; v += L)
             for (uint k = 0; k < VW; k++) {
                 const ulong j = b + v * VW + k;
                 if (want_dg)
-                    dgamma[dgamma_off + j] = (A)pg[j];
+                    dgamma[dgamma_off + j] = (A)PART_VALUE(pg, j, cols);
                 if (want_db)
-                    dbeta[dbeta_off + j] = (A)pb[j];
+                    dbeta[dbeta_off + j] = (A)PART_VALUE(pb, j, cols);
             }
         for (ulong j = b + nv * VW + lid; j < e; j += L) {
             if (want_dg)
-                dgamma[dgamma_off + j] = (A)pg[j];
+                dgamma[dgamma_off + j] = (A)PART_VALUE(pg, j, cols);
             if (want_db)
-                dbeta[dbeta_off + j] = (A)pb[j];
+                dbeta[dbeta_off + j] = (A)PART_VALUE(pb, j, cols);
         }
     }
 }
@@ -864,8 +963,9 @@ inline int params_sliced(ulong samples, ulong per)
 }
 
 /*
- * Slice q of column j: the sums of S1 and S0 (w_add) over at most CLNORM_PARAM_SLICE partials
- * of one sample, in block order, into slices[q][j] and slices[q][cols + j]. Many blocks then
+ * Slice q of column j: the sums of S1 and S0 (P_ADD, with their rests) over at most
+ * CLNORM_PARAM_SLICE partials of one sample, in block order, into slices[q][j] and
+ * slices[q][cols + j] (the rests, PART_RESTS, 2 cols on: the partials' layout). Many blocks then
  * cost the parameter pass a few slice sums per column instead of a long dependent chain, and
  * a GPU gets (columns x slices) items rather than one per column.
  */
@@ -890,18 +990,28 @@ __kernel void norm_bwd_slices(__global const W *part, __global W *slices, KS_PAR
                                   CLNORM_KF_GRAD_SCALE)) != 0;
     W s1 = 0, c1 = 0, s0 = 0, c0 = 0;
     for (ulong k = k0; k < k1; k++) {
-        if (s1_read)
-            w_add(&s1, &c1, part[k * 2 * cols + j]);
-        if (s0_read)
-            w_add(&s0, &c0, part[k * 2 * cols + cols + j]);
+        __global const W *pk = part + k * PART_WORDS * cols;
+        if (s1_read) {
+            P_ADD(&s1, &c1, pk[j]);
+            PART_REST(&c1, pk[j + 2 * cols]);
+        }
+        if (s0_read) {
+            P_ADD(&s0, &c0, pk[cols + j]);
+            PART_REST(&c0, pk[cols + j + 2 * cols]);
+        }
     }
-    slices[q * 2 * cols + j] = s1;
-    slices[q * 2 * cols + cols + j] = s0;
+    __global W *sq = slices + q * PART_WORDS * cols;
+    sq[j] = s1;
+    sq[cols + j] = s0;
+#if PART_RESTS
+    sq[j + 2 * cols] = c1;
+    sq[cols + j + 2 * cols] = c0;
+#endif
 }
 
 /*
  * Column j of the parameter gradients: per sample, its partials S1 and S0 (or their slice
- * sums) added in order (w_add: in double, or Kahan compensated), then dscale and dshift of
+ * sums) added in order (P_ADD: in double, or float with their rests), then dscale and dshift of
  * the sample, and dgamma and dbeta accumulated over the samples in sample order. A fixed
  * order: the same bits run after run.
  *
@@ -930,11 +1040,18 @@ __kernel void norm_bwd_slices(__global const W *part, __global W *slices, KS_PAR
         for (ulong s = 0; s < samples; s++) {                                               \
             S s1 = 0, c1 = 0, s0 = 0, c0 = 0;                                               \
             for (ulong k = s * per; k < (s + 1) * per; k++) {                               \
-                if (s1_read)                                                                \
-                    ADD(&s1, &c1, PLOAD_##N(src + k * 2 * cols + j));                       \
-                if (s0_read)                                                                \
-                    ADD(&s0, &c0, PLOAD_##N(src + k * 2 * cols + cols + j));                \
+                __global const W *pk = src + k * PART_WORDS * cols + j;                     \
+                if (s1_read) {                                                              \
+                    ADD(&s1, &c1, PLOAD_##N(pk));                                           \
+                    PART_REST(&c1, PLOAD_##N(pk + 2 * cols));                               \
+                }                                                                           \
+                if (s0_read) {                                                              \
+                    ADD(&s0, &c0, PLOAD_##N(pk + cols));                                    \
+                    PART_REST(&c0, PLOAD_##N(pk + 3 * cols));                               \
+                }                                                                           \
             }                                                                               \
+            s1 = P_VALUE(s1, c1);                                                           \
+            s0 = P_VALUE(s0, c0);                                                           \
             if ((flags & CLNORM_KF_GRAD_SCALE) != 0)                                        \
                 PSTORE_##N(TO_V(TO_S(gj) * s1 + TO_S(bj) * s0),                             \
                            dscale + dscale_off + s * dscale_stride + j);                    \
@@ -948,21 +1065,21 @@ __kernel void norm_bwd_slices(__global const W *part, __global W *slices, KS_PAR
             ADD(&sb, &cb, s0 * TO_S(f));                                                    \
         }                                                                                   \
         if ((flags & CLNORM_KF_GRAD_GAMMA) != 0)                                            \
-            PSTORE_##N(TO_V(sg), dgamma + dgamma_off + j);                                  \
+            PSTORE_##N(TO_V(P_VALUE(sg, cg)), dgamma + dgamma_off + j);                     \
         if ((flags & CLNORM_KF_GRAD_BETA) != 0)                                             \
-            PSTORE_##N(TO_V(sb), dbeta + dbeta_off + j);                                    \
+            PSTORE_##N(TO_V(P_VALUE(sb, cb)), dbeta + dbeta_off + j);                       \
     }
 
 #define PLOAD_1(p) (*(p))
 #define PSTORE_1(v, p) (*(p) = (v))
 #define W_OF1(v) ((W)(v))
 #define A_OF1(v) ((A)(v))
-PARAM_COLUMNS(param_column, A, W, 1, w_add, W_OF1, A_OF1)
+PARAM_COLUMNS(param_column, A, W, 1, P_ADD, W_OF1, A_OF1)
 
 #if defined(CLNORM_PARAMS_VEC)
 #define PLOAD_VW(p) CAT(vload, VW)(0, (p))
 #define PSTORE_VW(v, p) CAT(vstore, VW)((v), 0, (p))
-PARAM_COLUMNS(param_columns_v, AV, WV, VW, w_addv, TO_WV, FROM_WV)
+PARAM_COLUMNS(param_columns_v, AV, WV, VW, P_ADDV, TO_WV, FROM_WV)
 #endif
 
 /* Work-item i takes columns [i * PARAM_W, (i + 1) * PARAM_W): in lanes where all of them are
