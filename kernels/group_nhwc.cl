@@ -469,6 +469,15 @@ typedef struct {
     uint chunks;
 } gn_tile_moments;
 
+/* A part's moments (St its sum of x * sc - K, M2t its M2 around its own mean, nt its count)
+ * added to sums S and Q around K + m (mw): S += St - nt m, Q += M2t + nt (St / nt - m)^2. */
+inline void gn_moments_around(W St, W M2t, W nt, W mw, W *S, W *Q)
+{
+    const W d = St / nt - mw;
+    *S += St - nt * mw;
+    *Q += fma(d * d, nt, M2t);
+}
+
 /* The item's part (S, Q: the sums of d and d^2, d = x * sc - K - m, in W; returned: whether
  * there is one) of gn_stats_w (op_group_norm.cl) of an NHWC group: where wide, from its
  * channels [c0, c0 + cpg) of every position, an item every L-th position
@@ -496,9 +505,7 @@ inline int gn_group_part_w(__global const T *xs, ulong c0, ulong cpg, ulong C, u
             const W nt = (W)((min(hw, (t + 1) * tm.chunk_len) - t * tm.chunk_len) * cpg);
             __global const A *e = tm.pn + t * GN_TILE_LEN(C, C / cpg);
             __global const A *el = tm.lo + t * GN_TILE_LEN(C, C / cpg);
-            const W St = (W)e[0] + (W)el[0], d = St / nt - mw;
-            S += St - nt * mw;
-            Q += fma(d * d, nt, (W)e[1] + (W)el[1]);
+            gn_moments_around((W)e[0] + (W)el[0], (W)e[1] + (W)el[1], nt, mw, &S, &Q);
         }
     } else if (wide) {
         /* four positions a step, each its own sums: one chain of dependent double additions

@@ -224,12 +224,10 @@ __kernel void gn_nhwc_group_stats(__global const T *x, __global A *stats, __loca
         int pass = 1;
         if (wide || !sh.valid) {
             pass = gn_group_part_w(xs, c0, cpg, C, hw, lid, L, K, m, sc, wide, none, &S, &Q);
-        } else if (w.nshare > 0) { /* around K + m: S - n m, M2 + n (S / n - m)^2 */
+        } else if (w.nshare > 0) { /* the share's moments, M2 around their exact mean */
             const W nw = (W)w.nshare, Sw = (W)sh.S - (W)sh.cS;
             const W dm = Sw / nw - (W)(sh.S / w.nshare); /* M2's centre, as taken */
-            const W d = Sw / nw - (W)m;
-            S = Sw - nw * (W)m;
-            Q = fma(d * d, nw, ((W)sh.M2 - (W)sh.cM2) - nw * dm * dm);
+            gn_moments_around(Sw, ((W)sh.M2 - (W)sh.cM2) - nw * dm * dm, nw, m, &S, &Q);
         }
         /* (no barrier under the branch: gn_stats_w's sums for every item) */
         gn_stats_w(S, Q, cpg * hw, lid, L, scratch, scratch2, &K, &m, &r, &rlo, &mlo, sc, eps,

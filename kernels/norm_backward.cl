@@ -566,12 +566,24 @@ inline void block_rows(ulong grp, ulong rows, ulong rpg, ulong sample_rows, ulon
 #else
 #define PART_RESTS 0
 #endif
-#if PART_RESTS
+/* The partials' words per column and block (PART_WORDS: S1, S0, and with PART_RESTS their
+ * rests C1, C0), the value of word j (S1 at j < cols, S0 after) of the block at p
+ * (PART_VALUE: S + C), and the running sums of the slices and the parameter pass (P_ADD,
+ * P_ADDV; PART_REST adds a partial's rest r to the running rest *c; P_VALUE). Where W is
+ * double, plain sums, C staying 0 (float64 data: Kahan's w_add, as before). */
+#if !PART_RESTS
+#define PART_WORDS 2
+#define PART_VALUE(p, j, cols) ((p)[j])
+#define P_ADD w_add
+#define P_ADDV w_addv
+#define PART_REST(c, r) ((void)0)
+#define P_VALUE(s, c) (s)
+#else
 /* A running sum (*s, *c) whose value is *s + *c: each addition's rounding error, exact by
  * Knuth's two-sum, goes into *c. Unlike kahan_add's remainder, which comes back only through
  * the next term and loses what lies below that term's last bit, *c can also take errors made
- * elsewhere (a product's fma rest, another sum's *c): the parameter partials without double
- * (below). Once the total is not finite, *c stops. */
+ * elsewhere (a product's fma rest, another sum's *c). Once the total is not finite, *c
+ * stops. */
 inline void sum2_add(A *s, A *c, A v)
 {
     const A t = *s + v, bv = t - *s;
@@ -584,27 +596,8 @@ inline void sum2_addv(AV *s, AV *c, AV v)
     *c += select((AV)0, (*s - (t - bv)) + (v - bv), isfinite(t));
     *s = t;
 }
-#endif
-#if !PART_RESTS
-#define PART_WORDS 2
-#else
 #define PART_WORDS 4
-#endif
-/* The value of partial word j (S1 at j < cols, S0 after) of the block at p: S (+ C). */
-#if !PART_RESTS
-#define PART_VALUE(p, j, cols) ((p)[j])
-#else
 #define PART_VALUE(p, j, cols) ((p)[j] + (p)[(j) + 2 * (cols)])
-#endif
-/* The partials' running sums (the slices', the parameter pass's): P_ADD, P_ADDV, and a
- * partial's rest r added to the running rest *c (PART_REST); the value is S + C. Where W is
- * double, plain sums, C staying 0 (float64 data: Kahan's w_add, as before). */
-#if !PART_RESTS
-#define P_ADD w_add
-#define P_ADDV w_addv
-#define PART_REST(c, r) ((void)0)
-#define P_VALUE(s, c) (s)
-#else
 #define P_ADD sum2_add
 #define P_ADDV sum2_addv
 #define PART_REST(c, r) (*(c) += (r))
@@ -659,8 +652,7 @@ inline void sum2_addv(AV *s, AV *c, AV v)
 #define BWD_ELEM_W(i)                                                                       \
     do {                                                                                    \
         const A dyv = LOAD1(bw.dy + (i));                                                   \
-        const A xh = (IN_DEV1(bw.in, (i), K, sc) - m) * r;                                  \
-        const W xw = (IN_DEV_W(bw.in, (i), K, sc) - (W)m) * rw; /* (= BWD_PX1) */          \
+        const W xw = BWD_PX1((i), 0); /* (no float xhat) */                                 \
         STORE1(bwd_dx_w(bw, (i), bwd_g_w(bw, (i), dyv), xw, rsw, mgw, mgxw), bw.dx + (i));  \
         BWD_ELEM_PARAMS(i, dyv, xw);                                                        \
     } while (0)
@@ -846,11 +838,10 @@ __kernel void norm_bwd_rows(BWD_PTRS, __global const A *stats, __global W *part,
                 for (ulong v = 0; v < nw; v++) {
                     const ulong i = b + v * VW;
                     const AV dyv = LOADV(bw.dy + i);
-                    const AV xh = (IN_DEVV(bw.in, i, K, sc) - m) * r;
-                    const WV xw = (IN_DEV_WV(bw.in, i, K, sc) - (WV)(m)) * (WV)(rw);
+                    const WV xw = BWD_PXV(i, 0); /* (no float xhat) */
                     STOREV(bwd_dx_wv(bw, i, bwd_g_wv(bw, i, dyv), xw, rsw, mgw, mgxw),
                            bw.dx + i);
-                    BWD_VEC_PUT_PARAMS(i, dyv, xw); /* (xw = BWD_PXV) */
+                    BWD_VEC_PUT_PARAMS(i, dyv, xw);
                 }
             else
                 for (ulong v = lid; v < nw; v += L)
